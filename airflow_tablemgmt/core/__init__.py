@@ -1,0 +1,1 @@
+"""The vocabulary of table management. Imports no framework (Airflow, Spark, SQLAlchemy, FastAPI)."""

@@ -1,0 +1,226 @@
+"""The action registry: every maintenance action by kebab-case name, with its validated options.
+
+Each action's settings model holds the scheduling knobs every action shares (``enabled``,
+``interval``, ``on-new-snapshot`` ...) plus its own options, flat, so a declaration reads
+``expire-snapshots: {retain-last: 3}`` and an error reads
+``tables[0].actions.expire-snapshots.retain-last: ...``. Defaults follow Iceberg's Spark procedures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from airflow_tablemgmt.core.durations import Duration
+from airflow_tablemgmt.core.errors import UnknownAction
+from airflow_tablemgmt.core.identifiers import validate_identifier
+from airflow_tablemgmt.core.triggers import Interval
+
+_ACTION_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+MiB = 1024 * 1024
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class ActionSettings(BaseModel):
+    """Scheduling knobs shared by every action. ``None`` means "the factory's default"."""
+
+    model_config = ConfigDict(alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True)
+
+    enabled: bool = True
+    interval: str | None = Field(default=None, description="duration ('6h') or cron ('0 3 * * *')")
+    on_new_snapshot: bool | None = None
+    parallelism: int | None = Field(default=None, ge=1)
+    trigger: Literal["schedule", "event"] = "schedule"
+    retries: int = Field(default=1, ge=0, le=20)
+    retry_delay: Duration = timedelta(minutes=5)
+    lease_wait: Duration = Field(
+        default=timedelta(hours=1), description="how long to wait for the table lease"
+    )
+
+    @field_validator("interval")
+    @classmethod
+    def _interval(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                Interval.parse(v)
+            except Exception as e:  # noqa: BLE001 - re-raised as a field error with the same text
+                raise ValueError(str(e).removeprefix("interval: ")) from e
+        return v
+
+    def options(self) -> dict[str, Any]:
+        """The action-specific options (everything not shared), kebab-case, JSON-ready."""
+        shared = set(ActionSettings.model_fields)
+        data = self.model_dump(mode="json", by_alias=True, include=set(type(self).model_fields) - shared)
+        return data
+
+
+def _columns(v: list[str]) -> list[str]:
+    return [validate_identifier(c, "column") for c in v]
+
+
+class RewriteStrategy(StrEnum):
+    BINPACK = "binpack"
+    SORT = "sort"
+    ZORDER = "zorder"
+
+
+class RewriteFilesSettings(ActionSettings):
+    """``rewrite_data_files``: compact small files (binpack) or recluster them (sort / zorder)."""
+
+    strategy: RewriteStrategy = RewriteStrategy.BINPACK
+    sort_columns: list[str] = Field(default_factory=list)
+    target_file_size_bytes: int = Field(default=512 * MiB, ge=1 * MiB)
+    min_input_files: int = Field(default=5, ge=1)
+    where: str | None = None
+    partial_progress: bool = False
+    max_concurrent_file_group_rewrites: int = Field(default=5, ge=1)
+    rewrite_all: bool = False
+
+    _cols = field_validator("sort_columns")(_columns)
+
+    @model_validator(mode="after")
+    def _strategy_needs_columns(self) -> RewriteFilesSettings:
+        if self.strategy != RewriteStrategy.BINPACK and not self.sort_columns:
+            raise ValueError(f"sort-columns: strategy {self.strategy.value!r} needs at least one column")
+        if self.strategy == RewriteStrategy.BINPACK and self.sort_columns:
+            raise ValueError("sort-columns: only used with strategy 'sort' or 'zorder', not 'binpack'")
+        return self
+
+
+class RewriteDeletesSettings(ActionSettings):
+    """``rewrite_position_delete_files``: compact position delete files, dropping dangling deletes."""
+
+    min_input_files: int = Field(default=5, ge=1)
+    rewrite_all: bool = False
+
+
+class RewriteManifestsSettings(ActionSettings):
+    """``rewrite_manifests``: regroup manifests by partition for faster planning."""
+
+    use_caching: bool = False
+
+
+class ExpireSnapshotsSettings(ActionSettings):
+    """``expire_snapshots``: drop old snapshots and the files only they reference."""
+
+    older_than: Duration = timedelta(days=5)
+    retain_last: int = Field(default=1, ge=1)
+    max_concurrent_deletes: int = Field(default=4, ge=1)
+
+
+ORPHAN_FLOOR = timedelta(hours=24)
+
+
+class DeleteOrphansSettings(ActionSettings):
+    """``remove_orphan_files``: delete files under the table location that no snapshot references."""
+
+    older_than: Duration = timedelta(days=3)
+    dry_run: bool = False
+    sample_size: int = Field(default=20, ge=0, le=1000)
+    allow_below_floor: bool = Field(
+        default=False, description="explicit, logged override of the 24-hour floor on older-than"
+    )
+
+    @model_validator(mode="after")
+    def _floor(self) -> DeleteOrphansSettings:
+        if self.older_than < ORPHAN_FLOOR and not self.allow_below_floor:
+            raise ValueError(
+                f"older-than: {self.older_than} is below the 24-hour floor, which protects files of "
+                "in-flight commits; allowed: >= 24 hours, or set allow-below-floor: true to override"
+            )
+        return self
+
+
+class ExpireDataSettings(ActionSettings):
+    """Row TTL (Amoro's data expiration): delete rows whose ``column`` is older than ``retention``."""
+
+    column: str
+    retention: Duration
+
+    _col = field_validator("column")(lambda v: validate_identifier(v, "column"))
+
+
+class ComputeStatsSettings(ActionSettings):
+    """``compute_table_stats``: NDV sketches in a Puffin statistics file registered on the table."""
+
+    columns: list[str] = Field(default_factory=list)
+
+    _cols = field_validator("columns")(_columns)
+
+
+@dataclass(frozen=True)
+class Action:
+    """A registered action: kebab-case name, its settings model, and whether it rewrites the table."""
+
+    name: str
+    settings_model: type[ActionSettings]
+    mutates: bool
+    description: str
+
+    def __post_init__(self) -> None:
+        if not _ACTION_NAME.match(self.name):
+            raise ValueError(f"action name {self.name!r} must be lowercase kebab-case")
+
+    def settings(self, raw: dict[str, Any] | None) -> ActionSettings:
+        return self.settings_model.model_validate(raw or {})
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ActionRegistry:
+    """Name -> Action. Factories may register their own actions; names are unique."""
+
+    def __init__(self) -> None:
+        self._actions: dict[str, Action] = {}
+
+    def register(self, action: Action) -> Action:
+        existing = self._actions.get(action.name)
+        if existing is not None and existing != action:
+            raise ValueError(f"action {action.name!r} is already registered")
+        self._actions[action.name] = action
+        return action
+
+    def get(self, name: str) -> Action:
+        try:
+            return self._actions[name]
+        except KeyError:
+            raise UnknownAction(name, list(self._actions)) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._actions)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._actions
+
+
+ACTIONS = ActionRegistry()
+REWRITE_FILES = ACTIONS.register(
+    Action("rewrite-files", RewriteFilesSettings, True, "compact or recluster data files")
+)
+REWRITE_DELETES = ACTIONS.register(
+    Action("rewrite-deletes", RewriteDeletesSettings, True, "rewrite position delete files")
+)
+REWRITE_MANIFESTS = ACTIONS.register(
+    Action("rewrite-manifests", RewriteManifestsSettings, True, "rewrite manifests")
+)
+EXPIRE_SNAPSHOTS = ACTIONS.register(
+    Action("expire-snapshots", ExpireSnapshotsSettings, True, "expire old snapshots")
+)
+DELETE_ORPHANS = ACTIONS.register(
+    Action("delete-orphans", DeleteOrphansSettings, True, "delete unreferenced files")
+)
+EXPIRE_DATA = ACTIONS.register(Action("expire-data", ExpireDataSettings, True, "delete rows past their TTL"))
+COMPUTE_STATS = ACTIONS.register(
+    Action("compute-stats", ComputeStatsSettings, False, "compute table statistics (Puffin NDV)")
+)
+
+__all__ = ["ACTIONS", "Action", "ActionRegistry", "ActionSettings"]

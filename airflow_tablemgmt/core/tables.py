@@ -1,0 +1,196 @@
+"""Declarations: catalogs and tables, validated the same way whether from YAML, REST or the CLI."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
+from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class CatalogType(StrEnum):
+    HADOOP = "hadoop"
+    REST = "rest"
+    HIVE = "hive"
+    GLUE = "glue"
+    JDBC = "jdbc"
+
+
+class CatalogSpec(_Model):
+    """An Iceberg catalog. ``hadoop`` needs ``warehouse``; others take their Iceberg properties."""
+
+    name: str
+    type: CatalogType = CatalogType.HADOOP
+    warehouse: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    _name = field_validator("name")(lambda v: validate_identifier(v, "name"))
+
+    @model_validator(mode="after")
+    def _needs_warehouse(self) -> CatalogSpec:
+        if self.type == CatalogType.HADOOP and not self.warehouse:
+            raise ValueError("warehouse: a hadoop catalog needs a warehouse path or URI")
+        return self
+
+
+class Owner(StrEnum):
+    """Who may change a table's declaration: the YAML file or the store (REST / CLI)."""
+
+    CODE = "code"
+    STORE = "store"
+
+
+class TableSpec(_Model):
+    """A registered table and the maintenance it gets."""
+
+    catalog: str
+    namespace: str
+    name: str
+    format: TableFormat = TableFormat.ICEBERG
+    owner: str = Field(default="airflow", description="the DAGs' owner")
+    queue: str = Field(default="default", description="Airflow pool (and queue) the jobs run in")
+    priority: int = Field(default=1, ge=1, le=1000)
+    actions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("catalog", "namespace", "name")
+    @classmethod
+    def _ident(cls, v: str, info: Any) -> str:
+        return validate_identifier(v, info.field_name)
+
+    @field_validator("queue")
+    @classmethod
+    def _queue(cls, v: str) -> str:
+        return validate_identifier(v, "queue")
+
+    @field_validator("actions")
+    @classmethod
+    def _actions(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for name, raw in v.items():
+            if name not in ACTIONS:
+                raise ValueError(f"unknown action {name!r}; known actions: {', '.join(ACTIONS.names())}")
+            try:
+                settings = ACTIONS.get(name).settings(raw if raw is not None else {})
+            except ValidationError as e:
+                # Carry the nested path out of the validator: "<action>.<option>\t<message>" lines.
+                raise ValueError("\n".join(_nested(name, e))) from None
+            out[name] = settings.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        return out
+
+    @property
+    def identifier(self) -> TableIdentifier:
+        return TableIdentifier(self.catalog, self.namespace, self.name)
+
+    @property
+    def id(self) -> str:
+        return str(self.identifier)
+
+    def action_settings(self, name: str) -> ActionSettings:
+        return ACTIONS.get(name).settings(self.actions.get(name, {}))
+
+    def enabled_actions(self) -> list[str]:
+        return sorted(n for n in self.actions if self.action_settings(n).enabled)
+
+
+class Declarations(_Model):
+    """The content of ``dags/tables.yaml``."""
+
+    version: Literal[1] = 1
+    catalogs: list[CatalogSpec] = Field(default_factory=list)
+    tables: list[TableSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _references(self) -> Declarations:
+        names = [c.name for c in self.catalogs]
+        seen: set[str] = set()
+        for i, t in enumerate(self.tables):
+            if t.catalog not in names:
+                raise ValueError(
+                    f"tables[{i}].catalog: {t.catalog!r} is not declared; declared catalogs: {', '.join(names) or 'none'}"
+                )
+            if t.id in seen:
+                raise ValueError(f"tables[{i}]: {t.id} is declared twice")
+            seen.add(t.id)
+        return self
+
+
+def _nested(prefix: str, err: ValidationError) -> list[str]:
+    out = []
+    for e in err.errors():
+        sub = ".".join(str(p) for p in e.get("loc", ()) if not str(p).startswith("function-"))
+        msg = e.get("msg", "").removeprefix("Value error, ")
+        got = "" if e.get("type") in ("value_error", "missing") else f", got {e.get('input')!r}"
+        out.append(f"{prefix}{'.' + sub if sub else ''}\t{msg}{got}")
+    return out
+
+
+def format_validation_error(err: ValidationError, source: str = "", root: Any = None) -> str:
+    """One line per problem: ``<source>: <path> (<table>): <what is wrong>, got <value>``."""
+    lines = []
+    for e in err.errors():
+        loc = e.get("loc", ())
+        path = ""
+        for part in loc:
+            if isinstance(part, int):
+                path += f"[{part}]"
+            elif str(part).startswith("function-") or part in ("function-after", "function-before"):
+                continue
+            else:
+                path += ("." if path else "") + str(part)
+        table = ""
+        if isinstance(root, dict) and len(loc) >= 2 and loc[0] == "tables" and isinstance(loc[1], int):
+            try:
+                t = root["tables"][loc[1]]
+                table = f" (table {t.get('catalog')}.{t.get('namespace')}.{t.get('name')})"
+            except (IndexError, KeyError, TypeError, AttributeError):
+                table = ""
+        msg = e.get("msg", "").removeprefix("Value error, ")
+        got = "" if e.get("type") in ("value_error", "missing") else f", got {e.get('input')!r}"
+        prefix = f"{source}: " if source else ""
+        if "\t" in msg:
+            for line in msg.split("\n"):
+                sub, _, text = line.partition("\t")
+                lines.append(f"{prefix}{path}.{sub}{table}: {text}")
+            continue
+        lines.append(f"{prefix}{path or '<root>'}{table}: {msg}{got}")
+    return "\n".join(lines)
+
+
+def parse_table(data: dict[str, Any], source: str = "table") -> TableSpec:
+    try:
+        return TableSpec.model_validate(data)
+    except ValidationError as e:
+        raise InvalidDeclaration(format_validation_error(e, source)) from None
+
+
+def parse_catalog(data: dict[str, Any], source: str = "catalog") -> CatalogSpec:
+    try:
+        return CatalogSpec.model_validate(data)
+    except ValidationError as e:
+        raise InvalidDeclaration(format_validation_error(e, source)) from None
+
+
+def parse_declarations(data: Any, source: str = "tables.yaml") -> Declarations:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InvalidDeclaration(
+            f"{source}: expected a mapping with 'catalogs' and 'tables', got {type(data).__name__}"
+        )
+    try:
+        return Declarations.model_validate(data)
+    except ValidationError as e:
+        raise InvalidDeclaration(format_validation_error(e, source, data)) from None

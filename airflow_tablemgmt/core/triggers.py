@@ -1,0 +1,137 @@
+"""When an action runs: intervals (duration or cron), trigger strategies, dynamic-table freshness."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from airflow_tablemgmt.core.errors import InvalidDeclaration, InvalidFreshness
+
+_UNITS = {
+    "s": "seconds", "sec": "seconds", "second": "seconds", "seconds": "seconds",
+    "m": "minutes", "min": "minutes", "minute": "minutes", "minutes": "minutes",
+    "h": "hours", "hour": "hours", "hours": "hours",
+    "d": "days", "day": "days", "days": "days",
+}  # fmt: skip
+_DURATION = re.compile(r"^\s*(\d+)\s*([A-Za-z]+)\s*$")
+_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
+_CRON_ALIASES = {"@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@annually", "@midnight"}
+INTERVAL_RULE = (
+    "a duration such as '30 minutes', '6h', '1 day' (minimum 1 minute) "
+    "or a 5-field cron such as '0 3 * * *' or an alias such as '@daily'"
+)
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """'6h', '30 MINUTE', '1 day' -> timedelta; None if ``text`` is not a duration."""
+    m = _DURATION.match(text)
+    if not m:
+        return None
+    unit = _UNITS.get(m.group(2).lower())
+    if unit is None:
+        return None
+    return timedelta(**{unit: int(m.group(1))})
+
+
+def is_cron(text: str) -> bool:
+    """Whether ``text`` looks like a 5-field cron expression or a cron alias."""
+    text = text.strip()
+    if text in _CRON_ALIASES:
+        return True
+    fields = text.split()
+    return len(fields) == 5 and all(_CRON_FIELD.match(f) for f in fields)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """How often an action runs: exactly one of ``cron`` or ``every``."""
+
+    cron: str | None = None
+    every: timedelta | None = None
+
+    @classmethod
+    def parse(cls, text: str | int | timedelta, field: str = "interval") -> Interval:
+        if isinstance(text, timedelta):
+            every: timedelta | None = text
+        elif isinstance(text, int):
+            every = timedelta(seconds=text)
+        else:
+            if is_cron(text):
+                return cls(cron=text.strip())
+            every = parse_duration(text)
+            if every is None:
+                raise InvalidDeclaration(f"{field}: {text!r} is not an interval; allowed: {INTERVAL_RULE}")
+        if every < timedelta(minutes=1):
+            raise InvalidDeclaration(f"{field}: {text!r} is shorter than 1 minute; allowed: {INTERVAL_RULE}")
+        return cls(every=every)
+
+    def __str__(self) -> str:
+        if self.cron is not None:
+            return self.cron
+        assert self.every is not None
+        secs = int(self.every.total_seconds())
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if secs % size == 0:
+                return f"{secs // size}{unit}"
+        return f"{secs}s"
+
+
+@dataclass(frozen=True)
+class TriggerStrategy:
+    """How a factory wants an action scheduled (after Amoro's process-factory trigger strategy).
+
+    ``parallelism`` bounds the concurrent runs of that action across tables (one pool per
+    action and queue) and per DAG.
+    """
+
+    interval: Interval
+    on_new_snapshot: bool = False
+    parallelism: int = 1
+
+    def __post_init__(self) -> None:
+        if self.parallelism < 1:
+            raise InvalidDeclaration(f"parallelism: must be >= 1, got {self.parallelism}")
+
+
+_FRESHNESS = re.compile(r"^\s*(\d+)\s*(SECOND|MINUTE|HOUR|DAY)S?\s*$", re.IGNORECASE)
+FRESHNESS_RULE = (
+    "'N MINUTE' with N dividing 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30), "
+    "'N HOUR' with N dividing 24 (1, 2, 3, 4, 6, 8, 12), or '1 DAY'"
+)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """A dynamic table's freshness (FLIP-435), e.g. ``5 MINUTE``; converts to a full-refresh cron."""
+
+    amount: int
+    unit: str  # MINUTE | HOUR | DAY
+
+    @classmethod
+    def parse(cls, text: str, field: str = "freshness") -> Freshness:
+        m = _FRESHNESS.match(text or "")
+        if not m:
+            raise InvalidFreshness(f"{field}: {text!r} is not a freshness; allowed: {FRESHNESS_RULE}")
+        amount, unit = int(m.group(1)), m.group(2).upper()
+        ok = (
+            (unit == "MINUTE" and amount >= 1 and 60 % amount == 0)
+            or (unit == "HOUR" and amount >= 1 and 24 % amount == 0)
+            or (unit == "DAY" and amount == 1)
+        )
+        if not ok:
+            why = "Airflow's cron has no seconds field; " if unit == "SECOND" else ""
+            raise InvalidFreshness(
+                f"{field}: {text!r} cannot be a full-refresh cron; {why}allowed: {FRESHNESS_RULE}"
+            )
+        return cls(amount, unit)
+
+    def to_cron(self) -> str:
+        if self.unit == "MINUTE":
+            return "* * * * *" if self.amount == 1 else f"*/{self.amount} * * * *"
+        if self.unit == "HOUR":
+            return "0 * * * *" if self.amount == 1 else f"0 */{self.amount} * * *"
+        return "0 0 * * *"
+
+    def __str__(self) -> str:
+        return f"{self.amount} {self.unit}"
