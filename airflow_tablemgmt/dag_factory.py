@@ -1,0 +1,148 @@
+"""Registry -> DAG objects: one DAG per (table, enabled action).
+
+A pure function of the registry and the factories. No network and no Spark at parse time; one
+registry read; when Airflow says which DAG it is about to run (``get_parsing_context()``) only that
+one is built. A broken declaration becomes an import error naming the table, and every other DAG
+still loads.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.sdk import DAG, CronTriggerTimetable, DeltaTriggerTimetable
+
+from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.core.triggers import Interval
+from airflow_tablemgmt.factories.discovery import FactoryRegistry
+from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
+
+log = logging.getLogger(__name__)
+
+DAG_PREFIX = "tms__"
+START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
+BROKEN_DAG_ID = "tms__broken_declarations"
+
+
+def dag_id_for(table_id: str, action: str) -> str:
+    return f"{DAG_PREFIX}{table_id}__{action}"
+
+
+def parse_dag_id(dag_id: str) -> tuple[str, str] | None:
+    """``tms__lake.db.t__rewrite-files`` -> (``lake.db.t``, ``rewrite-files``); None if not ours."""
+    if not dag_id.startswith(DAG_PREFIX) or dag_id == BROKEN_DAG_ID:
+        return None
+    body = dag_id[len(DAG_PREFIX) :]
+    table_id, sep, action = body.rpartition("__")
+    if not sep:
+        return None
+    try:
+        TableIdentifier.parse(table_id)
+    except TableMgmtError:
+        return None
+    return table_id, action
+
+
+@dataclass
+class BuildResult:
+    dags: dict[str, DAG] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+class BrokenDeclarationsDAG(DAG):
+    """Carries declaration errors into Airflow: DagBag validates every DAG it finds and records a
+    failure as an import error of the file, while it keeps the file's other DAGs."""
+
+    def validate(self) -> None:
+        raise InvalidDeclaration(self.description or "invalid table declarations")
+
+
+def _timetable(interval: Interval) -> Any:
+    if interval.cron is not None:
+        return CronTriggerTimetable(interval.cron, timezone="UTC")
+    assert interval.every is not None
+    return DeltaTriggerTimetable(interval.every)
+
+
+def build_dag(table: TableSpec, action: str, factories: FactoryRegistry) -> DAG:
+    factory = factories.for_action(table.format, action)
+    strategy = factory.trigger_strategy(table.format, action)
+    settings = table.action_settings(action)
+    interval = Interval.parse(settings.interval) if settings.interval else strategy.interval
+    parallelism = settings.parallelism or strategy.parallelism
+    dag_id = dag_id_for(table.id, action)
+    default_args: dict[str, Any] = {
+        "owner": table.owner,
+        "retries": settings.retries,
+        "retry_delay": settings.retry_delay,
+        "priority_weight": table.priority,
+    }
+    if table.queue != "default":
+        default_args["pool"] = table.queue
+    with DAG(
+        dag_id=dag_id,
+        schedule=_timetable(interval),
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        max_active_tasks=parallelism,
+        default_args=default_args,
+        tags=["tablemgmt", table.id, action, str(table.format)],
+        description=f"{action} on {table.id} every {interval}",
+        doc_md=(
+            f"Maintenance of `{table.id}` ({table.format}): **{action}** every `{interval}`.\n\n"
+            f"Options: `{settings.options()}`"
+        ),
+        is_paused_upon_creation=False,
+    ) as dag:
+        TableMaintenanceOperator(
+            task_id="maintain",
+            table=table.id,
+            action=action,
+            lease_wait=settings.lease_wait,
+        )
+    return dag
+
+
+def build_dags(
+    tables: Iterable[TableSpec],
+    factories: FactoryRegistry,
+    *,
+    only_dag_id: str | None = None,
+    declaration_errors: Iterable[str] = (),
+) -> BuildResult:
+    """Build every (table, enabled action) DAG, or only ``only_dag_id``. Errors are collected per
+    table, never raised, and surface as one :class:`BrokenDeclarationsDAG`."""
+    result = BuildResult(errors=list(declaration_errors))
+    result.errors.extend(
+        f"process factory plugin {name!r} failed to load: {err}" for name, err in factories.errors.items()
+    )
+    wanted = parse_dag_id(only_dag_id) if only_dag_id else None
+    for table in tables:
+        if wanted is not None and table.id != wanted[0]:
+            continue
+        for action in table.enabled_actions():
+            if wanted is not None and action != wanted[1]:
+                continue
+            try:
+                dag = build_dag(table, action, factories)
+            except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
+                result.errors.append(f"table {table.id}, action {action}: {type(e).__name__}: {e}")
+                continue
+            result.dags[dag.dag_id] = dag
+    if result.errors and (only_dag_id is None or only_dag_id == BROKEN_DAG_ID):
+        broken = BrokenDeclarationsDAG(
+            dag_id=BROKEN_DAG_ID,
+            schedule=None,
+            start_date=START_DATE,
+            description="\n".join(result.errors),
+            tags=["tablemgmt"],
+        )
+        result.dags[BROKEN_DAG_ID] = broken
+    return result

@@ -1,0 +1,1 @@
+"""Built-in process factories and the discovery of third-party ones."""

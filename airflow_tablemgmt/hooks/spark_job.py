@@ -1,0 +1,133 @@
+"""SparkJobHook: submits a table-maintenance JobSpec through SparkSubmitHook and parses its result."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from airflow.exceptions import AirflowException, AirflowNotFoundException
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.spark.submit import JobResult, build_submit_spec, parse_result
+
+EMBEDDED_MASTER = "local[*]"
+_APP_ID = re.compile(r"tablemgmt: spark application (\S+)")
+_ERROR_TAIL = 40
+
+
+class _CapturingSparkSubmitHook(SparkSubmitHook):
+    """SparkSubmitHook that keeps the lines it streams to the task log, so the job's result line and
+    the tail of any error can be read back, and that defaults to ``local[*]`` (not yarn) when the
+    connection does not exist."""
+
+    def __init__(self, *args: Any, on_line: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+        self.lines: deque[str] = deque(maxlen=2000)
+        self.on_line = on_line
+        super().__init__(*args, **kwargs)
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        try:
+            self.get_connection(self._conn_id)
+            found = True
+        except (AirflowNotFoundException, AirflowException):
+            found = False
+        data = super()._resolve_connection()
+        if not found:
+            self.log.info("connection %s not found; running Spark on %s", self._conn_id, EMBEDDED_MASTER)
+            data["master"] = EMBEDDED_MASTER
+        return data
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        def tee() -> Iterator[Any]:
+            for raw in itr:
+                line = raw.rstrip("\n")
+                self.lines.append(line)
+                if self.on_line is not None:
+                    try:
+                        self.on_line(line)
+                    except Exception:  # noqa: BLE001 - observability never fails a task
+                        self.log.warning("progress callback failed", exc_info=True)
+                yield raw
+
+        super()._process_spark_submit_log(tee())
+
+
+class SparkJobHook:
+    """Runs one JobSpec with spark-submit on the ``spark_default`` connection."""
+
+    def __init__(self, spark_conn_id: str = "spark_default", workdir: str | None = None) -> None:
+        self.spark_conn_id = spark_conn_id
+        self.workdir = workdir
+        self._hook: _CapturingSparkSubmitHook | None = None
+
+    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+        """Submit and wait. Returns the parsed result; a job that died without one is FAILED with
+        the tail of Spark's output as the reason."""
+        started: list[str] = []
+
+        def on_line(line: str) -> None:
+            m = _APP_ID.search(line)
+            if m and not started:
+                started.append(m.group(1))
+                if on_started is not None:
+                    on_started(m.group(1))
+
+        with tempfile.TemporaryDirectory(prefix="tms-job-", dir=self.workdir) as tmp:
+            spec_path = Path(tmp) / "job.json"
+            spec_path.write_text(json.dumps(job.to_json_dict()))
+            spec = build_submit_spec(job, spec_path)
+            hook = _CapturingSparkSubmitHook(
+                conf=spec.conf,
+                conn_id=self.spark_conn_id,
+                jars=",".join(spec.jars) or None,
+                packages=",".join(spec.packages) or None,
+                name=spec.name,
+                application_args=spec.application_args,
+                env_vars=spec.env,
+                on_line=on_line,
+            )
+            self._hook = hook
+            exit_error: str | None = None
+            try:
+                hook.submit(application=spec.application)
+            except AirflowException as e:
+                exit_error = str(e)
+            result = parse_result(hook.lines)
+            if result.status == "SUCCESS" and exit_error is None:
+                return result
+            if result.error:
+                return result
+            return JobResult(
+                status="FAILED",
+                summary=None,
+                error=_error_tail(list(hook.lines), exit_error),
+                error_class="SparkSubmitFailed",
+                raw=None,
+            )
+
+    def kill(self) -> None:
+        if self._hook is not None:
+            self._hook.on_kill()
+
+
+def _error_tail(lines: list[str], exit_error: str | None) -> str:
+    """The part of Spark's output that explains a failure: exception lines first, else the last lines."""
+    interesting = [
+        ln
+        for ln in lines
+        if re.search(r"(Exception|Error|error:|Killed|OutOfMemory|FAILED)", ln)
+        and not ln.lstrip().startswith("at ")
+    ]
+    chosen = (interesting or lines)[-_ERROR_TAIL:]
+    reason = "\n".join(chosen).strip()
+    if exit_error:
+        code = re.search(r"Error code is: (-?\d+)", exit_error)
+        suffix = f"spark-submit exited with code {code.group(1)}" if code else exit_error
+        reason = f"{reason}\n{suffix}" if reason else suffix
+    return reason[-4000:]
