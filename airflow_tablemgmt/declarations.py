@@ -95,7 +95,7 @@ def parse_declarations_text(text: str, source: str) -> LoadedDeclarations:
         try:
             out.catalogs.append(CatalogSpec.model_validate(raw))
         except ValidationError as e:
-            msg = format_validation_error(e, source).replace(f"{source}: ", f"{source}: catalogs[{i}].")
+            msg = format_validation_error(e, source, path_prefix=f"catalogs[{i}]")
             out.errors.append(
                 DeclarationError(source, f"catalog {raw.get('name') if isinstance(raw, dict) else i}", msg)
             )
@@ -110,11 +110,7 @@ def parse_declarations_text(text: str, source: str) -> LoadedDeclarations:
         try:
             spec = TableSpec.model_validate(raw)
         except ValidationError as e:
-            msg = format_validation_error(e, source).replace(f"{source}: ", f"{source}: tables[{i}].")
-            msg = msg.replace(": tables[", ": tables[").replace(f"tables[{i}].<root>", f"tables[{i}]")
-            msg = "\n".join(
-                f"{line} (table {name})" if "(table " not in line else line for line in msg.split("\n")
-            )
+            msg = format_validation_error(e, source, path_prefix=f"tables[{i}]", label=f"table {name}")
             out.errors.append(DeclarationError(source, name, msg))
             continue
         if spec.catalog not in catalog_names:

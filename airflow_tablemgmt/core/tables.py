@@ -137,12 +137,14 @@ def _nested(prefix: str, err: ValidationError) -> list[str]:
     return out
 
 
-def format_validation_error(err: ValidationError, source: str = "", root: Any = None) -> str:
+def format_validation_error(
+    err: ValidationError, source: str = "", root: Any = None, *, path_prefix: str = "", label: str = ""
+) -> str:
     """One line per problem: ``<source>: <path> (<table>): <what is wrong>, got <value>``."""
     lines = []
     for e in err.errors():
         loc = e.get("loc", ())
-        path = ""
+        path = path_prefix
         for part in loc:
             if isinstance(part, int):
                 path += f"[{part}]"
@@ -150,7 +152,7 @@ def format_validation_error(err: ValidationError, source: str = "", root: Any = 
                 continue
             else:
                 path += ("." if path else "") + str(part)
-        table = ""
+        table = f" ({label})" if label else ""
         if isinstance(root, dict) and len(loc) >= 2 and loc[0] == "tables" and isinstance(loc[1], int):
             try:
                 t = root["tables"][loc[1]]

@@ -1,0 +1,27 @@
+# Two commands: `make demo` (the main job end to end) and `make test` (the test suite).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[embedded,dev]"
+	touch $@
+
+demo: install
+	bash scripts/demo.sh
+
+test: install
+	bash scripts/test.sh
+
+lint: install
+	$(BIN)/ruff check airflow_tablemgmt tests dags scripts benchmarks
+	$(BIN)/ruff format --check airflow_tablemgmt tests dags scripts benchmarks
+
+clean:
+	rm -rf $(VENV) .demo

@@ -1,0 +1,94 @@
+"""Create the demo's Iceberg table: many small data files across a few day partitions.
+
+Runs Spark in-process (local[2]) against a hadoop warehouse. Used by `make demo` and the e2e tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def spark_session(warehouse: str, catalog: str = "demo"):  # type: ignore[no-untyped-def]
+    from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
+    from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
+    from airflow_tablemgmt.spark.java import resolve_java_home
+
+    os.environ.setdefault("JAVA_HOME", resolve_java_home())
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("tablemgmt-demo-data")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    conf = {**base_conf(), **catalog_conf(CatalogSpec(name=catalog, type="hadoop", warehouse=warehouse))}
+    jar = iceberg_runtime_jar()
+    if jar is not None:
+        conf["spark.jars"] = str(jar)
+    else:
+        conf["spark.jars.packages"] = ICEBERG_MAVEN
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def create_table(spark, table: str, files: int, rows: int, days: int = 4, appends: int = 3) -> None:  # type: ignore[no-untyped-def]
+    """``appends`` commits, together at least ``files`` data files, partitioned by day."""
+    from pyspark.sql import functions as F
+
+    catalog, namespace, name = table.split(".")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{namespace}`")
+    spark.sql(f"DROP TABLE IF EXISTS `{catalog}`.`{namespace}`.`{name}`")
+    spark.sql(
+        f"CREATE TABLE `{catalog}`.`{namespace}`.`{name}` "
+        "(id BIGINT, event_ts TIMESTAMP, day DATE, user_id INT, kind STRING, amount DOUBLE) USING iceberg "
+        "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='2', 'write.spark.fanout.enabled'='true', "
+        "'write.distribution-mode'='none')"
+    )
+    # Each Spark task writes one file per day it holds rows of: tasks x days files per append.
+    tasks = max(1, -(-files // (days * appends)))
+    per_append = max(rows // appends, tasks * days)
+    for a in range(appends):
+        df = (
+            spark.range(a * per_append, (a + 1) * per_append)
+            .withColumn("day", F.date_add(F.lit("2026-01-01").cast("date"), (F.col("id") % days).cast("int")))
+            .withColumn(
+                "event_ts", F.to_timestamp(F.col("day")) + F.expr("make_interval(0,0,0,0,0,0,id % 86400)")
+            )
+            .withColumn("user_id", (F.col("id") * 7919 % 10007).cast("int"))
+            .withColumn(
+                "kind",
+                F.element_at(
+                    F.array(F.lit("view"), F.lit("click"), F.lit("buy")), (F.col("id") % 3 + 1).cast("int")
+                ),
+            )
+            .withColumn("amount", (F.col("id") % 1000) / 10.0)
+            .select("id", "event_ts", "day", "user_id", "kind", "amount")
+            .repartition(tasks)
+        )
+        df.writeTo(f"`{catalog}`.`{namespace}`.`{name}`").append()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--table", default="demo.db.events")
+    p.add_argument("--files", type=int, default=520)
+    p.add_argument("--rows", type=int, default=200_000)
+    args = p.parse_args()
+    t0 = time.monotonic()
+    spark = spark_session(args.warehouse, args.table.split(".")[0])
+    create_table(spark, args.table, args.files, args.rows)
+    n = spark.sql(f"SELECT count(*) AS n, sum(file_size_in_bytes) AS b FROM {args.table}.data_files").first()
+    r = spark.sql(f"SELECT count(*) FROM {args.table}").first()[0]
+    print(f"created {args.table}: {n.n} data files, {n.b} bytes, {r} records in {time.monotonic() - t0:.1f}s")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

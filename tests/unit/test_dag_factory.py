@@ -1,0 +1,52 @@
+from datetime import timedelta
+
+import pytest
+
+from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.tables import parse_table
+from airflow_tablemgmt.dag_factory import BROKEN_DAG_ID, build_dags, dag_id_for, parse_dag_id
+from airflow_tablemgmt.factories.discovery import load_factories
+
+
+def table(name: str, actions: dict, **kw: object):  # type: ignore[no-untyped-def]
+    return parse_table({"catalog": "lake", "namespace": "db", "name": name, "actions": actions, **kw})
+
+
+def test_one_dag_per_enabled_action_with_ids_tags_and_schedule() -> None:
+    t = table("events", {"rewrite-files": {"interval": "0 3 * * *"}, "expire-snapshots": {}, "delete-orphans": {"enabled": False}},
+              owner="team-a", priority=7, queue="maint")  # fmt: skip
+    res = build_dags([t], load_factories())
+    assert sorted(res.dags) == [
+        dag_id_for("lake.db.events", "expire-snapshots"),
+        "tms__lake.db.events__rewrite-files",
+    ]
+    dag = res.dags["tms__lake.db.events__rewrite-files"]
+    assert set(dag.tags) >= {"tablemgmt", "lake.db.events", "rewrite-files", "iceberg"}
+    assert type(dag.timetable).__name__ == "CronTriggerTimetable" and dag.timetable.expression == "0 3 * * *"
+    task = dag.get_task("maintain")
+    assert task.owner == "team-a" and task.priority_weight == 7 and task.pool == "maint"
+    assert task.retries == 1 and task.retry_delay == timedelta(minutes=5)
+    es = res.dags["tms__lake.db.events__expire-snapshots"]
+    assert type(es.timetable).__name__ == "DeltaTriggerTimetable"  # factory default: 1d
+    assert dag.max_active_runs == 1 and dag.max_active_tasks == 4
+    assert res.errors == []
+
+
+def test_parse_dag_id_roundtrip_and_only_builds_one() -> None:
+    assert parse_dag_id("tms__lake.db.events__rewrite-files") == ("lake.db.events", "rewrite-files")
+    assert parse_dag_id("other") is None
+    tables = [table(f"t{i}", {"rewrite-files": {}, "expire-snapshots": {}}) for i in range(50)]
+    res = build_dags(tables, load_factories(), only_dag_id="tms__lake.db.t7__expire-snapshots")
+    assert list(res.dags) == ["tms__lake.db.t7__expire-snapshots"]
+
+
+def test_declaration_errors_become_one_broken_dag_and_others_load() -> None:
+    res = build_dags(
+        [table("ok", {"rewrite-files": {}})],
+        load_factories(),
+        declaration_errors=["tables.yaml: tables[1] (table lake.db.bad): boom"],
+    )
+    assert "tms__lake.db.ok__rewrite-files" in res.dags
+    broken = res.dags[BROKEN_DAG_ID]
+    with pytest.raises(InvalidDeclaration, match="lake.db.bad"):
+        broken.validate()
