@@ -1,0 +1,65 @@
+"""Spark configuration: the Iceberg catalog, the session defaults, and where Spark is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
+
+SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+# Catalogs without a short Iceberg ``type`` are named by implementation class.
+_CATALOG_IMPL = {
+    CatalogType.GLUE: "org.apache.iceberg.aws.glue.GlueCatalog",
+    CatalogType.JDBC: "org.apache.iceberg.jdbc.JdbcCatalog",
+}
+_CATALOG_TYPE = {CatalogType.HADOOP: "hadoop", CatalogType.REST: "rest", CatalogType.HIVE: "hive"}
+
+
+def catalog_conf(catalog: CatalogSpec) -> dict[str, str]:
+    """``spark.sql.catalog.<name>*`` entries for an Iceberg ``SparkCatalog``.
+
+    ``properties`` are Iceberg catalog properties (``uri``, ``io-impl``, ``jdbc.user`` ...) and land
+    under the catalog prefix; a key that already starts with ``spark.`` (e.g.
+    ``spark.hadoop.fs.s3a.endpoint``) is passed through as a Spark setting unchanged.
+    The table cache is off by default: a maintenance job must measure the table as committed,
+    not as it was when first loaded.
+    """
+    prefix = f"spark.sql.catalog.{catalog.name}"
+    conf: dict[str, str] = {prefix: SPARK_CATALOG, f"{prefix}.cache-enabled": "false"}
+    if catalog.type in _CATALOG_IMPL:
+        conf[f"{prefix}.catalog-impl"] = _CATALOG_IMPL[catalog.type]
+        if catalog.type == CatalogType.GLUE:
+            conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+    else:
+        conf[f"{prefix}.type"] = _CATALOG_TYPE[catalog.type]
+    if catalog.warehouse:
+        conf[f"{prefix}.warehouse"] = catalog.warehouse
+    for key, value in catalog.properties.items():
+        conf[key if key.startswith("spark.") else f"{prefix}.{key}"] = str(value)
+    return conf
+
+
+def base_conf(local: bool = True) -> dict[str, str]:
+    """Session settings every job gets. ``local`` keeps shuffles small for ``local[*]`` masters."""
+    conf = {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        "spark.ui.enabled": "false",
+        # Cutoffs are computed in UTC; literals carry an explicit offset, this keeps output in UTC too.
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": "1g",
+    }
+    if local:
+        conf["spark.sql.shuffle.partitions"] = "4"
+        conf["spark.default.parallelism"] = "4"
+    return conf
+
+
+def spark_home() -> str:
+    """The installed pyspark package directory, which is a complete SPARK_HOME (bin/, jars/)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("pyspark is not installed: pip install 'pyspark>=3.5,<3.6'")
+    return str(Path(spec.origin).resolve().parent)

@@ -1,0 +1,29 @@
+"""Errors raised on the Spark side; each subclasses the shared ``TableMgmtError`` hierarchy."""
+
+from __future__ import annotations
+
+from airflow_tablemgmt.core.errors import InvalidDeclaration, JobFailed, TableMgmtError
+
+
+class JavaNotFound(TableMgmtError):
+    """No usable Java runtime (8, 11 or 17) for Spark."""
+
+
+class IcebergRuntimeNotFound(TableMgmtError):
+    """Neither the bundled Iceberg runtime jar nor Maven coordinates can be used."""
+
+
+class InvalidJobSpec(InvalidDeclaration):
+    """A job spec handed to the Spark job is malformed."""
+
+
+class ColumnNotFound(InvalidDeclaration):
+    """An option names a column the table does not have."""
+
+
+class UnsupportedColumnType(InvalidDeclaration):
+    """An option names a column whose type the action cannot use."""
+
+
+class NoJobResult(JobFailed):
+    """The Spark job ended without printing its result line."""

@@ -1,0 +1,171 @@
+"""The program ``spark-submit`` runs: ``job_main.py --spec job-spec.json``.
+
+It reads the JSON ``JobSpec``, validates the table identifier and catalog, starts (or joins) the
+SparkSession, runs the action's maintainer, and prints exactly one JSON result line on stdout
+(see ``spark.result``). Everything else it says goes to stderr. Exit code 0 on success, 1 on failure.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a file, Python puts this directory first on sys.path, where conf.py, java.py ... would
+# shadow top-level modules of the same name. The package is installed; import it absolutely.
+if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import time  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+from pydantic import ValidationError  # noqa: E402
+
+from airflow_tablemgmt.core.errors import TableNotFound  # noqa: E402
+from airflow_tablemgmt.core.factory import JobSpec  # noqa: E402
+from airflow_tablemgmt.core.identifiers import TableIdentifier  # noqa: E402
+from airflow_tablemgmt.core.tables import CatalogSpec  # noqa: E402
+from airflow_tablemgmt.spark.conf import ICEBERG_EXTENSIONS, catalog_conf  # noqa: E402
+from airflow_tablemgmt.spark.errors import InvalidJobSpec  # noqa: E402
+from airflow_tablemgmt.spark.result import describe_exception, failure_line, success_line  # noqa: E402
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("airflow_tablemgmt.spark.job")
+
+
+def configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s tablemgmt: %(message)s"))
+    root = logging.getLogger("airflow_tablemgmt")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    root.propagate = False
+
+
+def load_spec(path: Path) -> JobSpec:
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise InvalidJobSpec(f"--spec {path}: cannot read a JSON job spec: {e}") from None
+    if not isinstance(raw, dict):
+        raise InvalidJobSpec(f"--spec {path}: expected a JSON object, got {type(raw).__name__}")
+    try:
+        return JobSpec(**raw)
+    except TypeError as e:
+        raise InvalidJobSpec(f"--spec {path}: {e}") from None
+
+
+def table_of(job: JobSpec) -> TableIdentifier:
+    try:
+        return TableIdentifier(job.table["catalog"], job.table["namespace"], job.table["name"])
+    except (KeyError, TypeError):
+        raise InvalidJobSpec(
+            f"table: expected {{'catalog', 'namespace', 'name'}}, got {job.table!r}"
+        ) from None
+
+
+def catalog_of(job: JobSpec, table: TableIdentifier) -> CatalogSpec:
+    try:
+        catalog = CatalogSpec.model_validate(job.catalog)
+    except ValidationError as e:
+        raise InvalidJobSpec(f"catalog: {e.errors()[0].get('msg', e)}") from None
+    if catalog.name != table.catalog:
+        raise InvalidJobSpec(f"catalog: spec is for catalog {catalog.name!r} but the table is {table}")
+    return catalog
+
+
+def build_session(catalog: CatalogSpec, app_name: str) -> SparkSession:
+    """Get the session spark-submit configured, making sure the catalog and extensions are set."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name).config("spark.sql.extensions", ICEBERG_EXTENSIONS)
+    for key, value in catalog_conf(catalog).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def run(job: JobSpec, spark: SparkSession | None = None) -> tuple[int, str]:
+    """Run ``job`` and return ``(exit code, result line)``. Never raises for a job failure."""
+    from airflow_tablemgmt.spark.maintainers import MAINTAINERS
+
+    table_name: str | None = None
+    app_id: str | None = None
+    started = time.monotonic()
+    try:
+        table = table_of(job)
+        table_name = str(table)
+        catalog = catalog_of(job, table)
+        maintainer = MAINTAINERS.get(job.action)
+        if maintainer is None:
+            raise InvalidJobSpec(
+                f"action: {job.action!r} has no Spark maintainer; known: {', '.join(sorted(MAINTAINERS))}"
+            )
+        if spark is None:
+            spark = build_session(catalog, f"tms-{job.action}-{table}")
+        app_id = spark.sparkContext.applicationId
+        if not spark.catalog.tableExists(str(table)):
+            raise TableNotFound(
+                f"table {table} does not exist in catalog {catalog.name!r} ({_where(catalog)})"
+            )
+        log.info("%s on %s (process %s, attempt %d)", job.action, table, job.process_id, job.attempt)
+        started = time.monotonic()
+        summary: dict[str, Any] = maintainer(spark, table, dict(job.options))
+        duration = round(time.monotonic() - started, 3)
+        summary["duration_seconds"] = duration
+        log.info("%s on %s succeeded in %.1fs", job.action, table, duration)
+        return 0, success_line(
+            job.action, table_name, summary, duration_seconds=duration, application_id=app_id
+        )
+    except Exception as e:  # noqa: BLE001 - every failure becomes the result line
+        error_class, message = describe_exception(e)
+        log.error("%s on %s failed: %s: %s", job.action, table_name, error_class, message)
+        log.debug("failure detail", exc_info=True)
+        return 1, failure_line(
+            job.action,
+            table_name,
+            error_class,
+            message,
+            duration_seconds=round(time.monotonic() - started, 3),
+            application_id=app_id,
+        )
+
+
+def _where(catalog: CatalogSpec) -> str:
+    return f"warehouse {catalog.warehouse}" if catalog.warehouse else f"{catalog.type.value} catalog"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="job_main.py", description="Run one table-maintenance action")
+    parser.add_argument("--spec", required=True, type=Path, help="path of the JSON JobSpec")
+    args = parser.parse_args(argv)
+    configure_logging()
+    try:
+        job = load_spec(args.spec)
+    except Exception as e:  # noqa: BLE001
+        error_class, message = describe_exception(e)
+        print(failure_line(None, None, error_class, message), flush=True)
+        return 1
+    try:
+        code, line = run(job)
+    finally:
+        spark = _active_session()
+        if spark is not None:
+            spark.stop()
+    print(line, flush=True)
+    return code
+
+
+def _active_session() -> SparkSession | None:
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

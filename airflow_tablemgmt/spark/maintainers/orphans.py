@@ -1,0 +1,92 @@
+"""Orphan-file cleanup: ``remove_orphan_files``, behind a 24-hour floor on ``older-than``.
+
+The floor protects files of commits still in flight. It is checked by the settings model and
+again here, right before deleting. ``allow-below-floor: true`` lifts it with a WARNING; since the
+procedure itself refuses intervals under 24 hours, that path runs Iceberg's
+``DeleteOrphanFiles`` action directly (as Iceberg's own message recommends).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.actions import ORPHAN_FLOOR, DeleteOrphansSettings
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.spark import literals
+from airflow_tablemgmt.spark.errors import InvalidJobSpec
+from airflow_tablemgmt.spark.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.metrics import table_metrics
+from airflow_tablemgmt.spark.procedures import call_procedure
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def _orphans_below_floor(
+    spark: SparkSession, table: TableIdentifier, cutoff: datetime, dry_run: bool
+) -> list[str]:
+    jvm = spark._jvm  # noqa: SLF001 - the action API has no SQL entry point
+    jspark = spark._jsparkSession  # noqa: SLF001
+    assert jvm is not None
+    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(jspark, str(table))
+    action = jvm.org.apache.iceberg.spark.actions.SparkActions.get(jspark).deleteOrphanFiles(iceberg_table)
+    action = action.olderThan(int(cutoff.timestamp() * 1000))
+    if dry_run:
+        # Any java.util.function.Consumer works; a Stream.Builder just collects the paths.
+        action = action.deleteWith(jvm.java.util.stream.Stream.builder())
+    locations = action.execute().orphanFileLocations().iterator()
+    out = []
+    while locations.hasNext():
+        out.append(str(locations.next()))
+    return out
+
+
+def delete_orphans(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
+    """Delete (or, with ``dry-run``, list) files under the table location that nothing references."""
+    s = parse_settings(DeleteOrphansSettings, options, "delete-orphans")
+    now = datetime.now(UTC)
+    cutoff = now - s.older_than
+    below_floor = now - cutoff < ORPHAN_FLOOR
+    if below_floor and not s.allow_below_floor:
+        raise InvalidJobSpec(
+            f"delete-orphans.older-than: {s.older_than} is below the 24-hour floor; "
+            "allowed: >= 24 hours, or set allow-below-floor: true to override"
+        )
+    before = table_metrics(spark, table)
+    verb = "listing" if s.dry_run else "deleting"
+    log.info("%s orphan files of %s older than %s", verb, table, cutoff.isoformat())
+    if below_floor:
+        log.warning(
+            "delete-orphans on %s with older-than %s, below the 24-hour floor (allow-below-floor is set): "
+            "files of commits still in flight may be deleted",
+            table,
+            s.older_than,
+        )
+        paths = _orphans_below_floor(spark, table, cutoff, s.dry_run)
+    else:
+        rows = call_procedure(
+            spark,
+            table,
+            "remove_orphan_files",
+            {"older_than": literals.timestamp(cutoff), "dry_run": literals.boolean(s.dry_run)},
+        )
+        paths = [str(r["orphan_file_location"]) for r in rows]
+    after = table_metrics(spark, table)
+    log.info("%s %d orphan files of %s", "found" if s.dry_run else "deleted", len(paths), table)
+    summary: dict[str, Any] = {
+        "older_than": cutoff.isoformat(),
+        "dry_run": s.dry_run,
+        "below_floor": below_floor,
+    }
+    if s.dry_run:
+        summary["would_delete"] = len(paths)
+    else:
+        summary["deleted"] = len(paths)
+    summary["sample"] = sorted(paths)[: s.sample_size]
+    summary["before"] = before
+    summary["after"] = after
+    return summary

@@ -1,0 +1,63 @@
+"""Snapshot expiry: ``expire_snapshots`` with a cutoff computed when the job runs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.actions import ExpireSnapshotsSettings
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.spark import literals
+from airflow_tablemgmt.spark.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.metrics import table_metrics
+from airflow_tablemgmt.spark.procedures import call_procedure
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+# procedure output column -> summary key under "deleted_files"
+_DELETED = {
+    "deleted_data_files_count": "data",
+    "deleted_position_delete_files_count": "position_deletes",
+    "deleted_equality_delete_files_count": "equality_deletes",
+    "deleted_manifest_files_count": "manifests",
+    "deleted_manifest_lists_count": "manifest_lists",
+    "deleted_statistics_files_count": "statistics",
+}
+
+
+def expire_snapshots(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
+    """Expire snapshots older than ``older-than`` (a duration before now), keeping ``retain-last``."""
+    s = parse_settings(ExpireSnapshotsSettings, options, "expire-snapshots")
+    cutoff = datetime.now(UTC) - s.older_than
+    before = table_metrics(spark, table)
+    log.info(
+        "expiring snapshots of %s older than %s (retaining %d)", table, cutoff.isoformat(), s.retain_last
+    )
+    rows = call_procedure(
+        spark,
+        table,
+        "expire_snapshots",
+        {
+            "older_than": literals.timestamp(cutoff),
+            "retain_last": literals.integer(s.retain_last),
+            "max_concurrent_deletes": literals.integer(s.max_concurrent_deletes),
+            "stream_results": literals.boolean(True),
+        },
+    )
+    after = table_metrics(spark, table)
+    out = rows[0] if rows else {}
+    deleted = {key: int(out.get(column) or 0) for column, key in _DELETED.items()}
+    expired = before["snapshots"] - after["snapshots"]
+    log.info("expired %d snapshots of %s; deleted files: %s", expired, table, deleted)
+    return {
+        "older_than": cutoff.isoformat(),
+        "retain_last": s.retain_last,
+        "expired_snapshots": expired,
+        "deleted_files": deleted,
+        "before": before,
+        "after": after,
+    }

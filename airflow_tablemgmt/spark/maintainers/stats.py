@@ -1,0 +1,42 @@
+"""Statistics: ``compute_table_stats`` writes a Puffin file of NDV sketches and registers it."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.actions import ComputeStatsSettings
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.spark import literals
+from airflow_tablemgmt.spark.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.metrics import table_metrics
+from airflow_tablemgmt.spark.procedures import call_procedure
+from airflow_tablemgmt.spark.schema import resolve_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def compute_stats(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
+    """Compute NDV statistics for ``columns`` (all columns when empty) of the current snapshot."""
+    s = parse_settings(ComputeStatsSettings, options, "compute-stats")
+    args: dict[str, str] = {}
+    columns: list[str] = []
+    if s.columns:
+        columns = [f.name for f in resolve_columns(spark, table, s.columns, "compute-stats.columns")]
+        args["columns"] = literals.string_array(columns)
+    before = table_metrics(spark, table)
+    log.info("computing statistics of %s (columns: %s)", table, ", ".join(columns) or "all")
+    rows = call_procedure(spark, table, "compute_table_stats", args)
+    after = table_metrics(spark, table)
+    path = rows[0]["statistics_file"] if rows else None
+    log.info("statistics of %s: %s", table, path or "nothing to compute (empty table)")
+    return {
+        "statistics_file": path,
+        "columns": columns or None,
+        "snapshot_id": before["current_snapshot_id"],
+        "before": before,
+        "after": after,
+    }

@@ -1,0 +1,175 @@
+"""The job's result protocol: exactly one JSON line on stdout, marked ``"tms_result": 1``.
+
+Success::
+
+    {"tms_result": 1, "status": "SUCCESS", "action": "rewrite-files", "table": "lake.db.t",
+     "application_id": "local-17...", "duration_seconds": 4.2, "summary": {...}}
+
+Failure::
+
+    {"tms_result": 1, "status": "FAILED", "action": "...", "table": "...", "application_id": ...,
+     "duration_seconds": ..., "error_class": "TABLE_OR_VIEW_NOT_FOUND", "error": "..."}
+
+Both sides share this module; it imports no pyspark so the Airflow side can parse results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_tablemgmt.spark.errors import NoJobResult
+
+log = logging.getLogger(__name__)
+
+RESULT_MARKER = "tms_result"
+SUCCESS = "SUCCESS"
+FAILED = "FAILED"
+_MAX_ERROR_LINES = 8
+_MAX_ERROR_CHARS = 2000
+
+
+@dataclass
+class JobResult:
+    """A parsed result line. ``summary`` is what gets persisted as the process summary."""
+
+    status: str
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    error_class: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == SUCCESS
+
+    @property
+    def application_id(self) -> str | None:
+        value = self.raw.get("application_id")
+        return str(value) if value is not None else None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        value = self.raw.get("duration_seconds")
+        return float(value) if value is not None else None
+
+
+def success_line(
+    action: str,
+    table: str,
+    summary: dict[str, Any],
+    *,
+    duration_seconds: float | None = None,
+    application_id: str | None = None,
+) -> str:
+    payload: dict[str, Any] = {
+        RESULT_MARKER: 1,
+        "status": SUCCESS,
+        "action": action,
+        "table": table,
+        "application_id": application_id,
+        "duration_seconds": duration_seconds,
+        "summary": summary,
+    }
+    return json.dumps(payload, default=str, separators=(",", ":"))
+
+
+def failure_line(
+    action: str | None,
+    table: str | None,
+    error_class: str,
+    error: str,
+    *,
+    duration_seconds: float | None = None,
+    application_id: str | None = None,
+) -> str:
+    payload: dict[str, Any] = {
+        RESULT_MARKER: 1,
+        "status": FAILED,
+        "action": action,
+        "table": table,
+        "application_id": application_id,
+        "duration_seconds": duration_seconds,
+        "error_class": error_class,
+        "error": error,
+    }
+    return json.dumps(payload, default=str, separators=(",", ":"))
+
+
+def _as_result(line: str) -> dict[str, Any] | None:
+    text = line.strip()
+    if not (text.startswith("{") and RESULT_MARKER in text):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and data.get(RESULT_MARKER) == 1:
+        return data
+    return None
+
+
+def parse_result(lines: Iterable[str]) -> JobResult:
+    """Find the job's result line among ``lines`` (stdout, or a mixed task log).
+
+    Raises ``NoJobResult`` when there is none. Should a job ever print more than one, the last wins.
+    """
+    found = [data for data in map(_as_result, lines) if data is not None]
+    if not found:
+        raise NoJobResult("the Spark job ended without printing a result line (see its log for the cause)")
+    if len(found) > 1:
+        log.warning("the job printed %d result lines; using the last", len(found))
+    data = found[-1]
+    status = str(data.get("status", FAILED))
+    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    return JobResult(
+        status=status if status in (SUCCESS, FAILED) else FAILED,
+        summary=summary or {},
+        error=data.get("error"),
+        error_class=data.get("error_class"),
+        raw=data,
+    )
+
+
+def _meaningful_lines(text: str) -> list[str]:
+    """Drop JVM/Python stack frames and blank lines; keep messages and ``Caused by:`` lines."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("at ", "... ", "File ", "Traceback ")):
+            continue
+        if stripped in ("JVM stacktrace:", "== SQL ==") or stripped.startswith("^^^"):
+            continue
+        out.append(stripped)
+    return out
+
+
+def describe_exception(exc: BaseException) -> tuple[str, str]:
+    """``(error_class, message)`` for a result line: the relevant Spark/Iceberg message, not a stack.
+
+    Works by duck typing on pyspark's ``CapturedException`` (``getErrorClass``) and py4j's
+    ``Py4JJavaError`` (``java_exception``) so this module stays importable without pyspark.
+    """
+    error_class = type(exc).__name__
+    text = str(exc)
+    get_error_class = getattr(exc, "getErrorClass", None)
+    if callable(get_error_class):
+        try:
+            error_class = get_error_class() or error_class
+        except Exception:  # noqa: BLE001 - a broken JVM must not hide the original error
+            pass
+    java_exc = getattr(exc, "java_exception", None)
+    if java_exc is not None:
+        try:
+            error_class = str(java_exc.getClass().getName()).rsplit(".", 1)[-1]
+            text = str(java_exc.getMessage() or java_exc.toString())
+        except Exception:  # noqa: BLE001
+            pass
+    lines = _meaningful_lines(text)[:_MAX_ERROR_LINES] or [error_class]
+    message = "\n".join(lines)
+    if len(message) > _MAX_ERROR_CHARS:
+        message = message[: _MAX_ERROR_CHARS - 3] + "..."
+    return error_class, message

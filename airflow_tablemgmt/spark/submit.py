@@ -1,0 +1,162 @@
+"""A submission as data (``SubmitSpec``), and a local runner built on it.
+
+The Airflow side hands the same ``SubmitSpec`` to ``SparkSubmitHook``; tests, the CLI and the
+benchmarks use ``run_local``. Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, spark_home
+from airflow_tablemgmt.spark.errors import InvalidJobSpec, NoJobResult
+from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
+from airflow_tablemgmt.spark.java import resolve_java_home
+from airflow_tablemgmt.spark.result import FAILED, JobResult, parse_result
+
+log = logging.getLogger(__name__)
+
+JOB_MAIN = Path(__file__).resolve().parent / "job_main.py"
+SPEC_FILE = "job-spec.json"
+STDERR_FILE = "spark-submit.log"
+__all__ = ["JOB_MAIN", "SubmitSpec", "build_submit_spec", "parse_result", "run_local", "write_spec"]
+
+
+@dataclass
+class SubmitSpec:
+    """Everything ``spark-submit`` needs, minus the master (which belongs to the connection)."""
+
+    application: str
+    application_args: list[str]
+    conf: dict[str, str]
+    jars: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    name: str = "tablemgmt"
+
+    def argv(self, spark_submit: str, master: str = "local[2]") -> list[str]:
+        """The full command line, one argument per list item (no shell involved)."""
+        args = [spark_submit, "--master", master, "--name", self.name]
+        for key, value in self.conf.items():
+            args += ["--conf", f"{key}={value}"]
+        if self.jars:
+            args += ["--jars", ",".join(self.jars)]
+        if self.packages:
+            args += ["--packages", ",".join(self.packages)]
+        return [*args, self.application, *self.application_args]
+
+
+def _catalog(job: JobSpec) -> CatalogSpec:
+    try:
+        return CatalogSpec.model_validate(job.catalog)
+    except ValueError as e:
+        raise InvalidJobSpec(f"job spec catalog: {e}") from None
+
+
+def app_name(job: JobSpec) -> str:
+    t = job.table
+    suffix = f"-p{job.process_id}a{job.attempt}" if job.process_id is not None else ""
+    return f"tms-{job.action}-{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}{suffix}"
+
+
+def submit_env(java_home: str | None = None) -> dict[str, str]:
+    """JAVA_HOME, SPARK_HOME, the job's Python, and PATH with this interpreter's ``bin`` first.
+
+    ``spark-submit`` runs ``find_spark_home.py`` with the first ``python3`` on PATH, so the venv's
+    ``bin`` must lead even when SPARK_HOME is set.
+    """
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    return {
+        "JAVA_HOME": java_home or resolve_java_home(),
+        "SPARK_HOME": spark_home(),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PATH": venv_bin + (os.pathsep + path if path else ""),
+    }
+
+
+def build_submit_spec(job: JobSpec, spec_path: Path, *, local: bool = True) -> SubmitSpec:
+    """Describe the submission of ``job`` whose JSON spec is (or will be) at ``spec_path``."""
+    catalog = _catalog(job)
+    jar = iceberg_runtime_jar()
+    return SubmitSpec(
+        application=str(JOB_MAIN),
+        application_args=["--spec", str(Path(spec_path).resolve())],
+        conf={**base_conf(local=local), **catalog_conf(catalog)},
+        jars=[str(jar)] if jar is not None else [],
+        packages=[] if jar is not None else [ICEBERG_MAVEN],
+        env=submit_env(),
+        name=app_name(job),
+    )
+
+
+def write_spec(job: JobSpec, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(job.to_json_dict(), indent=2, default=str))
+    return path
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    interesting = [ln for ln in text if ln.strip() and not ln.lstrip().startswith("at ")]
+    return "\n".join(interesting[-lines:])
+
+
+def run_local(
+    job: JobSpec, workdir: Path, timeout: float | None = None, *, master: str = "local[2]"
+) -> JobResult:
+    """Run ``job`` with ``spark-submit --master <master>`` and return its parsed result.
+
+    Spark's log goes to ``<workdir>/spark-submit.log``; ``raw`` also carries ``exit_code`` and
+    ``log`` (that path). A job that dies without a result line, or outlives ``timeout`` seconds,
+    comes back as a FAILED result, never as an exception.
+    """
+    workdir = Path(workdir)
+    spec_path = write_spec(job, workdir / SPEC_FILE)
+    spec = build_submit_spec(job, spec_path)
+    spark_submit = str(Path(spec.env["SPARK_HOME"]) / "bin" / "spark-submit")
+    argv = spec.argv(spark_submit, master)
+    env = {**os.environ, **spec.env}
+    stderr_path = workdir / STDERR_FILE
+    log.info("running %s", " ".join(argv))
+    with stderr_path.open("w") as stderr:
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True
+        )
+        try:
+            stdout, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return JobResult(
+                status=FAILED,
+                error=f"spark-submit did not finish within {timeout} seconds; killed",
+                error_class="Timeout",
+                raw={"exit_code": None, "log": str(stderr_path)},
+            )
+    try:
+        result = parse_result(stdout.splitlines())
+    except NoJobResult:
+        return JobResult(
+            status=FAILED,
+            error=f"spark-submit exited with code {proc.returncode} without a result line; "
+            f"last log lines:\n{_tail(stderr_path)}",
+            error_class="NoJobResult",
+            raw={"exit_code": proc.returncode, "log": str(stderr_path)},
+        )
+    result.raw.setdefault("exit_code", proc.returncode)
+    result.raw.setdefault("log", str(stderr_path))
+    return result
