@@ -1,0 +1,33 @@
+"""The metadata store: tables ``tms_*``, their repositories and Alembic migrations.
+
+SQL lives only here. Nothing in this package imports Airflow: the hook that resolves the
+``tablemgmt_default`` connection just calls ``Store.for_url(url)``.
+"""
+
+from __future__ import annotations
+
+from airflow_tablemgmt.store.engine import Store
+from airflow_tablemgmt.store.errors import CatalogManagedByCode, StoreSchemaOutdated, TableManagedByStore
+from airflow_tablemgmt.store.repositories import (
+    CatalogRepository,
+    Lease,
+    LeaseRepository,
+    ProcessRepository,
+    RegisteredTable,
+    TableRepository,
+    UpsertResult,
+)
+
+__all__ = [
+    "CatalogManagedByCode",
+    "CatalogRepository",
+    "Lease",
+    "LeaseRepository",
+    "ProcessRepository",
+    "RegisteredTable",
+    "Store",
+    "StoreSchemaOutdated",
+    "TableManagedByStore",
+    "TableRepository",
+    "UpsertResult",
+]

@@ -1,0 +1,270 @@
+"""``Store``: one database (SQLite file or PostgreSQL), its schema, and its repositories."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    column,
+    create_engine,
+    event,
+    inspect,
+    make_url,
+    select,
+    table,
+    text,
+)
+from sqlalchemy.engine import URL
+from sqlalchemy.pool import StaticPool
+
+from airflow_tablemgmt.store.catalogs import CatalogRepository
+from airflow_tablemgmt.store.errors import StoreSchemaOutdated
+from airflow_tablemgmt.store.leases import LeaseRepository
+from airflow_tablemgmt.store.models import SCHEMA_REVISION, VERSION_TABLE
+from airflow_tablemgmt.store.processes import ProcessRepository
+from airflow_tablemgmt.store.tables import TableRepository
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Serializes concurrent upgrades on PostgreSQL ("tms_migr" as a 64-bit key).
+_PG_MIGRATION_LOCK = int.from_bytes(b"tms_migr", "big")
+_LIVE_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+class Store:
+    """The metadata store at ``url``: engine, schema (Alembic) and repositories.
+
+    The schema is brought to the newest revision on first use of a repository unless
+    ``auto_upgrade`` is false. ``engine_kwargs`` go to :func:`sqlalchemy.create_engine`
+    (``connect_args``, pool settings ...). Within one process use :meth:`for_url`: the DAG
+    file and the tasks ask for the store repeatedly and should share one engine.
+
+    SQLite runs in WAL mode with a 30 s busy timeout, so the DAG processor and several task
+    processes can read and write one file at once. An in-memory SQLite URL shares a single
+    connection between threads (for tests; nothing is persisted).
+    """
+
+    _instances: dict[tuple[str, bool, str], Store] = {}
+    _instances_lock = threading.Lock()
+
+    def __init__(
+        self, url: str, *, auto_upgrade: bool = True, engine_kwargs: Mapping[str, Any] | None = None
+    ) -> None:
+        self._url = make_url(url)
+        self._auto_upgrade = auto_upgrade
+        self._engine = _create_engine(self._url, dict(engine_kwargs or {}))
+        self._schema_lock = threading.Lock()
+        self._schema_ready = False
+        self._catalogs = CatalogRepository(self._engine)
+        self._tables = TableRepository(self._engine)
+        self._processes = ProcessRepository(self._engine)
+        self._leases = LeaseRepository(self._engine)
+        _LIVE_STORES.add(self)
+
+    def __repr__(self) -> str:
+        return f"Store({self._url.render_as_string(hide_password=True)!r})"
+
+    # -- construction ----------------------------------------------------------------------
+
+    @staticmethod
+    def default_url(airflow_home: str | None = None) -> str:
+        """``sqlite:///<AIRFLOW_HOME or ~/airflow>/tablemgmt.db``, the store when no connection is set."""
+        home = airflow_home or os.environ.get("AIRFLOW_HOME") or "~/airflow"
+        return f"sqlite:///{Path(home).expanduser().resolve() / 'tablemgmt.db'}"
+
+    @classmethod
+    def for_url(
+        cls, url: str, *, auto_upgrade: bool = True, engine_kwargs: Mapping[str, Any] | None = None
+    ) -> Store:
+        """The process-wide ``Store`` for ``url`` (and these options), created on first call."""
+        key = (url, auto_upgrade, repr(sorted((engine_kwargs or {}).items())))
+        with cls._instances_lock:
+            store = cls._instances.get(key)
+            if store is None:
+                store = cls._instances[key] = cls(url, auto_upgrade=auto_upgrade, engine_kwargs=engine_kwargs)
+            return store
+
+    @classmethod
+    def clear_cache(cls) -> None:
+        """Dispose and forget every store :meth:`for_url` handed out."""
+        with cls._instances_lock:
+            stores, cls._instances = list(cls._instances.values()), {}
+        for store in stores:
+            store.dispose()
+
+    # -- engine and schema -----------------------------------------------------------------
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @staticmethod
+    def head_revision() -> str:
+        """The newest schema revision this package ships."""
+        return SCHEMA_REVISION
+
+    def current_revision(self) -> str | None:
+        """The database's schema revision, or None before the first upgrade."""
+        # Plain SQL rather than Alembic's MigrationContext: Alembic takes about a second to
+        # import, and every task process checks the schema once.
+        with self._engine.connect() as conn:
+            if not inspect(conn).has_table(VERSION_TABLE):
+                return None
+            versions = table(VERSION_TABLE, column("version_num"))
+            revisions = conn.execute(select(versions.c.version_num)).scalars().all()
+        if len(revisions) > 1:
+            raise StoreSchemaOutdated(f"{self!r} has several schema heads {sorted(revisions)}; expected one")
+        return revisions[0] if revisions else None
+
+    def upgrade(self) -> None:
+        """Migrate the schema to the newest revision. Idempotent; concurrent callers serialize.
+
+        The whole upgrade runs in one transaction that first takes a database-wide lock
+        (``BEGIN IMMEDIATE`` on SQLite, an advisory lock on PostgreSQL), so when several
+        processes start on a fresh database one migrates and the others find it done.
+        """
+        from alembic import command
+
+        config = alembic_config()
+        with self._engine.connect() as conn:
+            _lock_for_migration(conn)
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+            conn.commit()
+        self._schema_ready = True
+
+    def _ensure_schema(self) -> None:
+        if self._schema_ready:
+            return
+        with self._schema_lock:
+            if self._schema_ready:
+                return
+            current, head = self.current_revision(), SCHEMA_REVISION
+            if current != head:
+                if not self._auto_upgrade:
+                    raise StoreSchemaOutdated(
+                        f"{self!r} has schema revision {current or 'none'}, this package needs {head}; "
+                        "run Store(url).upgrade() or create the store with auto_upgrade=True"
+                    )
+                log.info("Upgrading tablemgmt store %r from %s to %s", self, current or "empty", head)
+                self.upgrade()
+            self._schema_ready = True
+
+    def dispose(self) -> None:
+        """Close pooled connections; the store reconnects if used again."""
+        self._engine.dispose()
+
+    # -- repositories ----------------------------------------------------------------------
+
+    @property
+    def catalogs(self) -> CatalogRepository:
+        self._ensure_schema()
+        return self._catalogs
+
+    @property
+    def tables(self) -> TableRepository:
+        self._ensure_schema()
+        return self._tables
+
+    @property
+    def processes(self) -> ProcessRepository:
+        self._ensure_schema()
+        return self._processes
+
+    @property
+    def leases(self) -> LeaseRepository:
+        self._ensure_schema()
+        return self._leases
+
+
+def alembic_config() -> Config:
+    """An Alembic config for the store's migrations, built in code (there is no alembic.ini)."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    return config
+
+
+def _is_memory_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def _create_engine(url: URL, kwargs: dict[str, Any]) -> Engine:
+    if url.get_backend_name() != "sqlite":
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(url, **kwargs)
+    if _is_memory_sqlite(url):
+        kwargs.setdefault("poolclass", StaticPool)
+        kwargs.setdefault("connect_args", {"check_same_thread": False})
+    elif url.database and not url.database.startswith("file:"):
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, **kwargs)
+    memory = _is_memory_sqlite(url)
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            if not memory:
+                _enable_wal(cursor)
+        finally:
+            cursor.close()
+
+    return engine
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL (a persistent setting) unless it already is.
+
+    The switch needs an exclusive lock, and SQLite answers "database is locked" at once,
+    without its busy handler, while another process holds one (e.g. while it migrates a fresh
+    file): retry until the busy timeout.
+    """
+    if cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _lock_for_migration(conn: Connection) -> None:
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        # pysqlite would run DDL outside any transaction; take the write lock up front so a
+        # second migrator waits (busy timeout) and then sees the finished schema.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif dialect == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+
+
+def _dispose_after_fork() -> None:
+    # A forked child (Airflow's task runner forks) must not reuse the parent's sockets/files.
+    for store in list(_LIVE_STORES):
+        store.engine.dispose(close=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_dispose_after_fork)

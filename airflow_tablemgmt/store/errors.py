@@ -1,0 +1,29 @@
+"""Errors the store raises that ``core.errors`` does not name yet.
+
+They subclass :class:`~airflow_tablemgmt.core.errors.TableMgmtError` like every other error and
+belong in ``core/errors.py``; they live here only until that module grows them.
+"""
+
+from __future__ import annotations
+
+from airflow_tablemgmt.core.errors import TableMgmtError
+
+
+class CatalogManagedByCode(TableMgmtError):
+    """The catalog is declared in dags/tables.yaml; only that file may change it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"catalog {name} is managed by dags/tables.yaml; change it there")
+        self.name = name
+
+
+class TableManagedByStore(TableMgmtError):
+    """The table was registered through REST or the CLI; dags/tables.yaml may not remove it."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__(f"table {table_id} was registered through the REST API or the CLI; remove it there")
+        self.table_id = table_id
+
+
+class StoreSchemaOutdated(TableMgmtError):
+    """The store's database schema is not at the revision this package needs."""

@@ -1,0 +1,305 @@
+"""``ProcessRepository``: one row per (table, action, instant) and its guarded lifecycle.
+
+Every status change is ``UPDATE ... WHERE id = :id AND status IN (:expected) [AND attempt = :n]``
+with a rowcount check, so two workers racing on one process cannot both win: the loser gets
+:class:`IllegalTransition` naming the status it lost to. Rows never leave this module; callers
+get :class:`core.process.Process` dataclasses.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Connection, Engine, Row, Table, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from airflow_tablemgmt.core.errors import IllegalTransition, ProcessNotFound
+from airflow_tablemgmt.core.process import ACTIVE, TERMINAL, Process, ProcessStatus, check_transition
+from airflow_tablemgmt.store.clock import as_utc, utcnow
+from airflow_tablemgmt.store.models import ProcessRow
+
+_T = cast(Table, ProcessRow.__table__)
+
+#: Columns :meth:`ProcessRepository.transition` may set besides the status.
+TRANSITION_FIELDS = frozenset(
+    {
+        "external_id",
+        "summary",
+        "failure_reason",
+        "snapshot_id",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "parameters",
+        "dag_id",
+        "run_id",
+        "task_id",
+    }
+)
+_TIMESTAMP_FIELDS = frozenset({"started_at", "finished_at", "heartbeat_at"})
+
+StatusFilter = ProcessStatus | str | Collection[ProcessStatus | str]
+
+
+class ProcessRepository:
+    """Processes: runs of one action on one table at one instant."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def open(
+        self,
+        table_id: str,
+        action: str,
+        instant: datetime,
+        *,
+        parameters: dict[str, Any] | None = None,
+        dag_id: str | None = None,
+        run_id: str | None = None,
+        task_id: str | None = None,
+    ) -> tuple[Process, bool]:
+        """Get or create the process for (table_id, action, instant); True if this call created it.
+
+        A new process is PENDING, attempt 1. Concurrent callers for one key all get the same row:
+        the unique constraint picks the creator and everyone else reads its row.
+        """
+        instant = as_utc(instant, "instant")
+        existing = self.find(table_id, action, instant)
+        if existing is not None:
+            return existing, False
+        try:
+            with self._engine.begin() as conn:
+                result = conn.execute(
+                    insert(_T).values(
+                        table_id=table_id,
+                        action=action,
+                        instant=instant,
+                        status=str(ProcessStatus.PENDING),
+                        attempt=1,
+                        engine="spark",
+                        parameters=dict(parameters or {}),
+                        dag_id=dag_id,
+                        run_id=run_id,
+                        task_id=task_id,
+                        created_at=utcnow(),
+                    )
+                )
+                key = result.inserted_primary_key
+                assert key is not None
+                return _load(conn, key[0]), True
+        except IntegrityError:
+            existing = self.find(table_id, action, instant)
+            if existing is None:
+                raise
+            return existing, False
+
+    def transition(
+        self,
+        process_id: int,
+        to: ProcessStatus,
+        *,
+        expected: ProcessStatus | Collection[ProcessStatus],
+        attempt: int | None = None,
+        **fields: Any,
+    ) -> Process:
+        """Move the process to ``to`` if it is in one of the ``expected`` statuses (and attempt).
+
+        Every ``expected -> to`` pair must be legal (:func:`core.process.check_transition`).
+        ``fields`` may set any of :data:`TRANSITION_FIELDS`. A terminal ``to`` sets
+        ``finished_at`` and RUNNING sets ``started_at`` unless given. If the row is no longer in
+        an expected status (or attempt), raises :class:`IllegalTransition` naming what it is.
+        """
+        to = ProcessStatus(to)
+        allowed = _statuses(expected)
+        for status in sorted(allowed):
+            check_transition(status, to)
+        unknown = set(fields) - TRANSITION_FIELDS
+        if unknown:
+            raise TypeError(
+                f"transition() got unknown field(s) {', '.join(sorted(unknown))}; "
+                f"allowed: {', '.join(sorted(TRANSITION_FIELDS))}"
+            )
+        values: dict[str, Any] = dict(fields)
+        for name in _TIMESTAMP_FIELDS & values.keys():
+            if values[name] is not None:
+                values[name] = as_utc(values[name], name)
+        now = utcnow()
+        if to in TERMINAL:
+            values.setdefault("finished_at", now)
+        if to == ProcessStatus.RUNNING:
+            values.setdefault("started_at", now)
+        values["status"] = str(to)
+        guard = [_T.c.id == process_id, _T.c.status.in_([str(s) for s in allowed])]
+        if attempt is not None:
+            guard.append(_T.c.attempt == attempt)
+        with self._engine.begin() as conn:
+            if conn.execute(update(_T).where(*guard).values(**values)).rowcount != 1:
+                current = _load(conn, process_id)
+                raise IllegalTransition(_lost(current, to, allowed, attempt))
+            return _load(conn, process_id)
+
+    def new_attempt(self, process_id: int, *, expected: ProcessStatus | Collection[ProcessStatus]) -> Process:
+        """Re-open a FAILED / KILLED / CANCELED process as PENDING with ``attempt + 1``.
+
+        Clears what belonged to the previous attempt (external_id, summary, failure_reason,
+        started_at, finished_at, heartbeat_at). The UPDATE is guarded by the attempt it read,
+        so of two racing retries exactly one creates the new attempt; the other gets
+        :class:`IllegalTransition`.
+        """
+        allowed = _statuses(expected)
+        for status in sorted(allowed):
+            check_transition(status, ProcessStatus.PENDING)
+        with self._engine.begin() as conn:
+            current = _load(conn, process_id)
+        if current.status not in allowed:
+            raise IllegalTransition(_lost(current, ProcessStatus.PENDING, allowed, None))
+        with self._engine.begin() as conn:
+            changed = conn.execute(
+                update(_T)
+                .where(
+                    _T.c.id == process_id,
+                    _T.c.status.in_([str(s) for s in allowed]),
+                    _T.c.attempt == current.attempt,
+                )
+                .values(
+                    status=str(ProcessStatus.PENDING),
+                    attempt=current.attempt + 1,
+                    external_id=None,
+                    summary=None,
+                    failure_reason=None,
+                    started_at=None,
+                    finished_at=None,
+                    heartbeat_at=None,
+                )
+            ).rowcount
+            if changed != 1:
+                latest = _load(conn, process_id)
+                raise IllegalTransition(_lost(latest, ProcessStatus.PENDING, allowed, current.attempt))
+            return _load(conn, process_id)
+
+    def heartbeat(self, process_id: int, attempt: int) -> None:
+        """Record that the worker running ``attempt`` is alive.
+
+        Raises :class:`IllegalTransition` if that attempt is no longer the live one (a retry
+        superseded it, or the process finished): the caller should stop working on it.
+        """
+        with self._engine.begin() as conn:
+            changed = conn.execute(
+                update(_T)
+                .where(
+                    _T.c.id == process_id,
+                    _T.c.attempt == attempt,
+                    _T.c.status.in_([str(s) for s in ACTIVE]),
+                )
+                .values(heartbeat_at=utcnow())
+            ).rowcount
+            if changed != 1:
+                current = _load(conn, process_id)
+                raise IllegalTransition(
+                    f"process {_describe(current)} is {current.status} at attempt {current.attempt}; "
+                    f"attempt {attempt} is no longer running"
+                )
+
+    def get(self, process_id: int) -> Process:
+        with self._engine.connect() as conn:
+            return _load(conn, process_id)
+
+    def find(self, table_id: str, action: str, instant: datetime) -> Process | None:
+        stmt = select(_T).where(
+            _T.c.table_id == table_id, _T.c.action == action, _T.c.instant == as_utc(instant, "instant")
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(stmt).first()
+        return _to_process(row) if row is not None else None
+
+    def list(
+        self,
+        *,
+        table_id: str | None = None,
+        action: str | None = None,
+        status: StatusFilter | None = None,
+        limit: int | None = 100,
+    ) -> builtins.list[Process]:
+        """Processes matching every given filter, newest instant first (``limit=None``: all)."""
+        stmt = select(_T).order_by(_T.c.instant.desc(), _T.c.id.desc())
+        if table_id is not None:
+            stmt = stmt.where(_T.c.table_id == table_id)
+        if action is not None:
+            stmt = stmt.where(_T.c.action == action)
+        if status is not None:
+            stmt = stmt.where(_T.c.status.in_([str(s) for s in _statuses(status)]))
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with self._engine.connect() as conn:
+            return [_to_process(r) for r in conn.execute(stmt)]
+
+    def last_successful(self, table_id: str, action: str) -> Process | None:
+        """The SUCCESS process of (table_id, action) with the newest instant."""
+        found = self.list(table_id=table_id, action=action, status=ProcessStatus.SUCCESS, limit=1)
+        return found[0] if found else None
+
+    def active(self, table_id: str | None = None) -> builtins.list[Process]:
+        """Processes not yet finished (PENDING, SUBMITTED, RUNNING, CANCELING), oldest instant first."""
+        stmt = select(_T).where(_T.c.status.in_([str(s) for s in ACTIVE])).order_by(_T.c.instant, _T.c.id)
+        if table_id is not None:
+            stmt = stmt.where(_T.c.table_id == table_id)
+        with self._engine.connect() as conn:
+            return [_to_process(r) for r in conn.execute(stmt)]
+
+
+def _statuses(value: StatusFilter) -> frozenset[ProcessStatus]:
+    # A ProcessStatus is a str, and a str is a Collection: test for it first.
+    if isinstance(value, str):
+        return frozenset({ProcessStatus(value)})
+    statuses = frozenset(ProcessStatus(s) for s in value)
+    if not statuses:
+        raise ValueError("expected at least one process status")
+    return statuses
+
+
+def _load(conn: Connection, process_id: int) -> Process:
+    row = conn.execute(select(_T).where(_T.c.id == process_id)).first()
+    if row is None:
+        raise ProcessNotFound(f"no process with id {process_id}")
+    return _to_process(row)
+
+
+def _describe(p: Process) -> str:
+    return f"{p.id} ({p.table_id} {p.action} @ {p.instant.isoformat()})"
+
+
+def _lost(current: Process, to: ProcessStatus, allowed: frozenset[ProcessStatus], attempt: int | None) -> str:
+    wanted = " or ".join(sorted(allowed))
+    if attempt is not None:
+        wanted += f" at attempt {attempt}"
+    return (
+        f"process {_describe(current)} cannot go to {to}: it is {current.status} at attempt "
+        f"{current.attempt}, expected {wanted}"
+    )
+
+
+def _to_process(row: Row[Any]) -> Process:
+    return Process(
+        id=row.id,
+        table_id=row.table_id,
+        action=row.action,
+        instant=row.instant,
+        status=ProcessStatus(row.status),
+        attempt=row.attempt,
+        engine=row.engine,
+        external_id=row.external_id,
+        snapshot_id=row.snapshot_id,
+        parameters=row.parameters or {},
+        summary=row.summary,
+        failure_reason=row.failure_reason,
+        dag_id=row.dag_id,
+        run_id=row.run_id,
+        task_id=row.task_id,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        heartbeat_at=row.heartbeat_at,
+    )

@@ -1,0 +1,228 @@
+"""``TableRepository``: the table registry (``tms_table``), with ownership and soft delete."""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from sqlalchemy import ColumnElement, Connection, Engine, Row, Table, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from airflow_tablemgmt.core.errors import TableManagedByCode, TableMgmtError, TableNotFound
+from airflow_tablemgmt.core.tables import Owner, TableSpec, parse_table
+from airflow_tablemgmt.store.clock import utcnow
+from airflow_tablemgmt.store.errors import TableManagedByStore
+from airflow_tablemgmt.store.models import TableRow
+
+log = logging.getLogger(__name__)
+
+_T = cast(Table, TableRow.__table__)
+_RETRIES = 5
+_CHUNK = 500  # ids per IN (...) list; far below every backend's bound-parameter limit
+
+UpsertResult = Literal["created", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class RegisteredTable:
+    """A table as the registry holds it: its spec and who may change it."""
+
+    spec: TableSpec
+    managed_by: Owner
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None = None  # set only for rows listed with include_deleted=True
+
+    @property
+    def table_id(self) -> str:
+        return self.spec.id
+
+
+class TableRepository:
+    """Registered tables by ``catalog.namespace.name``.
+
+    One writer per table: a row managed by CODE (dags/tables.yaml) refuses STORE writers
+    (REST / CLI). Removal is a soft delete (``deleted_at``), so process history keeps its
+    table and a later upsert revives the row.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def upsert(self, spec: TableSpec, owner: Owner) -> UpsertResult:
+        """Register or update ``spec`` for ``owner``.
+
+        Returns "created" for a new row (or a revived soft-deleted one), "updated" when the spec
+        or the owner changed, "unchanged" otherwise, in which case nothing is written. A STORE
+        writer on a live CODE row raises :class:`TableManagedByCode`; a CODE writer takes over a
+        store-owned row (the file is re-applied on every parse and must win deterministically).
+        """
+        owner = Owner(owner)
+        doc = spec.model_dump(mode="json", by_alias=True)
+        columns: dict[str, Any] = {
+            "catalog": spec.catalog,
+            "namespace": spec.namespace,
+            "name": spec.name,
+            "format": str(spec.format),
+            "owner_team": spec.owner,
+            "queue": spec.queue,
+            "priority": spec.priority,
+            "actions": doc["actions"],
+            "spec": doc,
+        }
+        table_id = spec.id
+        for _ in range(_RETRIES):
+            with self._engine.connect() as conn:
+                row = conn.execute(select(_T).where(_T.c.table_id == table_id)).first()
+            now = utcnow()
+            if row is None:
+                try:
+                    with self._engine.begin() as conn:
+                        conn.execute(
+                            insert(_T).values(
+                                table_id=table_id,
+                                managed_by=str(owner),
+                                created_at=now,
+                                updated_at=now,
+                                **columns,
+                            )
+                        )
+                    return "created"
+                except IntegrityError:
+                    continue  # registered concurrently: compare against that row
+            live = row.deleted_at is None
+            if live and row.managed_by == Owner.CODE and owner == Owner.STORE:
+                raise TableManagedByCode(table_id)
+            if live and row.managed_by == owner and row.spec == doc:
+                return "unchanged"
+            if live and row.managed_by != owner:
+                log.warning("table %s: dags/tables.yaml takes it over from the store", table_id)
+            values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None)
+            if not live:
+                values["created_at"] = now  # a revived table is a new registration
+            with self._engine.begin() as conn:
+                changed = conn.execute(update(_T).where(*_unchanged_since(row)).values(**values)).rowcount
+            if changed == 1:
+                return "updated" if live else "created"
+        raise TableMgmtError(f"table {table_id}: gave up after {_RETRIES} concurrent modifications")
+
+    def get(self, table_id: str) -> TableSpec:
+        """The live table's spec; :class:`TableNotFound` if absent or removed."""
+        return self.get_registered(table_id).spec
+
+    def get_registered(self, table_id: str) -> RegisteredTable:
+        with self._engine.connect() as conn:
+            row = conn.execute(select(_T).where(_T.c.table_id == table_id)).first()
+            if row is None or row.deleted_at is not None:
+                raise TableNotFound(_not_found_message(conn, table_id, row))
+        return _to_registered(row)
+
+    def list(self, include_deleted: bool = False) -> builtins.list[RegisteredTable]:
+        """Tables sorted by table_id; removed ones only with ``include_deleted``."""
+        stmt = select(_T).order_by(_T.c.table_id)
+        if not include_deleted:
+            stmt = stmt.where(_T.c.deleted_at.is_(None))
+        with self._engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return [_to_registered(r) for r in rows]
+
+    def remove(self, table_id: str, owner: Owner) -> None:
+        """Soft-delete a live table on behalf of ``owner``.
+
+        :class:`TableNotFound` if absent or already removed; :class:`TableManagedByCode` when the
+        store removes a code-owned table; :class:`TableManagedByStore` the other way round.
+        """
+        owner = Owner(owner)
+        for _ in range(_RETRIES):
+            with self._engine.connect() as conn:
+                row = conn.execute(select(_T).where(_T.c.table_id == table_id)).first()
+                if row is None or row.deleted_at is not None:
+                    raise TableNotFound(_not_found_message(conn, table_id, row))
+            if row.managed_by != owner:
+                raise (
+                    TableManagedByCode(table_id)
+                    if row.managed_by == Owner.CODE
+                    else TableManagedByStore(table_id)
+                )
+            now = utcnow()
+            with self._engine.begin() as conn:
+                changed = conn.execute(
+                    update(_T).where(*_unchanged_since(row)).values(deleted_at=now, updated_at=now)
+                ).rowcount
+            if changed == 1:
+                return
+        raise TableMgmtError(f"table {table_id}: gave up after {_RETRIES} concurrent modifications")
+
+    def prune_code_tables(self, keep: Collection[str]) -> builtins.list[str]:
+        """Soft-delete the live code-owned tables whose id is not in ``keep``; return their ids.
+
+        This is how a table deleted from dags/tables.yaml leaves the registry. Store-owned
+        tables are never touched.
+        """
+        keep = set(keep)
+        code_live = (_T.c.managed_by == str(Owner.CODE), _T.c.deleted_at.is_(None))
+        with self._engine.begin() as conn:
+            ids = conn.execute(select(_T.c.table_id).where(*code_live)).scalars().all()
+            doomed = sorted(set(ids) - keep)
+            now = utcnow()
+            for i in range(0, len(doomed), _CHUNK):
+                chunk = doomed[i : i + _CHUNK]
+                conn.execute(
+                    update(_T)
+                    .where(_T.c.table_id.in_(chunk), *code_live)
+                    .values(deleted_at=now, updated_at=now)
+                )
+        if doomed:
+            log.info("removed %d table(s) no longer declared in dags/tables.yaml: %s", len(doomed), doomed)
+        return doomed
+
+    def fingerprint(self) -> str:
+        """A cheap token that changes whenever any table is created, changed or removed.
+
+        One aggregate query (row count, newest ``updated_at``, newest ``deleted_at``), so the DAG
+        file can cache its registry read and re-read only when this changes.
+        """
+        with self._engine.connect() as conn:
+            count, updated, deleted = conn.execute(
+                select(func.count(), func.max(_T.c.updated_at), func.max(_T.c.deleted_at))
+            ).one()
+        return "|".join((str(count), _iso(updated), _iso(deleted)))
+
+
+def _unchanged_since(row: Row[Any]) -> tuple[ColumnElement[bool], ...]:
+    """WHERE clauses that match ``row`` only if nobody changed it since it was read."""
+    deleted = _T.c.deleted_at.is_(None) if row.deleted_at is None else _T.c.deleted_at == row.deleted_at
+    return (
+        _T.c.id == row.id,
+        _T.c.managed_by == row.managed_by,
+        _T.c.updated_at == row.updated_at,
+        deleted,
+    )
+
+
+def _iso(value: datetime | None) -> str:
+    return value.isoformat() if value is not None else "-"
+
+
+def _to_registered(row: Row[Any]) -> RegisteredTable:
+    return RegisteredTable(
+        spec=parse_table(row.spec, source=f"tms_table {row.table_id}"),
+        managed_by=Owner(row.managed_by),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        deleted_at=row.deleted_at,
+    )
+
+
+def _not_found_message(conn: Connection, table_id: str, row: Row[Any] | None) -> str:
+    if row is not None and row.deleted_at is not None:
+        return f"table {table_id} is not registered: it was removed at {row.deleted_at.isoformat()}"
+    live = conn.execute(select(_T.c.table_id).where(_T.c.deleted_at.is_(None))).scalars().all()
+    close = difflib.get_close_matches(table_id, live, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(live)} table(s) are registered"
+    return f"table {table_id} is not registered{hint}"
