@@ -1,0 +1,1 @@
+"""Sensors: wait for table state (a new Iceberg snapshot)."""

@@ -1,0 +1,1 @@
+"""Deferrable triggers: snapshot watchers for AssetWatcher and the snapshot sensor."""

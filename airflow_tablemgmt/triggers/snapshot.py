@@ -1,0 +1,250 @@
+"""Triggers that wait for a new Iceberg snapshot, checked with pyiceberg in the triggerer.
+
+* :class:`TableSnapshotTrigger` is a :class:`~airflow.triggers.base.BaseEventTrigger` for
+  ``AssetWatcher``: it runs for as long as the asset is watched and emits one event per new snapshot,
+  so a DAG scheduled on the asset runs when the table changes (event-driven gate).
+* :class:`TableSnapshotChangedTrigger` is a plain deferrable trigger for
+  :class:`~airflow_tablemgmt.sensors.snapshot.TableSnapshotSensor`: it fires once.
+
+Both read through :class:`~airflow_tablemgmt.metadata.iceberg.SnapshotReader` in a worker thread
+(``asyncio.to_thread``), so a slow filesystem or catalog never blocks the triggerer's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Final
+
+from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
+
+from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+
+
+class _Unset:
+    """Nothing remembered yet (distinct from "remembered: the table had no snapshot")."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET: Final = _Unset()
+
+
+def catalog_json(catalog: dict[str, Any] | CatalogSpec) -> dict[str, Any]:
+    """Validate a catalog and return its JSON form (what triggers serialize)."""
+    spec = catalog if isinstance(catalog, CatalogSpec) else CatalogSpec.model_validate(catalog)
+    return spec.model_dump(mode="json", by_alias=True)
+
+
+def check_table_in_catalog(table_id: str, catalog: dict[str, Any]) -> TableIdentifier:
+    """Parse ``catalog.namespace.table`` and check that it belongs to ``catalog``."""
+    table = TableIdentifier.parse(table_id)
+    if table.catalog != catalog["name"]:
+        raise InvalidDeclaration(
+            f"table: {table_id} is in catalog {table.catalog!r}, but catalog.name is {catalog['name']!r}"
+        )
+    return table
+
+
+class TableSnapshotTrigger(BaseEventTrigger):
+    """Emit an event whenever ``table_id`` gets a new current snapshot (for ``AssetWatcher``).
+
+    The last seen snapshot id is remembered in the watched asset's ``asset_state_store`` (injected by
+    the Airflow 3.3 triggerer) under :meth:`state_key`, so a restarted triggerer fires for a commit that
+    happened while it was down and does not fire again for one it already reported. Without a store
+    (a trigger run outside the triggerer, or one shared by several assets) the constructor's
+    ``last_snapshot_id`` seeds an in-memory value. With nothing remembered at all, the first observation
+    is recorded and the trigger waits for the next change.
+
+    Event payload: ``{"table": "<catalog.namespace.table>", "snapshot_id": <int>,
+    "previous_snapshot_id": <int | None>}``. Delivery is at least once: the new id is stored after the
+    event is handed to the triggerer.
+    """
+
+    def __init__(
+        self,
+        *,
+        table_id: str,
+        catalog: dict[str, Any] | CatalogSpec,
+        poll_interval: float = 2.0,
+        last_snapshot_id: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.catalog = catalog_json(catalog)
+        self.table_id = str(check_table_in_catalog(table_id, self.catalog))
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval: must be > 0 seconds, got {poll_interval!r}")
+        self.poll_interval = float(poll_interval)
+        self.last_snapshot_id = last_snapshot_id
+        self._reader: SnapshotReader | None = None
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "table_id": self.table_id,
+                "catalog": self.catalog,
+                "poll_interval": self.poll_interval,
+                "last_snapshot_id": self.last_snapshot_id,
+            },
+        )
+
+    @property
+    def state_key(self) -> str:
+        """Key in the asset's state store; per table, so one asset may be fed by several tables."""
+        return f"tablemgmt.last_snapshot_id.{self.table_id}"
+
+    @property
+    def reader(self) -> SnapshotReader:
+        if self._reader is None:
+            self._reader = SnapshotReader(CatalogSpec.model_validate(self.catalog))
+        return self._reader
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        table = TableIdentifier.parse(self.table_id)
+        remembered: int | None | _Unset = await self._recall()
+        problem: str | None = None
+        while True:
+            try:
+                current = await asyncio.to_thread(self.reader.current_snapshot_id, table)
+            except (TableNotFound, OSError) as e:
+                # A watcher outlives outages and a table that is not created yet: say so once, keep polling.
+                if str(e) != problem:
+                    problem = str(e)
+                    self.log.warning("snapshot check of %s failed, will retry: %s", self.table_id, e)
+                await asyncio.sleep(self.poll_interval)
+                continue
+            problem = None
+            if isinstance(remembered, _Unset):
+                self.log.info("watching %s from snapshot %s", self.table_id, current)
+                await self._remember(current)
+                remembered = current
+            elif current != remembered:
+                previous = remembered
+                remembered = current
+                if current is not None:
+                    self.log.info("%s: new snapshot %s (was %s)", self.table_id, current, previous)
+                    yield TriggerEvent(
+                        {"table": self.table_id, "snapshot_id": current, "previous_snapshot_id": previous}
+                    )
+                await self._remember(current)
+            await asyncio.sleep(self.poll_interval)
+
+    async def _recall(self) -> int | None | _Unset:
+        store = getattr(self, "asset_state_store", None)
+        if store is not None:
+            try:
+                value = await store.aget(self.state_key)
+            except ValueError as e:  # several watched assets: the single-asset accessors refuse
+                self.log.warning(
+                    "asset_state_store not usable for %s (%s); remembering in memory", self.table_id, e
+                )
+            except Exception as e:  # noqa: BLE001 - the store is an optimisation, never a reason to stop
+                self.log.warning("asset_state_store read failed for %s: %s", self.table_id, e)
+            else:
+                if value is not None:
+                    return int(value)  # type: ignore[arg-type]
+        return self.last_snapshot_id if self.last_snapshot_id is not None else UNSET
+
+    async def _remember(self, snapshot_id: int | None) -> None:
+        store = getattr(self, "asset_state_store", None)
+        if store is None or snapshot_id is None:  # the store cannot hold None: memory only
+            return
+        try:
+            await store.aset(self.state_key, snapshot_id)
+        except Exception as e:  # noqa: BLE001
+            self.log.warning("asset_state_store write failed for %s: %s", self.table_id, e)
+
+
+class TableSnapshotChangedTrigger(BaseTrigger):
+    """Fire once, when the current snapshot of ``table_id`` is not ``since_snapshot_id``.
+
+    ``since_snapshot_id=None`` means "any snapshot". ``timeout`` (seconds) becomes an absolute
+    ``deadline`` (epoch seconds) when the trigger is first built, and that deadline is what is
+    serialized, so moving the trigger to another triggerer does not restart the clock.
+
+    Event payloads (``status`` first):
+    ``{"status": "changed", "table", "snapshot_id", "previous_snapshot_id"}``,
+    ``{"status": "timeout", "table", "snapshot_id", "previous_snapshot_id", "message"}``,
+    ``{"status": "error", "table", "message"}`` (the table does not exist).
+    """
+
+    def __init__(
+        self,
+        *,
+        table_id: str,
+        catalog: dict[str, Any] | CatalogSpec,
+        since_snapshot_id: int | None = None,
+        poll_interval: float = 5.0,
+        timeout: float | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.catalog = catalog_json(catalog)
+        self.table_id = str(check_table_in_catalog(table_id, self.catalog))
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval: must be > 0 seconds, got {poll_interval!r}")
+        self.since_snapshot_id = since_snapshot_id
+        self.poll_interval = float(poll_interval)
+        self.timeout = timeout
+        if deadline is None and timeout is not None:
+            deadline = time.time() + timeout
+        self.deadline = deadline
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "table_id": self.table_id,
+                "catalog": self.catalog,
+                "since_snapshot_id": self.since_snapshot_id,
+                "poll_interval": self.poll_interval,
+                "timeout": self.timeout,
+                "deadline": self.deadline,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        table = TableIdentifier.parse(self.table_id)
+        reader = SnapshotReader(CatalogSpec.model_validate(self.catalog))
+        while True:
+            try:
+                changed, current = await asyncio.to_thread(
+                    reader.has_new_snapshot, table, self.since_snapshot_id
+                )
+            except TableNotFound as e:
+                yield TriggerEvent({"status": "error", "table": self.table_id, "message": str(e)})
+                return
+            if changed:
+                yield TriggerEvent(
+                    {
+                        "status": "changed",
+                        "table": self.table_id,
+                        "snapshot_id": current,
+                        "previous_snapshot_id": self.since_snapshot_id,
+                    }
+                )
+                return
+            remaining = None if self.deadline is None else self.deadline - time.time()
+            if remaining is not None and remaining <= 0:
+                yield TriggerEvent(
+                    {
+                        "status": "timeout",
+                        "table": self.table_id,
+                        "snapshot_id": current,
+                        "previous_snapshot_id": self.since_snapshot_id,
+                        "message": (
+                            f"no snapshot of {self.table_id} other than {self.since_snapshot_id} "
+                            f"within {self.timeout} seconds"
+                        ),
+                    }
+                )
+                return
+            await asyncio.sleep(
+                self.poll_interval if remaining is None else min(self.poll_interval, remaining)
+            )

@@ -1,0 +1,341 @@
+"""Snapshot triggers and the snapshot sensor against real Iceberg tables committed by Spark."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from airflow.sdk import Asset, AssetWatcher
+from airflow.sdk.exceptions import AirflowSensorTimeout, TaskDeferred
+from airflow.serialization.decoders import smart_decode_trigger_kwargs
+from airflow.serialization.encoders import encode_trigger
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.sensors.snapshot import TableSnapshotSensor, as_snapshot_id
+from airflow_tablemgmt.triggers.snapshot import TableSnapshotChangedTrigger, TableSnapshotTrigger
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from conftest import IcebergTables  # type-only: the fixture's class
+
+pytestmark = pytest.mark.integration
+
+EVENT_WAIT = 30.0  # seconds; an event normally arrives within one poll after Spark's commit
+
+
+class DictAssetStateStore:
+    """Stands in for the triggerer-injected ``AssetStateStoreAccessors`` of one watched asset
+    (same ``aget``/``aset`` calls), so the tests run without a triggerer and an API server."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    async def aset(self, key: str, value: Any) -> None:
+        if value is None:
+            raise ValueError("Cannot set value as None")
+        self.values[key] = value
+
+
+def catalog_dict(catalog: CatalogSpec) -> dict[str, Any]:
+    return catalog.model_dump(mode="json", by_alias=True)
+
+
+async def next_event(events: AsyncIterator[TriggerEvent], timeout: float = EVENT_WAIT) -> TriggerEvent:
+    return await asyncio.wait_for(anext(events), timeout)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.05)
+
+
+async def stop(waiting: asyncio.Future[Any]) -> None:
+    """Cancel a pending ``anext`` (the generator ends with the cancellation, as in the triggerer)."""
+    waiting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiting
+
+
+def roundtrip(trigger: BaseTrigger) -> BaseTrigger:
+    """Encode and decode the way Airflow stores a trigger, then rebuild it from its classpath."""
+    encoded = encode_trigger(trigger)  # type: ignore[arg-type]
+    kwargs = {k: smart_decode_trigger_kwargs(v) for k, v in encoded["kwargs"].items()}
+    module, _, name = encoded["classpath"].rpartition(".")
+    rebuilt = getattr(importlib.import_module(module), name)(**kwargs)
+    assert rebuilt.serialize() == trigger.serialize()
+    return rebuilt  # type: ignore[no-any-return]
+
+
+# -- TableSnapshotTrigger (AssetWatcher) ---------------------------------------------------------
+
+
+def test_watcher_fires_on_a_commit_made_after_it_started(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("watch")
+    before = trig_tables.snapshot_id(table)
+    trigger = TableSnapshotTrigger(table_id=str(table), catalog=catalog_dict(trig_catalog), poll_interval=0.2)
+
+    async def scenario() -> tuple[TriggerEvent, int]:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        # Nothing remembered: the first observation is recorded, not reported.
+        while trigger.reader.metadata_loads == 0:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        new = await asyncio.to_thread(trig_tables.insert, table)
+        event = await waiting
+        await events.aclose()
+        return event, new
+
+    event, new = asyncio.run(scenario())
+    assert event.payload == {"table": str(table), "snapshot_id": new, "previous_snapshot_id": before}
+
+
+def test_watcher_seeded_with_the_current_snapshot_waits_for_the_next(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("seeded")
+    before = trig_tables.snapshot_id(table)
+    trigger = TableSnapshotTrigger(
+        table_id=str(table), catalog=catalog_dict(trig_catalog), poll_interval=0.2, last_snapshot_id=before
+    )
+
+    async def scenario() -> tuple[TriggerEvent, int]:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        await asyncio.sleep(0.6)  # three polls see the remembered snapshot: no event
+        assert not waiting.done()
+        new = await asyncio.to_thread(trig_tables.insert, table)
+        event = await waiting
+        second = asyncio.ensure_future(next_event(events))
+        newer = await asyncio.to_thread(trig_tables.insert, table)
+        event2 = await second
+        await events.aclose()
+        assert event2.payload == {"table": str(table), "snapshot_id": newer, "previous_snapshot_id": new}
+        return event, new
+
+    event, new = asyncio.run(scenario())
+    assert event.payload["snapshot_id"] == new and event.payload["previous_snapshot_id"] == before
+
+
+def test_watcher_remembers_in_the_asset_state_store_across_restarts(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("store")
+    store = DictAssetStateStore()
+    kwargs = {"table_id": str(table), "catalog": catalog_dict(trig_catalog), "poll_interval": 0.2}
+
+    async def first_run() -> None:
+        trigger = TableSnapshotTrigger(**kwargs)
+        trigger.asset_state_store = store  # type: ignore[assignment]
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        await asyncio.wait_for(until(lambda: bool(store.values)), EVENT_WAIT)
+        await asyncio.sleep(0.4)  # two more polls of an unchanged table: no event
+        assert not waiting.done()
+        await stop(waiting)
+
+    key = f"tablemgmt.last_snapshot_id.{table}"
+    asyncio.run(first_run())
+    seen = trig_tables.snapshot_id(table)
+    assert store.values == {key: seen}
+
+    # Committed while no triggerer watched: the next trigger reports it at once.
+    new = trig_tables.insert(table)
+
+    async def after_restart() -> TriggerEvent:
+        trigger = TableSnapshotTrigger(**kwargs)
+        trigger.asset_state_store = store  # type: ignore[assignment]
+        events = trigger.run()
+        event = await next_event(events)
+        # The triggerer asks for the next event at once; that is when the new id is stored.
+        following = asyncio.ensure_future(next_event(events))
+        await asyncio.wait_for(until(lambda: store.values.get(key) == new), EVENT_WAIT)
+        await stop(following)
+        return event
+
+    event = asyncio.run(after_restart())
+    assert event.payload == {"table": str(table), "snapshot_id": new, "previous_snapshot_id": seen}
+    assert store.values == {key: new}
+
+
+def test_watcher_keeps_polling_until_a_missing_table_appears(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = TableIdentifier(trig_catalog.name, "db", "late_table")
+    trigger = TableSnapshotTrigger(table_id=str(table), catalog=catalog_dict(trig_catalog), poll_interval=0.2)
+
+    async def scenario() -> TriggerEvent:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        sql = f"CREATE TABLE {table.quoted} (id BIGINT, v STRING) USING iceberg"
+        await asyncio.to_thread(trig_tables.spark.sql, sql)
+        await asyncio.sleep(0.5)  # first observation of the table: no snapshot yet, recorded
+        await asyncio.to_thread(trig_tables.insert, table)
+        event = await waiting
+        await events.aclose()
+        return event
+
+    event = asyncio.run(scenario())
+    assert event.payload["snapshot_id"] == trig_tables.snapshot_id(table)
+    assert event.payload["previous_snapshot_id"] is None
+
+
+def test_watcher_serializes_and_is_accepted_by_asset_watcher(trig_catalog: CatalogSpec) -> None:
+    trigger = TableSnapshotTrigger(
+        table_id="trig.db.events", catalog=catalog_dict(trig_catalog), poll_interval=30, last_snapshot_id=42
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_tablemgmt.triggers.snapshot.TableSnapshotTrigger"
+    assert kwargs == {
+        "table_id": "trig.db.events",
+        "catalog": catalog_dict(trig_catalog),
+        "poll_interval": 30.0,
+        "last_snapshot_id": 42,
+    }
+    rebuilt = roundtrip(trigger)
+    assert isinstance(rebuilt, TableSnapshotTrigger) and rebuilt.last_snapshot_id == 42
+    asset = Asset(name="trig.db.events", watchers=[AssetWatcher(name="trig.db.events", trigger=trigger)])
+    assert asset.watchers[0].trigger is trigger
+
+
+def test_trigger_arguments_are_validated(trig_catalog: CatalogSpec) -> None:
+    with pytest.raises(InvalidDeclaration, match="is in catalog 'other', but catalog.name is 'trig'"):
+        TableSnapshotTrigger(table_id="other.db.t", catalog=catalog_dict(trig_catalog))
+    with pytest.raises(InvalidDeclaration, match="must be written catalog.namespace.table"):
+        TableSnapshotTrigger(table_id="db.t", catalog=catalog_dict(trig_catalog))
+    with pytest.raises(ValueError, match="poll_interval"):
+        TableSnapshotChangedTrigger(table_id="trig.db.t", catalog=catalog_dict(trig_catalog), poll_interval=0)
+
+
+# -- TableSnapshotChangedTrigger (deferrable sensor) --------------------------------------------
+
+
+def test_changed_trigger_fires_once_on_change_timeout_and_missing_table(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("changed")
+    before = trig_tables.snapshot_id(table)
+    catalog = catalog_dict(trig_catalog)
+
+    async def first(trigger: TableSnapshotChangedTrigger) -> TriggerEvent:
+        events = trigger.run()
+        event = await next_event(events)
+        with pytest.raises(StopAsyncIteration):  # fires once, then ends
+            await anext(events)
+        return event
+
+    timed_out = asyncio.run(
+        first(
+            TableSnapshotChangedTrigger(
+                table_id=str(table), catalog=catalog, since_snapshot_id=before, poll_interval=0.2, timeout=0.5
+            )
+        )
+    )
+    assert timed_out.payload["status"] == "timeout"
+    assert timed_out.payload["snapshot_id"] == before and str(table) in timed_out.payload["message"]
+
+    new = trig_tables.insert(table)
+    changed = asyncio.run(
+        first(TableSnapshotChangedTrigger(table_id=str(table), catalog=catalog, since_snapshot_id=before))
+    )
+    assert changed.payload == {
+        "status": "changed",
+        "table": str(table),
+        "snapshot_id": new,
+        "previous_snapshot_id": before,
+    }
+
+    missing = asyncio.run(first(TableSnapshotChangedTrigger(table_id="trig.db.nope", catalog=catalog)))
+    assert missing.payload["status"] == "error" and "trig.db.nope" in missing.payload["message"]
+
+
+def test_changed_trigger_keeps_its_deadline_through_serialization(trig_catalog: CatalogSpec) -> None:
+    trigger = TableSnapshotChangedTrigger(
+        table_id="trig.db.t", catalog=catalog_dict(trig_catalog), since_snapshot_id=7, timeout=60
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_tablemgmt.triggers.snapshot.TableSnapshotChangedTrigger"
+    assert kwargs["deadline"] is not None and kwargs["since_snapshot_id"] == 7
+    rebuilt = roundtrip(trigger)
+    assert isinstance(rebuilt, TableSnapshotChangedTrigger) and rebuilt.deadline == trigger.deadline
+
+
+# -- TableSnapshotSensor ------------------------------------------------------------------------
+
+
+def test_sensor_pokes_false_before_and_true_after_a_commit(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("poke")
+    before = trig_tables.snapshot_id(table)
+    sensor = TableSnapshotSensor(
+        task_id="wait",
+        table=str(table),
+        catalog=catalog_dict(trig_catalog),
+        since_snapshot_id=str(before),  # as a rendered template hands it over
+        deferrable=False,
+        poll_interval=0.1,
+    )
+    assert not sensor.poke({})  # type: ignore[arg-type]
+    new = trig_tables.insert(table)
+    done = sensor.poke({})  # type: ignore[arg-type]
+    assert done and done.xcom_value == new
+    assert sensor.execute({}) == new  # type: ignore[arg-type]
+
+
+def test_deferrable_sensor_defers_to_the_changed_trigger(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("defer")
+    before = trig_tables.snapshot_id(table)
+    sensor = TableSnapshotSensor(
+        task_id="wait",
+        table=str(table),
+        catalog=catalog_dict(trig_catalog),
+        since_snapshot_id=before,
+        timeout=600,
+    )
+    assert tuple(sensor.template_fields) == ("table", "since_snapshot_id")
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})  # type: ignore[arg-type]
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, TableSnapshotChangedTrigger)
+    assert deferred.value.method_name == "execute_complete"
+    assert (trigger.table_id, trigger.since_snapshot_id, trigger.poll_interval) == (str(table), before, 5.0)
+    assert trigger.timeout == 600
+
+    # Already changed: no deferral, the new id is returned at once.
+    eager = TableSnapshotSensor(task_id="eager", table=str(table), catalog=catalog_dict(trig_catalog))
+    assert eager.execute({}) == before  # type: ignore[arg-type]
+
+
+def test_sensor_resumes_from_trigger_events(trig_catalog: CatalogSpec) -> None:
+    sensor = TableSnapshotSensor(task_id="wait", table="trig.db.t", catalog=catalog_dict(trig_catalog))
+    changed = {"status": "changed", "table": "trig.db.t", "snapshot_id": 11, "previous_snapshot_id": 10}
+    assert sensor.execute_complete({}, changed) == 11  # type: ignore[arg-type]
+    with pytest.raises(AirflowSensorTimeout, match="no snapshot"):
+        sensor.execute_complete({}, {"status": "timeout", "message": "no snapshot of trig.db.t"})  # type: ignore[arg-type]
+    with pytest.raises(TableNotFound, match="trig.db.t"):
+        sensor.execute_complete({}, {"status": "error", "message": "table trig.db.t: gone"})  # type: ignore[arg-type]
+
+
+def test_templated_snapshot_ids_are_coerced() -> None:
+    assert as_snapshot_id(None) is None and as_snapshot_id("None") is None and as_snapshot_id(" ") is None
+    assert as_snapshot_id("123") == 123 and as_snapshot_id(5) == 5
+    with pytest.raises(InvalidDeclaration, match="since_snapshot_id: expected a snapshot id"):
+        as_snapshot_id("abc")
