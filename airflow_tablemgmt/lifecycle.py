@@ -239,7 +239,9 @@ class ProcessRunner:
         if self._killed.is_set() or process.status == S.KILLED:
             raise JobFailed(f"process {process.id} was killed")
         if process.status == S.SUBMITTED:
-            process = self.store.processes.transition(process.id, S.RUNNING, expected=S.SUBMITTED)
+            process = self.store.processes.transition(
+                process.id, S.RUNNING, expected=S.SUBMITTED, external_id=result.application_id
+            )
         if result.status != "SUCCESS":
             reason = result.error or "the Spark job failed without a result"
             self._fail(process, reason)

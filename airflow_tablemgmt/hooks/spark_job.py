@@ -17,7 +17,7 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.spark.submit import JobResult, build_submit_spec, parse_result
 
 EMBEDDED_MASTER = "local[*]"
-_APP_ID = re.compile(r"tablemgmt: spark application (\S+)")
+_APP_ID = re.compile(r"spark application (?:id )?((?:local|app|application|spark)[-_][\w-]+)")
 _ERROR_TAIL = 40
 
 
@@ -105,10 +105,8 @@ class SparkJobHook:
                 return result
             return JobResult(
                 status="FAILED",
-                summary=None,
                 error=_error_tail(list(hook.lines), exit_error),
                 error_class="SparkSubmitFailed",
-                raw=None,
             )
 
     def kill(self) -> None:
