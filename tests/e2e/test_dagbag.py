@@ -17,5 +17,5 @@ def test_shipped_dags_folder_has_no_import_errors(tmp_path: Path) -> None:
 
     for name in ("tablemgmt_dags.py", "tables.yaml"):
         shutil.copy(ROOT / "dags" / name, tmp_path / name)
-    bag = DagBag(dag_folder=str(tmp_path), include_examples=False)
+    bag = DagBag(dag_folder=str(tmp_path))
     assert bag.import_errors == {}

@@ -43,7 +43,7 @@ def test_declared_table_is_compacted_by_its_dag(airflow_db: str, dags_folder: Pa
     assert before.data_files >= 60
     (dags_folder / "tables.yaml").write_text(TABLES_YAML.format(warehouse=table.warehouse))
 
-    bag = DagBag(dag_folder=str(dags_folder), include_examples=False)
+    bag = DagBag(dag_folder=str(dags_folder))
     dag_id = "tms__e2e.db.events__rewrite-files"
     assert dag_id in bag.dags, bag.import_errors
     # The broken table is an import error naming it; the good table's DAG still loaded.
