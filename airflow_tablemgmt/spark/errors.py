@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_tablemgmt.core.errors import InvalidDeclaration, JobFailed, TableMgmtError
+from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
 
 
 class JavaNotFound(TableMgmtError):
@@ -23,7 +23,3 @@ class ColumnNotFound(InvalidDeclaration):
 
 class UnsupportedColumnType(InvalidDeclaration):
     """An option names a column whose type the action cannot use."""
-
-
-class NoJobResult(JobFailed):
-    """The Spark job ended without printing its result line."""

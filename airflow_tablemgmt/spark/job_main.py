@@ -2,7 +2,9 @@
 
 It reads the JSON ``JobSpec``, validates the table identifier and catalog, starts (or joins) the
 SparkSession, runs the action's maintainer, and prints exactly one JSON result line on stdout
-(see ``spark.result``). Everything else it says goes to stderr. Exit code 0 on success, 1 on failure.
+(see ``spark.result``). Everything else it says goes to stderr through ``logging`` (in client
+mode Spark's PythonRunner merges that into spark-submit's stdout; the result line is found by its
+``"tms_result": 1`` marker, not by position). Exit code 0 on success, 1 on failure.
 """
 
 from __future__ import annotations

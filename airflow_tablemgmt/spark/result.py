@@ -21,13 +21,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_tablemgmt.spark.errors import NoJobResult
-
 log = logging.getLogger(__name__)
 
 RESULT_MARKER = "tms_result"
 SUCCESS = "SUCCESS"
 FAILED = "FAILED"
+NO_RESULT = "NoJobResult"
 _MAX_ERROR_LINES = 8
 _MAX_ERROR_CHARS = 2000
 
@@ -115,11 +114,13 @@ def _as_result(line: str) -> dict[str, Any] | None:
 def parse_result(lines: Iterable[str]) -> JobResult:
     """Find the job's result line among ``lines`` (stdout, or a mixed task log).
 
-    Raises ``NoJobResult`` when there is none. Should a job ever print more than one, the last wins.
+    When there is none (the job died before printing it) the result is FAILED with
+    ``error_class="NoJobResult"``, ``error=None`` and an empty ``raw``: the caller knows where
+    the log is and fills in the reason. Should a job ever print more than one, the last wins.
     """
     found = [data for data in map(_as_result, lines) if data is not None]
     if not found:
-        raise NoJobResult("the Spark job ended without printing a result line (see its log for the cause)")
+        return JobResult(status=FAILED, error_class=NO_RESULT)
     if len(found) > 1:
         log.warning("the job printed %d result lines; using the last", len(found))
     data = found[-1]

@@ -12,13 +12,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, spark_home
-from airflow_tablemgmt.spark.errors import InvalidJobSpec, NoJobResult
+from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import resolve_java_home
 from airflow_tablemgmt.spark.result import FAILED, JobResult, parse_result
@@ -27,8 +28,16 @@ log = logging.getLogger(__name__)
 
 JOB_MAIN = Path(__file__).resolve().parent / "job_main.py"
 SPEC_FILE = "job-spec.json"
-STDERR_FILE = "spark-submit.log"
-__all__ = ["JOB_MAIN", "SubmitSpec", "build_submit_spec", "parse_result", "run_local", "write_spec"]
+LOG_FILE = "spark-submit.log"
+__all__ = [
+    "JOB_MAIN",
+    "JobResult",
+    "SubmitSpec",
+    "build_submit_spec",
+    "parse_result",
+    "run_local",
+    "write_spec",
+]
 
 
 @dataclass
@@ -130,33 +139,45 @@ def run_local(
     spark_submit = str(Path(spec.env["SPARK_HOME"]) / "bin" / "spark-submit")
     argv = spec.argv(spark_submit, master)
     env = {**os.environ, **spec.env}
-    stderr_path = workdir / STDERR_FILE
+    log_path = workdir / LOG_FILE
+    log_path.write_text("")
+    stdout_lines: list[str] = []
     log.info("running %s", " ".join(argv))
-    with stderr_path.open("w") as stderr:
+    # Spark's PythonRunner merges the job's stderr into its stdout; the JVM logs to stderr.
+    # Both land in one log file (appends, whole lines); the result is searched in stdout only.
+    with log_path.open("a") as jvm_log, log_path.open("a") as job_log:
         proc = subprocess.Popen(
-            argv, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True
+            argv, env=env, stdout=subprocess.PIPE, stderr=jvm_log, text=True, start_new_session=True
         )
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                stdout_lines.append(line)
+                job_log.write(line)
+                job_log.flush()
+
+        reader = threading.Thread(target=pump, name="spark-submit-stdout", daemon=True)
+        reader.start()
         try:
-            stdout, _ = proc.communicate(timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+            proc.wait()
+            reader.join(timeout=5)
             return JobResult(
                 status=FAILED,
                 error=f"spark-submit did not finish within {timeout} seconds; killed",
                 error_class="Timeout",
-                raw={"exit_code": None, "log": str(stderr_path)},
+                raw={"exit_code": None, "log": str(log_path)},
             )
-    try:
-        result = parse_result(stdout.splitlines())
-    except NoJobResult:
-        return JobResult(
-            status=FAILED,
-            error=f"spark-submit exited with code {proc.returncode} without a result line; "
-            f"last log lines:\n{_tail(stderr_path)}",
-            error_class="NoJobResult",
-            raw={"exit_code": proc.returncode, "log": str(stderr_path)},
+        reader.join()
+    result = parse_result(stdout_lines)
+    if not result.raw:
+        result.error = (
+            f"spark-submit exited with code {proc.returncode} without a result line; "
+            f"last log lines:\n{_tail(log_path)}"
         )
     result.raw.setdefault("exit_code", proc.returncode)
-    result.raw.setdefault("log", str(stderr_path))
+    result.raw.setdefault("log", str(log_path))
     return result

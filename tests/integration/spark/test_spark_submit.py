@@ -1,0 +1,83 @@
+"""Through a real ``spark-submit``: the job's result line, success and failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_tablemgmt.core.actions import ACTIONS
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.spark.result import describe_exception
+from airflow_tablemgmt.spark.submit import run_local
+from tests.integration.spark.spark_tables import TableFactory, Tables
+
+pytestmark = pytest.mark.integration
+
+
+def _job(table: TableIdentifier, catalog: CatalogSpec, action: str, raw: dict[str, object]) -> JobSpec:
+    options = ACTIONS.get(action).settings(raw).options()  # exactly what a factory hands over
+    return JobSpec(
+        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
+        catalog=catalog.model_dump(mode="json", by_alias=True),
+        action=action,
+        options=options,
+        process_id=7,
+    )
+
+
+def test_rewrite_files_via_spark_submit(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec, tmp_path: Path
+) -> None:
+    table = make_table("id bigint, p string, v string", partitioned_by="p", prefix="submitted")
+    tables.small_files(table, files=12)
+    before = tables.content(table)
+
+    result = run_local(_job(table, catalog, "rewrite-files", {"min-input-files": 2}), tmp_path, timeout=300)
+
+    assert result.ok, result.error
+    assert result.status == "SUCCESS"
+    assert result.raw["action"] == "rewrite-files"
+    assert result.raw["table"] == str(table)
+    assert result.raw["exit_code"] == 0
+    assert result.application_id and result.application_id.startswith("local-")
+    summary = result.summary
+    assert summary["before"]["data_files"] == 24
+    assert summary["after"]["data_files"] == 2
+    assert summary["after"]["files_per_partition_max"] == 1
+    assert summary["rewritten_data_files_count"] == 24
+    assert summary["duration_seconds"] > 0
+    assert tables.content(table) == before
+    log = (tmp_path / "spark-submit.log").read_text()
+    assert f"tablemgmt: rewriting data files of {table}" in log
+
+
+def test_failing_job_reports_failed_with_the_cause(catalog: CatalogSpec, tmp_path: Path) -> None:
+    missing = TableIdentifier("lake", "db", "does_not_exist")
+
+    result = run_local(_job(missing, catalog, "expire-snapshots", {}), tmp_path, timeout=300)
+
+    assert result.status == "FAILED"
+    assert not result.ok
+    assert result.error_class == "TableNotFound"
+    assert result.error is not None
+    assert "lake.db.does_not_exist" in result.error and "does not exist" in result.error
+    assert result.raw["exit_code"] == 1
+    assert result.summary == {}
+
+
+def test_spark_errors_are_trimmed_to_their_message(make_table: TableFactory, tables: Tables) -> None:
+    table = make_table("id bigint")
+    with pytest.raises(Exception) as err:
+        tables.spark.sql(
+            f"CALL lake.system.rewrite_data_files(table => '{table.in_catalog}', where => 'id ==== 1')"
+        ).collect()
+
+    error_class, message = describe_exception(err.value)
+
+    assert error_class == "IllegalArgumentException"
+    assert message.startswith("Cannot parse predicates in where option: id ==== 1")
+    assert "\tat " not in message and "at org.apache" not in message
+    assert len(message.splitlines()) <= 8
