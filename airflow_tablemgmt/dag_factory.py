@@ -14,13 +14,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow.sdk import DAG, CronTriggerTimetable, DeltaTriggerTimetable
+from airflow.sdk import (
+    DAG,
+    Asset,
+    AssetOrTimeSchedule,
+    AssetWatcher,
+    CronTriggerTimetable,
+    DeltaTriggerTimetable,
+)
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.core.triggers import Interval
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
+from airflow_tablemgmt.operators.gate import SnapshotGateOperator
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 
 log = logging.getLogger(__name__)
@@ -70,12 +78,41 @@ def _timetable(interval: Interval) -> Any:
     return DeltaTriggerTimetable(interval.every)
 
 
-def build_dag(table: TableSpec, action: str, factories: FactoryRegistry) -> DAG:
+def table_asset(table: TableSpec, catalog: CatalogSpec, poll_interval: float) -> Asset:
+    """The asset whose watcher polls the table's current snapshot inside the triggerer."""
+    from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
+
+    trigger = TableSnapshotTrigger(
+        table_id=table.id, catalog=catalog.model_dump(mode="json", by_alias=True), poll_interval=poll_interval
+    )
+    return Asset(
+        name=f"tablemgmt.{table.id}",
+        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}",
+        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table.id}", trigger=trigger)],
+    )
+
+
+def build_dag(
+    table: TableSpec, action: str, factories: FactoryRegistry, catalog: CatalogSpec | None = None
+) -> DAG:
     factory = factories.for_action(table.format, action)
     strategy = factory.trigger_strategy(table.format, action)
     settings = table.action_settings(action)
     interval = Interval.parse(settings.interval) if settings.interval else strategy.interval
     parallelism = settings.parallelism or strategy.parallelism
+    on_new_snapshot = (
+        strategy.on_new_snapshot if settings.on_new_snapshot is None else settings.on_new_snapshot
+    )
+    schedule: Any = _timetable(interval)
+    if settings.trigger == "event":
+        if catalog is None:
+            raise InvalidDeclaration(
+                f"table {table.id}: event-driven {action} needs its catalog {table.catalog!r}"
+            )
+        schedule = AssetOrTimeSchedule(
+            timetable=schedule, assets=table_asset(table, catalog, settings.poll_interval.total_seconds())
+        )
+        on_new_snapshot = True  # our own commits also wake the watcher: the gate turns them into skips
     dag_id = dag_id_for(table.id, action)
     default_args: dict[str, Any] = {
         "owner": table.owner,
@@ -87,26 +124,29 @@ def build_dag(table: TableSpec, action: str, factories: FactoryRegistry) -> DAG:
         default_args["pool"] = table.queue
     with DAG(
         dag_id=dag_id,
-        schedule=_timetable(interval),
+        schedule=schedule,
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
         max_active_tasks=parallelism,
         default_args=default_args,
         tags=["tablemgmt", table.id, action, str(table.format)],
-        description=f"{action} on {table.id} every {interval}",
+        description=f"{action} on {table.id} every {interval}"
+        + (" and on new snapshots" if settings.trigger == "event" else ""),
         doc_md=(
             f"Maintenance of `{table.id}` ({table.format}): **{action}** every `{interval}`.\n\n"
             f"Options: `{settings.options()}`"
         ),
         is_paused_upon_creation=False,
     ) as dag:
-        TableMaintenanceOperator(
+        maintain = TableMaintenanceOperator(
             task_id="maintain",
             table=table.id,
             action=action,
             lease_wait=settings.lease_wait,
         )
+        if on_new_snapshot:
+            SnapshotGateOperator(task_id="check_snapshot", table=table.id, action=action) >> maintain
     return dag
 
 
@@ -116,6 +156,7 @@ def build_dags(
     *,
     only_dag_id: str | None = None,
     declaration_errors: Iterable[str] = (),
+    catalogs: dict[str, CatalogSpec] | None = None,
 ) -> BuildResult:
     """Build every (table, enabled action) DAG, or only ``only_dag_id``. Errors are collected per
     table, never raised, and surface as one :class:`BrokenDeclarationsDAG`."""
@@ -131,7 +172,7 @@ def build_dags(
             if wanted is not None and action != wanted[1]:
                 continue
             try:
-                dag = build_dag(table, action, factories)
+                dag = build_dag(table, action, factories, (catalogs or {}).get(table.catalog))
             except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
                 result.errors.append(f"table {table.id}, action {action}: {type(e).__name__}: {e}")
                 continue

@@ -54,11 +54,14 @@ def load_registry_and_build(
     specs: dict[str, TableSpec] = {tid: r.spec for tid, r in registered.items()}
     for spec in loaded.tables:  # the file wins for the tables it declares
         specs[spec.id] = spec
+    catalogs = {c.name: c for c in store.catalogs.list()}
+    catalogs.update({c.name: c for c in loaded.catalogs})
     return build_dags(
         sorted(specs.values(), key=lambda s: s.id),
         default_factories(),
         only_dag_id=only_dag_id,
         declaration_errors=errors,
+        catalogs=catalogs,
     )
 
 

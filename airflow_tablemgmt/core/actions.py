@@ -44,6 +44,9 @@ class ActionSettings(BaseModel):
     lease_wait: Duration = Field(
         default=timedelta(hours=1), description="how long to wait for the table lease"
     )
+    poll_interval: Duration = Field(
+        default=timedelta(seconds=10), description="snapshot poll of an event-driven action, in the triggerer"
+    )
 
     @field_validator("interval")
     @classmethod

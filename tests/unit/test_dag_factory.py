@@ -50,3 +50,27 @@ def test_declaration_errors_become_one_broken_dag_and_others_load() -> None:
     broken = res.dags[BROKEN_DAG_ID]
     with pytest.raises(InvalidDeclaration, match="lake.db.bad"):
         broken.validate()
+
+
+def test_on_new_snapshot_adds_the_gate_and_event_trigger_adds_a_watcher() -> None:
+    from airflow_tablemgmt.core.tables import CatalogSpec
+
+    t = table("ev", {"rewrite-files": {"trigger": "event", "poll-interval": "2s"}, "expire-snapshots": {}})
+    cat = CatalogSpec(name="lake", warehouse="/tmp/wh")
+    res = build_dags([t], load_factories(), catalogs={"lake": cat})
+    rf = res.dags["tms__lake.db.ev__rewrite-files"]
+    assert [tk.task_id for tk in rf.topological_sort()] == ["check_snapshot", "maintain"]
+    assert type(rf.timetable).__name__ == "AssetOrTimeSchedule"
+    asset = rf.timetable.asset_condition
+    [watcher] = asset.watchers
+    classpath, kwargs = watcher.trigger.serialize()
+    assert classpath == "airflow_tablemgmt.triggers.snapshot.TableSnapshotTrigger"
+    assert kwargs["table_id"] == "lake.db.ev" and kwargs["poll_interval"] == 2.0
+    es = res.dags["tms__lake.db.ev__expire-snapshots"]
+    assert [tk.task_id for tk in es.tasks] == ["maintain"]  # not snapshot-driven by default
+
+
+def test_event_trigger_without_catalog_is_a_named_error() -> None:
+    res = build_dags([table("ev", {"rewrite-files": {"trigger": "event"}})], load_factories())
+    assert "tms__lake.db.ev__rewrite-files" not in res.dags
+    assert any("lake.db.ev" in e and "catalog" in e for e in res.errors)
