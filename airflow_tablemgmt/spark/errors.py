@@ -9,10 +9,6 @@ class JavaNotFound(TableMgmtError):
     """No usable Java runtime (8, 11 or 17) for Spark."""
 
 
-class IcebergRuntimeNotFound(TableMgmtError):
-    """Neither the bundled Iceberg runtime jar nor Maven coordinates can be used."""
-
-
 class InvalidJobSpec(InvalidDeclaration):
     """A job spec handed to the Spark job is malformed."""
 

