@@ -11,8 +11,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.tables import Owner, TableSpec
-from airflow_tablemgmt.dag_factory import BuildResult, build_dags
+from airflow_tablemgmt.dag_factory import BuildResult, build_dags, parse_dag_id
 from airflow_tablemgmt.declarations import load_declarations
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,24 @@ def load_registry_and_build(
         from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
         store = TableMgmtHook().get_store()
-    registered = {r.spec.id: r for r in store.tables.list()}
-    errors += _sync_yaml(store, loaded, registered)
-    specs: dict[str, TableSpec] = {tid: r.spec for tid, r in registered.items()}
-    for spec in loaded.tables:  # the file wins for the tables it declares
-        specs[spec.id] = spec
+    wanted = parse_dag_id(only_dag_id) if only_dag_id else None
+    specs: dict[str, TableSpec] = {}
+    if wanted is not None:
+        # A task is starting: build its DAG only, from one row (or the file), no sync.
+        declared = {t.id: t for t in loaded.tables}
+        if wanted[0] in declared:
+            specs[wanted[0]] = declared[wanted[0]]
+        else:
+            try:
+                specs[wanted[0]] = store.tables.get(wanted[0])
+            except TableNotFound:
+                pass
+    else:
+        registered = {r.spec.id: r for r in store.tables.list()}
+        errors += _sync_yaml(store, loaded, registered)
+        specs = {tid: r.spec for tid, r in registered.items()}
+        for spec in loaded.tables:  # the file wins for the tables it declares
+            specs[spec.id] = spec
     catalogs = {c.name: c for c in store.catalogs.list()}
     catalogs.update({c.name: c for c in loaded.catalogs})
     return build_dags(

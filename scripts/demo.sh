@@ -4,7 +4,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
 DEMO="${DEMO_DIR:-$ROOT/.demo}"
-ACTIONS="${DEMO_ACTIONS:-rewrite-files}"
+ACTIONS="${DEMO_ACTIONS:-rewrite-deletes rewrite-files rewrite-manifests compute-stats expire-data expire-snapshots delete-orphans}"
 export PATH="$VENV/bin:$PATH"
 export AIRFLOW_HOME="$DEMO/airflow"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
@@ -21,7 +21,13 @@ airflow db migrate >"$DEMO/db-migrate.log" 2>&1 || { tail -20 "$DEMO/db-migrate.
 tablemgmt db upgrade
 
 step "A local Iceberg warehouse with a table of many small files"
-python "$ROOT/scripts/demo_table.py" --warehouse "$WAREHOUSE" --table demo.db.events --files 520 2>"$DEMO/demo-table.log" || { tail -20 "$DEMO/demo-table.log"; exit 1; }
+python "$ROOT/scripts/demo_table.py" --warehouse "$WAREHOUSE" --table demo.db.events --files 520 --delete-every 50 2>"$DEMO/demo-table.log" || { tail -20 "$DEMO/demo-table.log"; exit 1; }
+
+step "Plant orphan files: 3 written 5 days ago (to delete), 2 fresh ones (to keep)"
+DATA_DIR="$WAREHOUSE/db/events/data"
+for i in 1 2 3; do echo orphan >"$DATA_DIR/orphan-old-$i.parquet"; touch -d "5 days ago" "$DATA_DIR/orphan-old-$i.parquet"; done
+for i in 1 2; do echo orphan >"$DATA_DIR/orphan-young-$i.parquet"; done
+ls "$DATA_DIR"/orphan-* | sed 's#^#  #'
 
 step "Declare it in dags/tables.yaml and register it"
 cp "$ROOT/dags/tablemgmt_dags.py" "$AIRFLOW__CORE__DAGS_FOLDER/"
@@ -37,3 +43,4 @@ done
 
 step "Before / after, read back from the store"
 python "$ROOT/scripts/demo_report.py" --table demo.db.events --actions $ACTIONS
+echo; echo "orphans left on disk:"; ls "$DATA_DIR"/orphan-* 2>/dev/null | sed 's#^#  #' || echo "  none"

@@ -47,7 +47,7 @@ def create_table(spark, table: str, files: int, rows: int, days: int = 4, append
         f"CREATE TABLE `{catalog}`.`{namespace}`.`{name}` "
         "(id BIGINT, event_ts TIMESTAMP, day DATE, user_id INT, kind STRING, amount DOUBLE) USING iceberg "
         "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='2', 'write.spark.fanout.enabled'='true', "
-        "'write.distribution-mode'='none')"
+        "'write.distribution-mode'='none', 'write.delete.mode'='merge-on-read')"
     )
     # Each Spark task writes one file per day it holds rows of: tasks x days files per append.
     tasks = max(1, -(-files // (days * appends)))
@@ -55,7 +55,7 @@ def create_table(spark, table: str, files: int, rows: int, days: int = 4, append
     for a in range(appends):
         df = (
             spark.range(a * per_append, (a + 1) * per_append)
-            .withColumn("day", F.date_add(F.lit("2026-01-01").cast("date"), (F.col("id") % days).cast("int")))
+            .withColumn("day", F.date_sub(F.current_date(), (F.col("id") % days).cast("int")))
             .withColumn(
                 "event_ts", F.to_timestamp(F.col("day")) + F.expr("make_interval(0,0,0,0,0,0,id % 86400)")
             )
@@ -73,19 +73,32 @@ def create_table(spark, table: str, files: int, rows: int, days: int = 4, append
         df.writeTo(f"`{catalog}`.`{namespace}`.`{name}`").append()
 
 
+def add_position_deletes(spark, table: str, every: int) -> None:  # type: ignore[no-untyped-def]
+    """Delete every ``every``-th row with merge-on-read: Iceberg writes position delete files."""
+    catalog, namespace, name = table.split(".")
+    spark.sql(f"DELETE FROM `{catalog}`.`{namespace}`.`{name}` WHERE id % {int(every)} = 0")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--warehouse", required=True)
     p.add_argument("--table", default="demo.db.events")
     p.add_argument("--files", type=int, default=520)
     p.add_argument("--rows", type=int, default=200_000)
+    p.add_argument("--delete-every", type=int, default=0, help="also delete every Nth row (position deletes)")
     args = p.parse_args()
     t0 = time.monotonic()
     spark = spark_session(args.warehouse, args.table.split(".")[0])
     create_table(spark, args.table, args.files, args.rows)
+    if args.delete_every:
+        add_position_deletes(spark, args.table, args.delete_every)
     n = spark.sql(f"SELECT count(*) AS n, sum(file_size_in_bytes) AS b FROM {args.table}.data_files").first()
+    d = spark.sql(f"SELECT count(*) FROM {args.table}.delete_files").first()[0]
     r = spark.sql(f"SELECT count(*) FROM {args.table}").first()[0]
-    print(f"created {args.table}: {n.n} data files, {n.b} bytes, {r} records in {time.monotonic() - t0:.1f}s")
+    print(
+        f"created {args.table}: {n.n} data files, {d} delete files, {n.b} bytes, {r} records "
+        f"in {time.monotonic() - t0:.1f}s"
+    )
     spark.stop()
     return 0
 
