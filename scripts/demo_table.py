@@ -47,7 +47,8 @@ def create_table(spark, table: str, files: int, rows: int, days: int = 4, append
         f"CREATE TABLE `{catalog}`.`{namespace}`.`{name}` "
         "(id BIGINT, event_ts TIMESTAMP, day DATE, user_id INT, kind STRING, amount DOUBLE) USING iceberg "
         "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='2', 'write.spark.fanout.enabled'='true', "
-        "'write.distribution-mode'='none', 'write.delete.mode'='merge-on-read')"
+        "'write.distribution-mode'='none', 'write.delete.mode'='merge-on-read', "
+        "'write.delete.granularity'='partition')"
     )
     # Each Spark task writes one file per day it holds rows of: tasks x days files per append.
     tasks = max(1, -(-files // (days * appends)))
