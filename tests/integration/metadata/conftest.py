@@ -8,6 +8,7 @@ only this folder's catalog settings are added to it (one JVM per run).
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +71,8 @@ def start_spark(catalog: CatalogSpec) -> tuple[SparkSession, bool]:
     if jar is None:
         pytest.skip("Iceberg runtime jar not installed: pip install 'airflow-provider-tablemgmt[embedded]'")
     os.environ.setdefault("JAVA_HOME", resolve_java_home())
+    # py4j logs "Closing down clientserver connection" from __del__ at exit, after pytest closed the stream.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
