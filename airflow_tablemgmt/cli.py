@@ -7,10 +7,11 @@ non-zero with a message naming the field, the value and what is allowed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,28 @@ from airflow_tablemgmt.core.process import ACTIVE, ProcessStatus
 from airflow_tablemgmt.core.tables import Owner, parse_catalog, parse_table
 
 
+@contextlib.contextmanager
+def _logs_to_stderr() -> Iterator[None]:
+    """Airflow configures its logging on import with handlers bound to the ``sys.stdout`` of that
+    moment; importing (and running) under this context sends those logs to stderr, so the command's
+    own output on stdout (``--json``) stays parseable."""
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout = out
+
+
 def _store(args: argparse.Namespace) -> Any:
     from airflow_tablemgmt.store import Store
 
     url = args.store_url
     if not url:
-        from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+        with _logs_to_stderr():
+            from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
-        url = TableMgmtHook().get_store_url()
+            url = TableMgmtHook().get_store_url()
     return Store.for_url(url)
 
 
@@ -102,13 +117,13 @@ def cmd_register(args: argparse.Namespace) -> int:
         for action, opts in _parse_sets(args.set or []).items():
             actions.setdefault(action, {}).update(opts)
         data["actions"] = actions
+    spec = parse_table(data, args.file or "register")  # validate everything before writing anything
     if args.warehouse or args.catalog_type:
         cat = parse_catalog(
             {"name": data.get("catalog"), "type": args.catalog_type or "hadoop", "warehouse": args.warehouse},
             "--catalog-type/--warehouse",
         )
         store.catalogs.upsert(cat, Owner.STORE)
-    spec = parse_table(data, args.file or "register")
     store.catalogs.get(spec.catalog)  # the catalog must exist
     outcome = store.tables.upsert(spec, Owner.STORE)
     print(f"{spec.id}: {outcome}")
@@ -213,27 +228,45 @@ def cmd_clear(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from airflow_tablemgmt.factories.discovery import default_factories
-    from airflow_tablemgmt.hooks.spark_job import SparkJobHook
-    from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
-
     ACTIONS.get(args.action)
-    store = _store(args)
     instant = (
         datetime.fromisoformat(args.instant) if args.instant else datetime.now(UTC).replace(microsecond=0)
     )
     if instant.tzinfo is None:
         instant = instant.replace(tzinfo=UTC)
-    runner = ProcessRunner(store, default_factories(), SparkJobHook(args.spark_conn_id))
-    outcome = runner.run(RunRequest(args.table, args.action, instant, holder="cli"))
+    with _logs_to_stderr():
+        from airflow_tablemgmt.factories.discovery import default_factories
+        from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+        from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
+
+        store = _store(args)
+        kwargs = {"stale_after": timedelta(seconds=args.stale_after)} if args.stale_after else {}
+        runner = ProcessRunner(store, default_factories(), SparkJobHook(args.spark_conn_id), **kwargs)
+        outcome = runner.run(RunRequest(args.table, args.action, instant, holder="cli"))
     _print(
-        {"process": outcome.process.id, "status": str(outcome.process.status), "summary": outcome.summary},
+        {
+            "process": outcome.process.id,
+            "status": str(outcome.process.status),
+            "attempt": outcome.process.attempt,
+            "reused": outcome.reused,
+            "summary": outcome.summary,
+        },
         args.json,
     )
     return 0
 
 
 # -- parser ---------------------------------------------------------------------------------------
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablemgmt", description="Lakehouse table maintenance on Airflow")
     p.add_argument(
@@ -309,6 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("action")
     rn.add_argument("--instant", help="ISO time of the process (default: now)")
     rn.add_argument("--spark-conn-id", default="spark_default")
+    rn.add_argument(
+        "--stale-after",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="treat a SUBMITTED/RUNNING process without a heartbeat for this long as orphaned (default: 90)",
+    )
     rn.add_argument("--json", action="store_true")
     rn.set_defaults(func=cmd_run)
     return p

@@ -299,11 +299,17 @@ class ProcessRunner:
         )
         log.warning("tablemgmt: process %s: %s", process.id, reason)
         try:
-            return self.store.processes.transition(
+            closed = self.store.processes.transition(
                 process.id, S.FAILED, expected=process.status, attempt=process.attempt, failure_reason=reason
             )
         except IllegalTransition:
             return self.store.processes.get(process.id)
+        # The lost attempt's lease would otherwise block the recovery until it expires (lease_ttl).
+        lease = self.store.leases.get(process.table_id)
+        if lease is not None and lease.holder.startswith(f"process:{process.id}:attempt:{process.attempt}:"):
+            self.store.leases.release(process.table_id, lease.holder)
+            log.info("tablemgmt: released the lease %s held by the lost attempt", lease.holder)
+        return closed
 
     def _wait_for_peer(self, process: Process) -> RunOutcome:
         """Another live worker runs this process: wait for its outcome instead of running twice."""

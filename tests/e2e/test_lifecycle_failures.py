@@ -1,0 +1,317 @@
+"""How the process lifecycle behaves when things go wrong, driven through the real `tablemgmt` CLI.
+
+Duplicate triggers, a worker killed with SIGKILL mid-job, leases held by dead and live workers, a
+Spark job that fails, and options rejected before anything runs. Real spark-submit (local[2]),
+real Iceberg tables, the real SQLite store. Spark runs: one to create the tables, five jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import BIN, ROOT, IcebergTable, run
+from tests.e2e.iceberg_reads import read_state
+
+pytestmark = pytest.mark.e2e
+
+STORE_URL = os.environ["TABLEMGMT_STORE_URL"]
+CATALOG = "lcf"
+ACTION = "rewrite-files"
+SPARK_SUBMITTED = "Spark-Submit cmd"  # SparkSubmitHook logs this line once per spark-submit
+
+
+def store():  # type: ignore[no-untyped-def]
+    from airflow_tablemgmt.store import Store
+
+    return Store.for_url(STORE_URL)
+
+
+def cli_env() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
+
+
+def tablemgmt(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return run([str(BIN / "tablemgmt"), *args], timeout=timeout)
+
+
+def run_cmd(table_id: str, instant: str, *extra: str) -> list[str]:
+    return [str(BIN / "tablemgmt"), "run", table_id, ACTION, "--instant", instant, "--json", *extra]
+
+
+def ok(res: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert res.returncode == 0, (
+        f"exit {res.returncode}\nstdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
+    )
+    return res
+
+
+def make_tables(warehouse: Path, names: list[str], files: int, rows: int) -> dict[str, IcebergTable]:
+    """Like conftest.make_table, but every table in one Spark session (one JVM start, not one per table)."""
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from demo_table import create_table, spark_session\n"
+        "spark = spark_session(sys.argv[2], sys.argv[3])\n"
+        "for t in sys.argv[6:]:\n"
+        "    create_table(spark, t, files=int(sys.argv[4]), rows=int(sys.argv[5]))\n"
+        "spark.stop()\n"
+    )
+    ids = [f"{CATALOG}.db.{n}" for n in names]
+    res = run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(ROOT / "scripts"),
+            str(warehouse),
+            CATALOG,
+            str(files),
+            str(rows),
+            *ids,
+        ],
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return {n: IcebergTable(warehouse, tid) for n, tid in zip(names, ids, strict=True)}
+
+
+def register(table_id: str, warehouse: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return tablemgmt(
+        "register", table_id, "--catalog-type", "hadoop", "--warehouse", str(warehouse),
+        "--action", ACTION, "--set", f"{ACTION}.min-input-files=2", *extra,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, IcebergTable]:
+    warehouse = tmp_path_factory.mktemp("lifecycle-wh")
+    made = make_tables(warehouse, ["dup", "killed", "leased"], files=30, rows=3000)
+    for name in (*made, "missing"):  # "missing" is registered but never created
+        ok(register(f"{CATALOG}.db.{name}", warehouse))
+    return made
+
+
+def snapshot_count(table: IcebergTable) -> int:
+    from pyiceberg.table import StaticTable
+
+    version = (table.metadata_dir / "version-hint.text").read_text().strip()
+    return len(
+        StaticTable.from_metadata(str(table.metadata_dir / f"v{version}.metadata.json")).metadata.snapshots
+    )
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 300, every: float = 0.25) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def group_members(pgid: int) -> dict[int, str]:
+    """Live (non-zombie) processes of a process group: pid -> command line."""
+    found: dict[int, str] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            state, _ppid, pgrp = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            found[int(proc.name)] = cmdline
+    return found
+
+
+def test_duplicate_trigger_runs_one_spark_job(tables: dict[str, IcebergTable], tmp_path: Path) -> None:
+    from airflow_tablemgmt.core.process import ProcessStatus
+
+    table = tables["dup"]
+    instant = "2026-01-01T00:00:00+00:00"
+    before, snapshots_before = read_state(table.metadata_dir), snapshot_count(table)
+
+    logs = [(tmp_path / f"out{i}.json", tmp_path / f"err{i}.log") for i in range(2)]
+    procs = []
+    for out, err in logs:  # both started before either has opened the process row
+        with out.open("w") as o, err.open("w") as e:
+            procs.append(
+                subprocess.Popen(run_cmd(table.table_id, instant), stdout=o, stderr=e, env=cli_env())
+            )
+    codes = [p.wait(timeout=600) for p in procs]
+    errs = [err.read_text() for _, err in logs]
+    assert codes == [0, 0], "\n\n".join(e[-3000:] for e in errs)
+    results = [json.loads(out.read_text()) for out, _ in logs]
+
+    assert results[0]["process"] == results[1]["process"]
+    assert all(r["status"] == "SUCCESS" and r["attempt"] == 1 for r in results)
+    assert sorted(r["reused"] for r in results) == [False, True]  # one ran it, one waited for it
+    assert results[0]["summary"] == results[1]["summary"]
+    assert sum(e.count(SPARK_SUBMITTED) for e in errs) == 1  # exactly one spark-submit
+
+    [row] = store().processes.list(table_id=table.table_id, action=ACTION)
+    assert row.id == results[0]["process"] and row.instant == datetime(2026, 1, 1, tzinfo=UTC)
+    assert (row.status, row.attempt) == (ProcessStatus.SUCCESS, 1)
+    assert snapshot_count(table) == snapshots_before + 1  # one rewrite commit, not two
+    after = read_state(table.metadata_dir)
+    assert after.data_files < before.data_files
+    assert (after.records, after.checksum) == (before.records, before.checksum)
+    assert row.snapshot_id == after.snapshot_id
+
+
+def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
+    tables: dict[str, IcebergTable], tmp_path: Path
+) -> None:
+    from airflow_tablemgmt.core.process import ProcessStatus
+
+    S = ProcessStatus
+    table, tid = tables["killed"], tables["killed"].table_id
+    instant = "2026-01-02T00:00:00+00:00"
+    before = read_state(table.metadata_dir)
+    repo = store().processes
+
+    log = tmp_path / "killed.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            run_cmd(tid, instant),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=cli_env(),
+            start_new_session=True,
+        )
+    pgid = proc.pid
+
+    def job_under_way() -> bool:
+        assert proc.poll() is None, (
+            f"the run ended (exit {proc.returncode}) before it could be killed:\n" + (log.read_text()[-3000:])
+        )
+        p = repo.find(tid, ACTION, datetime.fromisoformat(instant))
+        # The job's own "rewrite-files on <table> (process N, attempt 1)" line: Spark is rewriting.
+        return (
+            p is not None
+            and p.status in (S.SUBMITTED, S.RUNNING)
+            and f"{ACTION} on {tid} (process {p.id}, attempt 1)" in log.read_text()
+        )
+
+    try:
+        wait_for("the Spark job to start rewriting", job_under_way)
+        members = group_members(pgid)
+        assert any("SparkSubmit" in cmd for cmd in members.values()), (
+            members
+        )  # the driver JVM is in the group
+        os.killpg(pgid, signal.SIGKILL)  # the CLI, spark-submit, the JVM and the PySpark driver
+        proc.wait(timeout=30)
+        wait_for("the whole process group to die", lambda: not group_members(pgid), timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(pgid, signal.SIGKILL)
+
+    stuck = repo.find(tid, ACTION, datetime.fromisoformat(instant))
+    assert stuck is not None and stuck.status in (S.SUBMITTED, S.RUNNING), stuck
+    assert stuck.attempt == 1 and stuck.finished_at is None and stuck.failure_reason is None
+    lease = store().leases.get(tid)
+    assert lease is not None and lease.holder.startswith(f"process:{stuck.id}:attempt:1:")  # and its lease
+
+    time.sleep(1.5)  # older than --stale-after 1
+    recovered = run(run_cmd(tid, instant, "--stale-after", "1"), timeout=600)
+    ok(recovered)
+    out = json.loads(recovered.stdout)
+    assert out["process"] == stuck.id and out["status"] == "SUCCESS" and out["attempt"] == 2
+    assert out["reused"] is False
+    # The lost attempt was closed with a reason before the retry (new_attempt clears it on the row).
+    assert "worker lost: attempt 1 was left" in recovered.stderr
+    assert recovered.stderr.count(SPARK_SUBMITTED) == 1
+
+    final = repo.get(stuck.id)
+    assert (final.status, final.attempt) == (S.SUCCESS, 2)
+    assert final.failure_reason is None and final.finished_at is not None
+    assert len(repo.list(table_id=tid)) == 1  # a retry is an attempt, never a second process
+    after = read_state(table.metadata_dir)
+    assert (after.records, after.checksum) == (before.records, before.checksum)  # data intact
+    assert after.data_files < before.data_files and final.snapshot_id == after.snapshot_id
+    assert repo.active(tid) == []  # nothing left SUBMITTED / RUNNING
+    assert store().leases.get(tid) is None  # and no lease left behind
+
+
+def test_expired_lease_is_taken_over_and_a_live_one_blocks(tables: dict[str, IcebergTable]) -> None:
+    from airflow_tablemgmt.core.process import ProcessStatus
+
+    tid = tables["leased"].table_id
+    instant = "2026-01-03T00:00:00+00:00"
+    leases, repo = store().leases, store().processes
+
+    assert leases.acquire(tid, "live-worker", timedelta(hours=1))
+    blocked = run(run_cmd(tid, instant), timeout=600)
+    assert blocked.returncode == 2, blocked.stderr[-3000:]
+    assert f"table {tid} is leased by live-worker until" in blocked.stderr
+    assert SPARK_SUBMITTED not in blocked.stderr
+    pending = repo.find(tid, ACTION, datetime.fromisoformat(instant))
+    assert pending is not None and (pending.status, pending.attempt) == (ProcessStatus.PENDING, 1)
+    assert pending.failure_reason is None
+    assert leases.get(tid).holder == "live-worker"  # untouched
+
+    assert leases.release(tid, "live-worker")
+    assert leases.acquire(tid, "dead-worker", timedelta(seconds=1))
+    time.sleep(1.5)
+    assert leases.get(tid).expired()
+    taken_over = ok(run(run_cmd(tid, instant), timeout=600))
+    out = json.loads(taken_over.stdout)
+    assert out["process"] == pending.id and out["status"] == "SUCCESS" and out["attempt"] == 1
+    assert repo.get(pending.id).status == ProcessStatus.SUCCESS
+    assert leases.get(tid) is None  # released after the run, not left to the dead holder
+
+
+def test_failing_job_records_sparks_reason(tables: dict[str, IcebergTable]) -> None:
+    from airflow_tablemgmt.core.process import ProcessStatus
+
+    tid = f"{CATALOG}.db.missing"
+    res = run(run_cmd(tid, "2026-01-04T00:00:00+00:00"), timeout=600)
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-3000:]
+    assert res.stderr.count(SPARK_SUBMITTED) == 1  # it did reach Spark
+    [p] = store().processes.list(table_id=tid)
+    assert (p.status, p.attempt) == (ProcessStatus.FAILED, 1)
+    reason = p.failure_reason or ""
+    assert f"table {tid} does not exist" in reason, reason
+    assert "exited with code" not in reason  # Spark's reason, not a bare exit code
+    assert f"table {tid} does not exist" in res.stderr
+    assert store().leases.get(tid) is None
+
+
+def test_bad_options_are_rejected_before_any_spark_run(
+    tables: dict[str, IcebergTable], tmp_path: Path
+) -> None:
+    tid = tables["dup"].table_id
+    spec_before = store().tables.get(tid)
+    processes_before = store().processes.list(table_id=tid)
+
+    res = register(tid, tables["dup"].warehouse, "--set", "delete-orphans.older-than=2h")
+    assert res.returncode == 2
+    for text in ("actions.delete-orphans", "older-than", "24-hour floor", "allow-below-floor"):
+        assert text in res.stderr, res.stderr
+    assert store().tables.get(tid) == spec_before  # the table's spec was not touched
+
+    unknown = tablemgmt("run", tid, "vacuum")
+    assert unknown.returncode == 2 and "unknown action 'vacuum'; known actions: " in unknown.stderr
+    unregistered = tablemgmt("run", f"{CATALOG}.db.nope", ACTION)
+    assert (
+        unregistered.returncode == 2 and f"table {CATALOG}.db.nope is not registered" in unregistered.stderr
+    )
+    bad_stale = tablemgmt("run", tid, ACTION, "--stale-after", "0")
+    assert bad_stale.returncode == 2 and "expected a positive number of seconds, got '0'" in bad_stale.stderr
+    for r in (res, unknown, unregistered, bad_stale):
+        assert SPARK_SUBMITTED not in r.stderr
+    assert store().processes.list(table_id=tid) == processes_before  # no process was opened
+    assert store().processes.list(table_id=f"{CATALOG}.db.nope") == []
