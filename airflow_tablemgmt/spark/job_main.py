@@ -109,6 +109,7 @@ def run(job: JobSpec, spark: SparkSession | None = None) -> tuple[int, str]:
         if spark is None:
             spark = build_session(catalog, f"tms-{job.action}-{table}")
         app_id = spark.sparkContext.applicationId
+        log.info("spark application %s", app_id)
         if not spark.catalog.tableExists(str(table)):
             raise TableNotFound(
                 f"table {table} does not exist in catalog {catalog.name!r} ({_where(catalog)})"

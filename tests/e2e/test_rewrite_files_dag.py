@@ -71,5 +71,9 @@ def test_declared_table_is_compacted_by_its_dag(airflow_db: str, dags_folder: Pa
     assert process.snapshot_id == after.snapshot_id
 
     with create_session() as session:
-        xcom = session.query(XComModel).filter_by(dag_id=dag_id, run_id=run.run_id, key="return_value").one()
+        xcom = (
+            session.query(XComModel)
+            .filter_by(dag_id=dag_id, run_id=run.run_id, task_id="maintain", key="return_value")
+            .one()
+        )
         assert XComModel.deserialize_value(xcom) == summary
