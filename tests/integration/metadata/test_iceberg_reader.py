@@ -14,7 +14,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader, local_warehouse_path, sqlalchemy_url
 
 if TYPE_CHECKING:
-    from conftest import IcebergTables  # type-only: the fixture's class
+    from tests.integration.iceberg_session import IcebergTables
 
 pytestmark = pytest.mark.integration
 

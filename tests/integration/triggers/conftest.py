@@ -1,88 +1,15 @@
-"""A shared in-process SparkSession with an Iceberg hadoop catalog ``trig`` on a tmp warehouse.
-
-Spark writes real Iceberg tables; the tests read them back with pyiceberg (no JVM on that side).
-If another folder's fixture already started a session in this pytest process, it is reused and
-only this folder's catalog settings are added to it (one JVM per run).
-"""
+"""A shared in-process SparkSession with an Iceberg hadoop catalog ``trig`` on a tmp warehouse."""
 
 from __future__ import annotations
 
-import itertools
-import logging
-import os
 from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
-from airflow_tablemgmt.spark.java import resolve_java_home
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from tests.integration.iceberg_session import IcebergTables, iceberg_tables
 
 CATALOG = "trig"
-NAMESPACE = "db"
-
-
-class IcebergTables:
-    """Create, append to and inspect small Iceberg tables through Spark."""
-
-    def __init__(self, spark: SparkSession, warehouse: Path, catalog: str) -> None:
-        self.spark = spark
-        self.warehouse = warehouse
-        self.catalog = catalog
-        self._names = itertools.count()
-
-    def create(self, prefix: str = "t", rows: int = 1) -> TableIdentifier:
-        """A new table with ``rows`` > 0 -> one snapshot; ``rows=0`` -> no snapshot."""
-        table = TableIdentifier(self.catalog, NAMESPACE, f"{prefix}_{next(self._names)}")
-        self.spark.sql(f"CREATE TABLE {table.quoted} (id BIGINT, v STRING) USING iceberg")
-        if rows:
-            self.insert(table, rows)
-        return table
-
-    def insert(self, table: TableIdentifier, rows: int = 1) -> int:
-        """Append ``rows`` rows (one commit) and return the new current snapshot id as Spark sees it."""
-        values = ", ".join(f"({i}, 'v{i}')" for i in range(rows))
-        self.spark.sql(f"INSERT INTO {table.quoted} VALUES {values}")
-        snapshot_id = self.snapshot_id(table)
-        assert snapshot_id is not None
-        return snapshot_id
-
-    def snapshot_id(self, table: TableIdentifier) -> int | None:
-        row = self.spark.sql(
-            f"SELECT snapshot_id FROM {table.quoted}.history WHERE is_current_ancestor "
-            "ORDER BY made_current_at DESC LIMIT 1"
-        ).first()
-        return None if row is None else int(row.snapshot_id)
-
-    def dir(self, table: TableIdentifier) -> Path:
-        return self.warehouse / table.namespace / table.name
-
-
-def start_spark(catalog: CatalogSpec) -> tuple[SparkSession, bool]:
-    """``(session, created_here)``; reuses a running session and adds ``catalog`` to it."""
-    jar = iceberg_runtime_jar()
-    if jar is None:
-        pytest.skip("Iceberg runtime jar not installed: pip install 'airflow-provider-tablemgmt[embedded]'")
-    os.environ.setdefault("JAVA_HOME", resolve_java_home())
-    # py4j logs "Closing down clientserver connection" from __del__ at exit, after pytest closed the stream.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    existing = SparkContext._active_spark_context
-    builder = SparkSession.builder.master("local[2]").appName("tablemgmt-integration-triggers")
-    for key, value in {**base_conf(), **catalog_conf(catalog), "spark.jars": str(jar)}.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session, existing is None
 
 
 @pytest.fixture(scope="session")
@@ -92,9 +19,4 @@ def trig_catalog(tmp_path_factory: pytest.TempPathFactory) -> CatalogSpec:
 
 @pytest.fixture(scope="session")
 def trig_tables(trig_catalog: CatalogSpec) -> Iterator[IcebergTables]:
-    spark, created = start_spark(trig_catalog)
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{CATALOG}`.`{NAMESPACE}`")
-    assert trig_catalog.warehouse is not None
-    yield IcebergTables(spark, Path(trig_catalog.warehouse), CATALOG)
-    if created:
-        spark.stop()
+    yield from iceberg_tables(trig_catalog)

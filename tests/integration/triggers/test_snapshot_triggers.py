@@ -23,7 +23,7 @@ from airflow_tablemgmt.triggers.snapshot import TableSnapshotChangedTrigger, Tab
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
-    from conftest import IcebergTables  # type-only: the fixture's class
+    from tests.integration.iceberg_session import IcebergTables
 
 pytestmark = pytest.mark.integration
 
