@@ -8,8 +8,10 @@ still loads.
 
 from __future__ import annotations
 
+import gc
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -92,9 +94,36 @@ def table_asset(table: TableSpec, catalog: CatalogSpec, poll_interval: float) ->
     )
 
 
+@dataclass(frozen=True)
+class DagConfigDefaults:
+    """Airflow settings a DAG would otherwise look up in the config on every construction.
+
+    Two lookups per DAG cost ~0.1 ms each (environment, config file, defaults); at 10,000 DAGs
+    that is a second of parse time, so :func:`build_dags` reads them once and passes them in.
+    """
+
+    max_consecutive_failed_dag_runs: int = 0
+    disable_bundle_versioning: bool = False
+
+    @classmethod
+    def from_airflow_config(cls) -> DagConfigDefaults:
+        from airflow.sdk.configuration import conf
+
+        return cls(
+            max_consecutive_failed_dag_runs=conf.getint("core", "max_consecutive_failed_dag_runs_per_dag"),
+            disable_bundle_versioning=conf.getboolean("dag_processor", "disable_bundle_versioning"),
+        )
+
+
 def build_dag(
-    table: TableSpec, action: str, factories: FactoryRegistry, catalog: CatalogSpec | None = None
+    table: TableSpec,
+    action: str,
+    factories: FactoryRegistry,
+    catalog: CatalogSpec | None = None,
+    config: DagConfigDefaults | None = None,
 ) -> DAG:
+    config = config or DagConfigDefaults.from_airflow_config()
+    table_id = table.id
     factory = factories.for_action(table.format, action)
     strategy = factory.trigger_strategy(table.format, action)
     settings = table.action_settings(action)
@@ -113,15 +142,17 @@ def build_dag(
             timetable=schedule, assets=table_asset(table, catalog, settings.poll_interval.total_seconds())
         )
         on_new_snapshot = True  # our own commits also wake the watcher: the gate turns them into skips
-    dag_id = dag_id_for(table.id, action)
-    default_args: dict[str, Any] = {
+    dag_id = dag_id_for(table_id, action)
+    # Given to each task directly rather than as the DAG's default_args: merging default_args
+    # deep-copies them once per task, which is measurable at 10,000 DAGs.
+    task_args: dict[str, Any] = {
         "owner": table.owner,
         "retries": settings.retries,
         "retry_delay": settings.retry_delay,
         "priority_weight": table.priority,
     }
     if table.queue != "default":
-        default_args["pool"] = table.queue
+        task_args["pool"] = table.queue
     with DAG(
         dag_id=dag_id,
         schedule=schedule,
@@ -129,25 +160,41 @@ def build_dag(
         catchup=False,
         max_active_runs=1,
         max_active_tasks=parallelism,
-        default_args=default_args,
-        tags=["tablemgmt", table.id, action, str(table.format)],
-        description=f"{action} on {table.id} every {interval}"
+        max_consecutive_failed_dag_runs=config.max_consecutive_failed_dag_runs,
+        disable_bundle_versioning=config.disable_bundle_versioning,
+        tags=["tablemgmt", table_id, action, str(table.format)],
+        description=f"{action} on {table_id} every {interval}"
         + (" and on new snapshots" if settings.trigger == "event" else ""),
         doc_md=(
-            f"Maintenance of `{table.id}` ({table.format}): **{action}** every `{interval}`.\n\n"
+            f"Maintenance of `{table_id}` ({table.format}): **{action}** every `{interval}`.\n\n"
             f"Options: `{settings.options()}`"
         ),
         is_paused_upon_creation=False,
     ) as dag:
         maintain = TableMaintenanceOperator(
             task_id="maintain",
-            table=table.id,
+            table=table_id,
             action=action,
             lease_wait=settings.lease_wait,
+            **task_args,
         )
         if on_new_snapshot:
-            SnapshotGateOperator(task_id="check_snapshot", table=table.id, action=action) >> maintain
+            gate = SnapshotGateOperator(task_id="check_snapshot", table=table_id, action=action, **task_args)
+            gate >> maintain
     return dag
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Building thousands of DAGs allocates millions of long-lived objects and no garbage; the
+    cyclic collector would rescan them over and over (~20% of the build at 10,000 DAGs)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def build_dags(
@@ -165,18 +212,22 @@ def build_dags(
         f"process factory plugin {name!r} failed to load: {err}" for name, err in factories.errors.items()
     )
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
-    for table in tables:
-        if wanted is not None and table.id != wanted[0]:
-            continue
-        for action in table.enabled_actions():
-            if wanted is not None and action != wanted[1]:
+    config = DagConfigDefaults.from_airflow_config()
+    with cyclic_gc_paused():
+        for table in tables:
+            table_id = table.id
+            if wanted is not None and table_id != wanted[0]:
                 continue
-            try:
-                dag = build_dag(table, action, factories, (catalogs or {}).get(table.catalog))
-            except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
-                result.errors.append(f"table {table.id}, action {action}: {type(e).__name__}: {e}")
-                continue
-            result.dags[dag.dag_id] = dag
+            catalog = (catalogs or {}).get(table.catalog)
+            for action in table.enabled_actions():
+                if wanted is not None and action != wanted[1]:
+                    continue
+                try:
+                    dag = build_dag(table, action, factories, catalog, config)
+                except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
+                    result.errors.append(f"table {table_id}, action {action}: {type(e).__name__}: {e}")
+                    continue
+                result.dags[dag.dag_id] = dag
     if result.errors and (only_dag_id is None or only_dag_id == BROKEN_DAG_ID):
         broken = BrokenDeclarationsDAG(
             dag_id=BROKEN_DAG_ID,

@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.tables import Owner, TableSpec
-from airflow_tablemgmt.dag_factory import BuildResult, build_dags, parse_dag_id
+from airflow_tablemgmt.dag_factory import BuildResult, build_dags, cyclic_gc_paused, parse_dag_id
 from airflow_tablemgmt.declarations import load_declarations
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,8 @@ def load_registry_and_build(
             except TableNotFound:
                 pass
     else:
-        registered = {r.spec.id: r for r in store.tables.list()}
+        with cyclic_gc_paused():  # thousands of long-lived specs, no garbage
+            registered = {r.spec.id: r for r in store.tables.list()}
         errors += _sync_yaml(store, loaded, registered)
         specs = {tid: r.spec for tid, r in registered.items()}
         for spec in loaded.tables:  # the file wins for the tables it declares

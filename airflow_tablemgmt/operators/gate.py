@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.exceptions import AirflowSkipException
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook

@@ -74,3 +74,22 @@ def test_event_trigger_without_catalog_is_a_named_error() -> None:
     res = build_dags([table("ev", {"rewrite-files": {"trigger": "event"}})], load_factories())
     assert "tms__lake.db.ev__rewrite-files" not in res.dags
     assert any("lake.db.ev" in e and "catalog" in e for e in res.errors)
+
+
+def test_task_settings_reach_every_task_and_airflow_config_is_honoured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # build_dags reads these two settings once per parse instead of once per DAG; the values must
+    # still be the configured ones.
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_CONSECUTIVE_FAILED_DAG_RUNS_PER_DAG", "3")
+    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DISABLE_BUNDLE_VERSIONING", "True")
+    t = table(
+        "cfg", {"rewrite-files": {"interval": "2h", "retries": 4}}, owner="team-b", priority=9, queue="q1"
+    )
+    from airflow_tablemgmt.core.tables import CatalogSpec
+
+    res = build_dags([t], load_factories(), catalogs={"lake": CatalogSpec(name="lake", warehouse="/tmp/wh")})
+    dag = res.dags["tms__lake.db.cfg__rewrite-files"]
+    assert dag.max_consecutive_failed_dag_runs == 3 and dag.disable_bundle_versioning is True
+    for task in dag.tasks:
+        assert (task.owner, task.priority_weight, task.pool, task.retries) == ("team-b", 9, "q1", 4), task
