@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import (
@@ -25,10 +25,11 @@ from airflow.sdk import (
     DeltaTriggerTimetable,
 )
 
+from airflow_tablemgmt.core.actions import ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.core.triggers import Interval
+from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
 from airflow_tablemgmt.operators.gate import SnapshotGateOperator
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
@@ -80,17 +81,73 @@ def _timetable(interval: Interval) -> Any:
     return DeltaTriggerTimetable(interval.every)
 
 
-def table_asset(table: TableSpec, catalog: CatalogSpec, poll_interval: float) -> Asset:
-    """The asset whose watcher polls the table's current snapshot inside the triggerer."""
+FALLBACK_INTERVAL = Interval(every=timedelta(days=1))
+
+
+@dataclass(frozen=True)
+class SchedulePlan:
+    """How one (table, action) is scheduled, resolved from its settings and its factory's strategy.
+
+    * ``schedule``: the DAG runs every ``interval``; with ``gate`` a first task skips the run when
+      the table has no new snapshot.
+    * ``event``: an asset watcher in the triggerer polls the snapshot every ``poll_interval`` and
+      starts a run for a new data-changing snapshot, at most once per ``interval``; beside it a
+      time-based run every ``fallback`` (catches what a stopped triggerer missed). The gate is on.
+
+    Default: ``event`` for snapshot-driven actions (``benchmarks/gate_cost.py``: a gate task costs
+    ~4.5 CPU-s per check, a watcher poll ~0.06 ms), ``schedule`` for the others.
+    """
+
+    trigger: str
+    interval: Interval
+    gate: bool
+    fallback: Interval | None = None
+    poll_interval: timedelta = timedelta(seconds=10)
+
+    @classmethod
+    def resolve(cls, settings: ActionSettings, strategy: TriggerStrategy) -> SchedulePlan:
+        interval = Interval.parse(settings.interval) if settings.interval else strategy.interval
+        gate = strategy.on_new_snapshot if settings.on_new_snapshot is None else settings.on_new_snapshot
+        trigger = settings.trigger or ("event" if gate else "schedule")
+        if trigger == "schedule":
+            return cls("schedule", interval, gate)
+        if settings.fallback_interval:
+            fallback = Interval.parse(settings.fallback_interval, "fallback-interval")
+        elif interval.min_spacing() >= FALLBACK_INTERVAL.min_spacing():
+            fallback = interval
+        else:
+            fallback = FALLBACK_INTERVAL
+        return cls("event", interval, True, fallback, settings.poll_interval)
+
+    def describe(self) -> str:
+        if self.trigger == "schedule":
+            return f"every {self.interval}" + (", when the table has a new snapshot" if self.gate else "")
+        return (
+            f"on new data snapshots (polled every {Interval(every=self.poll_interval)}), "
+            f"at most every {self.interval}; fallback run every {self.fallback}"
+        )
+
+
+def table_asset(table: TableSpec, action: str, catalog: CatalogSpec, plan: SchedulePlan) -> Asset:
+    """The asset whose watcher polls the table's current snapshot inside the triggerer.
+
+    One asset per (table, action): each action has its own throttle (``min_interval`` = its
+    interval), and an asset's events go to every DAG scheduled on it.
+    """
     from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
 
     trigger = TableSnapshotTrigger(
-        table_id=table.id, catalog=catalog.model_dump(mode="json", by_alias=True), poll_interval=poll_interval
+        table_id=table.id,
+        catalog=catalog.model_dump(mode="json", by_alias=True),
+        poll_interval=plan.poll_interval.total_seconds(),
+        min_interval=plan.interval.min_spacing().total_seconds(),
+        data_changes_only=True,
     )
     return Asset(
-        name=f"tablemgmt.{table.id}",
-        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}",
-        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table.id}", trigger=trigger)],
+        name=f"tablemgmt.{table.id}.{action}",
+        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}/{action}",
+        group="tablemgmt",
+        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table.id}-{action}", trigger=trigger)],
     )
 
 
@@ -127,21 +184,18 @@ def build_dag(
     factory = factories.for_action(table.format, action)
     strategy = factory.trigger_strategy(table.format, action)
     settings = table.action_settings(action)
-    interval = Interval.parse(settings.interval) if settings.interval else strategy.interval
+    plan = SchedulePlan.resolve(settings, strategy)
     parallelism = settings.parallelism or strategy.parallelism
-    on_new_snapshot = (
-        strategy.on_new_snapshot if settings.on_new_snapshot is None else settings.on_new_snapshot
-    )
-    schedule: Any = _timetable(interval)
-    if settings.trigger == "event":
+    schedule: Any = _timetable(plan.interval)
+    if plan.trigger == "event":
         if catalog is None:
             raise InvalidDeclaration(
-                f"table {table.id}: event-driven {action} needs its catalog {table.catalog!r}"
+                f"table {table_id}: event-driven {action} needs its catalog {table.catalog!r}"
             )
+        assert plan.fallback is not None
         schedule = AssetOrTimeSchedule(
-            timetable=schedule, assets=table_asset(table, catalog, settings.poll_interval.total_seconds())
+            timetable=_timetable(plan.fallback), assets=table_asset(table, action, catalog, plan)
         )
-        on_new_snapshot = True  # our own commits also wake the watcher: the gate turns them into skips
     dag_id = dag_id_for(table_id, action)
     # Given to each task directly rather than as the DAG's default_args: merging default_args
     # deep-copies them once per task, which is measurable at 10,000 DAGs.
@@ -163,10 +217,9 @@ def build_dag(
         max_consecutive_failed_dag_runs=config.max_consecutive_failed_dag_runs,
         disable_bundle_versioning=config.disable_bundle_versioning,
         tags=["tablemgmt", table_id, action, str(table.format)],
-        description=f"{action} on {table_id} every {interval}"
-        + (" and on new snapshots" if settings.trigger == "event" else ""),
+        description=f"{action} on {table_id}: {plan.describe()}",
         doc_md=(
-            f"Maintenance of `{table_id}` ({table.format}): **{action}** every `{interval}`.\n\n"
+            f"Maintenance of `{table_id}` ({table.format}): **{action}** {plan.describe()}.\n\n"
             f"Options: `{settings.options()}`"
         ),
         is_paused_upon_creation=False,
@@ -178,7 +231,7 @@ def build_dag(
             lease_wait=settings.lease_wait,
             **task_args,
         )
-        if on_new_snapshot:
+        if plan.gate:
             gate = SnapshotGateOperator(task_id="check_snapshot", table=table_id, action=action, **task_args)
             gate >> maintain
     return dag

@@ -38,7 +38,14 @@ class ActionSettings(BaseModel):
     interval: str | None = Field(default=None, description="duration ('6h') or cron ('0 3 * * *')")
     on_new_snapshot: bool | None = None
     parallelism: int | None = Field(default=None, ge=1)
-    trigger: Literal["schedule", "event"] = "schedule"
+    trigger: Literal["schedule", "event"] | None = Field(
+        default=None,
+        description="'event' (watcher, default for snapshot-driven actions) or 'schedule' (interval only)",
+    )
+    fallback_interval: str | None = Field(
+        default=None,
+        description="event trigger: the time-based run beside the watcher (default 1d, or interval if longer)",
+    )
     retries: int = Field(default=1, ge=0, le=20)
     retry_delay: Duration = timedelta(minutes=5)
     lease_wait: Duration = Field(
@@ -48,7 +55,7 @@ class ActionSettings(BaseModel):
         default=timedelta(seconds=10), description="snapshot poll of an event-driven action, in the triggerer"
     )
 
-    @field_validator("interval")
+    @field_validator("interval", "fallback_interval")
     @classmethod
     def _interval(cls, v: str | None) -> str | None:
         if v is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration, InvalidFreshness
 
@@ -43,6 +44,17 @@ def is_cron(text: str) -> bool:
     return len(fields) == 5 and all(_CRON_FIELD.match(f) for f in fields)
 
 
+@lru_cache(maxsize=1024)
+def _cron_min_spacing(cron: str) -> timedelta:
+    from datetime import UTC, datetime
+
+    from croniter import croniter
+
+    it = croniter(cron, datetime(2025, 1, 1, tzinfo=UTC))
+    times = [it.get_next(datetime) for _ in range(65)]
+    return min(b - a for a, b in zip(times, times[1:], strict=False))
+
+
 @dataclass(frozen=True)
 class Interval:
     """How often an action runs: exactly one of ``cron`` or ``every``."""
@@ -65,6 +77,14 @@ class Interval:
         if every < timedelta(minutes=1):
             raise InvalidDeclaration(f"{field}: {text!r} is shorter than 1 minute; allowed: {INTERVAL_RULE}")
         return cls(every=every)
+
+    def min_spacing(self) -> timedelta:
+        """The shortest time between two runs: the duration, or the smallest gap between a cron's
+        next 64 fire times (UTC, from a fixed start so the answer does not depend on today)."""
+        if self.every is not None:
+            return self.every
+        assert self.cron is not None
+        return _cron_min_spacing(self.cron)
 
     def __str__(self) -> str:
         if self.cron is not None:

@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote as urlquote
 from urllib.parse import urlparse
@@ -40,6 +41,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VERSION_HINT = "version-hint.text"
+# How many ancestors of the current snapshot a reader keeps per table to tell a data change from a
+# rewrite (compaction, manifest rewrite). A watcher remembers the snapshot it last handled, so it only
+# walks the commits since its previous poll; a longer gap falls back to "changed".
+ANCESTRY_DEPTH = 64
+REPLACE = "replace"  # Iceberg's DataOperations.REPLACE: files rewritten, data unchanged
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 
 # CatalogSpec.type -> pyiceberg catalog ``type``.
@@ -95,6 +101,44 @@ def sqlalchemy_url(jdbc_uri: str, user: str | None = None, password: str | None 
     return f"{dialect}://{target}"
 
 
+@dataclass(frozen=True)
+class SnapshotState:
+    """The current snapshot of a table and its recent ancestry, newest first: ``(id, operation)``."""
+
+    snapshot_id: int | None
+    ancestry: tuple[tuple[int, str | None], ...] = ()
+
+    def data_changed_since(self, since: int | None) -> bool:
+        """Whether a snapshot after ``since`` changed data, i.e. is anything but a ``replace``.
+
+        Our own compaction commits are ``replace`` snapshots: a watcher that asks this question is not
+        woken by the maintenance it triggered. When ``since`` is not among the kept ancestors (expired,
+        rolled back, or further back than :data:`ANCESTRY_DEPTH`) the answer is a conservative yes.
+        """
+        if self.snapshot_id is None or self.snapshot_id == since:
+            return False
+        for snapshot_id, operation in self.ancestry:
+            if snapshot_id == since:
+                return False
+            if operation != REPLACE:
+                return True
+        return True
+
+
+def _state_of(metadata: Any) -> SnapshotState:
+    current = metadata.current_snapshot()
+    if current is None:
+        return SnapshotState(None)
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    ancestry: list[tuple[int, str | None]] = []
+    snap = current
+    while snap is not None and len(ancestry) < ANCESTRY_DEPTH:
+        op = snap.summary.operation.value if snap.summary is not None else None
+        ancestry.append((snap.snapshot_id, op))
+        snap = by_id.get(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+    return SnapshotState(current.snapshot_id, tuple(ancestry))
+
+
 class SnapshotReader:
     """Current snapshot ids of the tables of one catalog, cached by metadata pointer.
 
@@ -106,7 +150,7 @@ class SnapshotReader:
         self.catalog = catalog
         self.metadata_loads = 0
         self._lock = threading.Lock()
-        self._cache: dict[TableIdentifier, tuple[str, int | None]] = {}
+        self._cache: dict[TableIdentifier, tuple[str, SnapshotState]] = {}
         self._pyiceberg_catalog: Catalog | None = None
         self._file_io: FileIO | None = None
         self._local_root: str | None = None
@@ -124,16 +168,20 @@ class SnapshotReader:
 
         Raises :class:`TableNotFound` naming the table and where it was looked for.
         """
+        return self.current_state(table).snapshot_id
+
+    def current_state(self, table: TableIdentifier) -> SnapshotState:
+        """The table's current snapshot and its recent ancestry (see :class:`SnapshotState`)."""
         self._check_catalog(table)
         if self.catalog.type != CatalogType.HADOOP:
-            return self._catalog_snapshot_id(table)
+            return self._catalog_state(table)
         for attempt in (1, 2):
             pointer = self.metadata_pointer(table)
             cached = self._cache.get(table)
             if cached is not None and cached[0] == pointer:
                 return cached[1]
             try:
-                snapshot_id = self._load_snapshot_id(pointer)
+                state = self._load_state(pointer)
             except FileNotFoundError:
                 # A commit between the pointer read and the load may have removed the old metadata
                 # file (write.metadata.delete-after-commit.enabled): read the pointer again, once.
@@ -143,8 +191,8 @@ class SnapshotReader:
                     ) from None
                 continue
             with self._lock:
-                self._cache[table] = (pointer, snapshot_id)
-            return snapshot_id
+                self._cache[table] = (pointer, state)
+            return state
         raise AssertionError("unreachable")
 
     def has_new_snapshot(self, table: TableIdentifier, last_seen: int | None) -> tuple[bool, int | None]:
@@ -274,14 +322,13 @@ class SnapshotReader:
             version += 1
         return f"{meta_dir}/v{version}.metadata.json"
 
-    def _load_snapshot_id(self, metadata_location: str) -> int | None:
+    def _load_state(self, metadata_location: str) -> SnapshotState:
         from pyiceberg.table import StaticTable
 
         static = StaticTable.from_metadata(metadata_location, self._io_properties())
         with self._lock:
             self.metadata_loads += 1
-        snapshot = static.current_snapshot()
-        return snapshot.snapshot_id if snapshot is not None else None
+        return _state_of(static.metadata)
 
     # -- catalog-backed tables ------------------------------------------------------------------
 
@@ -323,15 +370,14 @@ class SnapshotReader:
                 f"(looked up {table.namespace}.{table.name}): {e}"
             ) from None
 
-    def _catalog_snapshot_id(self, table: TableIdentifier) -> int | None:
+    def _catalog_state(self, table: TableIdentifier) -> SnapshotState:
         loaded = self._catalog_table(table)
         with self._lock:
             self.metadata_loads += 1
-        snapshot = loaded.current_snapshot()
-        snapshot_id = snapshot.snapshot_id if snapshot is not None else None
+        state = _state_of(loaded.metadata)
         with self._lock:
-            self._cache[table] = (loaded.metadata_location, snapshot_id)
-        return snapshot_id
+            self._cache[table] = (loaded.metadata_location, state)
+        return state
 
     def _check_catalog(self, table: TableIdentifier) -> None:
         if table.catalog != self.catalog.name:

@@ -52,14 +52,20 @@ def check_table_in_catalog(table_id: str, catalog: dict[str, Any]) -> TableIdent
 
 
 class TableSnapshotTrigger(BaseEventTrigger):
-    """Emit an event whenever ``table_id`` gets a new current snapshot (for ``AssetWatcher``).
+    """Emit an event when ``table_id`` gets a new current snapshot (for ``AssetWatcher``).
 
-    The last seen snapshot id is remembered in the watched asset's ``asset_state_store`` (injected by
-    the Airflow 3.3 triggerer) under :meth:`state_key`, so a restarted triggerer fires for a commit that
-    happened while it was down and does not fire again for one it already reported. Without a store
-    (a trigger run outside the triggerer, or one shared by several assets) the constructor's
-    ``last_snapshot_id`` seeds an in-memory value. With nothing remembered at all, the first observation
-    is recorded and the trigger waits for the next change.
+    The last handled snapshot id is remembered in the watched asset's ``asset_state_store`` (injected
+    by the Airflow 3.3 triggerer) under :meth:`state_key`, so a restarted triggerer fires for a commit
+    that happened while it was down and does not fire again for one it already reported. Without a
+    store (a trigger run outside the triggerer, or one shared by several assets) the constructor's
+    ``last_snapshot_id`` seeds an in-memory value. With nothing remembered at all, the first
+    observation is recorded and the trigger waits for the next change.
+
+    ``data_changes_only``: snapshots that only rewrite files (Iceberg's ``replace`` operation: our own
+    compaction, delete-file and manifest rewrites) are recorded without an event, so maintenance does
+    not wake itself up. ``min_interval`` (seconds): at most one event per ``min_interval``; a change
+    seen sooner is held back and reported as soon as the interval has passed (the time of the last
+    event is kept in the state store too, so a restart does not reset the throttle).
 
     Event payload: ``{"table": "<catalog.namespace.table>", "snapshot_id": <int>,
     "previous_snapshot_id": <int | None>}``. Delivery is at least once: the new id is stored after the
@@ -73,15 +79,22 @@ class TableSnapshotTrigger(BaseEventTrigger):
         catalog: dict[str, Any] | CatalogSpec,
         poll_interval: float = 2.0,
         last_snapshot_id: int | None = None,
+        min_interval: float = 0.0,
+        data_changes_only: bool = False,
     ) -> None:
         super().__init__()
         self.catalog = catalog_json(catalog)
         self.table_id = str(check_table_in_catalog(table_id, self.catalog))
         if poll_interval <= 0:
             raise ValueError(f"poll_interval: must be > 0 seconds, got {poll_interval!r}")
+        if min_interval < 0:
+            raise ValueError(f"min_interval: must be >= 0 seconds, got {min_interval!r}")
         self.poll_interval = float(poll_interval)
         self.last_snapshot_id = last_snapshot_id
+        self.min_interval = float(min_interval)
+        self.data_changes_only = bool(data_changes_only)
         self._reader: SnapshotReader | None = None
+        self._last_fired_at: float | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -91,6 +104,8 @@ class TableSnapshotTrigger(BaseEventTrigger):
                 "catalog": self.catalog,
                 "poll_interval": self.poll_interval,
                 "last_snapshot_id": self.last_snapshot_id,
+                "min_interval": self.min_interval,
+                "data_changes_only": self.data_changes_only,
             },
         )
 
@@ -98,6 +113,11 @@ class TableSnapshotTrigger(BaseEventTrigger):
     def state_key(self) -> str:
         """Key in the asset's state store; per table, so one asset may be fed by several tables."""
         return f"tablemgmt.last_snapshot_id.{self.table_id}"
+
+    @property
+    def fired_at_key(self) -> str:
+        """Key of the last event's time (epoch seconds), for the throttle."""
+        return f"tablemgmt.last_event_at.{self.table_id}"
 
     @property
     def reader(self) -> SnapshotReader:
@@ -108,10 +128,13 @@ class TableSnapshotTrigger(BaseEventTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         table = TableIdentifier.parse(self.table_id)
         remembered: int | None | _Unset = await self._recall()
+        fired_at = await self._recall_value(self.fired_at_key)
+        self._last_fired_at = float(fired_at) if fired_at is not None else None  # type: ignore[arg-type]
         problem: str | None = None
+        held_back: int | None = None
         while True:
             try:
-                current = await asyncio.to_thread(self.reader.current_snapshot_id, table)
+                state = await asyncio.to_thread(self.reader.current_state, table)
             except (TableNotFound, OSError) as e:
                 # A watcher outlives outages and a table that is not created yet: say so once, keep polling.
                 if str(e) != problem:
@@ -120,43 +143,75 @@ class TableSnapshotTrigger(BaseEventTrigger):
                 await asyncio.sleep(self.poll_interval)
                 continue
             problem = None
+            current = state.snapshot_id
+            sleep = self.poll_interval
             if isinstance(remembered, _Unset):
                 self.log.info("watching %s from snapshot %s", self.table_id, current)
                 await self._remember(current)
                 remembered = current
             elif current != remembered:
-                previous = remembered
-                remembered = current
-                if current is not None:
-                    self.log.info("%s: new snapshot %s (was %s)", self.table_id, current, previous)
-                    yield TriggerEvent(
-                        {"table": self.table_id, "snapshot_id": current, "previous_snapshot_id": previous}
-                    )
-                await self._remember(current)
-            await asyncio.sleep(self.poll_interval)
+                if current is None or (self.data_changes_only and not state.data_changed_since(remembered)):
+                    # Emptied, or only files rewritten since: record it, no event.
+                    why = "has no snapshot" if current is None else f"snapshot {current} only rewrites files"
+                    self.log.info("%s: %s; no event", self.table_id, why)
+                    remembered = current
+                    await self._remember(current)
+                else:
+                    wait = self._throttle_wait()
+                    if wait > 0:
+                        if held_back != current:
+                            held_back = current
+                            self.log.info(
+                                "%s: new snapshot %s held back %.0f s by min_interval %.0f s",
+                                self.table_id, current, wait, self.min_interval,
+                            )  # fmt: skip
+                        sleep = min(self.poll_interval, wait)
+                    else:
+                        previous, remembered, held_back = remembered, current, None
+                        self.log.info("%s: new snapshot %s (was %s)", self.table_id, current, previous)
+                        self._last_fired_at = time.time()
+                        yield TriggerEvent(
+                            {"table": self.table_id, "snapshot_id": current, "previous_snapshot_id": previous}
+                        )
+                        await self._remember(current)
+                        await self._store_value(self.fired_at_key, self._last_fired_at)
+            await asyncio.sleep(sleep)
+
+    def _throttle_wait(self) -> float:
+        if self.min_interval <= 0 or self._last_fired_at is None:
+            return 0.0
+        return max(0.0, self._last_fired_at + self.min_interval - time.time())
 
     async def _recall(self) -> int | None | _Unset:
-        store = getattr(self, "asset_state_store", None)
-        if store is not None:
-            try:
-                value = await store.aget(self.state_key)
-            except ValueError as e:  # several watched assets: the single-asset accessors refuse
-                self.log.warning(
-                    "asset_state_store not usable for %s (%s); remembering in memory", self.table_id, e
-                )
-            except Exception as e:  # noqa: BLE001 - the store is an optimisation, never a reason to stop
-                self.log.warning("asset_state_store read failed for %s: %s", self.table_id, e)
-            else:
-                if value is not None:
-                    return int(value)  # type: ignore[arg-type]
+        value = await self._recall_value(self.state_key)
+        if value is not None:
+            return int(value)  # type: ignore[arg-type]
         return self.last_snapshot_id if self.last_snapshot_id is not None else UNSET
 
-    async def _remember(self, snapshot_id: int | None) -> None:
+    async def _recall_value(self, key: str) -> object:
         store = getattr(self, "asset_state_store", None)
-        if store is None or snapshot_id is None:  # the store cannot hold None: memory only
+        if store is None:
+            return None
+        try:
+            return await store.aget(key)
+        except ValueError as e:  # several watched assets: the single-asset accessors refuse
+            self.log.warning(
+                "asset_state_store not usable for %s (%s); remembering in memory", self.table_id, e
+            )
+        except Exception as e:  # noqa: BLE001 - the store is an optimisation, never a reason to stop
+            self.log.warning("asset_state_store read failed for %s: %s", self.table_id, e)
+        return None
+
+    async def _remember(self, snapshot_id: int | None) -> None:
+        if snapshot_id is not None:  # the store cannot hold None: memory only
+            await self._store_value(self.state_key, snapshot_id)
+
+    async def _store_value(self, key: str, value: float | int) -> None:
+        store = getattr(self, "asset_state_store", None)
+        if store is None:
             return
         try:
-            await store.aset(self.state_key, snapshot_id)
+            await store.aset(key, value)
         except Exception as e:  # noqa: BLE001
             self.log.warning("asset_state_store write failed for %s: %s", self.table_id, e)
 

@@ -3,8 +3,9 @@
 `dag.test()` runs tasks in-process and lets them reach Airflow's metadata DB; a real scheduler with
 the LocalExecutor runs them through the Task SDK and the Execution API, where that is forbidden. This
 test starts api-server, scheduler, dag-processor and triggerer against a fresh metadata DB,
-declares one table with ``rewrite-files: {trigger: event}``, commits a snapshot, and waits for the
-asset watcher -> asset-triggered run -> gate -> Spark rewrite -> SUCCESS process in our store.
+declares one table with ``rewrite-files`` (snapshot-driven, so event-triggered by default), commits a
+snapshot, and waits for the asset watcher -> asset-triggered run -> gate -> Spark rewrite -> SUCCESS
+process in our store; then checks that the rewrite's own commit does not start another run.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ tables:
     name: events
     owner: e2e-team
     actions:
-      rewrite-files: {{trigger: event, poll-interval: 2s, interval: 1d, min-input-files: 2}}
+      rewrite-files: {{poll-interval: 2s, min-input-files: 2}}
 """
 
 COMMIT_SNAPSHOT = """
@@ -309,9 +310,9 @@ def _run_scenario(dep: AirflowDeployment, tmp_path: Path, t0: float) -> None:
     first_seen = _wait_for("the asset watcher's first observation", watcher_recorded, timeout=120)
     print(f"services up, watcher saw snapshot {first_seen}: {time.monotonic() - t0:.1f} s")
 
-    # The interval half of AssetOrTimeSchedule starts one run at once (catchup=False), and that run's
-    # own rewrite commit wakes the watcher too (an asset-triggered run the gate skips). Let all of it
-    # settle, so the run we measure is the one caused by our commit alone.
+    # The time half of AssetOrTimeSchedule (the daily fallback) starts one run at once (catchup=False);
+    # its rewrite commit is a ``replace`` snapshot, which the watcher records without an event. Let
+    # it settle, so the run we measure is the one caused by our commit alone.
     def settled() -> int | None:
         dep.check_alive()
         runs = dep.query("SELECT id, state FROM dag_run WHERE dag_id = :dag_id", dag_id=DAG_ID)
@@ -376,3 +377,18 @@ def _run_scenario(dep: AirflowDeployment, tmp_path: Path, t0: float) -> None:
     summary = process.summary
     assert summary["after"]["data_files"] < summary["before"]["data_files"], summary
     assert summary["before"]["records"] == summary["after"]["records"]
+
+    # The rewrite committed a replace snapshot: the watcher records it (state store) and starts no run.
+    rewritten = read_state(table.metadata_dir).snapshot_id
+    assert rewritten != snapshot_id
+    _wait_for("the watcher to record the rewrite", lambda: str(watcher_recorded()) == str(rewritten), 60)
+    time.sleep(6)  # three more polls
+    later = dep.query(
+        "SELECT run_id, run_type FROM dag_run WHERE dag_id = :dag_id AND id > :last AND run_id != :ours",
+        dag_id=DAG_ID,
+        last=last_run,
+        ours=run_id,
+    )
+    assert later == [], f"the maintenance commit started another run: {later}"
+    queued = dep.query("SELECT 1 FROM asset_dag_run_queue WHERE target_dag_id = :dag_id", dag_id=DAG_ID)
+    assert queued == []

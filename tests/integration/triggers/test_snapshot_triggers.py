@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -168,7 +169,92 @@ def test_watcher_remembers_in_the_asset_state_store_across_restarts(
 
     event = asyncio.run(after_restart())
     assert event.payload == {"table": str(table), "snapshot_id": new, "previous_snapshot_id": seen}
+    fired_at = store.values.pop(f"tablemgmt.last_event_at.{table}")
+    assert abs(fired_at - time.time()) < EVENT_WAIT
     assert store.values == {key: new}
+
+
+def rewrite_files(tables: IcebergTables, table: TableIdentifier) -> int:
+    """A compaction commit (operation ``replace``): what our own rewrite-files leaves behind."""
+    tables.spark.sql(
+        f"CALL {table.catalog}.system.rewrite_data_files(table => '{table.namespace}.{table.name}', "
+        "options => map('min-input-files', '2', 'rewrite-all', 'true'))"
+    ).collect()
+    snapshot = tables.snapshot_id(table)
+    assert snapshot is not None
+    return snapshot
+
+
+def test_watcher_with_data_changes_only_ignores_rewrites_and_fires_on_the_next_append(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("rewrites")
+    trig_tables.insert(table)  # two data files, so a rewrite has something to do
+    start = trig_tables.snapshot_id(table)
+    store = DictAssetStateStore()
+    key = f"tablemgmt.last_snapshot_id.{table}"
+    trigger = TableSnapshotTrigger(
+        table_id=str(table), catalog=catalog_dict(trig_catalog), poll_interval=0.2, data_changes_only=True
+    )
+    trigger.asset_state_store = store  # type: ignore[assignment]
+
+    async def scenario() -> tuple[TriggerEvent, int, int]:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        await asyncio.wait_for(until(lambda: store.values.get(key) == start), EVENT_WAIT)
+        rewritten = await asyncio.to_thread(rewrite_files, trig_tables, table)
+        assert rewritten != start
+        # The rewrite is recorded as handled, and no event comes for it.
+        await asyncio.wait_for(until(lambda: store.values.get(key) == rewritten), EVENT_WAIT)
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        appended = await asyncio.to_thread(trig_tables.insert, table)
+        event = await waiting
+        await events.aclose()
+        return event, rewritten, appended
+
+    event, rewritten, appended = asyncio.run(scenario())
+    assert event.payload == {"table": str(table), "snapshot_id": appended, "previous_snapshot_id": rewritten}
+
+
+def test_watcher_min_interval_holds_a_change_back_and_then_reports_it(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("throttle")
+    store = DictAssetStateStore()
+    kwargs = {"table_id": str(table), "catalog": catalog_dict(trig_catalog), "poll_interval": 0.2}
+    first = trig_tables.snapshot_id(table)
+    fired_key = f"tablemgmt.last_event_at.{table}"
+    store.values[f"tablemgmt.last_snapshot_id.{table}"] = first
+    # The previous event was 1 s ago (remembered across a restart) and the throttle is 8 s.
+    previous_event = time.time() - 1.0
+    store.values[fired_key] = previous_event
+    trigger = TableSnapshotTrigger(**kwargs, min_interval=8.0)
+    trigger.asset_state_store = store  # type: ignore[assignment]
+
+    async def scenario() -> tuple[TriggerEvent, float, bool, int]:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        new = await asyncio.to_thread(trig_tables.insert, table)
+        committed = time.time()
+        await asyncio.sleep(0.5)  # a few polls have seen the commit
+        held = not waiting.done()
+        event = await waiting
+        # The triggerer asks for the next event at once; that is when the event's time is stored.
+        following = asyncio.ensure_future(next_event(events))
+        await asyncio.wait_for(until(lambda: store.values[fired_key] != previous_event), EVENT_WAIT)
+        await stop(following)
+        return event, committed, held, new
+
+    event, committed, held, new = asyncio.run(scenario())
+    assert event.payload == {"table": str(table), "snapshot_id": new, "previous_snapshot_id": first}
+    fired_at = store.values[fired_key]
+    assert fired_at >= previous_event + 8.0
+    assert fired_at <= max(previous_event + 8.0, committed) + 3.0  # reported within a poll or so
+    if committed + 0.5 < previous_event + 8.0:  # the commit landed inside the window: it was held back
+        assert held
+    with pytest.raises(ValueError, match="min_interval"):
+        TableSnapshotTrigger(**kwargs, min_interval=-1)
 
 
 def test_watcher_keeps_polling_until_a_missing_table_appears(
@@ -206,6 +292,8 @@ def test_watcher_serializes_and_is_accepted_by_asset_watcher(trig_catalog: Catal
         "catalog": catalog_dict(trig_catalog),
         "poll_interval": 30.0,
         "last_snapshot_id": 42,
+        "min_interval": 0.0,
+        "data_changes_only": False,
     }
     rebuilt = roundtrip(trigger)
     assert isinstance(rebuilt, TableSnapshotTrigger) and rebuilt.last_snapshot_id == 42
