@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -136,18 +136,19 @@ def table_asset(table: TableSpec, action: str, catalog: CatalogSpec, plan: Sched
     """
     from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
 
+    table_id = table.id
     trigger = TableSnapshotTrigger(
-        table_id=table.id,
-        catalog=catalog.model_dump(mode="json", by_alias=True),
+        table_id=table_id,
+        catalog=catalog,
         poll_interval=plan.poll_interval.total_seconds(),
         min_interval=plan.interval.min_spacing().total_seconds(),
         data_changes_only=True,
     )
     return Asset(
-        name=f"tablemgmt.{table.id}.{action}",
+        name=f"tablemgmt.{table_id}.{action}",
         uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}/{action}",
         group="tablemgmt",
-        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table.id}-{action}", trigger=trigger)],
+        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table_id}-{action}", trigger=trigger)],
     )
 
 
@@ -178,16 +179,19 @@ def build_dag(
     factories: FactoryRegistry,
     catalog: CatalogSpec | None = None,
     config: DagConfigDefaults | None = None,
+    settings: ActionSettings | None = None,
 ) -> DAG:
     config = config or DagConfigDefaults.from_airflow_config()
     table_id = table.id
     factory = factories.for_action(table.format, action)
     strategy = factory.trigger_strategy(table.format, action)
-    settings = table.action_settings(action)
+    settings = settings or table.action_settings(action)
     plan = SchedulePlan.resolve(settings, strategy)
     parallelism = settings.parallelism or strategy.parallelism
-    schedule: Any = _timetable(plan.interval)
-    if plan.trigger == "event":
+    schedule: Any
+    if plan.trigger == "schedule":
+        schedule = _timetable(plan.interval)
+    else:
         if catalog is None:
             raise InvalidDeclaration(
                 f"table {table_id}: event-driven {action} needs its catalog {table.catalog!r}"
@@ -197,6 +201,7 @@ def build_dag(
             timetable=_timetable(plan.fallback), assets=table_asset(table, action, catalog, plan)
         )
     dag_id = dag_id_for(table_id, action)
+    when = plan.describe()
     # Given to each task directly rather than as the DAG's default_args: merging default_args
     # deep-copies them once per task, which is measurable at 10,000 DAGs.
     task_args: dict[str, Any] = {
@@ -217,9 +222,9 @@ def build_dag(
         max_consecutive_failed_dag_runs=config.max_consecutive_failed_dag_runs,
         disable_bundle_versioning=config.disable_bundle_versioning,
         tags=["tablemgmt", table_id, action, str(table.format)],
-        description=f"{action} on {table_id}: {plan.describe()}",
+        description=f"{action} on {table_id}: {when}",
         doc_md=(
-            f"Maintenance of `{table_id}` ({table.format}): **{action}** {plan.describe()}.\n\n"
+            f"Maintenance of `{table_id}` ({table.format}): **{action}** {when}.\n\n"
             f"Options: `{settings.options()}`"
         ),
         is_paused_upon_creation=False,
@@ -238,16 +243,29 @@ def build_dag(
 
 
 @contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
+def cyclic_gc_paused(freeze_if: Callable[[], bool] | None = None) -> Iterator[None]:
     """Building thousands of DAGs allocates millions of long-lived objects and no garbage; the
-    cyclic collector would rescan them over and over (~20% of the build at 10,000 DAGs)."""
+    cyclic collector would rescan them over and over (~20% of the build at 10,000 DAGs).
+
+    ``freeze_if`` (asked on the way out): move everything allocated so far to the collector's permanent generation
+    (``gc.freeze()``), so the collections that follow (DagBag, serialization) do not rescan the DAGs
+    either. Those objects are then only freed by reference counting, which is what the processes
+    that parse a DAG file want: Airflow's DAG processor and task runners parse once and exit.
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze_if is not None and freeze_if():
+            gc.freeze()  # before enabling: the next allocation would otherwise start a collection
         if was_enabled:
             gc.enable()
+
+
+# A full parse of at least this many DAGs freezes them (see cyclic_gc_paused); smaller ones, as in
+# tests that build registries over and over in one process, leave the collector as it was.
+FREEZE_AT_DAGS = 1000
 
 
 def build_dags(
@@ -266,17 +284,17 @@ def build_dags(
     )
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
     config = DagConfigDefaults.from_airflow_config()
-    with cyclic_gc_paused():
+    with cyclic_gc_paused(freeze_if=lambda: wanted is None and len(result.dags) >= FREEZE_AT_DAGS):
         for table in tables:
             table_id = table.id
             if wanted is not None and table_id != wanted[0]:
                 continue
             catalog = (catalogs or {}).get(table.catalog)
-            for action in table.enabled_actions():
+            for action, settings in table.enabled_action_settings():
                 if wanted is not None and action != wanted[1]:
                     continue
                 try:
-                    dag = build_dag(table, action, factories, catalog, config)
+                    dag = build_dag(table, action, factories, catalog, config, settings)
                 except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
                     result.errors.append(f"table {table_id}, action {action}: {type(e).__name__}: {e}")
                     continue

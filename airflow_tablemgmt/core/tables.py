@@ -102,7 +102,12 @@ class TableSpec(_Model):
         return ACTIONS.get(name).settings(self.actions.get(name, {}))
 
     def enabled_actions(self) -> list[str]:
-        return sorted(n for n in self.actions if self.action_settings(n).enabled)
+        return [name for name, _ in self.enabled_action_settings()]
+
+    def enabled_action_settings(self) -> list[tuple[str, ActionSettings]]:
+        """``(action, its validated settings)`` for every enabled action, sorted by name."""
+        pairs = ((n, self.action_settings(n)) for n in sorted(self.actions))
+        return [(n, s) for n, s in pairs if s.enabled]
 
 
 class Declarations(_Model):
