@@ -10,7 +10,9 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
-	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[embedded,dev]"
+	# --compile-bytecode: every Airflow process (task, CLI, dag-processor) starts ~2 s faster
+	# when site-packages already holds .pyc files, as a pip-installed deployment does.
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e ".[embedded,dev]"
 	touch $@
 
 demo: install
