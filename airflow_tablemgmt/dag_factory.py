@@ -128,9 +128,7 @@ class SchedulePlan:
         )
 
 
-def table_asset(
-    table: TableSpec, action: str, catalog: CatalogSpec, plan: SchedulePlan, table_id: str | None = None
-) -> Asset:
+def table_asset(table: TableSpec, action: str, catalog: CatalogSpec, plan: SchedulePlan) -> Asset:
     """The asset whose watcher polls the table's current snapshot inside the triggerer.
 
     One asset per (table, action): each action has its own throttle (``min_interval`` = its
@@ -138,7 +136,7 @@ def table_asset(
     """
     from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
 
-    table_id = table_id or table.id
+    table_id = table.id
     trigger = TableSnapshotTrigger(
         table_id=table_id,
         catalog=catalog,
@@ -182,10 +180,9 @@ def build_dag(
     catalog: CatalogSpec | None = None,
     config: DagConfigDefaults | None = None,
     settings: ActionSettings | None = None,
-    table_id: str | None = None,
 ) -> DAG:
     config = config or DagConfigDefaults.from_airflow_config()
-    table_id = table_id or table.id
+    table_id = table.id
     factory = factories.for_action(table.format, action)
     strategy = factory.trigger_strategy(table.format, action)
     settings = settings or table.action_settings(action)
@@ -201,7 +198,7 @@ def build_dag(
             )
         assert plan.fallback is not None
         schedule = AssetOrTimeSchedule(
-            timetable=_timetable(plan.fallback), assets=table_asset(table, action, catalog, plan, table_id)
+            timetable=_timetable(plan.fallback), assets=table_asset(table, action, catalog, plan)
         )
     dag_id = dag_id_for(table_id, action)
     when = plan.describe()
@@ -297,7 +294,7 @@ def build_dags(
                 if wanted is not None and action != wanted[1]:
                     continue
                 try:
-                    dag = build_dag(table, action, factories, catalog, config, settings, table_id)
+                    dag = build_dag(table, action, factories, catalog, config, settings)
                 except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
                     result.errors.append(f"table {table_id}, action {action}: {type(e).__name__}: {e}")
                     continue

@@ -96,7 +96,9 @@ class TableSpec(_Model):
 
     @property
     def id(self) -> str:
-        return str(self.identifier)
+        # The parts were validated when the model was built; building a TableIdentifier would
+        # validate them again on every call (DAG building asks for the id several times per table).
+        return f"{self.catalog}.{self.namespace}.{self.name}"
 
     def action_settings(self, name: str) -> ActionSettings:
         return ACTIONS.get(name).settings(self.actions.get(name, {}))
