@@ -154,6 +154,11 @@ class ExpireDataSettings(ActionSettings):
 
     column: str
     retention: Duration
+    dry_run: bool = Field(default=False, description="report the rows and files it would delete; delete nothing")
+    confirm: bool = Field(
+        default=False,
+        description="run for real on the first run; without it the first run of expire-data is a dry run",
+    )
 
     _col = field_validator("column")(lambda v: validate_identifier(v, "column"))
 
