@@ -166,7 +166,10 @@ class ProcessRunner:
     ) -> RunOutcome:
         last = self.store.processes.last_successful(req.table_id, req.action)
         ctx = TriggerContext(
-            instant=req.instant, catalog=catalog, last_snapshot_id=last.snapshot_id if last else None
+            instant=req.instant,
+            catalog=catalog,
+            last_snapshot_id=last.snapshot_id if last else None,
+            last_success=last,
         )
         try:
             job = (

@@ -44,6 +44,7 @@ class TriggerContext:
     catalog: CatalogSpec
     last_snapshot_id: int | None = None
     current_snapshot_id: int | None = None
+    last_success: Process | None = None  # the newest SUCCESS process of this (table, action)
 
 
 @runtime_checkable
