@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +27,11 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from airflow_tablemgmt.store.catalogs import CatalogRepository
-from airflow_tablemgmt.store.errors import StoreSchemaOutdated
+from airflow_tablemgmt.store.errors import StoreNotFound, StoreSchemaOutdated, StoreUnavailable
 from airflow_tablemgmt.store.leases import LeaseRepository
 from airflow_tablemgmt.store.models import SCHEMA_REVISION, VERSION_TABLE
 from airflow_tablemgmt.store.processes import ProcessRepository
@@ -57,17 +60,28 @@ class Store:
     SQLite runs in WAL mode with a 30 s busy timeout, so the DAG processor and several task
     processes can read and write one file at once. An in-memory SQLite URL shares a single
     connection between threads (for tests; nothing is persisted).
+
+    A SQLite file the store creates is mode 0600, and the directories it creates 0700: the file
+    holds the registry and every process's parameters. With ``create=False`` (read-only commands)
+    a missing file raises :class:`StoreNotFound` and nothing is created. A malformed URL, a
+    missing database driver or an unwritable path raise :class:`StoreUnavailable` here; an
+    unreachable server raises it on first use (or :meth:`ping`). Messages never show the password.
     """
 
-    _instances: dict[tuple[str, bool, str], Store] = {}
+    _instances: dict[tuple[str, bool, str, bool], Store] = {}
     _instances_lock = threading.Lock()
 
     def __init__(
-        self, url: str, *, auto_upgrade: bool = True, engine_kwargs: Mapping[str, Any] | None = None
+        self,
+        url: str,
+        *,
+        auto_upgrade: bool = True,
+        engine_kwargs: Mapping[str, Any] | None = None,
+        create: bool = True,
     ) -> None:
-        self._url = make_url(url)
+        self._url = parse_store_url(url)
         self._auto_upgrade = auto_upgrade
-        self._engine = _create_engine(self._url, dict(engine_kwargs or {}))
+        self._engine = _create_engine(self._url, dict(engine_kwargs or {}), create=create)
         self._schema_lock = threading.Lock()
         self._schema_ready = False
         self._catalogs = CatalogRepository(self._engine)
@@ -89,14 +103,21 @@ class Store:
 
     @classmethod
     def for_url(
-        cls, url: str, *, auto_upgrade: bool = True, engine_kwargs: Mapping[str, Any] | None = None
+        cls,
+        url: str,
+        *,
+        auto_upgrade: bool = True,
+        engine_kwargs: Mapping[str, Any] | None = None,
+        create: bool = True,
     ) -> Store:
         """The process-wide ``Store`` for ``url`` (and these options), created on first call."""
-        key = (url, auto_upgrade, repr(sorted((engine_kwargs or {}).items())))
+        key = (url, auto_upgrade, repr(sorted((engine_kwargs or {}).items())), create)
         with cls._instances_lock:
             store = cls._instances.get(key)
             if store is None:
-                store = cls._instances[key] = cls(url, auto_upgrade=auto_upgrade, engine_kwargs=engine_kwargs)
+                store = cls._instances[key] = cls(
+                    url, auto_upgrade=auto_upgrade, engine_kwargs=engine_kwargs, create=create
+                )
             return store
 
     @classmethod
@@ -112,6 +133,24 @@ class Store:
     @property
     def engine(self) -> Engine:
         return self._engine
+
+    @property
+    def display_url(self) -> str:
+        """The URL with its password hidden: safe for logs and messages."""
+        return self._url.render_as_string(hide_password=True)
+
+    def ping(self) -> None:
+        """Connect once; :class:`StoreUnavailable` naming host:port (or the file) if that fails."""
+        with self._translate_connect_errors():
+            with self._engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+
+    @contextlib.contextmanager
+    def _translate_connect_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (OperationalError, InterfaceError) as e:  # connection-level, not a bad statement
+            raise StoreUnavailable(unreachable_message(self._url, e)) from e
 
     @staticmethod
     def head_revision() -> str:
@@ -154,7 +193,9 @@ class Store:
         with self._schema_lock:
             if self._schema_ready:
                 return
-            current, head = self.current_revision(), SCHEMA_REVISION
+            with self._translate_connect_errors():
+                current = self.current_revision()
+            head = SCHEMA_REVISION
             if current != head:
                 if not self._auto_upgrade:
                     raise StoreSchemaOutdated(
@@ -205,15 +246,92 @@ def _is_memory_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-def _create_engine(url: URL, kwargs: dict[str, Any]) -> Engine:
+# Which pip package provides a SQLAlchemy driver module, for the "driver not installed" message.
+_DRIVER_PACKAGES = {
+    "psycopg2": "psycopg2-binary",
+    "psycopg": "psycopg[binary]",
+    "pg8000": "pg8000",
+    "asyncpg": "asyncpg",
+    "mysqldb": "mysqlclient",
+    "pymysql": "pymysql",
+    "mysql": "mysql-connector-python",
+    "mariadb": "mariadb",
+}
+_USERINFO = re.compile(r"(//[^/:@]*:)[^@/]*@")
+_EXAMPLE_URLS = "postgresql+psycopg2://user@host:5432/tablemgmt or sqlite:////absolute/path/tablemgmt.db"
+
+
+def hide_password(url: str) -> str:
+    """``url`` with the password of its user-info part replaced by ``***``, even when unparseable."""
+    return _USERINFO.sub(r"\1***@", url)
+
+
+def parse_store_url(url: str) -> URL:
+    """``url`` as a SQLAlchemy URL, or :class:`StoreUnavailable` saying what a store URL looks like."""
+    try:
+        return make_url(url)
+    except (ArgumentError, ValueError, TypeError):
+        raise StoreUnavailable(
+            f"store URL {hide_password(str(url))!r} is not a database URL; expected e.g. {_EXAMPLE_URLS}"
+        ) from None
+
+
+def unreachable_message(url: URL, error: DBAPIError) -> str:
+    """Why the server at ``url`` could not be reached: host:port (or the file) and the driver's reason."""
+    if url.get_backend_name() == "sqlite":
+        where = url.database or ":memory:"
+    else:
+        where = f"{url.host or 'localhost'}:{url.port or _default_port(url)}"
+    reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else type(error.orig).__name__
+    if url.password:
+        reason = reason.replace(str(url.password), "***")
+    return (
+        f"cannot reach the store at {where} ({url.render_as_string(hide_password=True)}): {reason}. "
+        "Check that the database is running and that --store-url / the tablemgmt_default connection "
+        "points at it"
+    )
+
+
+def _default_port(url: URL) -> str:
+    return {"postgresql": "5432", "mysql": "3306", "mssql": "1433", "oracle": "1521"}.get(
+        url.get_backend_name(), "?"
+    )
+
+
+def _driver_error(url: URL, error: ImportError) -> StoreUnavailable:
+    module = (getattr(error, "name", None) or "").split(".")[0].lower()
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    package = _DRIVER_PACKAGES.get(module) or _DRIVER_PACKAGES.get(driver) or module or driver
+    hint = f"pip install {package}"
+    if backend == "mysql" and package == "mysqlclient":
+        hint += " (or use mysql+pymysql:// and pip install pymysql)"
+    if backend == "postgresql" and package != "psycopg2-binary":
+        hint += " (or use postgresql+psycopg2://, whose driver ships with this package)"
+    return StoreUnavailable(
+        f"the store URL {url.render_as_string(hide_password=True)} needs the {driver} driver for {backend}, "
+        f"which is not installed: {hint}"
+    )
+
+
+def _create_engine(url: URL, kwargs: dict[str, Any], *, create: bool = True) -> Engine:
+    try:
+        url.get_dialect()
+    except NoSuchModuleError:
+        raise StoreUnavailable(
+            f"store URL {url.render_as_string(hide_password=True)}: unknown database {url.drivername!r}; "
+            f"use PostgreSQL (production) or SQLite (the embedded default), e.g. {_EXAMPLE_URLS}"
+        ) from None
     if url.get_backend_name() != "sqlite":
         kwargs.setdefault("pool_pre_ping", True)
-        return create_engine(url, **kwargs)
+        try:
+            return create_engine(url, **kwargs)
+        except ImportError as e:
+            raise _driver_error(url, e) from None
     if _is_memory_sqlite(url):
         kwargs.setdefault("poolclass", StaticPool)
         kwargs.setdefault("connect_args", {"check_same_thread": False})
     elif url.database and not url.database.startswith("file:"):
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _prepare_sqlite_file(Path(url.database).expanduser(), create=create)
     engine = create_engine(url, **kwargs)
     memory = _is_memory_sqlite(url)
 
@@ -228,6 +346,44 @@ def _create_engine(url: URL, kwargs: dict[str, Any]) -> Engine:
             cursor.close()
 
     return engine
+
+
+def _prepare_sqlite_file(path: Path, *, create: bool) -> None:
+    """Create the store file 0600 (its missing directories 0700) before SQLite opens it.
+
+    SQLite would create it with the process umask (usually world-readable); its WAL and shm
+    files take the database file's mode, so they are private too. Without ``create`` a
+    missing file is an error and nothing is created.
+    """
+    if path.exists():
+        return
+    if not create:
+        raise StoreNotFound(
+            f"no store at {path}; run `tablemgmt db upgrade` to create it, or point --store-url / "
+            "the tablemgmt_default connection at an existing store"
+        )
+    try:
+        missing = []
+        parent = path.parent
+        while not parent.exists():
+            missing.append(parent)
+            parent = parent.parent
+        for directory in reversed(missing):
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                if not directory.is_dir():
+                    raise
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            pass  # another process created it first
+    except OSError as e:
+        raise StoreUnavailable(
+            f"cannot create the SQLite store at {path}: {e.strerror or e}"
+            f"{f' ({e.filename})' if e.filename and str(e.filename) != str(path) else ''}; "
+            "choose a writable path in --store-url / the tablemgmt_default connection"
+        ) from None
 
 
 def _enable_wal(cursor: Any) -> None:

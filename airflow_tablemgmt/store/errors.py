@@ -27,3 +27,14 @@ class TableManagedByStore(TableMgmtError):
 
 class StoreSchemaOutdated(TableMgmtError):
     """The store's database schema is not at the revision this package needs."""
+
+
+class StoreUnavailable(TableMgmtError):
+    """The store cannot be opened or reached: bad URL, missing driver, unwritable path, server down.
+
+    Messages name the URL with its password hidden, never the password itself.
+    """
+
+
+class StoreNotFound(StoreUnavailable):
+    """A read-only open found no SQLite store file (and created none)."""
