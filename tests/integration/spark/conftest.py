@@ -19,6 +19,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
 from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import resolve_java_home
+from tests.integration.iceberg_session import MISSING_JAR, skip_unless_ci
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def catalog(warehouse: Path) -> CatalogSpec:
 def spark(catalog: CatalogSpec) -> Iterator[SparkSession]:
     jar = iceberg_runtime_jar()
     if jar is None:
-        pytest.skip("Iceberg runtime jar not installed: pip install 'airflow-provider-tablemgmt[embedded]'")
+        skip_unless_ci(MISSING_JAR)
     os.environ["JAVA_HOME"] = resolve_java_home()
     from pyspark.sql import SparkSession
 
