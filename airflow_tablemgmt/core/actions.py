@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from airflow_tablemgmt.core.durations import Duration
+from airflow_tablemgmt.core.durations import Duration, format_duration
 from airflow_tablemgmt.core.errors import UnknownAction
 from airflow_tablemgmt.core.identifiers import validate_identifier
 from airflow_tablemgmt.core.triggers import Interval
@@ -55,15 +55,40 @@ class ActionSettings(BaseModel):
         default=timedelta(seconds=10), description="snapshot poll of an event-driven action, in the triggerer"
     )
 
-    @field_validator("interval", "fallback_interval")
+    # (option, floor, floor as written, why it exists): a destructive age below its floor needs an
+    # explicit ``allow-below-floor: true``; no override ever allows zero or a negative age.
+    FLOORS: ClassVar[tuple[tuple[str, timedelta, str, str], ...]] = ()
+
+    # "before": a bare number (``interval: 30``) gets the unit hint, not "should be a valid string".
+    @field_validator("interval", "fallback_interval", mode="before")
     @classmethod
-    def _interval(cls, v: str | None) -> str | None:
+    def _interval(cls, v: Any) -> Any:
         if v is not None:
             try:
                 Interval.parse(v)
             except Exception as e:  # noqa: BLE001 - re-raised as a field error with the same text
                 raise ValueError(str(e).removeprefix("interval: ")) from e
         return v
+
+    @model_validator(mode="after")
+    def _floors(self) -> ActionSettings:
+        allowed = bool(getattr(self, "allow_below_floor", False))
+        for option, floor, label, why in self.FLOORS:
+            value: timedelta = getattr(self, option)
+            if value < floor and not allowed:
+                raise ValueError(
+                    f"{_kebab(option)}: {format_duration(value)} is below the {label} floor, which {why}; "
+                    f"allowed: >= {format_duration(floor)}, or set allow-below-floor: true to override"
+                )
+        return self
+
+    def below_floor(self) -> list[str]:
+        """The options below their floor (allowed by ``allow-below-floor``), as text for a warning."""
+        return [
+            f"{_kebab(option)} {format_duration(getattr(self, option))} is below the {label} floor"
+            for option, floor, label, _ in self.FLOORS
+            if getattr(self, option) < floor
+        ]
 
     def options(self) -> dict[str, Any]:
         """The action-specific options (everything not shared), kebab-case, JSON-ready."""
@@ -121,16 +146,24 @@ class RewriteManifestsSettings(ActionSettings):
 class ExpireSnapshotsSettings(ActionSettings):
     """``expire_snapshots``: drop old snapshots and the files only they reference."""
 
+    FLOORS = (("older_than", timedelta(hours=1), "1-hour", "keeps the snapshots of recent commits"),)
+
     older_than: Duration = timedelta(days=5)
     retain_last: int = Field(default=1, ge=1)
     max_concurrent_deletes: int = Field(default=4, ge=1)
+    allow_below_floor: bool = Field(
+        default=False, description="explicit, logged override of the 1-hour floor on older-than"
+    )
 
 
 ORPHAN_FLOOR = timedelta(hours=24)
+EXPIRE_DATA_FLOOR = timedelta(days=1)
 
 
 class DeleteOrphansSettings(ActionSettings):
     """``remove_orphan_files``: delete files under the table location that no snapshot references."""
+
+    FLOORS = (("older_than", ORPHAN_FLOOR, "24-hour", "protects files of in-flight commits"),)
 
     older_than: Duration = timedelta(days=3)
     dry_run: bool = False
@@ -139,22 +172,20 @@ class DeleteOrphansSettings(ActionSettings):
         default=False, description="explicit, logged override of the 24-hour floor on older-than"
     )
 
-    @model_validator(mode="after")
-    def _floor(self) -> DeleteOrphansSettings:
-        if self.older_than < ORPHAN_FLOOR and not self.allow_below_floor:
-            raise ValueError(
-                f"older-than: {self.older_than} is below the 24-hour floor, which protects files of "
-                "in-flight commits; allowed: >= 24 hours, or set allow-below-floor: true to override"
-            )
-        return self
-
 
 class ExpireDataSettings(ActionSettings):
     """Row TTL (Amoro's data expiration): delete rows whose ``column`` is older than ``retention``."""
 
+    FLOORS = (("retention", EXPIRE_DATA_FLOOR, "1-day", "guards against a retention meant in days"),)
+
     column: str
     retention: Duration
-    dry_run: bool = Field(default=False, description="report the rows and files it would delete; delete nothing")
+    allow_below_floor: bool = Field(
+        default=False, description="explicit, logged override of the 1-day floor on retention"
+    )
+    dry_run: bool = Field(
+        default=False, description="report the rows and files it would delete; delete nothing"
+    )
     confirm: bool = Field(
         default=False,
         description="run for real on the first run; without it the first run of expire-data is a dry run",

@@ -3,19 +3,49 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_tablemgmt.core.errors import InvalidIdentifier
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# Matched with fullmatch: ``$`` alone also matches before a trailing newline, so "orders\n"
+# would pass and register a second table that prints as lake.sales.orders.
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 IDENTIFIER_RULE = "letters, digits and underscores, starting with a letter or underscore, at most 128 chars"
 
 
 def validate_identifier(value: str, field: str = "name") -> str:
     """Return ``value`` if it is a safe identifier, else raise naming the field and the rule."""
-    if not isinstance(value, str) or not _IDENT.match(value):
+    if not isinstance(value, str) or not _IDENT.fullmatch(value):
         raise InvalidIdentifier(f"{field}: {value!r} is not a valid identifier ({IDENTIFIER_RULE})")
     return value
+
+
+# Airflow's limits (verified in Airflow 3.3: airflow.models.base.ID_LEN and
+# airflow.sdk.definitions.dag.TAG_MAX_LEN; a unit test compares them). The table id is a DAG tag,
+# and DAG ids are ``tms__<table id>__<action>``.
+AIRFLOW_DAG_ID_MAX_LEN = 250
+AIRFLOW_TAG_MAX_LEN = 100
+DAG_ID_PREFIX = "tms__"
+
+
+def dag_id_length_problem(table_id: str, actions: Iterable[str]) -> str | None:
+    """Why ``table_id`` cannot become DAGs (Airflow's DAG-id and tag limits), or None."""
+    problems = []
+    longest = max(actions, key=len, default="")
+    dag_id = f"{DAG_ID_PREFIX}{table_id}__{longest}"
+    if len(dag_id) > AIRFLOW_DAG_ID_MAX_LEN:
+        problems.append(
+            f"the DAG id {dag_id} would be {len(dag_id)} chars, Airflow allows {AIRFLOW_DAG_ID_MAX_LEN}"
+        )
+    if len(table_id) > AIRFLOW_TAG_MAX_LEN:
+        problems.append(f"it is a tag of its DAGs and Airflow allows tags of {AIRFLOW_TAG_MAX_LEN} chars")
+    if not problems:
+        return None
+    return (
+        f"table id {table_id}: {len(table_id)} chars; {'; '.join(problems)}; "
+        "shorten the catalog, namespace or table name"
+    )
 
 
 def quote(identifier: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -10,7 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
-from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
+from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
+
+log = logging.getLogger(__name__)
+# (table, action, override) already warned about in this process: a DAG processor validates the
+# same specs on every parse and one warning per process says it.
+_WARNED_OVERRIDES: set[tuple[str, str, str]] = set()
 
 
 def _kebab(name: str) -> str:
@@ -77,8 +83,9 @@ class TableSpec(_Model):
 
     @field_validator("actions")
     @classmethod
-    def _actions(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def _actions(cls, v: dict[str, dict[str, Any]], info: Any) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
+        table_id = ".".join(str(info.data.get(k)) for k in ("catalog", "namespace", "name"))
         for name, raw in v.items():
             if name not in ACTIONS:
                 raise ValueError(f"unknown action {name!r}; known actions: {', '.join(ACTIONS.names())}")
@@ -87,8 +94,18 @@ class TableSpec(_Model):
             except ValidationError as e:
                 # Carry the nested path out of the validator: "<action>.<option>\t<message>" lines.
                 raise ValueError("\n".join(_nested(name, e))) from None
+            _warn_overrides(table_id, name, settings)
             out[name] = settings.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         return out
+
+    @model_validator(mode="after")
+    def _fits_airflow(self) -> TableSpec:
+        # Checked against every registered action, not only the enabled ones: enabling one later
+        # must not produce a DAG Airflow refuses.
+        problem = dag_id_length_problem(self.id, [*ACTIONS.names(), *self.actions])
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     @property
     def identifier(self) -> TableIdentifier:
@@ -110,6 +127,19 @@ class TableSpec(_Model):
         """``(action, its validated settings)`` for every enabled action, sorted by name."""
         pairs = ((n, self.action_settings(n)) for n in sorted(self.actions))
         return [(n, s) for n, s in pairs if s.enabled]
+
+
+def _warn_overrides(table_id: str, action: str, settings: ActionSettings) -> None:
+    """Log (WARNING, once per process) every floor an explicit ``allow-below-floor`` overrides.
+
+    Logged where the spec is validated: on registration, on ``apply``, on every DAG-file parse
+    (once per process) and on the worker that builds the run's DAG.
+    """
+    for note in settings.below_floor():
+        key = (table_id, action, note)
+        if key not in _WARNED_OVERRIDES:
+            _WARNED_OVERRIDES.add(key)
+            log.warning("table %s, action %s: %s; allowed by allow-below-floor: true", table_id, action, note)
 
 
 class Declarations(_Model):

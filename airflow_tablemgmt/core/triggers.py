@@ -15,7 +15,12 @@ _UNITS = {
     "h": "hours", "hour": "hours", "hours": "hours",
     "d": "days", "day": "days", "days": "days",
 }  # fmt: skip
-_DURATION = re.compile(r"^\s*(\d+)\s*([A-Za-z]+)\s*$")
+_DURATION = re.compile(r"\s*([+-]?)\s*(\d+)\s*([A-Za-z]+)\s*")
+_BARE_NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*")
+# Far beyond any retention a team means, and far inside what date arithmetic can take:
+# ``now - 999999999d`` raises OverflowError where a run computes its cutoff.
+MAX_DURATION = timedelta(days=36500)
+BARE_NUMBER_HINT = "a duration needs its unit, e.g. '30d' (days), '12h', '90m' or '45s'"
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 _CRON_ALIASES = {"@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@annually", "@midnight"}
 INTERVAL_RULE = (
@@ -24,15 +29,38 @@ INTERVAL_RULE = (
 )
 
 
+def is_bare_number(value: object) -> bool:
+    """A number without a unit (``30``, ``1.5``, ``"30"``): never read as seconds, always an error."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, str) and _BARE_NUMBER.fullmatch(value) is not None
+
+
 def parse_duration(text: str) -> timedelta | None:
-    """'6h', '30 MINUTE', '1 day' -> timedelta; None if ``text`` is not a duration."""
-    m = _DURATION.match(text)
+    """'6h', '30 MINUTE', '1 day', '-1d' -> timedelta; None if ``text`` is not a duration.
+
+    Raises ``ValueError`` (without a field name; callers add it) when the amount is beyond
+    :data:`MAX_DURATION`, instead of the ``OverflowError`` timedelta would raise.
+    """
+    m = _DURATION.fullmatch(text)
     if not m:
         return None
-    unit = _UNITS.get(m.group(2).lower())
+    unit = _UNITS.get(m.group(3).lower())
     if unit is None:
         return None
-    return timedelta(**{unit: int(m.group(1))})
+    digits = m.group(2)
+    too_large = f"{text.strip()!r} is too large; at most {MAX_DURATION.days}d"
+    if len(digits) > 12:  # also keeps int() away from its digit limit
+        raise ValueError(too_large)
+    try:
+        value = timedelta(**{unit: int(digits)})
+    except OverflowError:
+        raise ValueError(too_large) from None
+    if value > MAX_DURATION:
+        raise ValueError(too_large)
+    return -value if m.group(1) == "-" else value
 
 
 def is_cron(text: str) -> bool:
@@ -63,17 +91,27 @@ class Interval:
     every: timedelta | None = None
 
     @classmethod
-    def parse(cls, text: str | int | timedelta, field: str = "interval") -> Interval:
+    def parse(cls, text: str | timedelta, field: str = "interval") -> Interval:
+        every: timedelta | None
         if isinstance(text, timedelta):
-            every: timedelta | None = text
-        elif isinstance(text, int):
-            every = timedelta(seconds=text)
+            every = text
+        elif is_bare_number(text):
+            raise InvalidDeclaration(
+                f"{field}: {text!r} has no unit; {BARE_NUMBER_HINT}; allowed: {INTERVAL_RULE}"
+            )
+        elif not isinstance(text, str):
+            raise InvalidDeclaration(f"{field}: {text!r} is not an interval; allowed: {INTERVAL_RULE}")
         else:
             if is_cron(text):
                 return cls(cron=text.strip())
-            every = parse_duration(text)
+            try:
+                every = parse_duration(text)
+            except ValueError as e:
+                raise InvalidDeclaration(f"{field}: {e}; allowed: {INTERVAL_RULE}") from None
             if every is None:
                 raise InvalidDeclaration(f"{field}: {text!r} is not an interval; allowed: {INTERVAL_RULE}")
+        if every <= timedelta(0):
+            raise InvalidDeclaration(f"{field}: {text!r} is not positive; allowed: {INTERVAL_RULE}")
         if every < timedelta(minutes=1):
             raise InvalidDeclaration(f"{field}: {text!r} is shorter than 1 minute; allowed: {INTERVAL_RULE}")
         return cls(every=every)
