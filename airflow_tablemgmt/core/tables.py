@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import posixpath
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -12,6 +14,7 @@ from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
+from airflow_tablemgmt.core.secrets import check_secret_properties
 
 log = logging.getLogger(__name__)
 # (table, action, override) already warned about in this process: a DAG processor validates the
@@ -35,8 +38,37 @@ class CatalogType(StrEnum):
     JDBC = "jdbc"
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+# Catalog types whose tables live wherever their service says: the service's ``uri`` is what
+# identifies them (with ``warehouse``, which a REST catalog may use as a name, not a path).
+_URI_CATALOGS = {CatalogType.REST, CatalogType.HIVE, CatalogType.JDBC}
+# Schemes that reach the same objects under another name.
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "abfss": "abfs", "wasbs": "wasb"}
+WAREHOUSE_RULE = (
+    "an absolute path ('/data/warehouse') or a URI with a scheme (file:/, s3://, gs://, abfs://, hdfs://)"
+)
+
+
+def normalize_location(location: str) -> str:
+    """One spelling per place: ``/w``, ``/w/``, ``file:/w`` and ``file:///w//`` are all ``/w``;
+    ``s3a://b/w`` is ``s3://b/w``. Used to tell whether two catalogs point at one warehouse."""
+    text = location.strip()
+    if not _SCHEME.match(text):
+        return posixpath.normpath(text) if text else ""
+    scheme, _, rest = text.partition(":")
+    scheme = _SCHEME_ALIASES.get(scheme.lower(), scheme.lower())
+    if scheme == "file":
+        path = rest[2:] if rest.startswith("//") else rest  # file:///p and file:/p
+        return posixpath.normpath("/" + path.lstrip("/"))
+    authority, path = (rest[2:].partition("/")[::2]) if rest.startswith("//") else ("", rest.lstrip("/"))
+    path = posixpath.normpath("/" + path).rstrip("/") if path else ""
+    return f"{scheme}://{authority.lower()}{path}"
+
+
 class CatalogSpec(_Model):
-    """An Iceberg catalog. ``hadoop`` needs ``warehouse``; others take their Iceberg properties."""
+    """An Iceberg catalog. ``hadoop`` and ``glue`` need ``warehouse``; ``rest``, ``hive`` and
+    ``jdbc`` need ``properties.uri``; other Iceberg properties pass through to Spark. Sensitive
+    properties (tokens, credentials, ``header.*``) must be references (``conn:``, ``var:``, ``env:``)."""
 
     name: str
     type: CatalogType = CatalogType.HADOOP
@@ -46,10 +78,30 @@ class CatalogSpec(_Model):
     _name = field_validator("name")(lambda v: validate_identifier(v, "name"))
 
     @model_validator(mode="after")
-    def _needs_warehouse(self) -> CatalogSpec:
-        if self.type == CatalogType.HADOOP and not self.warehouse:
-            raise ValueError("warehouse: a hadoop catalog needs a warehouse path or URI")
+    def _complete(self) -> CatalogSpec:
+        kind = self.type.value
+        if self.type in (CatalogType.HADOOP, CatalogType.GLUE) and not self.warehouse:
+            raise ValueError(f"warehouse: a {kind} catalog needs a warehouse path or URI")
+        if self.type in _URI_CATALOGS and not self.properties.get("uri", "").strip():
+            raise ValueError(
+                f"properties.uri: a {kind} catalog needs its 'uri' (the {kind} service to reach)"
+            )
+        # A REST warehouse may be a name the service resolves; everywhere else it is a location,
+        # and a relative one would resolve against whichever directory each worker starts in.
+        if self.warehouse is not None and self.type != CatalogType.REST:
+            w = self.warehouse.strip()
+            if not w or not (w.startswith("/") or _SCHEME.match(w)):
+                raise ValueError(f"warehouse: {self.warehouse!r} is relative; allowed: {WAREHOUSE_RULE}")
+        check_secret_properties(self.properties)
         return self
+
+    def location_key(self) -> tuple[str, ...]:
+        """What identifies the tables this catalog reaches: two catalogs with one key would give
+        one physical table two names (and two leases)."""
+        warehouse = self.warehouse or self.properties.get("warehouse") or ""
+        if self.type in _URI_CATALOGS:
+            return ("uri", normalize_location(self.properties.get("uri", "")), normalize_location(warehouse))
+        return (self.type.value, normalize_location(warehouse))
 
 
 class Owner(StrEnum):
@@ -169,9 +221,24 @@ def _nested(prefix: str, err: ValidationError) -> list[str]:
     for e in err.errors():
         sub = ".".join(str(p) for p in e.get("loc", ()) if not str(p).startswith("function-"))
         msg = e.get("msg", "").removeprefix("Value error, ")
-        got = "" if e.get("type") in ("value_error", "missing") else f", got {e.get('input')!r}"
+        field_first = _FIELD_FIRST.match(msg) if not sub else None
+        if field_first:  # a model-level check of the action that names its option first
+            sub, msg = field_first.group(1), msg[field_first.end() :]
+        got = "" if e.get("type") in ("value_error", "missing") else f", got {_short_repr(e.get('input'))}"
         out.append(f"{prefix}{'.' + sub if sub else ''}\t{msg}{got}")
     return out
+
+
+_FIELD_FIRST = re.compile(r"([a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*): ")
+
+
+def _short_repr(value: Any, limit: int = 200) -> str:
+    """``repr`` for an error message: bounded, and safe for ints past Python's digit limit."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - e.g. ValueError: int too large to convert to str
+        return f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def format_validation_error(
@@ -197,8 +264,13 @@ def format_validation_error(
             except (IndexError, KeyError, TypeError, AttributeError):
                 table = ""
         msg = e.get("msg", "").removeprefix("Value error, ")
-        got = "" if e.get("type") in ("value_error", "missing") else f", got {e.get('input')!r}"
+        got = "" if e.get("type") in ("value_error", "missing") else f", got {_short_repr(e.get('input'))}"
         prefix = f"{source}: " if source else ""
+        # A model-level check names its field first ("warehouse: ..."): make that part of the path.
+        field_first = _FIELD_FIRST.match(msg) if len(loc) == 0 and "\t" not in msg else None
+        if field_first:
+            path += ("." if path else "") + field_first.group(1)
+            msg = msg[field_first.end() :]
         if "\t" in msg:
             for line in msg.split("\n"):
                 sub, _, text = line.partition("\t")
