@@ -18,6 +18,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.metadata.iceberg import SnapshotReader, SnapshotState
 from airflow_tablemgmt.sensors.snapshot import TableSnapshotSensor, as_snapshot_id
 from airflow_tablemgmt.triggers.snapshot import TableSnapshotChangedTrigger, TableSnapshotTrigger
 
@@ -77,6 +78,43 @@ def roundtrip(trigger: BaseTrigger) -> BaseTrigger:
     return rebuilt  # type: ignore[no-any-return]
 
 
+class ObservedReader(SnapshotReader):
+    """A real reader that also records each poll's outcome, so a test waits on "the watcher has
+    seen X" instead of sleeping for as long as that usually takes."""
+
+    def __init__(self, catalog: CatalogSpec) -> None:
+        super().__init__(catalog)
+        self.seen: list[int | None | str] = []  # snapshot id per poll, "missing" when the table was not found
+
+    def current_state(self, table: TableIdentifier) -> SnapshotState:
+        try:
+            state = super().current_state(table)
+        except TableNotFound:
+            self.seen.append("missing")
+            raise
+        self.seen.append(state.snapshot_id)
+        return state
+
+    def polls_seeing(self, value: int | None | str) -> int:
+        return sum(1 for v in self.seen if v == value)
+
+
+def observed(trigger: TableSnapshotTrigger, catalog: CatalogSpec) -> ObservedReader:
+    reader = ObservedReader(catalog)
+    trigger._reader = reader
+    return reader
+
+
+class FakeClock:
+    """The trigger's wall clock (``time.time``), moved by the test; polling still sleeps for real."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+
 # -- TableSnapshotTrigger (AssetWatcher) ---------------------------------------------------------
 
 
@@ -86,14 +124,13 @@ def test_watcher_fires_on_a_commit_made_after_it_started(
     table = trig_tables.create("watch")
     before = trig_tables.snapshot_id(table)
     trigger = TableSnapshotTrigger(table_id=str(table), catalog=catalog_dict(trig_catalog), poll_interval=0.2)
+    reader = observed(trigger, trig_catalog)
 
     async def scenario() -> tuple[TriggerEvent, int]:
         events = trigger.run()
         waiting = asyncio.ensure_future(next_event(events))
-        # Nothing remembered: the first observation is recorded, not reported.
-        while trigger.reader.metadata_loads == 0:
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)
+        # Nothing remembered: the first observation is recorded, not reported (nor are the next polls).
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(before) >= 3), EVENT_WAIT)
         assert not waiting.done()
         new = await asyncio.to_thread(trig_tables.insert, table)
         event = await waiting
@@ -113,11 +150,13 @@ def test_watcher_seeded_with_the_current_snapshot_waits_for_the_next(
         table_id=str(table), catalog=catalog_dict(trig_catalog), poll_interval=0.2, last_snapshot_id=before
     )
 
+    reader = observed(trigger, trig_catalog)
+
     async def scenario() -> tuple[TriggerEvent, int]:
         events = trigger.run()
         waiting = asyncio.ensure_future(next_event(events))
-        await asyncio.sleep(0.6)  # three polls see the remembered snapshot: no event
-        assert not waiting.done()
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(before) >= 3), EVENT_WAIT)
+        assert not waiting.done()  # three polls saw the remembered snapshot: no event
         new = await asyncio.to_thread(trig_tables.insert, table)
         event = await waiting
         second = asyncio.ensure_future(next_event(events))
@@ -218,41 +257,47 @@ def test_watcher_with_data_changes_only_ignores_rewrites_and_fires_on_the_next_a
 
 
 def test_watcher_min_interval_holds_a_change_back_and_then_reports_it(
-    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import airflow_tablemgmt.triggers.snapshot as snapshot_module
+
+    clock = FakeClock(1_800_000_000.0)
+    monkeypatch.setattr(snapshot_module, "time", clock)
     table = trig_tables.create("throttle")
     store = DictAssetStateStore()
-    kwargs = {"table_id": str(table), "catalog": catalog_dict(trig_catalog), "poll_interval": 0.2}
+    kwargs = {"table_id": str(table), "catalog": catalog_dict(trig_catalog), "poll_interval": 0.1}
     first = trig_tables.snapshot_id(table)
     fired_key = f"tablemgmt.last_event_at.{table}"
     store.values[f"tablemgmt.last_snapshot_id.{table}"] = first
     # The previous event was 1 s ago (remembered across a restart) and the throttle is 8 s.
-    previous_event = time.time() - 1.0
+    previous_event = clock.now - 1.0
     store.values[fired_key] = previous_event
     trigger = TableSnapshotTrigger(**kwargs, min_interval=8.0)
     trigger.asset_state_store = store  # type: ignore[assignment]
+    reader = observed(trigger, trig_catalog)
 
-    async def scenario() -> tuple[TriggerEvent, float, bool, int]:
+    async def scenario() -> tuple[TriggerEvent, int]:
         events = trigger.run()
         waiting = asyncio.ensure_future(next_event(events))
         new = await asyncio.to_thread(trig_tables.insert, table)
-        committed = time.time()
-        await asyncio.sleep(0.5)  # a few polls have seen the commit
-        held = not waiting.done()
+        # Inside the window (the clock stands still): polls see the commit and hold it back.
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(new) >= 3), EVENT_WAIT)
+        assert not waiting.done(), "an event inside min_interval"
+        clock.now += 6.5  # 7.5 s after the previous event: still inside
+        seen = reader.polls_seeing(new)
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(new) >= seen + 2), EVENT_WAIT)
+        assert not waiting.done(), "an event inside min_interval"
+        clock.now += 0.5  # exactly 8 s: the window ends, the next poll reports the held-back commit
         event = await waiting
         # The triggerer asks for the next event at once; that is when the event's time is stored.
         following = asyncio.ensure_future(next_event(events))
         await asyncio.wait_for(until(lambda: store.values[fired_key] != previous_event), EVENT_WAIT)
         await stop(following)
-        return event, committed, held, new
+        return event, new
 
-    event, committed, held, new = asyncio.run(scenario())
+    event, new = asyncio.run(scenario())
     assert event.payload == {"table": str(table), "snapshot_id": new, "previous_snapshot_id": first}
-    fired_at = store.values[fired_key]
-    assert fired_at >= previous_event + 8.0
-    assert fired_at <= max(previous_event + 8.0, committed) + 3.0  # reported within a poll or so
-    if committed + 0.5 < previous_event + 8.0:  # the commit landed inside the window: it was held back
-        assert held
+    assert store.values[fired_key] == previous_event + 8.0  # fired by the poll that saw the window end
     with pytest.raises(ValueError, match="min_interval"):
         TableSnapshotTrigger(**kwargs, min_interval=-1)
 
@@ -262,15 +307,18 @@ def test_watcher_keeps_polling_until_a_missing_table_appears(
 ) -> None:
     table = TableIdentifier(trig_catalog.name, "db", "late_table")
     trigger = TableSnapshotTrigger(table_id=str(table), catalog=catalog_dict(trig_catalog), poll_interval=0.2)
+    reader = observed(trigger, trig_catalog)
 
     async def scenario() -> TriggerEvent:
         events = trigger.run()
         waiting = asyncio.ensure_future(next_event(events))
-        await asyncio.sleep(0.5)
-        assert not waiting.done()
+        await asyncio.wait_for(until(lambda: reader.polls_seeing("missing") >= 2), EVENT_WAIT)
+        assert not waiting.done()  # a missing table is retried, not an event and not the end
         sql = f"CREATE TABLE {table.quoted} (id BIGINT, v STRING) USING iceberg"
         await asyncio.to_thread(trig_tables.spark.sql, sql)
-        await asyncio.sleep(0.5)  # first observation of the table: no snapshot yet, recorded
+        # The first observation of the table (no snapshot yet) is recorded, not reported.
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(None) >= 1), EVENT_WAIT)
+        assert not waiting.done()
         await asyncio.to_thread(trig_tables.insert, table)
         event = await waiting
         await events.aclose()
