@@ -224,7 +224,7 @@ def _nested(prefix: str, err: ValidationError) -> list[str]:
         field_first = _FIELD_FIRST.match(msg) if not sub else None
         if field_first:  # a model-level check of the action that names its option first
             sub, msg = field_first.group(1), msg[field_first.end() :]
-        got = "" if e.get("type") in ("value_error", "missing") else f", got {_short_repr(e.get('input'))}"
+        got = "" if e.get("type") in ("value_error", "missing") else f", got {short_repr(e.get('input'))}"
         out.append(f"{prefix}{'.' + sub if sub else ''}\t{msg}{got}")
     return out
 
@@ -232,7 +232,7 @@ def _nested(prefix: str, err: ValidationError) -> list[str]:
 _FIELD_FIRST = re.compile(r"([a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*): ")
 
 
-def _short_repr(value: Any, limit: int = 200) -> str:
+def short_repr(value: Any, limit: int = 200) -> str:
     """``repr`` for an error message: bounded, and safe for ints past Python's digit limit."""
     try:
         text = repr(value)
@@ -264,7 +264,7 @@ def format_validation_error(
             except (IndexError, KeyError, TypeError, AttributeError):
                 table = ""
         msg = e.get("msg", "").removeprefix("Value error, ")
-        got = "" if e.get("type") in ("value_error", "missing") else f", got {_short_repr(e.get('input'))}"
+        got = "" if e.get("type") in ("value_error", "missing") else f", got {short_repr(e.get('input'))}"
         prefix = f"{source}: " if source else ""
         # A model-level check names its field first ("warehouse: ..."): make that part of the path.
         field_first = _FIELD_FIRST.match(msg) if len(loc) == 0 and "\t" not in msg else None
