@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from datetime import timedelta
+from typing import Any
+
+from pydantic import TypeAdapter
+
 from airflow_tablemgmt.core.actions import (
     COMPUTE_STATS,
     DELETE_ORPHANS,
@@ -11,12 +17,20 @@ from airflow_tablemgmt.core.actions import (
     REWRITE_FILES,
     REWRITE_MANIFESTS,
 )
+from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+
+log = logging.getLogger(__name__)
+
+# The option through which the job learns why it must not delete (see spark/maintainers/ttl.py,
+# which takes it out before validating; declarations cannot set it).
+DRY_RUN_REASON_OPTION = "dry-run-reason"
+_DURATION: TypeAdapter[timedelta] = TypeAdapter(Duration)
 
 # Defaults chosen so a freshly registered table gets sensible upkeep without tuning:
 # compaction-type work only when something was written (on_new_snapshot), cleanup daily.
@@ -59,7 +73,7 @@ class IcebergProcessFactory:
             and context.current_snapshot_id == context.last_snapshot_id
         ):
             return None
-        return JobSpec.build(table, context.catalog, action, settings.options())
+        return JobSpec.build(table, context.catalog, action, self._options(table, action, context))
 
     def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
         if process.action not in DEFAULT_STRATEGIES:
@@ -67,5 +81,51 @@ class IcebergProcessFactory:
                 f"process {process.id}: action {process.action!r} is no longer supported"
             )
         return JobSpec.build(
-            table, context.catalog, process.action, table.action_settings(process.action).options()
+            table, context.catalog, process.action, self._options(table, process.action, context)
         )
+
+    def _options(self, table: TableSpec, action: str, context: TriggerContext) -> dict[str, Any]:
+        options = table.action_settings(action).options()
+        if action != EXPIRE_DATA.name or options.get("dry-run") or options.get("confirm"):
+            return options
+        reason = first_run_reason(options, context)
+        if reason is None:
+            return options
+        log.warning("tablemgmt: expire-data on %s: %s", table.id, reason)
+        return {**options, "dry-run": True, DRY_RUN_REASON_OPTION: reason}
+
+
+def first_run_reason(options: dict[str, Any], context: TriggerContext) -> str | None:
+    """Why this expire-data run must be a dry run, or None when it may delete.
+
+    It may delete once a successful run (a dry run counts: its report is what the user reviews)
+    used the same ``column`` and ``retention``. The first run of a table, and the first run
+    after either setting changed, deletes nothing: a wrong column or a retention typo would
+    otherwise remove data on the spot. ``confirm: true`` skips the policy.
+    """
+    column, retention = str(options["column"]), str(options["retention"])
+    last = context.last_success
+    previous = last.parameters.get("options") if last is not None else None
+    if not isinstance(previous, dict) or "column" not in previous or "retention" not in previous:
+        return (
+            f"first run of expire-data with retention {retention} on column {column}: dry run; "
+            "set confirm: true to delete on the first run"
+        )
+    changes = []
+    if str(previous["column"]).lower() != column.lower():
+        changes.append(f"column changed from {previous['column']} to {column}")
+    if not _same_duration(previous["retention"], retention):
+        changes.append(f"retention changed from {previous['retention']} to {retention}")
+    if not changes:
+        return None
+    return (
+        f"{' and '.join(changes)} since the last successful run: dry run; the next run deletes; "
+        "set confirm: true to delete on the first run after a change"
+    )
+
+
+def _same_duration(previous: object, current: str) -> bool:
+    try:
+        return bool(_DURATION.validate_python(previous) == _DURATION.validate_python(current))
+    except Exception:  # noqa: BLE001 - an unreadable old value counts as a change (the safe side)
+        return False

@@ -10,18 +10,39 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+METRIC_KEYS = (
+    "data_files",
+    "data_bytes",
+    "live_records",
+    "physical_rows",
+    "delete_files",
+    "position_delete_files",
+    "equality_delete_files",
+    "manifests",
+    "snapshots",
+    "current_snapshot_id",
+    "files_per_partition_max",
+)
+
+
 def metadata_table(table: TableIdentifier, name: str) -> str:
     """`cat`.`ns`.`t`.`<name>` for a metadata table such as ``partitions`` or ``snapshots``."""
     return f"{table.quoted}.{quote(name)}"
 
 
 def table_metrics(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
-    """Files, bytes, records, delete files, manifests and snapshots of the current table state.
+    """Files, bytes, rows, delete files, manifests and snapshots of the current table state.
 
-    One query over the ``partitions`` metadata table (per-partition file counts, which Iceberg
-    keeps in manifests, so no data is read) plus scalar subqueries for manifests, snapshots and
-    the ``main`` ref. ``records`` counts rows in data files as written, before deletes apply;
-    ``files_per_partition_max`` is the most data files any one partition has.
+    Two row counts, because they differ whenever delete files exist and only one is what users
+    mean by "rows": ``live_records`` is what ``SELECT count(*)`` returns (deletes applied) and
+    ``physical_rows`` is the sum of the data files' ``record_count`` (rows as written, deleted
+    ones included). A compaction that applies deletes lowers ``physical_rows`` and leaves
+    ``live_records`` alone; only expire-data may change ``live_records``.
+
+    The rest comes from the ``partitions`` metadata table (per-partition file counts, which
+    Iceberg keeps in manifests, so no data is read) plus scalar subqueries for manifests,
+    snapshots and the ``main`` ref. ``files_per_partition_max`` is the most data files any one
+    partition has. Keys are ``METRIC_KEYS``, the same for every action.
     """
     row = spark.sql(
         "SELECT "
@@ -30,7 +51,8 @@ def table_metrics(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]
         f"(SELECT first(snapshot_id) FROM {metadata_table(table, 'refs')} WHERE name = 'main') AS current, "
         "coalesce(sum(file_count), 0) AS data_files, "
         "coalesce(sum(total_data_file_size_in_bytes), 0) AS data_bytes, "
-        "coalesce(sum(record_count), 0) AS records, "
+        f"(SELECT count(*) FROM {table.quoted}) AS live_records, "
+        "coalesce(sum(record_count), 0) AS physical_rows, "
         "coalesce(sum(position_delete_file_count), 0) AS position_delete_files, "
         "coalesce(sum(equality_delete_file_count), 0) AS equality_delete_files, "
         "coalesce(max(file_count), 0) AS files_per_partition_max "
@@ -39,7 +61,8 @@ def table_metrics(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]
     return {
         "data_files": int(row["data_files"]),
         "data_bytes": int(row["data_bytes"]),
-        "records": int(row["records"]),
+        "live_records": int(row["live_records"]),
+        "physical_rows": int(row["physical_rows"]),
         "delete_files": int(row["position_delete_files"]) + int(row["equality_delete_files"]),
         "position_delete_files": int(row["position_delete_files"]),
         "equality_delete_files": int(row["equality_delete_files"]),
