@@ -28,6 +28,31 @@ class InvalidFreshness(InvalidDeclaration):
     """A dynamic-table freshness that cannot be expressed as a cron schedule."""
 
 
+class UnreadableTable(TableMgmtError):
+    """A stored table row that no longer validates (written by an older version); names the table."""
+
+    def __init__(self, table_id: str, message: str) -> None:
+        super().__init__(message)
+        self.table_id = table_id
+
+
+class UnreadableCatalog(TableMgmtError):
+    """A stored catalog row that no longer validates (written by an older version); names it."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class CatalogLocationTaken(InvalidDeclaration):
+    """A second catalog over a warehouse (or service) another catalog already reaches."""
+
+    def __init__(self, name: str, existing: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.existing = existing
+
+
 class TableNotFound(TableMgmtError):
     """No registered table with that identifier."""
 

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import builtins
 import logging
+from dataclasses import dataclass
 from typing import Any, cast
 
+from pydantic import ValidationError
 from sqlalchemy import Engine, Row, Table, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from airflow_tablemgmt.core.errors import CatalogNotFound, TableMgmtError
-from airflow_tablemgmt.core.tables import CatalogSpec, Owner
+from airflow_tablemgmt.core.errors import (
+    CatalogLocationTaken,
+    CatalogNotFound,
+    InvalidDeclaration,
+    TableMgmtError,
+    UnreadableCatalog,
+)
+from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, Owner, format_validation_error
 from airflow_tablemgmt.store.clock import utcnow
 from airflow_tablemgmt.store.errors import CatalogManagedByCode
 from airflow_tablemgmt.store.models import CatalogRow
@@ -19,6 +27,14 @@ log = logging.getLogger(__name__)
 
 _T = cast(Table, CatalogRow.__table__)
 _RETRIES = 5
+
+
+@dataclass(frozen=True)
+class UnreadableCatalogRow:
+    """A stored catalog that no longer validates, skipped by :meth:`CatalogRepository.list`."""
+
+    name: str
+    message: str
 
 
 class CatalogRepository:
@@ -35,6 +51,7 @@ class CatalogRepository:
         file is re-applied on every parse and must win deterministically.
         """
         owner = Owner(owner)
+        spec = _validated(spec)
         values: dict[str, Any] = {
             "type": str(spec.type),
             "warehouse": spec.warehouse,
@@ -42,7 +59,9 @@ class CatalogRepository:
         }
         for _ in range(_RETRIES):
             with self._engine.begin() as conn:
-                row = conn.execute(select(_T).where(_T.c.name == spec.name)).first()
+                rows = conn.execute(select(_T)).all()
+            row = next((r for r in rows if r.name == spec.name), None)
+            _check_location(spec, [r for r in rows if r.name != spec.name])
             if row is None:
                 now = utcnow()
                 try:
@@ -72,6 +91,8 @@ class CatalogRepository:
         raise TableMgmtError(f"catalog {spec.name}: gave up after {_RETRIES} concurrent modifications")
 
     def get(self, name: str) -> CatalogSpec:
+        """The catalog; :class:`CatalogNotFound` if absent, :class:`UnreadableCatalog` if its row
+        no longer validates."""
         with self._engine.connect() as conn:
             row = conn.execute(select(_T).where(_T.c.name == name)).first()
             if row is None:
@@ -82,13 +103,75 @@ class CatalogRepository:
         return _to_spec(row)
 
     def list(self) -> builtins.list[CatalogSpec]:
-        """Every catalog, sorted by name."""
+        """Every catalog that loads, sorted by name; one that no longer validates is skipped
+        (and logged), never fatal to the others: see :meth:`list_with_errors`."""
+        specs, errors = self.list_with_errors()
+        for err in errors:
+            log.warning("%s", err.message)
+        return specs
+
+    def list_with_errors(self) -> tuple[builtins.list[CatalogSpec], builtins.list[UnreadableCatalogRow]]:
         with self._engine.connect() as conn:
             rows = conn.execute(select(_T).order_by(_T.c.name)).all()
-        return [_to_spec(r) for r in rows]
+        specs: builtins.list[CatalogSpec] = []
+        errors: builtins.list[UnreadableCatalogRow] = []
+        for r in rows:
+            try:
+                specs.append(_to_spec(r))
+            except UnreadableCatalog as e:
+                errors.append(UnreadableCatalogRow(e.name, str(e)))
+        return specs, errors
+
+
+def _validated(spec: CatalogSpec) -> CatalogSpec:
+    """Validated again from its serialized form (a spec may have skipped validation): nothing
+    invalid, and no plaintext secret, is ever written."""
+    try:
+        return CatalogSpec.model_validate(spec.model_dump(mode="json"))
+    except ValidationError as e:
+        raise InvalidDeclaration(format_validation_error(e, f"catalog {spec.name}")) from None
+
+
+def _check_location(spec: CatalogSpec, others: builtins.list[Row[Any]]) -> None:
+    """Refuse a second catalog over the tables another catalog reaches (same warehouse, or same
+    service and warehouse): one physical table would get two names and two leases."""
+    key = spec.location_key()
+    for other in others:
+        try:
+            # Only the location fields matter, and an old row may not pass today's validation.
+            other_key = CatalogSpec.model_construct(
+                name=other.name,
+                type=CatalogType(other.type),
+                warehouse=other.warehouse,
+                properties=dict(other.properties or {}),
+            ).location_key()
+        except ValueError:
+            continue
+        if other_key == key:
+            where = spec.warehouse or spec.properties.get("uri")
+            raise CatalogLocationTaken(
+                spec.name,
+                other.name,
+                f"catalog {spec.name}: {spec.type.value} {where!r} reaches the same tables as catalog "
+                f"{other.name} ({other.type} {other.warehouse or (other.properties or {}).get('uri')!r}); "
+                f"one physical table would have two names and two leases; use catalog {other.name}",
+            )
 
 
 def _to_spec(row: Row[Any]) -> CatalogSpec:
-    return CatalogSpec.model_validate(
-        {"name": row.name, "type": row.type, "warehouse": row.warehouse, "properties": row.properties or {}}
-    )
+    try:
+        return CatalogSpec.model_validate(
+            {
+                "name": row.name,
+                "type": row.type,
+                "warehouse": row.warehouse,
+                "properties": row.properties or {},
+            }
+        )
+    except ValidationError as e:
+        why = format_validation_error(e).replace("\n", "; ")
+        raise UnreadableCatalog(
+            row.name,
+            f"catalog {row.name}: its stored declaration no longer validates (written by an older version?): "
+            f"{why}; set it again or remove it",
+        ) from None

@@ -10,11 +10,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
+from pydantic import ValidationError
 from sqlalchemy import ColumnElement, Connection, Engine, Row, Table, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from airflow_tablemgmt.core.errors import TableManagedByCode, TableMgmtError, TableNotFound
-from airflow_tablemgmt.core.tables import Owner, TableSpec, parse_table
+from airflow_tablemgmt.core.errors import (
+    InvalidDeclaration,
+    TableManagedByCode,
+    TableMgmtError,
+    TableNotFound,
+    UnreadableTable,
+)
+from airflow_tablemgmt.core.tables import Owner, TableSpec, format_validation_error
 from airflow_tablemgmt.store.clock import utcnow
 from airflow_tablemgmt.store.errors import TableManagedByStore
 from airflow_tablemgmt.store.models import TableRow
@@ -43,6 +50,14 @@ class RegisteredTable:
         return self.spec.id
 
 
+@dataclass(frozen=True)
+class UnreadableRow:
+    """A stored row that no longer validates, skipped by :meth:`TableRepository.list`."""
+
+    table_id: str
+    message: str
+
+
 class TableRepository:
     """Registered tables by ``catalog.namespace.name``.
 
@@ -63,6 +78,7 @@ class TableRepository:
         store-owned row (the file is re-applied on every parse and must win deterministically).
         """
         owner = Owner(owner)
+        spec = _validated(spec)
         doc = spec.model_dump(mode="json", by_alias=True)
         columns: dict[str, Any] = {
             "catalog": spec.catalog,
@@ -123,13 +139,33 @@ class TableRepository:
         return _to_registered(row)
 
     def list(self, include_deleted: bool = False) -> builtins.list[RegisteredTable]:
-        """Tables sorted by table_id; removed ones only with ``include_deleted``."""
+        """Tables sorted by table_id; removed ones only with ``include_deleted``.
+
+        A row that no longer validates is skipped (and logged), never fatal to the others; see
+        :meth:`list_with_errors` to report it.
+        """
+        rows, errors = self.list_with_errors(include_deleted)
+        for err in errors:
+            log.warning("%s", err.message)
+        return rows
+
+    def list_with_errors(
+        self, include_deleted: bool = False
+    ) -> tuple[builtins.list[RegisteredTable], builtins.list[UnreadableRow]]:
+        """``(tables that load, rows that do not)``, each sorted by table_id."""
         stmt = select(_T).order_by(_T.c.table_id)
         if not include_deleted:
             stmt = stmt.where(_T.c.deleted_at.is_(None))
         with self._engine.connect() as conn:
             rows = conn.execute(stmt).all()
-        return [_to_registered(r) for r in rows]
+        loaded: builtins.list[RegisteredTable] = []
+        errors: builtins.list[UnreadableRow] = []
+        for r in rows:
+            try:
+                loaded.append(_to_registered(r))
+            except UnreadableTable as e:
+                errors.append(UnreadableRow(e.table_id, str(e)))
+        return loaded, errors
 
     def remove(self, table_id: str, owner: Owner) -> None:
         """Soft-delete a live table on behalf of ``owner``.
@@ -209,9 +245,30 @@ def _iso(value: datetime | None) -> str:
     return value.isoformat() if value is not None else "-"
 
 
+def _validated(spec: TableSpec) -> TableSpec:
+    """``spec`` validated again from its serialized form: what is written must read back.
+
+    A spec can skip validation (``model_construct``, ``model_copy(update=...)``), and a value that
+    does not survive its own dump (the old ``-1`` -> ``"-1s"``) would make the row unreadable.
+    """
+    try:
+        return TableSpec.model_validate(spec.model_dump(mode="json", by_alias=True))
+    except ValidationError as e:
+        raise InvalidDeclaration(format_validation_error(e, f"table {spec.id}")) from None
+
+
 def _to_registered(row: Row[Any]) -> RegisteredTable:
+    try:
+        spec = TableSpec.model_validate(row.spec)
+    except Exception as e:  # noqa: BLE001 - ValidationError, or a row that is not even a mapping
+        why = format_validation_error(e).replace("\n", "; ") if isinstance(e, ValidationError) else str(e)
+        raise UnreadableTable(
+            row.table_id,
+            f"table {row.table_id}: its stored declaration no longer validates (written by an older "
+            f"version?): {why}; register it again or remove it",
+        ) from None
     return RegisteredTable(
-        spec=parse_table(row.spec, source=f"tms_table {row.table_id}"),
+        spec=spec,
         managed_by=Owner(row.managed_by),
         created_at=row.created_at,
         updated_at=row.updated_at,
