@@ -1,7 +1,8 @@
 """The `tablemgmt` command: declare tables, inspect and steer processes.
 
-Every command that takes input validates it into the same ``TableSpec`` as YAML and REST, and exits
-non-zero with a message naming the field, the value and what is allowed.
+Parsing and printing only: every command calls one function of :mod:`airflow_tablemgmt.services`, the
+same the REST API calls, so both validate and answer identically. Every failure a user can cause ends
+as one ``error: ...`` line on stderr and a non-zero exit, never a traceback, never a password.
 """
 
 from __future__ import annotations
@@ -9,18 +10,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from airflow_tablemgmt import services
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import TableMgmtError
-from airflow_tablemgmt.core.process import ACTIVE, ProcessStatus
-from airflow_tablemgmt.core.tables import Owner, parse_catalog, parse_table
+from airflow_tablemgmt.core.process import ProcessStatus
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+DEBUG_ENV = "TABLEMGMT_DEBUG"  # set to 1 to see the traceback of an unexpected error
 
 
 @contextlib.contextmanager
@@ -36,16 +42,22 @@ def _logs_to_stderr() -> Iterator[None]:
         sys.stdout = out
 
 
-def _store(args: argparse.Namespace) -> Any:
+def _store(args: argparse.Namespace, *, create: bool = True) -> Store:
+    """The store named by --store-url, else by the tablemgmt_default connection (hook rules apply).
+
+    ``create=False`` for commands that only read or remove: they never create a store file.
+    """
     from airflow_tablemgmt.store import Store
 
-    url = args.store_url
-    if not url:
+    if args.store_url:
+        store = Store.for_url(args.store_url, create=create)
+    else:
         with _logs_to_stderr():
             from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
-            url = TableMgmtHook().get_store_url()
-    return Store.for_url(url)
+            store = TableMgmtHook().get_store(create=create)
+    store.ping()
+    return store
 
 
 def _print(data: Any, as_json: bool) -> None:
@@ -61,6 +73,18 @@ def _table_rows(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(fmt.format(*map(str, r)) for r in [header, *rows])
 
 
+def _properties(pairs: Sequence[str]) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise services.InvalidInput(
+                f"--property: {pair!r} must look like KEY=VALUE, e.g. uri=https://host"
+            )
+        props[key] = value
+    return props
+
+
 # -- commands -------------------------------------------------------------------------------------
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     store = _store(args)
@@ -70,113 +94,97 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from airflow_tablemgmt.declarations import apply_declarations, load_declarations
-
-    path = Path(args.file)
-    if not path.exists():
-        print(f"error: {path}: no such file", file=sys.stderr)
-        return 2
-    loaded = load_declarations(path)
-    if loaded.errors:
-        for e in loaded.errors:
-            print(f"error: {e.message}", file=sys.stderr)
-        print(f"nothing applied: {len(loaded.errors)} error(s) in {path}", file=sys.stderr)
-        return 2
-    report = apply_declarations(_store(args), loaded, prune=not args.no_prune)
+    path = services.check_declarations_path(args.file)  # before the store is opened (or created)
+    report = services.apply_file(
+        _store(args), path, prune=not args.no_prune, allow_empty_prune=bool(args.prune)
+    )
     print(f"applied {path}: {report}")
+    if report.removed:
+        print(f"removed (no longer declared in {path}): {', '.join(report.removed)}")
     return 0
 
 
-def _parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
-    actions: dict[str, dict[str, Any]] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        action, dot, option = key.partition(".")
-        if not sep or not dot:
-            raise TableMgmtError(
-                f"--set: {pair!r} must look like ACTION.OPTION=VALUE, e.g. expire-snapshots.retain-last=3"
-            )
-        actions.setdefault(action, {})[option] = yaml.safe_load(value)
-    return actions
-
-
 def cmd_register(args: argparse.Namespace) -> int:
-    store = _store(args)
-    if args.file:
-        data = yaml.safe_load(Path(args.file).read_text()) or {}
-    else:
-        if not args.table:
-            raise TableMgmtError("register: give TABLE (catalog.namespace.table) or --file SPEC.yaml")
-        catalog, _, rest = args.table.partition(".")
-        namespace, _, name = rest.partition(".")
-        data = {"catalog": catalog, "namespace": namespace, "name": name}
-        for key in ("format", "owner", "queue", "priority"):
-            if getattr(args, key) is not None:
-                data[key] = getattr(args, key)
-        actions: dict[str, dict[str, Any]] = {a: {} for a in args.action or []}
-        for action, opts in _parse_sets(args.set or []).items():
-            actions.setdefault(action, {}).update(opts)
-        data["actions"] = actions
-    spec = parse_table(data, args.file or "register")  # validate everything before writing anything
-    if args.warehouse or args.catalog_type:
-        cat = parse_catalog(
-            {"name": data.get("catalog"), "type": args.catalog_type or "hadoop", "warehouse": args.warehouse},
-            "--catalog-type/--warehouse",
-        )
-        store.catalogs.upsert(cat, Owner.STORE)
-    store.catalogs.get(spec.catalog)  # the catalog must exist
-    outcome = store.tables.upsert(spec, Owner.STORE)
-    print(f"{spec.id}: {outcome}")
+    spec = services.load_spec_file(args.file) if args.file else None
+    req = services.RegisterRequest(
+        table=args.table,
+        spec=spec,
+        format=args.format,
+        owner=args.owner,
+        queue=args.queue,
+        priority=args.priority,
+        actions=tuple(args.action or ()),
+        options=services.parse_sets(args.set or []),
+        replace_actions=args.replace_actions,
+        catalog_type=args.catalog_type,
+        warehouse=args.warehouse,
+        source=args.file or "register",
+    )
+    if not args.table and spec is None:
+        raise services.InvalidInput("register: give TABLE (catalog.namespace.table) or --file SPEC.yaml")
+    result = services.register_table(_store(args), req)
+    if result.catalog_created:
+        print(f"catalog {result.table_id.split('.')[0]}: created")
+    print(f"{result.table_id}: {result.outcome}")
+    if result.removed_actions:
+        print(f"{result.table_id}: removed actions: {', '.join(result.removed_actions)}")
+    return 0
+
+
+def cmd_catalog_set(args: argparse.Namespace) -> int:
+    spec = services.build_catalog(
+        args.name,
+        type=args.type,
+        warehouse=args.warehouse,
+        properties=_properties(args.property or []),
+        source="catalog set",
+    )
+    result = services.set_catalog(_store(args), spec)
+    print(f"catalog {result.name}: {result.outcome}")
+    return 0
+
+
+def cmd_catalogs(args: argparse.Namespace) -> int:
+    views = services.list_catalogs(_store(args, create=False))
+    if args.json:
+        _print([v.to_dict() for v in views], True)
+        return 0
+    rows = [[v.name, v.type, v.warehouse or "", ", ".join(f"{k}={x}" for k, x in v.properties.items())]
+            for v in views]  # fmt: skip
+    print(_table_rows(rows, ["CATALOG", "TYPE", "WAREHOUSE", "PROPERTIES"]))
     return 0
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    rows = _store(args).tables.list(include_deleted=args.all)
+    rows = services.list_tables(_store(args, create=False), include_removed=args.all)
     if args.json:
-        _print(
-            [
-                {"table": r.spec.id, "managed_by": str(r.managed_by), "actions": r.spec.enabled_actions()}
-                for r in rows
-            ],
-            True,
-        )
+        _print([{"table": r.table, "managed_by": r.managed_by, "actions": r.actions} for r in rows], True)
         return 0
     print(_table_rows(
-        [[r.spec.id, r.spec.format, str(r.managed_by), r.spec.owner, r.spec.queue, ",".join(r.spec.enabled_actions())] for r in rows],
+        [[r.table, r.format, r.managed_by, r.owner, r.queue, ",".join(r.actions)] for r in rows],
         ["TABLE", "FORMAT", "MANAGED BY", "OWNER", "QUEUE", "ACTIONS"],
     ))  # fmt: skip
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = _store(args)
-    reg = store.tables.get_registered(args.table)
-    out: dict[str, Any] = {
-        "table": reg.spec.id,
-        "managed_by": str(reg.managed_by),
-        "spec": reg.spec.model_dump(mode="json", by_alias=True),
-        "actions": {},
-    }
-    for action in reg.spec.enabled_actions():
-        last = store.processes.list(table_id=reg.spec.id, action=action, limit=1)
-        out["actions"][action] = {
-            "options": reg.spec.action_settings(action).options(),
-            "last_process": last[0].to_dict() if last else None,
-        }
-    _print(out, args.json)
+    _print(services.show_table(_store(args, create=False), args.table), args.json)
     return 0
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    _store(args).tables.remove(args.table, Owner.STORE)
+    services.remove_table(_store(args, create=False), args.table)
     print(f"{args.table}: removed")
     return 0
 
 
 def cmd_processes(args: argparse.Namespace) -> int:
-    status = ProcessStatus(args.status.upper()) if args.status else None
-    procs = _store(args).processes.list(
-        table_id=args.table, action=args.action, status=status, limit=args.limit
+    procs = services.list_processes(
+        _store(args, create=False),
+        table=args.table,
+        action=args.action,
+        status=services.parse_status(args.status),
+        limit=args.limit,
     )
     if args.json:
         _print([p.to_dict() for p in procs], True)
@@ -193,66 +201,38 @@ def cmd_processes(args: argparse.Namespace) -> int:
 
 
 def cmd_process(args: argparse.Namespace) -> int:
-    _print(_store(args).processes.get(args.id).to_dict(), args.json)
+    _print(services.get_process(_store(args, create=False), args.id).to_dict(), args.json)
     return 0
 
 
-def _cancel(store: Any, pid: int) -> str:
-    p = store.processes.get(pid)
-    if p.status == ProcessStatus.PENDING:
-        store.processes.transition(pid, ProcessStatus.CANCELED, expected=ProcessStatus.PENDING,
-                                   failure_reason="canceled from the CLI")  # fmt: skip
-        return "CANCELED"
-    if p.status in (ProcessStatus.SUBMITTED, ProcessStatus.RUNNING):
-        store.processes.transition(pid, ProcessStatus.CANCELING, expected=p.status,
-                                   failure_reason="cancel requested from the CLI")  # fmt: skip
-        return "CANCELING"
-    return str(p.status)
-
-
 def cmd_cancel(args: argparse.Namespace) -> int:
-    store = _store(args)
-    status = _cancel(store, args.id)
-    print(f"process {args.id}: {status}")
-    return 0 if status in ("CANCELED", "CANCELING") else 1
+    result = services.cancel_process(_store(args, create=False), args.id)
+    print(f"process {args.id}: {result.status}")
+    return 0 if result.accepted else 1
 
 
 def cmd_clear(args: argparse.Namespace) -> int:
-    store = _store(args)
-    store.tables.get(args.table)
-    procs = store.processes.list(table_id=args.table, status=list(ACTIVE), limit=10_000)
-    for p in procs:
-        print(f"process {p.id} ({p.action} at {p.instant.isoformat()}): {_cancel(store, p.id)}")
-    print(f"{args.table}: {len(procs)} process(es) canceled")
+    results = services.clear_table(_store(args, create=False), args.table)
+    for r in results:
+        instant = r.instant.isoformat() if r.instant else ""
+        print(f"process {r.process_id} ({r.action} at {instant}): {r.status}")
+    print(f"{args.table}: {len(results)} process(es) canceled")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    ACTIONS.get(args.action)
-    instant = (
-        datetime.fromisoformat(args.instant) if args.instant else datetime.now(UTC).replace(microsecond=0)
-    )
-    if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=UTC)
+    instant = services.parse_instant(args.instant)
     with _logs_to_stderr():
-        from airflow_tablemgmt.factories.discovery import default_factories
-        from airflow_tablemgmt.hooks.spark_job import SparkJobHook
-        from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
-
-        store = _store(args)
-        kwargs = {"stale_after": timedelta(seconds=args.stale_after)} if args.stale_after else {}
-        runner = ProcessRunner(store, default_factories(), SparkJobHook(args.spark_conn_id), **kwargs)
-        outcome = runner.run(RunRequest(args.table, args.action, instant, holder="cli"))
-    _print(
-        {
-            "process": outcome.process.id,
-            "status": str(outcome.process.status),
-            "attempt": outcome.process.attempt,
-            "reused": outcome.reused,
-            "summary": outcome.summary,
-        },
-        args.json,
-    )
+        stale = timedelta(seconds=args.stale_after) if args.stale_after else None
+        result = services.run_now(
+            _store(args),
+            args.table,
+            args.action,
+            instant,
+            spark_conn_id=args.spark_conn_id,
+            stale_after=stale,
+        )
+    _print(result.to_dict(), args.json)
     return 0
 
 
@@ -280,8 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ap = sub.add_parser("apply", help="upsert a tables.yaml into the store (idempotent)")
     ap.add_argument("file")
-    ap.add_argument(
+    prune = ap.add_mutually_exclusive_group()
+    prune.add_argument(
         "--no-prune", action="store_true", help="keep code-owned tables that the file no longer declares"
+    )
+    prune.add_argument(
+        "--prune",
+        action="store_true",
+        help="prune even when the file declares no table (an explicit `tables: []` unregisters them all)",
     )
     ap.set_defaults(func=cmd_apply)
 
@@ -296,9 +282,36 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument(
         "--set", action="append", metavar="ACTION.OPTION=VALUE", help="an action option or schedule override"
     )
-    rg.add_argument("--catalog-type", help="register the catalog too: hadoop | rest | hive | glue | jdbc")
-    rg.add_argument("--warehouse", help="the catalog's warehouse (hadoop)")
+    rg.add_argument(
+        "--replace-actions",
+        action="store_true",
+        help="replace the table's whole action set with the --action/--set given (prints what it removes); "
+        "without it an update keeps every action it does not name",
+    )
+    rg.add_argument(
+        "--catalog-type",
+        help="create the catalog if missing: hadoop | rest | hive | glue | jdbc (never changes an existing one)",
+    )
+    rg.add_argument("--warehouse", help="the new catalog's warehouse: an absolute path or URI")
     rg.set_defaults(func=cmd_register)
+
+    ct = sub.add_parser("catalog", help="catalogs owned by the store")
+    ctsub = ct.add_subparsers(dest="catalog_command", required=True)
+    cs = ctsub.add_parser("set", help="create or change a catalog (every table in it follows)")
+    cs.add_argument("name")
+    cs.add_argument("--type", help="hadoop (default) | rest | hive | glue | jdbc")
+    cs.add_argument("--warehouse", help="an absolute path or a URI such as s3://bucket/warehouse")
+    cs.add_argument(
+        "--property",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an Iceberg catalog property; secrets only as references (conn:/var:/env:)",
+    )
+    cs.set_defaults(func=cmd_catalog_set)
+
+    cg = sub.add_parser("catalogs", help="list catalogs (secret property values masked)")
+    cg.add_argument("--json", action="store_true")
+    cg.set_defaults(func=cmd_catalogs)
 
     tb = sub.add_parser("tables", help="list registered tables")
     tb.add_argument("--all", action="store_true", help="include removed tables")
@@ -353,13 +366,33 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error(message: str) -> int:
+    from airflow_tablemgmt.store.engine import hide_password
+
+    print(f"error: {hide_password(message)}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except TableMgmtError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except services.DeclarationsRejected as e:
+        for message in e.errors:
+            print(f"error: {message}", file=sys.stderr)
+        print(f"nothing applied: {len(e.errors)} error(s) in {e.source}", file=sys.stderr)
         return 2
+    except TableMgmtError as e:
+        return _error(str(e))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug or an environment problem: one line, the traceback only on request
+        if os.environ.get(DEBUG_ENV):
+            raise
+        return _error(
+            f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''} "
+            f"(set {DEBUG_ENV}=1 to see the traceback)"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import re
@@ -61,7 +62,8 @@ class Store:
     processes can read and write one file at once. An in-memory SQLite URL shares a single
     connection between threads (for tests; nothing is persisted).
 
-    A SQLite file the store creates is mode 0600, and the directories it creates 0700: the file
+    A bare ``postgresql://`` URL uses psycopg2 (which this package installs) unless psycopg 3 is
+    installed. A SQLite file the store creates is mode 0600, and the directories it creates 0700: the file
     holds the registry and every process's parameters. With ``create=False`` (read-only commands)
     a missing file raises :class:`StoreNotFound` and nothing is created. A malformed URL, a
     missing database driver or an unwritable path raise :class:`StoreUnavailable` here; an
@@ -269,11 +271,19 @@ def hide_password(url: str) -> str:
 def parse_store_url(url: str) -> URL:
     """``url`` as a SQLAlchemy URL, or :class:`StoreUnavailable` saying what a store URL looks like."""
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except (ArgumentError, ValueError, TypeError):
         raise StoreUnavailable(
             f"store URL {hide_password(str(url))!r} is not a database URL; expected e.g. {_EXAMPLE_URLS}"
         ) from None
+    if parsed.drivername == "postgresql" and not _importable("psycopg") and _importable("psycopg2"):
+        # SQLAlchemy 2.1 maps a bare postgresql:// to psycopg 3; this package ships psycopg2.
+        parsed = parsed.set(drivername="postgresql+psycopg2")
+    return parsed
+
+
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def unreachable_message(url: URL, error: DBAPIError) -> str:

@@ -1,0 +1,123 @@
+"""Catalog operations: list, set (explicit create-or-change) and the create-only path of `register`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow_tablemgmt.core.errors import CatalogNotFound
+from airflow_tablemgmt.core.secrets import check_secret_properties, masked
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner, parse_catalog
+from airflow_tablemgmt.services.errors import CatalogConflict, InvalidInput
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+CatalogOutcome = Literal["created", "updated", "unchanged"]
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class CatalogResult:
+    name: str
+    outcome: CatalogOutcome
+
+
+@dataclass(frozen=True)
+class CatalogView:
+    """A catalog as listed: secret property values masked."""
+
+    name: str
+    type: str
+    warehouse: str | None
+    properties: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "warehouse": self.warehouse,
+            "properties": self.properties,
+        }
+
+
+def check_warehouse(spec: CatalogSpec, field: str = "warehouse") -> None:
+    """A relative warehouse would resolve against whatever directory each worker runs in."""
+    w = spec.warehouse
+    if w is not None and not (w.startswith("/") or _URI.match(w)):
+        raise InvalidInput(
+            f"{field}: must be an absolute path or a URI such as s3://bucket/warehouse or "
+            f"file:///data/warehouse, got {w!r}"
+        )
+
+
+def build_catalog(
+    name: str,
+    *,
+    type: str | None = None,
+    warehouse: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    source: str = "catalog",
+) -> CatalogSpec:
+    """A validated ``CatalogSpec``: the same rules as YAML, plus an absolute warehouse and secrets by
+    reference only."""
+    props = dict(properties or {})
+    try:
+        check_secret_properties(props)
+    except ValueError as e:
+        raise InvalidInput(f"{source}: {e}") from None
+    spec = parse_catalog(
+        {"name": name, "type": type or "hadoop", "warehouse": warehouse, "properties": props}, source
+    )
+    check_warehouse(spec)
+    return spec
+
+
+def find_catalog(store: Store, name: str) -> CatalogSpec | None:
+    try:
+        return store.catalogs.get(name)
+    except CatalogNotFound:
+        return None
+
+
+def set_catalog(store: Store, spec: CatalogSpec) -> CatalogResult:
+    """Create or change a store-owned catalog; a catalog declared in tables.yaml refuses."""
+    check_warehouse(spec)
+    existed = find_catalog(store, spec.name) is not None
+    changed = store.catalogs.upsert(spec, Owner.STORE)
+    return CatalogResult(spec.name, "unchanged" if not changed else ("updated" if existed else "created"))
+
+
+def list_catalogs(store: Store) -> list[CatalogView]:
+    return [
+        CatalogView(c.name, str(c.type), c.warehouse, masked(c.properties)) for c in store.catalogs.list()
+    ]
+
+
+def ensure_catalog(store: Store, wanted: CatalogSpec, *, type_given: bool, warehouse_given: bool) -> bool:
+    """Create ``wanted`` if missing (True); if it exists, it must already match what was given.
+
+    Registering a table never changes a catalog: a different warehouse would silently re-point every
+    table in it.
+    """
+    check_warehouse(wanted)
+    current = find_catalog(store, wanted.name)
+    if current is None:
+        store.catalogs.upsert(wanted, Owner.STORE)
+        return True
+    differs = (type_given and current.type != wanted.type) or (
+        warehouse_given and (current.warehouse or "").rstrip("/") != (wanted.warehouse or "").rstrip("/")
+    )
+    if differs:
+        fix = f"tablemgmt catalog set {wanted.name} --type {wanted.type}"
+        if wanted.warehouse:
+            fix += f" --warehouse {wanted.warehouse}"
+        raise CatalogConflict(
+            f"catalog {wanted.name} already exists with type {current.type}, warehouse "
+            f"{current.warehouse or '(none)'}; registering a table never changes a catalog (every table in "
+            f"it would move). To change the catalog: `{fix} [--property KEY=VALUE ...]`, or register "
+            "without --catalog-type/--warehouse"
+        )
+    return False

@@ -1,0 +1,48 @@
+"""Apply a declarations file (tables.yaml) to the store, with the pruning rules made explicit."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from airflow_tablemgmt.services.errors import DeclarationsRejected, InvalidInput
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.declarations import ApplyReport
+    from airflow_tablemgmt.store import Store
+
+
+def check_declarations_path(path: str | Path) -> Path:
+    """``path`` if it is an existing regular file, else :class:`InvalidInput` saying what it is."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInput(f"{p}: no such file")
+    if not p.is_file():
+        raise InvalidInput(f"{p} is not a file; give the path of a tables.yaml")
+    return p
+
+
+def apply_file(
+    store: Store, path: str | Path, *, prune: bool = True, allow_empty_prune: bool = False
+) -> ApplyReport:
+    """Upsert the file's catalogs and tables (owned by code).
+
+    ``prune`` soft-deletes code-owned tables the file no longer declares, but a file that declares no
+    table prunes only with ``allow_empty_prune`` (`apply --prune`): an emptied or truncated file must
+    never unregister every table. A file with any error applies nothing (:class:`DeclarationsRejected`).
+    """
+    from airflow_tablemgmt.declarations import apply_declarations, load_declarations
+
+    p = check_declarations_path(path)
+    try:
+        loaded = load_declarations(p)
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"{p}: cannot read: {e}") from None
+    if loaded.errors:
+        raise DeclarationsRejected(str(p), [e.message for e in loaded.errors])
+    if not loaded.tables and not allow_empty_prune:
+        prune = False
+    if "allow_empty_prune" in inspect.signature(apply_declarations).parameters:
+        return apply_declarations(store, loaded, prune=prune, allow_empty_prune=allow_empty_prune)  # type: ignore[call-arg]
+    return apply_declarations(store, loaded, prune=prune)

@@ -1,0 +1,145 @@
+"""Process operations: list (with validated filters), show, cancel, clear, run now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.actions import ACTIONS
+from airflow_tablemgmt.core.process import ACTIVE, Process, ProcessStatus
+from airflow_tablemgmt.services.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+
+def parse_instant(value: str | None, field: str = "--instant") -> datetime:
+    """An ISO 8601 time (UTC when it has no zone); now, to the second, when ``value`` is None."""
+    if value is None:
+        return datetime.now(UTC).replace(microsecond=0)
+    try:
+        instant = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"{field}: {value!r} is not an ISO 8601 time; e.g. 2026-02-01T00:00:00+00:00 or 2026-02-01"
+        ) from None
+    return instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
+
+
+def parse_status(value: str | None) -> ProcessStatus | None:
+    if value is None:
+        return None
+    try:
+        return ProcessStatus(value.upper())
+    except ValueError:
+        allowed = ", ".join(s.value.lower() for s in ProcessStatus)
+        raise InvalidInput(f"--status: {value!r} is not a process status; allowed: {allowed}") from None
+
+
+def check_known_table(store: Store, table_id: str) -> None:
+    """A table that is or was registered (history outlives removal); else ``TableNotFound`` with hints."""
+    if table_id not in {t.spec.id for t in store.tables.list(include_deleted=True)}:
+        store.tables.get_registered(table_id)  # raises TableNotFound naming close matches
+
+
+def list_processes(
+    store: Store,
+    *,
+    table: str | None = None,
+    action: str | None = None,
+    status: ProcessStatus | None = None,
+    limit: int = 50,
+) -> list[Process]:
+    """Processes, newest first. A filter naming an unknown table or action is an error, not an empty list."""
+    if limit < 1:
+        raise InvalidInput(f"--limit: must be at least 1, got {limit}")
+    if action is not None:
+        ACTIONS.get(action)
+    if table is not None:
+        check_known_table(store, table)
+    return list(store.processes.list(table_id=table, action=action, status=status, limit=limit))
+
+
+def get_process(store: Store, process_id: int) -> Process:
+    return store.processes.get(process_id)
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    process_id: int
+    status: str  # CANCELED, CANCELING, or the terminal status that could not be canceled
+    action: str = ""
+    instant: datetime | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.status in (ProcessStatus.CANCELED, ProcessStatus.CANCELING)
+
+
+def cancel_process(store: Store, process_id: int, *, source: str = "the CLI") -> CancelResult:
+    """PENDING ends CANCELED at once; SUBMITTED/RUNNING turn CANCELING (the running task stops it)."""
+    p = store.processes.get(process_id)
+    status: str = str(p.status)
+    if p.status == ProcessStatus.PENDING:
+        store.processes.transition(
+            process_id, ProcessStatus.CANCELED, expected=ProcessStatus.PENDING,
+            failure_reason=f"canceled from {source}",
+        )  # fmt: skip
+        status = str(ProcessStatus.CANCELED)
+    elif p.status in (ProcessStatus.SUBMITTED, ProcessStatus.RUNNING):
+        store.processes.transition(
+            process_id, ProcessStatus.CANCELING, expected=p.status,
+            failure_reason=f"cancel requested from {source}",
+        )  # fmt: skip
+        status = str(ProcessStatus.CANCELING)
+    return CancelResult(process_id, status, p.action, p.instant)
+
+
+def clear_table(store: Store, table_id: str, *, source: str = "the CLI") -> list[CancelResult]:
+    """Cancel everything pending or running for a live table."""
+    store.tables.get(table_id)
+    procs = store.processes.list(table_id=table_id, status=list(ACTIVE), limit=10_000)
+    return [cancel_process(store, p.id, source=source) for p in procs]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    process: Process
+    reused: bool
+    summary: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "process": self.process.id,
+            "status": str(self.process.status),
+            "attempt": self.process.attempt,
+            "reused": self.reused,
+            "summary": self.summary,
+        }
+
+
+def run_now(
+    store: Store,
+    table_id: str,
+    action: str,
+    instant: datetime,
+    *,
+    spark_conn_id: str = "spark_default",
+    stale_after: timedelta | None = None,
+    holder: str = "cli",
+) -> RunResult:
+    """Run ``action`` on the table now, outside the schedule, recorded as the process at ``instant``.
+
+    Table and action are checked before Spark (and Airflow's hook machinery) is touched.
+    """
+    ACTIONS.get(action)
+    store.tables.get(table_id)
+    from airflow_tablemgmt.factories.discovery import default_factories
+    from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+    from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
+
+    kwargs: dict[str, Any] = {"stale_after": stale_after} if stale_after else {}
+    runner = ProcessRunner(store, default_factories(), SparkJobHook(spark_conn_id), **kwargs)
+    outcome = runner.run(RunRequest(table_id, action, instant, holder=holder))
+    return RunResult(outcome.process, outcome.reused, outcome.summary)
