@@ -13,11 +13,19 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
+
+from airflow_tablemgmt.store import Store
+from tests.faults.proxy import TcpProxy
 
 ROUNDS = max(1, int(os.environ.get("TABLEMGMT_FAULT_ROUNDS", "2")))
 
@@ -71,3 +79,68 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section(f"fault-injection figures (TABLEMGMT_FAULT_ROUNDS={ROUNDS})")
         for line in figures_table(_RECORDED):
             terminalreporter.write_line(line)
+
+
+# -- PostgreSQL, directly and through a proxy the test can cut ---------------------------------
+
+PG_URL = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> Iterator[Engine]:
+    engine = create_engine(PG_URL, poolclass=NullPool, connect_args={"connect_timeout": 5})
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except OperationalError as e:
+        message = f"PostgreSQL for the fault suite is unreachable at {PG_URL}: {e.orig}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    yield engine
+    engine.dispose()
+
+
+@dataclass
+class PgStores:
+    """One fresh schema; ``direct()`` and ``proxied()`` open independent stores on it."""
+
+    schema: str
+    proxy: TcpProxy
+    _opened: list[Store] = field(default_factory=list)
+
+    def _open(self, url: str) -> Store:
+        options = f"-csearch_path={self.schema}"
+        store = Store(url, engine_kwargs={"connect_args": {"options": options, "connect_timeout": 3}})
+        self._opened.append(store)
+        return store
+
+    def direct(self) -> Store:
+        return self._open(PG_URL)
+
+    def proxied(self) -> Store:
+        return self._open(self.proxied_url)
+
+    @property
+    def proxied_url(self) -> str:
+        return (
+            make_url(PG_URL).set(host="127.0.0.1", port=self.proxy.port).render_as_string(hide_password=False)
+        )
+
+
+@pytest.fixture
+def pg(pg_admin: Engine) -> Iterator[PgStores]:
+    schema = f"tms_f_{uuid.uuid4().hex[:16]}"
+    with pg_admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(PG_URL)
+    with TcpProxy((url.host or "127.0.0.1", url.port or 5432)) as proxy:
+        stores = PgStores(schema, proxy)
+        try:
+            yield stores
+        finally:
+            proxy.restore()
+            for store in stores._opened:
+                store.dispose()
+            with pg_admin.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
