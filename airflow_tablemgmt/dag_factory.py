@@ -94,8 +94,9 @@ class SchedulePlan:
       starts a run for a new data-changing snapshot, at most once per ``interval``; beside it a
       time-based run every ``fallback`` (catches what a stopped triggerer missed). The gate is on.
 
-    Default: ``event`` for snapshot-driven actions (``benchmarks/gate_cost.py``: a gate task costs
-    ~4.5 CPU-s per check, a watcher poll ~0.06 ms), ``schedule`` for the others.
+    Default: ``event`` for snapshot-driven actions, because a watcher poll costs a small fraction
+    of a gate task's check (``benchmarks/gate_cost.py`` measures both; figures in
+    ``benchmarks/README.md``), ``schedule`` for the others.
     """
 
     trigger: str
@@ -156,8 +157,9 @@ def table_asset(table: TableSpec, action: str, catalog: CatalogSpec, plan: Sched
 class DagConfigDefaults:
     """Airflow settings a DAG would otherwise look up in the config on every construction.
 
-    Two lookups per DAG cost ~0.1 ms each (environment, config file, defaults); at 10,000 DAGs
-    that is a second of parse time, so :func:`build_dags` reads them once and passes them in.
+    Each lookup walks the environment, the config file and the defaults, once per DAG; at thousands
+    of DAGs that adds up to a visible share of parse time (``benchmarks/dag_parse.py``), so
+    :func:`build_dags` reads them once and passes them in.
     """
 
     max_consecutive_failed_dag_runs: int = 0
@@ -245,7 +247,8 @@ def build_dag(
 @contextmanager
 def cyclic_gc_paused(freeze_if: Callable[[], bool] | None = None) -> Iterator[None]:
     """Building thousands of DAGs allocates millions of long-lived objects and no garbage; the
-    cyclic collector would rescan them over and over (~20% of the build at 10,000 DAGs).
+    cyclic collector would rescan them over and over (a share of the build that grows with the
+    registry; ``benchmarks/dag_parse.py`` times full parses).
 
     ``freeze_if`` (asked on the way out): move everything allocated so far to the collector's permanent generation
     (``gc.freeze()``), so the collections that follow (DagBag, serialization) do not rescan the DAGs

@@ -6,9 +6,10 @@ times: is there a snapshot newer than the one I saw? :class:`SnapshotReader` ans
 
 ``hadoop`` catalogs have no pyiceberg catalog class. A hadoop table keeps its metadata as
 ``<warehouse>/<namespace>/<table>/metadata/v<N>.metadata.json`` with the current ``N`` in
-``metadata/version-hint.text``; the reader reads that pointer (≈ 14 µs on a local disk) and parses the
-metadata file with ``StaticTable.from_metadata`` (≈ 0.7 ms) only when the pointer moved since the last
-call for that table. Like Iceberg's ``HadoopTableOperations`` it looks one version past the hint, because
+``metadata/version-hint.text``; the reader reads that pointer (a small file read) and parses the
+metadata file with ``StaticTable.from_metadata`` (much dearer) only when the pointer moved since the
+last call for that table. ``benchmarks/snapshot_check.py`` measures both; its figures are in
+``benchmarks/README.md``. Like Iceberg's ``HadoopTableOperations`` it looks one version past the hint, because
 a writer creates ``v<N+1>.metadata.json`` before it rewrites the hint.
 
 ``rest``, ``hive``, ``glue`` and ``jdbc`` catalogs go through pyiceberg's own catalogs (``jdbc`` becomes
