@@ -148,20 +148,22 @@ def register_table(store: Store, req: RegisterRequest) -> RegisterResult:
     if existing is not None and existing.managed_by == Owner.CODE:
         raise TableManagedByCode(table_id)
     removed: list[str] = []
-    if existing is None or req.replace_actions:
+    if existing is None:
         actions = given
-        if existing is not None:
-            removed = sorted(set(existing.spec.actions) - set(actions))
     else:
         base = existing.spec.model_dump(mode="json", by_alias=True)
         data = {**base, **data}
-        actions = copy.deepcopy(base.get("actions") or {})
-        for name, opts in given.items():
-            merged = dict(actions.get(name) or {})
-            if name in req.actions and "enabled" not in opts and merged.get("enabled") is False:
-                del merged["enabled"]  # --action X enables X again
-            merged.update(opts)
-            actions[name] = merged
+        if req.replace_actions:
+            actions = given
+            removed = sorted(set(existing.spec.actions) - set(actions))
+        else:
+            actions = copy.deepcopy(base.get("actions") or {})
+            for name, opts in given.items():
+                merged = dict(actions.get(name) or {})
+                if name in req.actions and "enabled" not in opts and merged.get("enabled") is False:
+                    del merged["enabled"]  # --action X enables X again
+                merged.update(opts)
+                actions[name] = merged
     data["actions"] = actions
     spec: TableSpec = parse_table(data, req.source)  # validate everything before writing anything
 
