@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,9 +27,9 @@ def apply_file(
 ) -> ApplyReport:
     """Upsert the file's catalogs and tables (owned by code).
 
-    ``prune`` soft-deletes code-owned tables the file no longer declares, but a file that declares no
-    table prunes only with ``allow_empty_prune`` (`apply --prune`): an emptied or truncated file must
-    never unregister every table. A file with any error applies nothing (:class:`DeclarationsRejected`).
+    ``prune`` soft-deletes code-owned tables the file no longer declares, but only for a clean file
+    with an explicit ``tables:`` list; an explicit ``tables: []`` prunes only with
+    ``allow_empty_prune`` (`apply --prune`): an emptied file must never unregister every table. A file with any error applies nothing (:class:`DeclarationsRejected`).
     """
     from airflow_tablemgmt.declarations import apply_declarations, load_declarations
 
@@ -41,8 +40,4 @@ def apply_file(
         raise InvalidInput(f"{p}: cannot read: {e}") from None
     if loaded.errors:
         raise DeclarationsRejected(str(p), [e.message for e in loaded.errors])
-    if not loaded.tables and not allow_empty_prune:
-        prune = False
-    if "allow_empty_prune" in inspect.signature(apply_declarations).parameters:
-        return apply_declarations(store, loaded, prune=prune, allow_empty_prune=allow_empty_prune)  # type: ignore[call-arg]
-    return apply_declarations(store, loaded, prune=prune)
+    return apply_declarations(store, loaded, prune=prune, allow_empty_prune=allow_empty_prune)
