@@ -40,7 +40,12 @@ class Submitter(Protocol):
 
 
 class ProcessCanceled(TableMgmtError):
-    """The process was canceled before it could run."""
+    """The process was canceled (a cancel is final: no later try re-opens it)."""
+
+
+class WorkerSuperseded(JobFailed):
+    """This worker no longer owns its process attempt or the table's lease: it killed its job and
+    wrote nothing to a row that belongs to someone else now."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,33 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+#: Defaults, and how they relate: a live worker beats every ``HEARTBEAT_EVERY`` and renews its
+#: lease with it; a row whose heartbeat is older than ``STALE_AFTER`` belongs to a lost worker;
+#: the lease lapses ``LEASE_TTL`` after the last renewal, later than the row goes stale, so a
+#: takeover that waits for the lease never starts while the lost worker could still be running.
+HEARTBEAT_EVERY = timedelta(seconds=20)
+STALE_AFTER = timedelta(seconds=90)
+LEASE_TTL = timedelta(minutes=2)
+
+
+@dataclass
+class _Stop:
+    """Why the heartbeat thread stopped the job (set once, read after submit returns)."""
+
+    kind: str  # "canceled" | "superseded"
+    reason: str
+
+
 class ProcessRunner:
-    """Drives one process through PENDING -> SUBMITTED -> RUNNING -> SUCCESS | FAILED | KILLED."""
+    """Drives one process through PENDING -> SUBMITTED -> RUNNING -> SUCCESS | FAILED | KILLED.
+
+    Every write names the attempt this runner owns, so a superseded runner cannot touch a later
+    attempt's row. While the job runs a heartbeat thread stamps the row and renews the table's
+    lease; if either fails (the attempt was superseded, the lease was taken, or the store has been
+    unreachable for nearly a lease TTL) it kills the job and the run raises
+    :class:`WorkerSuperseded` without writing. A cancel request (CANCELING) seen by the heartbeat
+    kills the job and ends the process CANCELED.
+    """
 
     def __init__(
         self,
@@ -75,9 +105,9 @@ class ProcessRunner:
         factories: FactoryRegistry,
         submitter: Submitter,
         *,
-        lease_ttl: timedelta = timedelta(minutes=10),
-        heartbeat_every: timedelta = timedelta(seconds=20),
-        stale_after: timedelta = timedelta(seconds=90),
+        lease_ttl: timedelta = LEASE_TTL,
+        heartbeat_every: timedelta = HEARTBEAT_EVERY,
+        stale_after: timedelta = STALE_AFTER,
         wait_for_peer: timedelta = timedelta(hours=6),
     ) -> None:
         self.store = store
@@ -89,6 +119,7 @@ class ProcessRunner:
         self.wait_for_peer = wait_for_peer
         self._current: Process | None = None
         self._killed = threading.Event()
+        self._stop: _Stop | None = None
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
@@ -107,34 +138,51 @@ class ProcessRunner:
             "new" if created else f"existing, {process.status}",
         )  # fmt: skip
 
-        recovering = False
         if process.status == S.SUCCESS:
             log.info("tablemgmt: process %s already succeeded; returning its summary", process.id)
             return RunOutcome(process, process.summary or {}, reused=True)
+        if process.status == S.CANCELED:
+            raise _canceled(process)
         if process.status == S.CANCELING:
-            self.store.processes.transition(process.id, S.CANCELED, expected=S.CANCELING)
-            raise ProcessCanceled(f"process {process.id} was canceled")
+            if not self._is_orphaned(process, req):
+                return self._wait_for_peer(process)  # its heartbeat sees the request
+            try:
+                process = self.store.processes.transition(
+                    process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
+                    failure_reason=f"{process.failure_reason or 'cancel requested'}; the worker was gone",
+                )  # fmt: skip
+            except IllegalTransition:
+                process = self.store.processes.get(process.id)
+            raise _canceled(process)
         if process.status in (S.SUBMITTED, S.RUNNING):
-            if self._is_orphaned(process, req):
-                process = self._close_orphan(process)
-                recovering = True
-            else:
+            if not self._is_orphaned(process, req):
                 return self._wait_for_peer(process)
-        if process.status in (S.FAILED, S.KILLED, S.CANCELED):
-            recovering = recovering or process.status == S.FAILED
-            process = self.store.processes.new_attempt(process.id, expected=process.status)
-            log.info("tablemgmt: process %s retrying as attempt %s", process.id, process.attempt)
+            process = self._close_orphan(process)
+        if process.status in (S.FAILED, S.KILLED):
+            try:
+                process = self.store.processes.new_attempt(process.id, expected=process.status)
+                log.info("tablemgmt: process %s retrying as attempt %s", process.id, process.attempt)
+            except IllegalTransition:  # a racing retry re-opened it first
+                process = self.store.processes.get(process.id)
+        if process.status != S.PENDING:  # lost a race to another worker's write: judge the row again
+            return self.run(req)
+        # A later attempt recovers what an earlier one left (the factory may resume or abandon).
+        recovering = process.attempt > 1
 
         holder = f"process:{process.id}:attempt:{process.attempt}:{req.holder}"
         needs_lease = action.mutates
         if needs_lease and not self.store.leases.acquire(req.table_id, holder, self.lease_ttl):
             lease = self.store.leases.get(req.table_id)
+            try:  # a task waiting for a lease is alive: keep the reaper off its PENDING row
+                self.store.processes.heartbeat(process.id, process.attempt)
+            except IllegalTransition:
+                pass  # canceled or taken meanwhile; the next try sees it
             raise LeaseUnavailable(
                 f"table {req.table_id} is leased by {lease.holder if lease else '?'} until "
                 f"{lease.expires_at.isoformat() if lease else '?'}; process {process.id} stays PENDING"
             )
         try:
-            return self._claim_and_run(process, req, table, catalog, factory, recovering, holder)
+            return self._claim_and_run(process, req, table, catalog, factory, recovering, holder, needs_lease)
         finally:
             if needs_lease:
                 self.store.leases.release(req.table_id, holder)
@@ -153,6 +201,14 @@ class ProcessRunner:
             except IllegalTransition:
                 log.info("tablemgmt: process %s already left the running states", p.id)
 
+    def reap(self, pending_after: timedelta | None = None) -> list[Any]:
+        """Close processes whose worker is gone (see :meth:`ProcessRepository.reap`); logs each."""
+        reaped = self.store.processes.reap(self.stale_after, pending_after=pending_after)
+        for r in reaped:
+            log.warning("tablemgmt: process %s %s -> %s: %s", r.process.id, r.was, r.process.status,
+                        r.process.failure_reason)  # fmt: skip
+        return reaped
+
     # -- internals ------------------------------------------------------------------------------
     def _claim_and_run(
         self,
@@ -163,7 +219,9 @@ class ProcessRunner:
         factory: Any,
         recovering: bool,
         holder: str,
+        needs_lease: bool,
     ) -> RunOutcome:
+        attempt = process.attempt  # every write below is guarded by it
         last = self.store.processes.last_successful(req.table_id, req.action)
         ctx = TriggerContext(
             instant=req.instant,
@@ -179,88 +237,116 @@ class ProcessRunner:
             )
         except RecoverProcessFailed as e:
             self.store.processes.transition(
-                process.id,
-                S.FAILED,
-                expected=S.PENDING,
-                attempt=process.attempt,
-                failure_reason=f"abandoned: {e}",
+                process.id, S.FAILED, expected=S.PENDING, attempt=attempt, failure_reason=f"abandoned: {e}"
             )
             raise
         if job is None:
-            process = self.store.processes.transition(
-                process.id, S.SUBMITTED, expected=S.PENDING, attempt=process.attempt
-            )
-            process = self.store.processes.transition(process.id, S.RUNNING, expected=S.SUBMITTED)
             summary = {"skipped": True, "reason": "nothing to do"}
-            process = self.store.processes.transition(
-                process.id, S.SUCCESS, expected=S.RUNNING, summary=summary
-            )
+            for to, expected in ((S.SUBMITTED, S.PENDING), (S.RUNNING, S.SUBMITTED), (S.SUCCESS, S.RUNNING)):
+                process = self.store.processes.transition(
+                    process.id, to, expected=expected, attempt=attempt,
+                    **({"summary": summary} if to == S.SUCCESS else {}),
+                )  # fmt: skip
             return RunOutcome(process, summary)
-        job = JobSpec(**{**job.to_json_dict(), "process_id": process.id, "attempt": process.attempt})
+        job = JobSpec(**{**job.to_json_dict(), "process_id": process.id, "attempt": attempt})
 
         try:  # the claim: of two concurrent triggers, only one moves PENDING -> SUBMITTED
             process = self.store.processes.transition(
-                process.id, S.SUBMITTED, expected=S.PENDING, attempt=process.attempt,
-                parameters={**process.parameters, "options": job.options}, heartbeat_at=utcnow(),
+                process.id, S.SUBMITTED, expected=S.PENDING, attempt=attempt,
+                parameters={**process.parameters, "options": job.options},
                 dag_id=req.dag_id, run_id=req.run_id, task_id=req.task_id,
             )  # fmt: skip
         except IllegalTransition:
             log.info("tablemgmt: process %s was claimed by another worker; waiting for it", process.id)
             return self._wait_for_peer(self.store.processes.get(process.id))
         self._current = process
-        log.info(
-            "tablemgmt: submitting %s on %s (process %s attempt %s)",
-            req.action,
-            req.table_id,
-            process.id,
-            process.attempt,
-        )
+        self._stop = None
+        log.info("tablemgmt: submitting %s on %s (process %s attempt %s)", req.action, req.table_id,
+                 process.id, attempt)  # fmt: skip
 
         def on_started(app_id: str) -> None:
-            nonlocal process
-            process = self.store.processes.transition(
-                process.id, S.RUNNING, expected=S.SUBMITTED, external_id=app_id
-            )
-            self._current = process
-            log.info("tablemgmt: process %s running as Spark application %s", process.id, app_id)
+            try:
+                self._current = self.store.processes.transition(
+                    process.id, S.RUNNING, expected=S.SUBMITTED, attempt=attempt, external_id=app_id
+                )
+                log.info("tablemgmt: process %s running as Spark application %s", process.id, app_id)
+            except IllegalTransition as e:  # canceled or superseded: the heartbeat acts on it
+                log.warning(
+                    "tablemgmt: process %s: Spark application %s started, but %s", process.id, app_id, e
+                )
 
         stop = threading.Event()
         beat = threading.Thread(
-            target=self._heartbeat, args=(process, req.table_id, holder, stop), daemon=True
+            target=self._heartbeat, args=(process, req.table_id, holder, needs_lease, stop), daemon=True
         )
         beat.start()
         try:
             result = self.submitter.submit(job, on_started=on_started)
         except BaseException as e:
             stop.set()
-            self._fail(process, f"{type(e).__name__}: {e}")
+            beat.join(self.heartbeat_every.total_seconds() + 5)
+            if self._stop is None and not self._killed.is_set():
+                self._fail(process, f"{type(e).__name__}: {e}")
+            self._raise_if_stopped(process)
             raise
         finally:
             stop.set()
+        beat.join(self.heartbeat_every.total_seconds() + 5)
         self._current = None
-        process = self.store.processes.get(process.id)
-        if self._killed.is_set() or process.status == S.KILLED:
+        if self._killed.is_set():
             raise JobFailed(f"process {process.id} was killed")
-        if process.status == S.SUBMITTED:
-            process = self.store.processes.transition(
-                process.id, S.RUNNING, expected=S.SUBMITTED, external_id=result.application_id
-            )
         if result.status != "SUCCESS":
+            self._raise_if_stopped(process)
             reason = result.error or "the Spark job failed without a result"
             self._fail(process, reason)
             raise JobFailed(f"{req.action} on {req.table_id} failed (process {process.id}): {reason}")
+        if self._stop is not None and self._stop.kind == "superseded":
+            # The job committed before the kill landed, but this attempt no longer owns the row.
+            raise WorkerSuperseded(
+                f"process {process.id} attempt {attempt}: {self._stop.reason}; its job finished before the kill "
+                "took effect, and its result was not recorded (the row belongs to another attempt)"
+            )
         summary = result.summary or {}
-        snapshot = _snapshot_after(summary)
-        process = self.store.processes.transition(
-            process.id,
-            S.SUCCESS,
-            expected=S.RUNNING,
-            attempt=process.attempt,
-            summary=summary,
-            snapshot_id=snapshot,
-        )
+        current = self.store.processes.get(process.id)
+        if current.attempt == attempt and current.status == S.SUBMITTED:
+            self.store.processes.transition(
+                process.id,
+                S.RUNNING,
+                expected=S.SUBMITTED,
+                attempt=attempt,
+                external_id=result.application_id,
+            )
+        try:  # a cancel that arrived after the job committed still ends SUCCESS: the table changed
+            process = self.store.processes.transition(
+                process.id, S.SUCCESS, expected=(S.RUNNING, S.CANCELING), attempt=attempt,
+                summary=summary, snapshot_id=_snapshot_after(summary),
+            )  # fmt: skip
+        except IllegalTransition as e:
+            raise WorkerSuperseded(
+                f"process {process.id} attempt {attempt}: its job succeeded but the row moved on ({e}); "
+                "nothing was recorded"
+            ) from e
         log.info("tablemgmt: process %s SUCCESS: %s", process.id, _one_line(summary))
         return RunOutcome(process, summary)
+
+    def _raise_if_stopped(self, process: Process) -> None:
+        """After the heartbeat killed the job: end CANCELED, or stop without writing."""
+        stop = self._stop
+        if stop is None:
+            return
+        if stop.kind == "superseded":
+            raise WorkerSuperseded(
+                f"process {process.id} attempt {process.attempt}: {stop.reason}; its Spark application was "
+                "killed and nothing was written to the process"
+            )
+        try:
+            closed = self.store.processes.transition(
+                process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
+                failure_reason=f"{stop.reason}; its Spark application was killed",
+            )  # fmt: skip
+        except IllegalTransition:
+            closed = self.store.processes.get(process.id)
+        raise _canceled(closed)
 
     def _fail(self, process: Process, reason: str) -> None:
         try:
@@ -271,17 +357,55 @@ class ProcessRunner:
         except IllegalTransition:
             log.info("tablemgmt: process %s already closed", process.id)
 
-    def _heartbeat(self, process: Process, table_id: str, holder: str, stop: threading.Event) -> None:
-        while not stop.wait(self.heartbeat_every.total_seconds()):
+    def _heartbeat(
+        self, process: Process, table_id: str, holder: str, needs_lease: bool, stop: threading.Event
+    ) -> None:
+        """Stamp the row and renew the lease; on losing either, or on a cancel request, kill the job.
+
+        A store that stays unreachable for ``lease_ttl - 2 * heartbeat_every`` counts as lost: by
+        then the lease may lapse and another worker may start, so this one must already be gone.
+        """
+        every = self.heartbeat_every.total_seconds()
+        give_up_after = max(every, self.lease_ttl.total_seconds() - 2 * every)
+        last_ok = time.monotonic()
+        while not stop.wait(every):
             try:
-                self.store.processes.heartbeat(process.id, process.attempt)
-                self.store.leases.renew(table_id, holder, self.lease_ttl)
-            except Exception:  # noqa: BLE001 - a missed heartbeat must not fail the job
+                status = self.store.processes.heartbeat(process.id, process.attempt)
+                if status == S.CANCELING:
+                    current = self.store.processes.get(process.id)
+                    self._halt(
+                        process, "canceled", f"canceled: {current.failure_reason or 'cancel requested'}"
+                    )
+                    return
+                if needs_lease and not self.store.leases.renew(table_id, holder, self.lease_ttl):
+                    lease = self.store.leases.get(table_id)
+                    who = f"{lease.holder}" if lease else "nobody (released)"
+                    self._halt(process, "superseded", f"lost the lease on {table_id} (now held by {who})")
+                    return
+                last_ok = time.monotonic()
+            except IllegalTransition as e:
+                self._halt(process, "superseded", f"superseded: {e}")
+                return
+            except Exception:  # noqa: BLE001 - a transient store error; give up only near the lease TTL
                 log.warning("tablemgmt: heartbeat for process %s failed", process.id, exc_info=True)
+                if time.monotonic() - last_ok >= give_up_after:
+                    self._halt(process, "superseded",
+                               f"the store was unreachable for {give_up_after:g}s, so its lease may lapse")  # fmt: skip
+                    return
+
+    def _halt(self, process: Process, kind: str, reason: str) -> None:
+        self._stop = _Stop(kind, reason)
+        log.warning("tablemgmt: process %s attempt %s: %s; killing its Spark application", process.id,
+                    process.attempt, reason)  # fmt: skip
+        try:
+            self.submitter.kill()
+        except Exception:  # noqa: BLE001 - keep trying to stop; the lease TTL is the backstop
+            log.exception("tablemgmt: killing the Spark application of process %s failed", process.id)
 
     def _is_orphaned(self, process: Process, req: RunRequest) -> bool:
-        """A SUBMITTED/RUNNING process whose worker is gone: an earlier try of this same Airflow task
-        (Airflow never runs two tries at once), or no heartbeat for ``stale_after``."""
+        """A SUBMITTED/RUNNING/CANCELING process whose worker is gone: an earlier try of this same
+        Airflow task (Airflow never runs two tries at once), or no heartbeat for ``stale_after`` by
+        the database's clock."""
         prev_try = process.parameters.get("airflow_try")
         same_task = (process.dag_id, process.run_id, process.task_id) == (req.dag_id, req.run_id, req.task_id)
         if (
@@ -291,10 +415,16 @@ class ProcessRunner:
             and int(prev_try) < req.try_number
         ):
             return True
-        beat = process.heartbeat_at or process.started_at or process.created_at
-        return beat is None or utcnow() - beat > self.stale_after
+        return self._stale(process)
+
+    def _stale(self, p: Process) -> bool:
+        beat = p.heartbeat_at or p.started_at or p.created_at
+        return beat is None or self.store.processes.now() - beat > self.stale_after
 
     def _close_orphan(self, process: Process) -> Process:
+        """Close a lost attempt as FAILED. Its lease is left alone: the lost worker's job may still be
+        running, and the lease lapses on its own ``lease_ttl`` after the last renewal. Until then the
+        next attempt stays PENDING (the operator defers, as for any held lease)."""
         beat = process.heartbeat_at.isoformat() if process.heartbeat_at else "never"
         reason = (
             f"worker lost: attempt {process.attempt} was left {process.status} with its last heartbeat at {beat} "
@@ -302,36 +432,37 @@ class ProcessRunner:
         )
         log.warning("tablemgmt: process %s: %s", process.id, reason)
         try:
-            closed = self.store.processes.transition(
+            return self.store.processes.transition(
                 process.id, S.FAILED, expected=process.status, attempt=process.attempt, failure_reason=reason
             )
         except IllegalTransition:
             return self.store.processes.get(process.id)
-        # The lost attempt's lease would otherwise block the recovery until it expires (lease_ttl).
-        lease = self.store.leases.get(process.table_id)
-        if lease is not None and lease.holder.startswith(f"process:{process.id}:attempt:{process.attempt}:"):
-            self.store.leases.release(process.table_id, lease.holder)
-            log.info("tablemgmt: released the lease %s held by the lost attempt", lease.holder)
-        return closed
 
     def _wait_for_peer(self, process: Process) -> RunOutcome:
         """Another live worker runs this process: wait for its outcome instead of running twice."""
         deadline = time.monotonic() + self.wait_for_peer.total_seconds()
+        poll = threading.Event()
         while time.monotonic() < deadline:
             p = self.store.processes.get(process.id)
             if p.status == S.SUCCESS:
                 return RunOutcome(p, p.summary or {}, reused=True)
+            if p.status == S.CANCELED:
+                raise _canceled(p)
             if p.status.is_terminal:
                 raise JobFailed(f"process {p.id} ({p.status}) run by another worker: {p.failure_reason}")
-            if (
-                p.status in (S.SUBMITTED, S.RUNNING)
-                and utcnow() - (p.heartbeat_at or p.created_at or utcnow()) > self.stale_after
-            ):
+            if p.status in (S.SUBMITTED, S.RUNNING, S.CANCELING) and self._stale(p):
                 raise JobFailed(
                     f"process {p.id}: the worker running it stopped heartbeating; retry to recover it"
                 )
-            time.sleep(2)
+            poll.wait(min(2.0, max(0.05, self.heartbeat_every.total_seconds())))
         raise JobFailed(f"process {process.id}: gave up waiting for the worker running it")
+
+
+def _canceled(p: Process) -> ProcessCanceled:
+    return ProcessCanceled(
+        f"process {p.id} was canceled ({p.failure_reason or 'no reason given'}); a canceled process is "
+        "never re-run: trigger a new run (another instant) to run the action again"
+    )
 
 
 def _snapshot_after(summary: dict[str, Any]) -> int | None:

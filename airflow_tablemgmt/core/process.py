@@ -39,11 +39,13 @@ LEGAL_TRANSITIONS: dict[ProcessStatus, frozenset[ProcessStatus]] = {
     _S.PENDING: frozenset({_S.SUBMITTED, _S.FAILED, _S.CANCELING, _S.CANCELED}),
     _S.SUBMITTED: frozenset({_S.RUNNING, _S.FAILED, _S.KILLED, _S.CANCELING}),
     _S.RUNNING: frozenset({_S.SUCCESS, _S.FAILED, _S.KILLED, _S.CANCELING}),
-    _S.CANCELING: frozenset({_S.CANCELED, _S.FAILED, _S.KILLED}),
-    # A retry re-opens a finished-but-unsuccessful process as a new attempt.
+    # A cancel that arrives after the job committed ends SUCCESS: the table did change.
+    _S.CANCELING: frozenset({_S.CANCELED, _S.FAILED, _S.KILLED, _S.SUCCESS}),
+    # A retry re-opens a failed or killed process as a new attempt. A cancel is final: no later
+    # try of the task re-opens a CANCELED process.
     _S.FAILED: frozenset({_S.PENDING}),
     _S.KILLED: frozenset({_S.PENDING}),
-    _S.CANCELED: frozenset({_S.PENDING}),
+    _S.CANCELED: frozenset(),
     _S.SUCCESS: frozenset(),
 }
 

@@ -2,8 +2,9 @@
 
 Every change is a single guarded statement (an INSERT that the primary key serializes, or an
 UPDATE/DELETE whose WHERE names the expected holder or an expired lease), so two contenders
-can never both believe they hold a table. Expiry is judged by the caller's clock: keep TTLs
-well above the clock skew between workers.
+can never both believe they hold a table. Expiry is judged by the database's clock
+(:func:`store.clock.db_now`), never a worker's, so clock skew between workers changes nothing.
+``now=`` overrides that clock for tests and tools that replay a timeline.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from sqlalchemy import Engine, Table, delete, insert, select, update
+from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from airflow_tablemgmt.store.clock import as_utc, utcnow
+from airflow_tablemgmt.store.clock import as_utc, db_now, utcnow
 from airflow_tablemgmt.store.models import LeaseRow
 
 _T = cast(Table, LeaseRow.__table__)
@@ -31,6 +32,8 @@ class Lease:
     expires_at: datetime
 
     def expired(self, now: datetime | None = None) -> bool:
+        """Whether the lease has lapsed at ``now``. Pass :meth:`LeaseRepository.now` (the database's
+        clock, which is what acquire() judges by); without it this host's clock is used."""
         return (now or utcnow()) >= self.expires_at
 
 
@@ -47,18 +50,21 @@ class LeaseRepository:
         ``acquired_at`` kept), or when the current lease has expired (taken over). False while
         another holder's lease is live.
         """
-        now, expires = _window(ttl, now)
-        if self._extend_or_take_over(table_id, holder, now, expires):
+        _check_ttl(ttl)
+        if self._extend_or_take_over(table_id, holder, ttl, now):
             return True
         try:
             with self._engine.begin() as conn:
+                start = _start(conn, now)
                 conn.execute(
-                    insert(_T).values(table_id=table_id, holder=holder, acquired_at=now, expires_at=expires)
+                    insert(_T).values(
+                        table_id=table_id, holder=holder, acquired_at=start, expires_at=start + ttl
+                    )
                 )
             return True
         except IntegrityError:
             # Someone inserted between our UPDATE and INSERT; it may have been this holder.
-            return self._extend_or_take_over(table_id, holder, now, expires)
+            return self._extend_or_take_over(table_id, holder, ttl, now)
 
     def renew(self, table_id: str, holder: str, ttl: timedelta, *, now: datetime | None = None) -> bool:
         """Extend ``holder``'s lease to ``now + ttl``; False if it is not (any longer) theirs.
@@ -66,8 +72,9 @@ class LeaseRepository:
         A lease that expired but was not taken over is still the holder's to renew: nobody
         else can have started working on the table in between.
         """
-        now, expires = _window(ttl, now)
+        _check_ttl(ttl)
         with self._engine.begin() as conn:
+            expires = _start(conn, now) + ttl
             stmt = (
                 update(_T).where(_T.c.table_id == table_id, _T.c.holder == holder).values(expires_at=expires)
             )
@@ -87,8 +94,15 @@ class LeaseRepository:
             return None
         return Lease(row.table_id, row.holder, row.acquired_at, row.expires_at)
 
-    def _extend_or_take_over(self, table_id: str, holder: str, now: datetime, expires: datetime) -> bool:
+    def now(self) -> datetime:
+        """The database's current time: the clock lease expiry is judged by."""
+        with self._engine.connect() as conn:
+            return db_now(conn)
+
+    def _extend_or_take_over(self, table_id: str, holder: str, ttl: timedelta, at: datetime | None) -> bool:
         with self._engine.begin() as conn:
+            now = _start(conn, at)
+            expires = now + ttl
             mine = (
                 update(_T).where(_T.c.table_id == table_id, _T.c.holder == holder).values(expires_at=expires)
             )
@@ -102,8 +116,10 @@ class LeaseRepository:
             return conn.execute(lapsed).rowcount == 1
 
 
-def _window(ttl: timedelta, now: datetime | None) -> tuple[datetime, datetime]:
+def _check_ttl(ttl: timedelta) -> None:
     if ttl <= timedelta(0):
         raise ValueError(f"ttl: must be positive, got {ttl}")
-    start = as_utc(now, "now") if now is not None else utcnow()
-    return start, start + ttl
+
+
+def _start(conn: Connection, now: datetime | None) -> datetime:
+    return as_utc(now, "now") if now is not None else db_now(conn)

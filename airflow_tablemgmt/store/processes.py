@@ -2,23 +2,27 @@
 
 Every status change is ``UPDATE ... WHERE id = :id AND status IN (:expected) [AND attempt = :n]``
 with a rowcount check, so two workers racing on one process cannot both win: the loser gets
-:class:`IllegalTransition` naming the status it lost to. Rows never leave this module; callers
-get :class:`core.process.Process` dataclasses.
+:class:`IllegalTransition` naming the status it lost to. A worker's writes (every transition except
+a user's cancel request) must name the attempt they belong to, so a superseded worker can never
+write the row a later attempt owns. Timestamps come from the database's clock
+(:func:`store.clock.db_now`). Rows never leave this module; callers get
+:class:`core.process.Process` dataclasses.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Collection
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Row, Table, insert, select, update
+from sqlalchemy import Connection, Engine, Row, Table, and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from airflow_tablemgmt.core.errors import IllegalTransition, ProcessNotFound
 from airflow_tablemgmt.core.process import ACTIVE, TERMINAL, Process, ProcessStatus, check_transition
-from airflow_tablemgmt.store.clock import as_utc, utcnow
+from airflow_tablemgmt.store.clock import as_utc, db_now
 from airflow_tablemgmt.store.models import ProcessRow
 
 _T = cast(Table, ProcessRow.__table__)
@@ -40,6 +44,8 @@ TRANSITION_FIELDS = frozenset(
     }
 )
 _TIMESTAMP_FIELDS = frozenset({"started_at", "finished_at", "heartbeat_at"})
+#: Statuses whose owner is a worker that heartbeats; a transition into them is a sign of life.
+_BEATING = frozenset({ProcessStatus.SUBMITTED, ProcessStatus.RUNNING})
 
 StatusFilter = ProcessStatus | str | Collection[ProcessStatus | str]
 
@@ -84,7 +90,7 @@ class ProcessRepository:
                         dag_id=dag_id,
                         run_id=run_id,
                         task_id=task_id,
-                        created_at=utcnow(),
+                        created_at=db_now(conn),
                     )
                 )
                 key = result.inserted_primary_key
@@ -105,15 +111,24 @@ class ProcessRepository:
         attempt: int | None = None,
         **fields: Any,
     ) -> Process:
-        """Move the process to ``to`` if it is in one of the ``expected`` statuses (and attempt).
+        """Move the process to ``to`` if it is in one of the ``expected`` statuses and ``attempt``.
 
         Every ``expected -> to`` pair must be legal (:func:`core.process.check_transition`).
-        ``fields`` may set any of :data:`TRANSITION_FIELDS`. A terminal ``to`` sets
-        ``finished_at`` and RUNNING sets ``started_at`` unless given. If the row is no longer in
-        an expected status (or attempt), raises :class:`IllegalTransition` naming what it is.
+        ``attempt`` is required (TypeError without it) except for a cancel request
+        (CANCELING, or CANCELED from PENDING): a worker's write that does not say which attempt
+        it belongs to could land on a later attempt's row. ``fields`` may set any of
+        :data:`TRANSITION_FIELDS`. A terminal ``to`` sets ``finished_at``, RUNNING sets
+        ``started_at``, SUBMITTED/RUNNING set ``heartbeat_at`` (database time) unless given. If
+        the row is no longer in an expected status (or attempt), raises
+        :class:`IllegalTransition` naming what it is.
         """
         to = ProcessStatus(to)
         allowed = _statuses(expected)
+        if attempt is None and not _is_cancel_request(to, allowed):
+            raise TypeError(
+                f"transition() to {to} needs attempt=<the attempt this worker runs>: only a cancel "
+                f"request (CANCELING, or CANCELED from PENDING) may omit it"
+            )
         for status in sorted(allowed):
             check_transition(status, to)
         unknown = set(fields) - TRANSITION_FIELDS
@@ -126,26 +141,29 @@ class ProcessRepository:
         for name in _TIMESTAMP_FIELDS & values.keys():
             if values[name] is not None:
                 values[name] = as_utc(values[name], name)
-        now = utcnow()
-        if to in TERMINAL:
-            values.setdefault("finished_at", now)
-        if to == ProcessStatus.RUNNING:
-            values.setdefault("started_at", now)
         values["status"] = str(to)
         guard = [_T.c.id == process_id, _T.c.status.in_([str(s) for s in allowed])]
         if attempt is not None:
             guard.append(_T.c.attempt == attempt)
         with self._engine.begin() as conn:
+            now = db_now(conn)
+            if to in TERMINAL:
+                values.setdefault("finished_at", now)
+            if to == ProcessStatus.RUNNING:
+                values.setdefault("started_at", now)
+            if to in _BEATING:
+                values.setdefault("heartbeat_at", now)
             if conn.execute(update(_T).where(*guard).values(**values)).rowcount != 1:
                 current = _load(conn, process_id)
                 raise IllegalTransition(_lost(current, to, allowed, attempt))
             return _load(conn, process_id)
 
     def new_attempt(self, process_id: int, *, expected: ProcessStatus | Collection[ProcessStatus]) -> Process:
-        """Re-open a FAILED / KILLED / CANCELED process as PENDING with ``attempt + 1``.
+        """Re-open a FAILED / KILLED process as PENDING with ``attempt + 1`` (CANCELED is final).
 
         Clears what belonged to the previous attempt (external_id, summary, failure_reason,
-        started_at, finished_at, heartbeat_at). The UPDATE is guarded by the attempt it read,
+        started_at, finished_at) and stamps ``heartbeat_at`` with the database's time, so the
+        reaper measures the new attempt from its start, not from the row's creation. The UPDATE is guarded by the attempt it read,
         so of two racing retries exactly one creates the new attempt; the other gets
         :class:`IllegalTransition`.
         """
@@ -172,7 +190,7 @@ class ProcessRepository:
                     failure_reason=None,
                     started_at=None,
                     finished_at=None,
-                    heartbeat_at=None,
+                    heartbeat_at=db_now(conn),
                 )
             ).rowcount
             if changed != 1:
@@ -180,13 +198,15 @@ class ProcessRepository:
                 raise IllegalTransition(_lost(latest, ProcessStatus.PENDING, allowed, current.attempt))
             return _load(conn, process_id)
 
-    def heartbeat(self, process_id: int, attempt: int) -> None:
-        """Record that the worker running ``attempt`` is alive.
+    def heartbeat(self, process_id: int, attempt: int) -> ProcessStatus:
+        """Record that the worker running ``attempt`` is alive; returns the row's status, so the
+        worker sees a cancel request (CANCELING).
 
         Raises :class:`IllegalTransition` if that attempt is no longer the live one (a retry
         superseded it, or the process finished): the caller should stop working on it.
         """
         with self._engine.begin() as conn:
+            now = db_now(conn)
             changed = conn.execute(
                 update(_T)
                 .where(
@@ -194,14 +214,74 @@ class ProcessRepository:
                     _T.c.attempt == attempt,
                     _T.c.status.in_([str(s) for s in ACTIVE]),
                 )
-                .values(heartbeat_at=utcnow())
+                .values(heartbeat_at=now)
             ).rowcount
+            current = _load(conn, process_id)
             if changed != 1:
-                current = _load(conn, process_id)
                 raise IllegalTransition(
                     f"process {_describe(current)} is {current.status} at attempt {current.attempt}; "
                     f"attempt {attempt} is no longer running"
                 )
+            return current.status
+
+    def now(self) -> datetime:
+        """The database's current time: the clock heartbeats are stamped and judged by."""
+        with self._engine.connect() as conn:
+            return db_now(conn)
+
+    def reap(
+        self, stale_after: timedelta, *, pending_after: timedelta | None = None
+    ) -> builtins.list[Reaped]:
+        """Close every active process whose worker is gone; returns what it closed.
+
+        SUBMITTED / RUNNING / CANCELING rows whose last sign of life (``heartbeat_at``, else
+        ``started_at``/``created_at``) is older than ``stale_after`` by the database's clock are
+        closed: CANCELING -> CANCELED, the others -> FAILED, with a reason naming the last
+        heartbeat. PENDING rows are judged against ``pending_after`` (default: 10 x
+        ``stale_after``): a PENDING row has no job yet, and a task that waits for a lease
+        refreshes it only each time it polls. Each close is guarded by (status, attempt,
+        heartbeat) as read, so a worker that beats in between keeps its row. When nothing is
+        stale this is one indexed SELECT.
+        """
+        if stale_after <= timedelta(0):
+            raise ValueError(f"stale_after: must be positive, got {stale_after}")
+        pending_after = pending_after if pending_after is not None else 10 * stale_after
+        if pending_after <= timedelta(0):
+            raise ValueError(f"pending_after: must be positive, got {pending_after}")
+        last_beat = func.coalesce(_T.c.heartbeat_at, _T.c.started_at, _T.c.created_at)
+        reaped: builtins.list[Reaped] = []
+        with self._engine.begin() as conn:
+            now = db_now(conn)
+            running = [
+                str(s) for s in (ProcessStatus.SUBMITTED, ProcessStatus.RUNNING, ProcessStatus.CANCELING)
+            ]
+            stmt = select(_T).where(
+                or_(
+                    and_(_T.c.status.in_(running), last_beat < now - stale_after),
+                    and_(_T.c.status == str(ProcessStatus.PENDING), last_beat < now - pending_after),
+                )
+            )
+            candidates = [_to_process(r) for r in conn.execute(stmt)]
+        for p in candidates:
+            beat = p.heartbeat_at or p.started_at or p.created_at
+            bound = pending_after if p.status == ProcessStatus.PENDING else stale_after
+            to = ProcessStatus.CANCELED if p.status == ProcessStatus.CANCELING else ProcessStatus.FAILED
+            what = "the cancel request was never picked up" if to == ProcessStatus.CANCELED else "worker lost"
+            reason = (
+                f"reaped: {what}; attempt {p.attempt} was {p.status} with its last heartbeat at "
+                f"{beat.isoformat() if beat else 'never'}, more than {_seconds(bound)} ago"
+            )
+            if p.status == ProcessStatus.CANCELING and p.failure_reason:
+                reason = f"{p.failure_reason}; {reason}"
+            guard = [_T.c.id == p.id, _T.c.status == str(p.status), _T.c.attempt == p.attempt]
+            guard.append(
+                _T.c.heartbeat_at.is_(None) if p.heartbeat_at is None else _T.c.heartbeat_at == p.heartbeat_at
+            )
+            with self._engine.begin() as conn:
+                values = {"status": str(to), "failure_reason": reason, "finished_at": db_now(conn)}
+                if conn.execute(update(_T).where(*guard).values(**values)).rowcount == 1:
+                    reaped.append(Reaped(_load(conn, p.id), p.status, beat))
+        return reaped
 
     def get(self, process_id: int) -> Process:
         with self._engine.connect() as conn:
@@ -248,6 +328,27 @@ class ProcessRepository:
             stmt = stmt.where(_T.c.table_id == table_id)
         with self._engine.connect() as conn:
             return [_to_process(r) for r in conn.execute(stmt)]
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """A process the reaper closed: as it is now, the status it was left in, its last heartbeat."""
+
+    process: Process
+    was: ProcessStatus
+    last_heartbeat: datetime | None
+
+
+def _is_cancel_request(to: ProcessStatus, allowed: frozenset[ProcessStatus]) -> bool:
+    """The only writes that may omit ``attempt``: a user's cancel request targets whichever attempt
+    is live. Every other transition is a worker's and must name its attempt."""
+    return to == ProcessStatus.CANCELING or (
+        to == ProcessStatus.CANCELED and allowed == {ProcessStatus.PENDING}
+    )
+
+
+def _seconds(d: timedelta) -> str:
+    return f"{d.total_seconds():g}s"
 
 
 def _statuses(value: StatusFilter) -> frozenset[ProcessStatus]:

@@ -21,7 +21,9 @@ T0 = datetime(2025, 3, 1, 3, 0, tzinfo=UTC)
 def run_to(store: Store, process: Process, *path: ProcessStatus, **fields: object) -> Process:
     """Walk ``process`` through ``path``, each step expecting the previous status."""
     for status in path:
-        process = store.processes.transition(process.id, status, expected=process.status, **fields)
+        process = store.processes.transition(
+            process.id, status, expected=process.status, attempt=process.attempt, **fields
+        )
     return process
 
 
@@ -62,7 +64,9 @@ def test_concurrent_open_from_eight_threads_creates_one_row(backend, race):
 
 def test_lifecycle_sets_timestamps_and_fields(store):
     process, _ = store.processes.open(TABLE, ACTION, T0)
-    submitted = store.processes.transition(process.id, S.SUBMITTED, expected=S.PENDING, external_id="app-1")
+    submitted = store.processes.transition(
+        process.id, S.SUBMITTED, expected=S.PENDING, external_id="app-1", attempt=1
+    )
     assert submitted.external_id == "app-1" and submitted.started_at is None
     running = store.processes.transition(process.id, S.RUNNING, expected=S.SUBMITTED, attempt=1)
     assert running.started_at is not None and running.finished_at is None
@@ -72,6 +76,7 @@ def test_lifecycle_sets_timestamps_and_fields(store):
         expected=[S.RUNNING],
         summary={"files-before": 10, "files-after": 2},
         snapshot_id=2**62,
+        attempt=1,
     )
     assert done.status == S.SUCCESS
     assert done.summary == {"files-before": 10, "files-after": 2}
@@ -85,14 +90,16 @@ def test_explicit_timestamps_are_stored_in_utc(store):
     process, _ = store.processes.open(TABLE, ACTION, T0)
     at = datetime(2025, 3, 1, 9, 0, tzinfo=timezone(timedelta(hours=6)))
     process = run_to(store, process, S.SUBMITTED)
-    running = store.processes.transition(process.id, S.RUNNING, expected=S.SUBMITTED, started_at=at)
+    running = store.processes.transition(
+        process.id, S.RUNNING, expected=S.SUBMITTED, started_at=at, attempt=1
+    )
     assert running.started_at == datetime(2025, 3, 1, 3, 0, tzinfo=UTC)
     assert running.started_at.tzinfo is UTC
 
 
 def test_second_conflicting_transition_names_the_actual_status(store):
     process, _ = store.processes.open(TABLE, ACTION, T0)
-    store.processes.transition(process.id, S.SUBMITTED, expected=S.PENDING)
+    store.processes.transition(process.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
     with pytest.raises(
         IllegalTransition, match=r"cannot go to CANCELING: it is SUBMITTED at attempt 1, expected PENDING"
     ):
@@ -106,18 +113,18 @@ def test_illegal_transition_is_refused_before_touching_the_row(store):
     with pytest.raises(
         IllegalTransition, match=r"cannot go from SUCCESS to RUNNING; allowed from SUCCESS: none"
     ):
-        store.processes.transition(done.id, S.RUNNING, expected=S.SUCCESS)
+        store.processes.transition(done.id, S.RUNNING, expected=S.SUCCESS, attempt=1)
     with pytest.raises(IllegalTransition, match=r"it is SUCCESS at attempt 1, expected RUNNING"):
-        store.processes.transition(done.id, S.FAILED, expected=S.RUNNING)
+        store.processes.transition(done.id, S.FAILED, expected=S.RUNNING, attempt=1)
     assert store.processes.get(done.id) == done
 
 
 def test_transition_refuses_unknown_fields_and_missing_processes(store):
     process, _ = store.processes.open(TABLE, ACTION, T0)
     with pytest.raises(TypeError, match="unknown field.*status_code"):
-        store.processes.transition(process.id, S.SUBMITTED, expected=S.PENDING, status_code=1)
+        store.processes.transition(process.id, S.SUBMITTED, expected=S.PENDING, status_code=1, attempt=1)
     with pytest.raises(ProcessNotFound, match="no process with id 999999"):
-        store.processes.transition(999_999, S.SUBMITTED, expected=S.PENDING)
+        store.processes.transition(999_999, S.SUBMITTED, expected=S.PENDING, attempt=1)
     with pytest.raises(ProcessNotFound):
         store.processes.get(999_999)
 
@@ -126,7 +133,9 @@ def test_racing_transitions_have_one_winner(backend, race):
     store = backend.store()
     process, _ = store.processes.open(TABLE, ACTION, T0)
     stores = [backend.store() for _ in range(8)]
-    results = race(8, lambda i: stores[i].processes.transition(process.id, S.SUBMITTED, expected=S.PENDING))
+    results = race(
+        8, lambda i: stores[i].processes.transition(process.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
+    )
     winners = [r for r in results if isinstance(r, Process)]
     losers = [r for r in results if isinstance(r, IllegalTransition)]
     assert (len(winners), len(losers)) == (1, 7), results
@@ -136,9 +145,11 @@ def test_racing_transitions_have_one_winner(backend, race):
 def test_new_attempt_reopens_a_failed_process(store):
     process, _ = store.processes.open(TABLE, ACTION, T0)
     failed = run_to(store, process, S.SUBMITTED, S.RUNNING, external_id="app-1")
-    failed = store.processes.transition(failed.id, S.FAILED, expected=S.RUNNING, failure_reason="OOM")
+    failed = store.processes.transition(
+        failed.id, S.FAILED, expected=S.RUNNING, failure_reason="OOM", attempt=1
+    )
 
-    retry = store.processes.new_attempt(failed.id, expected=[S.FAILED, S.KILLED, S.CANCELED])
+    retry = store.processes.new_attempt(failed.id, expected=[S.FAILED, S.KILLED])
     assert (retry.id, retry.status, retry.attempt) == (failed.id, S.PENDING, 2)
     assert (retry.external_id, retry.summary, retry.failure_reason, retry.finished_at) == (
         None,
