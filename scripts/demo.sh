@@ -4,7 +4,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
 DEMO="${DEMO_DIR:-$ROOT/.demo}"
-ACTIONS="${DEMO_ACTIONS:-rewrite-deletes rewrite-files rewrite-manifests compute-stats expire-data expire-snapshots delete-orphans}"
+# rewrite-deletes runs before rewrite-files, which applies (and so removes) the delete files.
+# expire-data runs twice: its first run on a table is a dry run (the first-run policy), the second deletes.
+ACTIONS="${DEMO_ACTIONS:-rewrite-deletes rewrite-files rewrite-manifests compute-stats expire-data expire-data expire-snapshots delete-orphans}"
 export PATH="$VENV/bin:$PATH"
 export AIRFLOW_HOME="$DEMO/airflow"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
@@ -20,8 +22,8 @@ step "Airflow metadata DB and the tablemgmt store (SQLite under $AIRFLOW_HOME)"
 airflow db migrate >"$DEMO/db-migrate.log" 2>&1 || { tail -20 "$DEMO/db-migrate.log"; exit 1; }
 tablemgmt db upgrade
 
-step "A local Iceberg warehouse with a table of many small files"
-python "$ROOT/scripts/demo_table.py" --warehouse "$WAREHOUSE" --table demo.db.events --files 520 --delete-every 50 2>"$DEMO/demo-table.log" || { tail -20 "$DEMO/demo-table.log"; exit 1; }
+step "A local Iceberg warehouse with a table of many small files and 3 DELETE commits (position deletes)"
+python "$ROOT/scripts/demo_table.py" --warehouse "$WAREHOUSE" --table demo.db.events --files 520 --delete-every 50 --delete-commits 3 2>"$DEMO/demo-table.log" || { tail -20 "$DEMO/demo-table.log"; exit 1; }
 
 step "Plant orphan files: 3 written 5 days ago (to delete), 2 fresh ones (to keep)"
 DATA_DIR="$WAREHOUSE/db/events/data"
@@ -35,12 +37,14 @@ sed "s#__WAREHOUSE__#$WAREHOUSE#" "$ROOT/dags/tables.demo.yaml" >"$AIRFLOW__CORE
 tablemgmt apply "$AIRFLOW__CORE__DAGS_FOLDER/tables.yaml"
 tablemgmt tables
 
+run=0
 for action in $ACTIONS; do
+  run=$((run + 1)); log="$DEMO/dags-test-$run-$action.log"
   step "airflow dags test tms__demo.db.events__$action"
-  airflow dags test "tms__demo.db.events__$action" >"$DEMO/dags-test-$action.log" 2>&1 || { grep -E "tablemgmt|ERROR|Error" "$DEMO/dags-test-$action.log" | tail -30; exit 1; }
-  grep -E "tablemgmt:" "$DEMO/dags-test-$action.log" | sed 's/^.*tablemgmt:/  tablemgmt:/' | head -8 || true
+  airflow dags test "tms__demo.db.events__$action" >"$log" 2>&1 || { grep -E "tablemgmt|ERROR|Error" "$log" | tail -30; exit 1; }
+  grep -E "tablemgmt:" "$log" | sed 's/^.*tablemgmt:/  tablemgmt:/' | head -8 || true
 done
 
-step "Before / after, read back from the store"
+step "Before / after, read back from the store (live records: what a query returns; physical rows: rows in data files)"
 python "$ROOT/scripts/demo_report.py" --table demo.db.events --actions $ACTIONS
 echo; echo "orphans left on disk:"; ls "$DATA_DIR"/orphan-* 2>/dev/null | sed 's#^#  #' || echo "  none"

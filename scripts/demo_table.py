@@ -74,10 +74,21 @@ def create_table(spark, table: str, files: int, rows: int, days: int = 4, append
         df.writeTo(f"`{catalog}`.`{namespace}`.`{name}`").append()
 
 
-def add_position_deletes(spark, table: str, every: int) -> None:  # type: ignore[no-untyped-def]
-    """Delete every ``every``-th row with merge-on-read: Iceberg writes position delete files."""
+# One DELETE at partition granularity leaves one position delete file per partition, fewer than
+# rewrite-deletes' min-input-files (2 in the demo, 5 by default), so it had nothing to compact.
+# Several DELETE commits leave several delete files per partition, as a stream of deletes would.
+DELETE_COMMITS = 3
+
+
+def add_position_deletes(spark, table: str, every: int, commits: int = 1) -> None:  # type: ignore[no-untyped-def]
+    """Delete every ``every``-th row with merge-on-read, over ``commits`` DELETE commits.
+
+    Iceberg writes position delete files; commit ``k`` deletes the rows with ``id % every == k``
+    among those, so together they delete ``commits`` rows in every ``every``.
+    """
     catalog, namespace, name = table.split(".")
-    spark.sql(f"DELETE FROM `{catalog}`.`{namespace}`.`{name}` WHERE id % {int(every)} = 0")
+    for k in range(commits):
+        spark.sql(f"DELETE FROM `{catalog}`.`{namespace}`.`{name}` WHERE id % {int(every)} = {k}")
 
 
 def main() -> int:
@@ -86,18 +97,24 @@ def main() -> int:
     p.add_argument("--table", default="demo.db.events")
     p.add_argument("--files", type=int, default=520)
     p.add_argument("--rows", type=int, default=200_000)
-    p.add_argument("--delete-every", type=int, default=0, help="also delete every Nth row (position deletes)")
+    p.add_argument("--delete-every", type=int, default=0, help="also delete rows (position deletes)")
+    p.add_argument(
+        "--delete-commits",
+        type=int,
+        default=DELETE_COMMITS,
+        help="DELETE commits; each deletes one row in every --delete-every",
+    )
     args = p.parse_args()
     t0 = time.monotonic()
     spark = spark_session(args.warehouse, args.table.split(".")[0])
     create_table(spark, args.table, args.files, args.rows)
     if args.delete_every:
-        add_position_deletes(spark, args.table, args.delete_every)
+        add_position_deletes(spark, args.table, args.delete_every, args.delete_commits)
     n = spark.sql(f"SELECT count(*) AS n, sum(file_size_in_bytes) AS b FROM {args.table}.data_files").first()
     d = spark.sql(f"SELECT count(*) FROM {args.table}.delete_files").first()[0]
     r = spark.sql(f"SELECT count(*) FROM {args.table}").first()[0]
     print(
-        f"created {args.table}: {n.n} data files, {d} delete files, {n.b} bytes, {r} records "
+        f"created {args.table}: {n.n} data files, {d} delete files, {n.b} bytes, {r} live records "
         f"in {time.monotonic() - t0:.1f}s"
     )
     spark.stop()

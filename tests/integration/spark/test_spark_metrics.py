@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import sys
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
 import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.spark.maintainers import MAINTAINERS
 from airflow_tablemgmt.spark.maintainers.compaction import rewrite_deletes, rewrite_files
 from airflow_tablemgmt.spark.metrics import METRIC_KEYS
@@ -67,3 +73,63 @@ def test_every_action_reports_both_counts(make_table: TableFactory, tables: Tabl
             assert set(METRIC_KEYS) <= set(summary[side]), (action, side)
             assert summary[side]["live_records"] == 5, (action, side)
             assert summary[side]["physical_rows"] == 5, (action, side)
+
+
+def _demo_table_module():  # type: ignore[no-untyped-def]
+    scripts = str(Path(__file__).resolve().parents[3] / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    import demo_table
+
+    return demo_table
+
+
+def test_demo_table_gives_rewrite_deletes_work_and_compaction_keeps_live_records(tables: Tables) -> None:
+    """The demo's table, at a small size, with the demo's options (tables.demo.yaml) in its order."""
+    demo_table = _demo_table_module()
+    table = TableIdentifier("lake", "db", f"demo_{uuid.uuid4().hex[:8]}")
+    demo_table.create_table(tables.spark, str(table), files=24, rows=2_400)
+    demo_table.add_position_deletes(tables.spark, str(table), every=50, commits=demo_table.DELETE_COMMITS)
+    live = tables.content(table)
+
+    deletes = rewrite_deletes(tables.spark, table, {"min-input-files": 2})
+    assert deletes["rewritten_delete_files_count"] > 0
+    assert deletes["after"]["position_delete_files"] < deletes["before"]["position_delete_files"]
+    files = rewrite_files(tables.spark, table, {"min-input-files": 2, "target-file-size-bytes": 134217728})
+    assert files["after"]["physical_rows"] < files["before"]["physical_rows"]
+
+    for summary in (deletes, files):
+        assert summary["before"]["live_records"] == summary["after"]["live_records"] == live[0]
+    assert tables.content(table) == live
+
+
+def _process(pid: int, action: str, before: int, after: int, **summary: object) -> Process:
+    return Process(
+        id=pid,
+        table_id="demo.db.events",
+        action=action,
+        instant=datetime(2026, 3, 10, tzinfo=UTC),
+        status=ProcessStatus.SUCCESS,
+        summary={"before": {"live_records": before}, "after": {"live_records": after}, **summary},
+    )
+
+
+def test_demo_report_flags_a_non_ttl_action_that_changed_live_records() -> None:
+    _demo_table_module()  # puts scripts/ on sys.path
+    import demo_report
+
+    fine = [
+        _process(1, "rewrite-files", 100, 100),
+        _process(2, "expire-data", 100, 100, dry_run=True),
+        _process(3, "expire-data", 100, 60, dry_run=False),  # the one action allowed to delete rows
+    ]
+    assert demo_report.live_records_changes(fine) == (2, [])
+
+    checked, bad = demo_report.live_records_changes(
+        [*fine, _process(4, "rewrite-deletes", 100, 99), _process(5, "expire-data", 60, 50, dry_run=True)]
+    )
+    assert checked == 4
+    assert bad == [
+        "rewrite-deletes (process 4) changed live records: 100 -> 99",
+        "expire-data (process 5) changed live records: 60 -> 50",
+    ]
