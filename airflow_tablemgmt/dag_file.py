@@ -11,15 +11,22 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from airflow_tablemgmt.core.errors import TableNotFound
+from airflow_tablemgmt.core.errors import TableNotFound, UnreadableTable
 from airflow_tablemgmt.core.tables import Owner, TableSpec
 from airflow_tablemgmt.dag_factory import BuildResult, build_dags, cyclic_gc_paused, parse_dag_id
-from airflow_tablemgmt.declarations import load_declarations
+from airflow_tablemgmt.declarations import LoadedDeclarations, load_declarations
 
 log = logging.getLogger(__name__)
 
 
-def _sync_yaml(store: Any, loaded: Any, registered: dict[str, Any]) -> list[str]:
+def _sync_yaml(
+    store: Any, loaded: LoadedDeclarations, registered: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """Upsert the file's catalogs and changed tables; prune per :meth:`LoadedDeclarations.may_prune`.
+
+    Returns ``(errors, pruned table ids)``. An explicit ``tables: []`` never prunes here (only
+    ``tablemgmt apply --prune`` does): it is logged with the tables it would remove.
+    """
     errors: list[str] = []
     for catalog in loaded.catalogs:
         try:
@@ -34,14 +41,28 @@ def _sync_yaml(store: Any, loaded: Any, registered: dict[str, Any]) -> list[str]
             store.tables.upsert(spec, Owner.CODE)
         except Exception as e:  # noqa: BLE001
             errors.append(f"table {spec.id}: {e}")
-    if not loaded.errors:
-        store.tables.prune_code_tables({t.id for t in loaded.tables})
-    return errors
+    if loaded.may_prune():
+        return errors, store.tables.prune_code_tables({t.id for t in loaded.tables})
+    if loaded.declares_tables and not loaded.errors:  # an explicit, empty `tables: []`
+        kept = sorted(tid for tid, r in registered.items() if r.managed_by == Owner.CODE)
+        if kept:
+            log.warning(
+                "%s declares tables: [] — the DAG file does not remove the %d code-owned table(s) it "
+                "would prune, and keeps their DAGs: %s; run `tablemgmt apply --prune %s` to remove them",
+                loaded.source,
+                len(kept),
+                ", ".join(kept),
+                loaded.source,
+            )
+    return errors, []
 
 
 def load_registry_and_build(
     tables_yaml: str | Path | None = None, *, only_dag_id: str | None = None, store: Any = None
 ) -> BuildResult:
+    """Every DAG of the registry (or only ``only_dag_id``). Never fails as a whole: an unreadable
+    tables.yaml, a bad entry or a stored row that no longer validates becomes a declaration error
+    (an import error of the DAG file in Airflow) naming it, and every other table's DAGs build."""
     from airflow_tablemgmt.factories.discovery import default_factories
 
     loaded = load_declarations(tables_yaml)
@@ -52,9 +73,9 @@ def load_registry_and_build(
         store = TableMgmtHook().get_store()
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
     specs: dict[str, TableSpec] = {}
+    declared = {t.id: t for t in loaded.tables}
     if wanted is not None:
         # A task is starting: build its DAG only, from one row (or the file), no sync.
-        declared = {t.id: t for t in loaded.tables}
         if wanted[0] in declared:
             specs[wanted[0]] = declared[wanted[0]]
         else:
@@ -62,15 +83,22 @@ def load_registry_and_build(
                 specs[wanted[0]] = store.tables.get(wanted[0])
             except TableNotFound:
                 pass
+            except UnreadableTable as e:
+                errors.append(str(e))
     else:
         with cyclic_gc_paused():  # thousands of long-lived specs, no garbage
-            registered = {r.spec.id: r for r in store.tables.list()}
-        errors += _sync_yaml(store, loaded, registered)
-        specs = {tid: r.spec for tid, r in registered.items()}
-        for spec in loaded.tables:  # the file wins for the tables it declares
-            specs[spec.id] = spec
-    catalogs = {c.name: c for c in store.catalogs.list()}
+            rows, unreadable = store.tables.list_with_errors()
+            registered = {r.spec.id: r for r in rows}
+        # A row the file declares is rewritten from the file just below; report only the others.
+        errors += [u.message for u in unreadable if u.table_id not in declared]
+        sync_errors, pruned = _sync_yaml(store, loaded, registered)
+        errors += sync_errors
+        specs = {tid: r.spec for tid, r in registered.items() if tid not in pruned}
+        specs.update(declared)  # the file wins for the tables it declares
+    stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
+    catalogs = {c.name: c for c in stored_catalogs}
     catalogs.update({c.name: c for c in loaded.catalogs})
+    errors += [u.message for u in unreadable_catalogs if u.name not in catalogs]
     return build_dags(
         sorted(specs.values(), key=lambda s: s.id),
         default_factories(),
