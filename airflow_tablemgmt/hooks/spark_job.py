@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections import deque
@@ -80,7 +79,14 @@ class SparkJobHook:
 
         with tempfile.TemporaryDirectory(prefix="tms-job-", dir=self.workdir) as tmp:
             spec_path = Path(tmp) / "job.json"
-            spec_path.write_text(json.dumps(job.to_json_dict()))
+            # Secret references resolve here, on the worker, into a 0600 file in this 0700 directory;
+            # the command line (ps, SparkSubmitHook's log) never carries catalog properties.
+            from dataclasses import replace
+
+            from airflow_tablemgmt.hooks.secrets import resolve_catalog
+            from airflow_tablemgmt.spark.submit import write_spec
+
+            write_spec(replace(job, catalog=resolve_catalog(job.catalog)), spec_path)
             spec = build_submit_spec(job, spec_path)
             hook = _CapturingSparkSubmitHook(
                 conf=spec.conf,

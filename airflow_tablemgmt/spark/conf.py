@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 
 SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
@@ -40,6 +41,28 @@ def catalog_conf(catalog: CatalogSpec) -> dict[str, str]:
     for key, value in catalog.properties.items():
         conf[key if key.startswith("spark.") else f"{prefix}.{key}"] = str(value)
     return conf
+
+
+# Settings the job applies to its SparkSession builder take effect there, because the session (and its
+# catalogs and Hadoop configuration) is created inside job_main. Other ``spark.*`` settings
+# (spark.driver.*, spark.jars.packages, ...) are read when spark-submit launches the JVM.
+_SESSION_PREFIXES = ("spark.sql.", "spark.hadoop.")
+
+
+def launch_conf(catalog: CatalogSpec) -> dict[str, str]:
+    """The part of :func:`catalog_conf` that must be on the spark-submit command line.
+
+    Only non-secret ``spark.*`` launch settings: everything else (the catalog's wiring, its
+    credentials, ``header.*``, ``spark.hadoop.*``) travels in the job's 0600 spec file and is applied
+    by ``job_main`` before the session starts, so ``ps`` and the logged command line never show it.
+    A sensitive launch setting is not put on the command line either; it is applied on the session
+    builder, where Spark may ignore it (set it in the ``spark_default`` connection instead).
+    """
+    return {
+        k: v
+        for k, v in catalog_conf(catalog).items()
+        if not k.startswith(_SESSION_PREFIXES) and not is_sensitive(k)
+    }
 
 
 def base_conf(local: bool = True) -> dict[str, str]:

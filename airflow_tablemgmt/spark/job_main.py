@@ -23,8 +23,6 @@ import logging  # noqa: E402
 import time  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
-from pydantic import ValidationError  # noqa: E402
-
 from airflow_tablemgmt.core.errors import TableNotFound  # noqa: E402
 from airflow_tablemgmt.core.factory import JobSpec  # noqa: E402
 from airflow_tablemgmt.core.identifiers import TableIdentifier  # noqa: E402
@@ -32,6 +30,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec  # noqa: E402
 from airflow_tablemgmt.spark.conf import ICEBERG_EXTENSIONS, catalog_conf  # noqa: E402
 from airflow_tablemgmt.spark.errors import InvalidJobSpec  # noqa: E402
 from airflow_tablemgmt.spark.result import describe_exception, failure_line, success_line  # noqa: E402
+from airflow_tablemgmt.spark.submit import validated_catalog  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,17 +70,19 @@ def table_of(job: JobSpec) -> TableIdentifier:
 
 
 def catalog_of(job: JobSpec, table: TableIdentifier) -> CatalogSpec:
-    try:
-        catalog = CatalogSpec.model_validate(job.catalog)
-    except ValidationError as e:
-        raise InvalidJobSpec(f"catalog: {e.errors()[0].get('msg', e)}") from None
+    # The spec file holds the catalog with its secret references already resolved by the worker.
+    catalog = validated_catalog(job.catalog)
     if catalog.name != table.catalog:
         raise InvalidJobSpec(f"catalog: spec is for catalog {catalog.name!r} but the table is {table}")
     return catalog
 
 
 def build_session(catalog: CatalogSpec, app_name: str) -> SparkSession:
-    """Get the session spark-submit configured, making sure the catalog and extensions are set."""
+    """Start the session with the catalog's settings, which are not on spark-submit's command line.
+
+    They come from the spec file (its secrets included) and are set on the builder before the session
+    exists, so ``spark.sql.catalog.*`` and ``spark.hadoop.*`` take effect in client and local mode.
+    """
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).config("spark.sql.extensions", ICEBERG_EXTENSIONS)

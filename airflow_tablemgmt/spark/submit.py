@@ -15,16 +15,22 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, spark_home
+from airflow_tablemgmt.spark.conf import base_conf, launch_conf, spark_home
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import resolve_java_home
 from airflow_tablemgmt.spark.result import FAILED, JobResult, parse_result
 
 log = logging.getLogger(__name__)
+
+_STAND_IN = "env:TMS_RESOLVED_SECRET"  # any well-formed reference: only the shape is being checked
 
 JOB_MAIN = Path(__file__).resolve().parent / "job_main.py"
 SPEC_FILE = "job-spec.json"
@@ -65,10 +71,29 @@ class SubmitSpec:
 
 
 def _catalog(job: JobSpec) -> CatalogSpec:
+    return validated_catalog(job.catalog, "job spec catalog")
+
+
+def validated_catalog(catalog: dict[str, Any], field: str = "catalog") -> CatalogSpec:
+    """``catalog`` (JSON, its references possibly already resolved) as a validated ``CatalogSpec``.
+
+    A resolved secret is plaintext, which ``CatalogSpec`` rightly refuses for a sensitive key: the
+    shape is validated with those values standing in as a reference, then the real values are put back
+    without re-validation.
+    """
+    if not isinstance(catalog, dict):
+        raise InvalidJobSpec(f"{field}: expected an object, got {type(catalog).__name__}")
+    properties = catalog.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise InvalidJobSpec(f"{field}.properties: expected an object, got {type(properties).__name__}")
+    stand_in = {k: (_STAND_IN if is_sensitive(str(k)) else v) for k, v in properties.items()}
     try:
-        return CatalogSpec.model_validate(job.catalog)
-    except ValueError as e:
-        raise InvalidJobSpec(f"job spec catalog: {e}") from None
+        spec = CatalogSpec.model_validate({**catalog, "properties": stand_in})
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise InvalidJobSpec(f"{field}{'.' + where if where else ''}: {first.get('msg', e)}") from None
+    return spec.model_copy(update={"properties": {str(k): str(v) for k, v in properties.items()}})
 
 
 def app_name(job: JobSpec) -> str:
@@ -95,13 +120,17 @@ def submit_env(java_home: str | None = None) -> dict[str, str]:
 
 
 def build_submit_spec(job: JobSpec, spec_path: Path, *, local: bool = True) -> SubmitSpec:
-    """Describe the submission of ``job`` whose JSON spec is (or will be) at ``spec_path``."""
+    """Describe the submission of ``job`` whose JSON spec is (or will be) at ``spec_path``.
+
+    The catalog's properties are not on the command line (``ps`` and SparkSubmitHook's log would show
+    them): ``job_main`` reads them from the spec file and sets them on its session builder.
+    """
     catalog = _catalog(job)
     jar = iceberg_runtime_jar()
     return SubmitSpec(
         application=str(JOB_MAIN),
         application_args=["--spec", str(Path(spec_path).resolve())],
-        conf={**base_conf(local=local), **catalog_conf(catalog)},
+        conf={**base_conf(local=local), **launch_conf(catalog)},
         jars=[str(jar)] if jar is not None else [],
         packages=[] if jar is not None else [ICEBERG_MAVEN],
         env=submit_env(),
@@ -110,8 +139,18 @@ def build_submit_spec(job: JobSpec, spec_path: Path, *, local: bool = True) -> S
 
 
 def write_spec(job: JobSpec, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(job.to_json_dict(), indent=2, default=str))
+    """Write ``job`` as JSON to ``path``, readable and writable by this user only (0600).
+
+    The spec carries the catalog's resolved secrets. A directory created here is 0700; the file is
+    created 0600 (never world-readable, not even between create and chmod) and re-chmodded if it
+    already existed.
+    """
+    path = Path(path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(json.dumps(job.to_json_dict(), indent=2, default=str))
     return path
 
 

@@ -11,7 +11,7 @@ import pytest
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from airflow_tablemgmt.spark import literals
-from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, spark_home
+from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, launch_conf, spark_home
 from airflow_tablemgmt.spark.errors import JavaNotFound
 from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import parse_java_major, resolve_java_home
@@ -76,7 +76,8 @@ def test_submit_spec(tmp_path: Path) -> None:
     spec = build_submit_spec(job, tmp_path / "spec.json")
     assert spec.application == str(JOB_MAIN)
     assert spec.application_args == ["--spec", str((tmp_path / "spec.json").resolve())]
-    assert spec.conf["spark.sql.catalog.lake.warehouse"] == "/wh"
+    # The catalog's settings travel in the spec file (job_main applies them), not on the command line.
+    assert not [k for k in spec.conf if k.startswith("spark.sql.catalog.")]
     assert (spec.jars, spec.packages) in (([str(iceberg_runtime_jar())], []), ([], [ICEBERG_MAVEN]))
     assert spec.env["PYSPARK_PYTHON"] == sys.executable
     assert spec.env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
@@ -84,6 +85,31 @@ def test_submit_spec(tmp_path: Path) -> None:
     argv = spec.argv("spark-submit", "local[2]")
     assert argv[:3] == ["spark-submit", "--master", "local[2]"]
     assert argv[-3:] == [str(JOB_MAIN), "--spec", spec.application_args[1]]
+
+
+def test_only_non_secret_launch_settings_of_a_catalog_go_on_the_command_line(tmp_path: Path) -> None:
+    catalog = CatalogSpec(
+        name="r",
+        type=CatalogType.REST,
+        properties={
+            "uri": "http://c",
+            "credential": "conn:rest_cred",
+            "header.x-api": "var:api",
+            "spark.hadoop.fs.s3a.endpoint": "http://s3",
+            "spark.hadoop.fs.s3a.secret.key": "env:S3_SECRET",
+            "spark.jars.packages": "org.example:driver:1.0",
+            "spark.driver.extraJavaOptions.token": "env:TOKEN",
+        },
+    )
+    assert launch_conf(catalog) == {"spark.jars.packages": "org.example:driver:1.0"}
+    job = JobSpec(
+        table={"catalog": "r", "namespace": "db", "name": "t"},
+        catalog=catalog.model_dump(mode="json"),
+        action="rewrite-files",
+    )
+    conf = build_submit_spec(job, tmp_path / "spec.json").conf
+    assert conf["spark.jars.packages"] == "org.example:driver:1.0"
+    assert not [k for k in conf if "catalog" in k or "fs.s3a" in k or "token" in k]
 
 
 def test_parse_result_finds_the_marked_line() -> None:
