@@ -2,7 +2,9 @@
 
 The registry is ``dags/tables.yaml`` (owned by code) merged with tables registered through REST or
 the CLI (owned by the store). YAML entries that differ from the store are upserted here, so the
-store always reflects the file; unchanged entries cost no write.
+store always reflects the file; unchanged entries cost no write. Code-owned tables the file no
+longer lists are removed only when the file is clean and lists at least one table; an explicit
+``tables: []`` is logged (WARNING, with the tables it would remove) and changes nothing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,13 @@
 """Table declarations kept as code: ``dags/tables.yaml`` -> validated specs -> the store.
 
 Each table is validated on its own, so one bad entry is reported by name (file, table, field path,
-value, what is allowed) while the others still load. Tables declared here are owned by code: REST
-and the CLI refuse to change them.
+value, what is allowed) while the others still load; reading never raises. Tables declared here are
+owned by code: REST and the CLI refuse to change them.
+
+Pruning (removing code-owned tables the file no longer lists) is the one destructive step, so it
+needs positive evidence: a file that parsed without any error and lists ``tables:`` with at least
+one entry. A missing, empty, ``{}``/``null``, undecodable or unreadable file never prunes; an
+explicit ``tables: []`` prunes only with ``allow_empty_prune`` (``tablemgmt apply --prune``).
 """
 
 from __future__ import annotations

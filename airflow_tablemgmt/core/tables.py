@@ -203,6 +203,16 @@ class Declarations(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> Declarations:
+        by_location: dict[tuple[str, ...], str] = {}
+        for i, c in enumerate(self.catalogs):
+            if c.name in by_location.values():
+                raise ValueError(f"catalogs[{i}]: catalog {c.name} is declared twice")
+            other = by_location.setdefault(c.location_key(), c.name)
+            if other != c.name:
+                raise ValueError(
+                    f"catalogs[{i}]: catalog {c.name} reaches the same tables as catalog {other}; one physical "
+                    f"table would have two names and two leases; use catalog {other}"
+                )
         names = [c.name for c in self.catalogs]
         seen: set[str] = set()
         for i, t in enumerate(self.tables):

@@ -84,3 +84,17 @@ def test_same_physical_location(a: dict, b: dict) -> None:
 )  # fmt: skip
 def test_different_physical_location(a: dict, b: dict) -> None:
     assert CatalogSpec(name="one", **a).location_key() != CatalogSpec(name="two", **b).location_key()
+
+
+def test_declarations_reject_a_second_catalog_over_one_warehouse() -> None:
+    from airflow_tablemgmt.core.tables import parse_declarations
+
+    data = {"catalogs": [{"name": "lake", "warehouse": "/w"}, {"name": "lake2", "warehouse": "file:/w/"}]}
+    with pytest.raises(
+        InvalidDeclaration, match=r"catalogs\[1\]: catalog lake2 reaches the same tables as catalog lake"
+    ):
+        parse_declarations(data)
+    with pytest.raises(InvalidDeclaration, match="declared twice"):
+        parse_declarations(
+            {"catalogs": [{"name": "lake", "warehouse": "/w"}, {"name": "lake", "warehouse": "/x"}]}
+        )
