@@ -38,20 +38,33 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-class-name": "airflow_tablemgmt.hooks.tablemgmt.TableMgmtHook",
                 "connection-type": "tablemgmt",
                 "hook-name": "Table Management store",
+                # The store URL carries the database password, so it is a sensitive field: "dsn" is on
+                # Airflow's sensitive-name list (the API redacts it in `extra`) and format "password"
+                # masks it in the connection form. The hook still reads the older `url` extra.
                 "conn-fields": {
-                    "url": {
+                    "dsn": {
                         "label": "Store URL",
                         "schema": {
                             "type": ["string", "null"],
+                            "format": "password",
                             "description": "SQLAlchemy URL of the metadata store, e.g. "
-                            "postgresql+psycopg2://user@host:5432/db or sqlite:////path/tablemgmt.db",
+                            "postgresql+psycopg2://user:password@host:5432/tablemgmt "
+                            "(or without the password, given in the Password field)",
+                        },
+                    },
+                    "allow_local_sqlite": {
+                        "label": "Allow a SQLite store with a multi-host executor",
+                        "schema": {
+                            "type": ["boolean", "null"],
+                            "default": False,
+                            "description": "Only for a SQLite file on storage every worker shares",
                         },
                     },
                 },
                 "ui-field-behaviour": {
-                    "hidden-fields": ["host", "schema", "login", "password", "port", "extra"],
-                    "relabeling": {},
-                    "placeholders": {"url": "postgresql+psycopg2://airflow@postgres:5432/tablemgmt"},
+                    "hidden-fields": ["host", "schema", "login", "port", "extra"],
+                    "relabeling": {"password": "Store password (optional)"},
+                    "placeholders": {"dsn": "postgresql+psycopg2://airflow@postgres:5432/tablemgmt"},
                 },
             }
         ],

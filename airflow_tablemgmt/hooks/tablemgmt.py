@@ -92,7 +92,7 @@ class TableMgmtHook(BaseHook):
         if conn is not None:
             url = _url_from_connection(conn)
             if url:
-                allow = _truthy(conn.extra_dejson.get(ALLOW_LOCAL_SQLITE))
+                allow = _truthy(_extra(conn.extra_dejson, ALLOW_LOCAL_SQLITE))
                 location = StoreLocation(url, f"connection {self.tablemgmt_conn_id}", allow)
         if location is None and os.environ.get(STORE_URL_ENV):
             location = StoreLocation(os.environ[STORE_URL_ENV], f"${STORE_URL_ENV}")
@@ -141,7 +141,11 @@ def _url_from_connection(conn: Connection) -> str | None:
     from sqlalchemy.engine import make_url
 
     extra = conn.extra_dejson
-    url = extra.get("dsn") or extra.get("url") or (conn.host if conn.host and "://" in conn.host else None)
+    url = (
+        _extra(extra, "dsn")
+        or _extra(extra, "url")  # before the field was the sensitive "dsn"
+        or (conn.host if conn.host and "://" in conn.host else None)
+    )
     if not url and conn.conn_type and conn.conn_type != TableMgmtHook.conn_type and conn.host:
         # A URI connection: AIRFLOW_CONN_TABLEMGMT_DEFAULT='postgresql+psycopg2://user:pw@host/db'.
         from sqlalchemy.engine import URL
@@ -177,6 +181,11 @@ def _mask_url_secrets(url: str) -> None:
 
     mask_secret(str(password))
     mask_secret(url)
+
+
+def _extra(extra: dict[str, Any], name: str) -> Any:
+    # Older Airflow forms stored custom fields prefixed with the connection type.
+    return extra.get(name) if extra.get(name) is not None else extra.get(f"extra__tablemgmt__{name}")
 
 
 def _truthy(value: Any) -> bool:

@@ -48,7 +48,8 @@ def test_tablemgmt_connection_type_and_its_form_are_registered(airflow_db: str) 
     assert hooks["tablemgmt"]["package_name"] == PACKAGE
     assert hooks["tablemgmt"]["hook_name"] == "Table Management store"
 
-    # The connection form: custom field behaviour and the "Store URL" field from provider info.
+    # The connection form: custom field behaviour and the "Store URL" field (the sensitive `dsn`).
     assert "tablemgmt" in {b["field_behaviours"] for b in airflow_json("behaviours")}
     widgets = {w["connection_parameter_name"]: w for w in airflow_json("widgets")}
-    assert widgets["extra__tablemgmt__url"]["package_name"] == PACKAGE
+    assert widgets["extra__tablemgmt__dsn"]["package_name"] == PACKAGE
+    assert widgets["extra__tablemgmt__allow_local_sqlite"]["package_name"] == PACKAGE
