@@ -23,28 +23,43 @@ log = logging.getLogger(__name__)
 
 def _sync_yaml(
     store: Any, loaded: LoadedDeclarations, registered: dict[str, Any]
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], set[str]]:
     """Upsert the file's catalogs and changed tables; prune per :meth:`LoadedDeclarations.may_prune`.
 
-    Returns ``(errors, pruned table ids)``. An explicit ``tables: []`` never prunes here (only
-    ``tablemgmt apply --prune`` does): it is logged with the tables it would remove.
+    Returns ``(errors, pruned table ids, ids of declared tables left out)``. A table whose catalog
+    the store refused (e.g. a second catalog over another's warehouse) is left out: building it
+    would give one physical table a second name. Any error here also stops pruning. An explicit
+    ``tables: []`` never prunes here (only ``tablemgmt apply --prune`` does): it is logged with the
+    tables it would remove.
     """
     errors: list[str] = []
+    refused: set[str] = set()
     for catalog in loaded.catalogs:
         try:
             store.catalogs.upsert(catalog, Owner.CODE)
         except Exception as e:  # noqa: BLE001
-            errors.append(f"catalog {catalog.name}: {e}")
+            refused.add(catalog.name)
+            errors.append(
+                str(e) if str(e).startswith(f"catalog {catalog.name}") else f"catalog {catalog.name}: {e}"
+            )
+    left_out: set[str] = set()
     for spec in loaded.tables:
+        if spec.catalog in refused:
+            left_out.add(spec.id)
+            errors.append(
+                f"table {spec.id}: not registered, its catalog {spec.catalog} was refused (see above)"
+            )
+            continue
         row = registered.get(spec.id)
         if row is not None and row.spec == spec and row.managed_by == Owner.CODE:
             continue
         try:
             store.tables.upsert(spec, Owner.CODE)
         except Exception as e:  # noqa: BLE001
+            left_out.add(spec.id)
             errors.append(f"table {spec.id}: {e}")
-    if loaded.may_prune():
-        return errors, store.tables.prune_code_tables({t.id for t in loaded.tables})
+    if loaded.may_prune() and not errors:
+        return errors, store.tables.prune_code_tables({t.id for t in loaded.tables}), left_out
     if loaded.declares_tables and not loaded.errors:  # an explicit, empty `tables: []`
         kept = sorted(tid for tid, r in registered.items() if r.managed_by == Owner.CODE)
         if kept:
@@ -56,7 +71,7 @@ def _sync_yaml(
                 ", ".join(kept),
                 loaded.source,
             )
-    return errors, []
+    return errors, [], left_out
 
 
 def load_registry_and_build(
@@ -93,10 +108,11 @@ def load_registry_and_build(
             registered = {r.spec.id: r for r in rows}
         # A row the file declares is rewritten from the file just below; report only the others.
         errors += [u.message for u in unreadable if u.table_id not in declared]
-        sync_errors, pruned = _sync_yaml(store, loaded, registered)
+        sync_errors, pruned, left_out = _sync_yaml(store, loaded, registered)
         errors += sync_errors
         specs = {tid: r.spec for tid, r in registered.items() if tid not in pruned}
-        specs.update(declared)  # the file wins for the tables it declares
+        # The file wins for the tables it declares (those the store refused keep their stored row).
+        specs.update({tid: spec for tid, spec in declared.items() if tid not in left_out})
     stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
     catalogs = {c.name: c for c in stored_catalogs}
     catalogs.update({c.name: c for c in loaded.catalogs})

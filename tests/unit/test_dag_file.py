@@ -125,3 +125,39 @@ def test_unreadable_stored_row_is_reported_by_name_and_the_rest_build(store: Sto
     # A task of the unreadable table's DAG gets the same message instead of a crash.
     only = load_registry_and_build(y, store=store, only_dag_id=STORE_DAG)
     assert only.dags == {} and any("lake.s.from_cli" in e for e in only.errors)
+
+
+def test_a_file_catalog_over_another_catalogs_warehouse_gets_no_dags(store: Store, tmp_path: Path) -> None:
+    y = seed(store, tmp_path)
+    y.write_text(
+        DECLARED.replace("tables:", "  - {name: lake2, warehouse: 'file:///data/wh/'}\ntables:").replace(
+            "catalogs: [{name: lake, warehouse: /data/wh}]\n",
+            "catalogs:\n  - {name: lake, warehouse: /data/wh}\n",
+        )
+        + "  - {catalog: lake2, namespace: s, name: coded, actions: {expire-snapshots: {}}}\n"
+    )
+    result = load_registry_and_build(y, store=store)
+    assert any("lake2" in e and "same tables as catalog lake" in e for e in result.errors), result.errors
+    assert "tms__lake2.s.coded__expire-snapshots" not in result.dags
+    assert {STORE_DAG, CODE_DAG} <= set(result.dags)
+    assert [c.name for c in store.catalogs.list()] == ["lake"]
+    assert live(store) == ["lake.s.coded", "lake.s.from_cli"]
+
+
+def test_a_file_catalog_the_store_refuses_gets_no_dags_and_prunes_nothing(
+    store: Store, tmp_path: Path
+) -> None:
+    from airflow_tablemgmt.core.tables import CatalogSpec
+
+    y = seed(store, tmp_path)
+    store.catalogs.upsert(CatalogSpec(name="other", warehouse="/data/other"), Owner.STORE)
+    y.write_text(
+        "catalogs:\n  - {name: lake, warehouse: /data/wh}\n  - {name: lake3, warehouse: 'file:/data/other/'}\n"
+        "tables:\n  - {catalog: lake3, namespace: s, name: t, actions: {expire-snapshots: {}}}\n"
+    )
+    result = load_registry_and_build(y, store=store)
+    assert any(e.startswith("catalog lake3: ") and "same tables as catalog other" in e for e in result.errors)
+    assert any("table lake3.s.t: not registered" in e for e in result.errors)
+    assert "tms__lake3.s.t__expire-snapshots" not in result.dags
+    assert {STORE_DAG, CODE_DAG} <= set(result.dags)  # lake.s.coded is no longer listed, but not pruned
+    assert live(store) == ["lake.s.coded", "lake.s.from_cli"]
