@@ -60,7 +60,7 @@ class BlockingSubmitter:
         self.finish.wait(WAIT)
         if self.killed.is_set():
             return JobResult(status="FAILED", error="killed", error_class="Killed")
-        return JobResult(status="SUCCESS", summary=self.summary, application_id=self.app_id)
+        return JobResult(status="SUCCESS", summary=self.summary)
 
     def kill(self) -> None:
         self.killed.set()
