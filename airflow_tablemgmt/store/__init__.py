@@ -7,7 +7,13 @@ SQL lives only here. Nothing in this package imports Airflow: the hook that reso
 from __future__ import annotations
 
 from airflow_tablemgmt.store.engine import Store
-from airflow_tablemgmt.store.errors import CatalogManagedByCode, StoreSchemaOutdated, TableManagedByStore
+from airflow_tablemgmt.store.errors import (
+    CatalogManagedByCode,
+    StoreNotFound,
+    StoreSchemaOutdated,
+    StoreUnavailable,
+    TableManagedByStore,
+)
 from airflow_tablemgmt.store.repositories import (
     CatalogRepository,
     Lease,
@@ -26,7 +32,9 @@ __all__ = [
     "ProcessRepository",
     "RegisteredTable",
     "Store",
+    "StoreNotFound",
     "StoreSchemaOutdated",
+    "StoreUnavailable",
     "TableManagedByStore",
     "TableRepository",
     "UpsertResult",
