@@ -143,10 +143,13 @@ class RewriteManifestsSettings(ActionSettings):
     use_caching: bool = False
 
 
+EXPIRE_SNAPSHOTS_FLOOR = timedelta(hours=1)
+
+
 class ExpireSnapshotsSettings(ActionSettings):
     """``expire_snapshots``: drop old snapshots and the files only they reference."""
 
-    FLOORS = (("older_than", timedelta(hours=1), "1-hour", "keeps the snapshots of recent commits"),)
+    FLOORS = (("older_than", EXPIRE_SNAPSHOTS_FLOOR, "1-hour", "keeps the snapshots of recent commits"),)
 
     older_than: Duration = timedelta(days=5)
     retain_last: int = Field(default=1, ge=1)
