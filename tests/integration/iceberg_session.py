@@ -86,6 +86,7 @@ def start_spark(catalog: CatalogSpec) -> tuple[SparkSession, bool]:
 
     existing = SparkContext._active_spark_context
     builder = SparkSession.builder.master("local[2]").appName("tablemgmt-integration")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")  # progress bars flood test output
     for key, value in {**base_conf(), **catalog_conf(catalog), "spark.jars": str(jar)}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
