@@ -13,9 +13,10 @@ from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
 
 class SnapshotGateOperator(BaseOperator):
-    """Checks with pyiceberg (no JVM, ~1 ms) whether ``table`` has a snapshot other than the one the
-    last successful process of ``action`` left behind. If not, the run ends as *skipped*, not
-    failed, and no Spark job starts. Returns the current snapshot id (XCom)."""
+    """Checks with pyiceberg (no JVM; its cost: ``benchmarks/gate_cost.py``) whether ``table`` has a
+    snapshot other than the one the last successful process of ``action`` left behind. If not, the
+    run ends as *skipped*, not failed, and no Spark job starts. Returns the current snapshot id (XCom).
+    The catalog's secret references are resolved on the worker, for this check only."""
 
     template_fields: Sequence[str] = ("table", "action")
     ui_color = "#eaf2f8"
@@ -34,11 +35,13 @@ class SnapshotGateOperator(BaseOperator):
         self.tablemgmt_conn_id = tablemgmt_conn_id
 
     def execute(self, context: Any) -> int | None:
+        from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
         from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 
         store = TableMgmtHook(self.tablemgmt_conn_id).get_store()
         spec = store.tables.get(self.table)
-        reader = SnapshotReader(store.catalogs.get(spec.catalog))
+        # The store holds secret references; they resolve here, on the worker, and are masked in logs.
+        reader = SnapshotReader(resolve_catalog_spec(store.catalogs.get(spec.catalog)))
         last = store.processes.last_successful(self.table, self.action)
         last_seen = last.snapshot_id if last else None
         changed, current = reader.has_new_snapshot(TableIdentifier.parse(self.table), last_seen)

@@ -16,6 +16,7 @@ from airflow_tablemgmt.triggers.snapshot import (
     TableSnapshotChangedTrigger,
     catalog_json,
     check_table_in_catalog,
+    resolved_reader,
 )
 
 if TYPE_CHECKING:
@@ -74,8 +75,9 @@ class TableSnapshotSensor(BaseSensorOperator):
         return check_table_in_catalog(self.table, self.catalog)
 
     def _snapshot_reader(self) -> SnapshotReader:
+        # Resolved here, on the worker; ``self.catalog`` (and the trigger it defers to) keep references.
         if self._reader is None:
-            self._reader = SnapshotReader(CatalogSpec.model_validate(self.catalog))
+            self._reader = resolved_reader(self.catalog)
         return self._reader
 
     def poke(self, context: Context) -> PokeReturnValue:

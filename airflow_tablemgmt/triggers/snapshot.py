@@ -8,6 +8,11 @@
 
 Both read through :class:`~airflow_tablemgmt.metadata.iceberg.SnapshotReader` in a worker thread
 (``asyncio.to_thread``), so a slow filesystem or catalog never blocks the triggerer's event loop.
+
+Airflow stores trigger kwargs in its database, so a trigger carries the catalog exactly as declared:
+secrets only as references (``conn:``/``var:``/``env:``), which the triggerer resolves in that worker
+thread when it builds the reader (:mod:`airflow_tablemgmt.hooks.secrets`). A catalog whose sensitive
+property holds a plaintext value is refused at construction.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.secrets import check_secret_properties
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+from airflow_tablemgmt.hooks.secrets import SecretResolutionError, resolve_catalog_spec
+from airflow_tablemgmt.metadata.iceberg import SnapshotReader, SnapshotState
 
 
 class _Unset:
@@ -36,9 +43,23 @@ UNSET: Final = _Unset()
 
 
 def catalog_json(catalog: dict[str, Any] | CatalogSpec) -> dict[str, Any]:
-    """Validate a catalog and return its JSON form (what triggers serialize)."""
+    """Validate a catalog and return its JSON form (what triggers serialize).
+
+    Secrets must still be references: a ``CatalogSpec`` whose references were already resolved
+    (``resolve_catalog_spec``) is refused, so a resolved value never reaches Airflow's trigger table.
+    """
     spec = catalog if isinstance(catalog, CatalogSpec) else CatalogSpec.model_validate(catalog)
+    try:
+        check_secret_properties(spec.properties, "catalog.properties")
+    except ValueError as e:
+        raise InvalidDeclaration(str(e)) from None
     return spec.model_dump(mode="json", by_alias=True)
+
+
+def resolved_reader(catalog: dict[str, Any]) -> SnapshotReader:
+    """A reader over ``catalog`` with its secret references resolved in this process (blocking I/O:
+    a connection or variable lookup; call it in a worker thread from a trigger)."""
+    return SnapshotReader(resolve_catalog_spec(CatalogSpec.model_validate(catalog)))
 
 
 def check_table_in_catalog(table_id: str, catalog: dict[str, Any]) -> TableIdentifier:
@@ -122,8 +143,12 @@ class TableSnapshotTrigger(BaseEventTrigger):
     @property
     def reader(self) -> SnapshotReader:
         if self._reader is None:
-            self._reader = SnapshotReader(CatalogSpec.model_validate(self.catalog))
+            self._reader = resolved_reader(self.catalog)
         return self._reader
+
+    def _current_state(self, table: TableIdentifier) -> SnapshotState:
+        # In the worker thread: building the reader may look up a connection or variable.
+        return self.reader.current_state(table)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         table = TableIdentifier.parse(self.table_id)
@@ -134,8 +159,8 @@ class TableSnapshotTrigger(BaseEventTrigger):
         held_back: int | None = None
         while True:
             try:
-                state = await asyncio.to_thread(self.reader.current_state, table)
-            except (TableNotFound, OSError) as e:
+                state = await asyncio.to_thread(self._current_state, table)
+            except (TableNotFound, OSError, SecretResolutionError) as e:
                 # A watcher outlives outages and a table that is not created yet: say so once, keep polling.
                 if str(e) != problem:
                     problem = str(e)
@@ -266,7 +291,11 @@ class TableSnapshotChangedTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         table = TableIdentifier.parse(self.table_id)
-        reader = SnapshotReader(CatalogSpec.model_validate(self.catalog))
+        try:
+            reader = await asyncio.to_thread(resolved_reader, self.catalog)
+        except SecretResolutionError as e:
+            yield TriggerEvent({"status": "error", "table": self.table_id, "message": str(e)})
+            return
         while True:
             try:
                 changed, current = await asyncio.to_thread(
