@@ -9,12 +9,19 @@ from typing import Any
 from airflow.exceptions import AirflowException
 from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_tablemgmt import lifecycle
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
-from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
+from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
+
+#: A PENDING row is reaped only after this long without a sign of life (or 4 x ``lease_poll``,
+#: whichever is longer): a task waiting for a lease stamps its row only each time it polls, and a
+#: deferred task's resume can lag behind its trigger by the scheduler's own latency.
+PENDING_STALE_AFTER = timedelta(minutes=15)
 
 
 def run_instant(context: Any) -> datetime:
@@ -32,6 +39,10 @@ class TableMaintenanceOperator(BaseOperator):
 
     When another job holds the table's lease the task defers (freeing its worker slot) and tries
     again every ``lease_poll`` until ``lease_wait`` has passed, then fails naming the holder.
+
+    On start it reaps processes whose worker is gone (no heartbeat for ``stale_after``; PENDING
+    rows after :data:`PENDING_STALE_AFTER`). A canceled process fails the task without retries
+    (:class:`AirflowFailException`); ``on_kill`` kills the Spark job and records KILLED.
     """
 
     template_fields: Sequence[str] = ("table", "action")
@@ -46,6 +57,9 @@ class TableMaintenanceOperator(BaseOperator):
         spark_conn_id: str = "spark_default",
         lease_wait: timedelta = timedelta(hours=1),
         lease_poll: timedelta = timedelta(seconds=30),
+        lease_ttl: timedelta = lifecycle.LEASE_TTL,
+        heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY,
+        stale_after: timedelta = lifecycle.STALE_AFTER,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -55,11 +69,25 @@ class TableMaintenanceOperator(BaseOperator):
         self.spark_conn_id = spark_conn_id
         self.lease_wait = lease_wait
         self.lease_poll = lease_poll
+        self.lease_ttl = lease_ttl
+        self.heartbeat_every = heartbeat_every
+        self.stale_after = stale_after
         self._runner: ProcessRunner | None = None
+
+    def make_submitter(self) -> Submitter:
+        """What runs the job: spark-submit through ``spark_conn_id``."""
+        return SparkJobHook(self.spark_conn_id)
 
     def execute(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         store = TableMgmtHook(self.tablemgmt_conn_id).get_store()
-        self._runner = ProcessRunner(store, default_factories(), SparkJobHook(self.spark_conn_id))
+        self._runner = ProcessRunner(
+            store, default_factories(), self.make_submitter(),
+            lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,
+        )  # fmt: skip
+        try:
+            self._runner.reap(pending_after=max(PENDING_STALE_AFTER, 4 * self.lease_poll))
+        except Exception:  # noqa: BLE001 - housekeeping for other rows never fails this task
+            self.log.warning("tablemgmt: reaping stale processes failed", exc_info=True)
         ti = context["ti"]
         request = RunRequest(
             table_id=self.table,
@@ -76,6 +104,8 @@ class TableMaintenanceOperator(BaseOperator):
         except LeaseUnavailable as e:
             self._wait_for_lease(e, event)
             raise  # unreachable: _wait_for_lease defers or raises
+        except ProcessCanceled as e:  # a cancel is final: retrying would only fail again
+            raise AirflowFailException(f"tablemgmt: {e}") from e
         except TableMgmtError as e:
             raise AirflowException(str(e)) from e
         return outcome.summary
