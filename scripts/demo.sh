@@ -14,6 +14,7 @@ export AIRFLOW__CORE__DAGS_FOLDER="$AIRFLOW_HOME/dags"
 export AIRFLOW__LOGGING__LOGGING_LEVEL=INFO
 export AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'
 WAREHOUSE="$DEMO/warehouse"
+TABLES_YAML="${DEMO_TABLES_YAML:-$ROOT/dags/tables.demo.yaml}"
 
 step() { printf '\n==> %s\n' "$*"; }
 rm -rf "$DEMO"; mkdir -p "$AIRFLOW__CORE__DAGS_FOLDER" "$WAREHOUSE"
@@ -33,7 +34,7 @@ ls "$DATA_DIR"/orphan-* | sed 's#^#  #'
 
 step "Declare it in dags/tables.yaml and register it"
 cp "$ROOT/dags/tablemgmt_dags.py" "$AIRFLOW__CORE__DAGS_FOLDER/"
-sed "s#__WAREHOUSE__#$WAREHOUSE#" "$ROOT/dags/tables.demo.yaml" >"$AIRFLOW__CORE__DAGS_FOLDER/tables.yaml"
+sed "s#__WAREHOUSE__#$WAREHOUSE#" "$TABLES_YAML" >"$AIRFLOW__CORE__DAGS_FOLDER/tables.yaml"
 tablemgmt apply "$AIRFLOW__CORE__DAGS_FOLDER/tables.yaml"
 tablemgmt tables
 

@@ -83,12 +83,16 @@ DELETE_COMMITS = 3
 def add_position_deletes(spark, table: str, every: int, commits: int = 1) -> None:  # type: ignore[no-untyped-def]
     """Delete every ``every``-th row with merge-on-read, over ``commits`` DELETE commits.
 
-    Iceberg writes position delete files; commit ``k`` deletes the rows with ``id % every == k``
-    among those, so together they delete ``commits`` rows in every ``every``.
+    Iceberg writes position delete files; commit ``k`` deletes the rows whose ``pmod(hash(id),
+    every)`` is ``k``, so together they delete about ``commits`` rows in every ``every``. A hash,
+    not ``id % every``: the day partition is ``id % days``, so ``id % every = k`` would hit only
+    the partitions of k's parity and leave the others with a single delete file.
     """
     catalog, namespace, name = table.split(".")
     for k in range(commits):
-        spark.sql(f"DELETE FROM `{catalog}`.`{namespace}`.`{name}` WHERE id % {int(every)} = {k}")
+        spark.sql(
+            f"DELETE FROM `{catalog}`.`{namespace}`.`{name}` WHERE pmod(hash(id), {int(every)}) = {int(k)}"
+        )
 
 
 def main() -> int:

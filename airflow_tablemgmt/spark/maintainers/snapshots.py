@@ -29,10 +29,26 @@ _DELETED = {
 }
 
 
-def expire_snapshots(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
-    """Expire snapshots older than ``older-than`` (a duration before now), keeping ``retain-last``."""
+def expire_snapshots(
+    spark: SparkSession,
+    table: TableIdentifier,
+    options: dict[str, Any],
+    *,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Expire snapshots older than ``older-than`` (a duration before now), keeping ``retain-last``.
+
+    ``now`` (default: the current time) lets tests place the cutoff exactly.
+    """
     s = parse_settings(ExpireSnapshotsSettings, options, "expire-snapshots")
-    cutoff = datetime.now(UTC) - s.older_than
+    cutoff = (now or datetime.now(UTC)) - s.older_than
+    below_floor = s.below_floor()
+    if below_floor:  # the settings model let it through only with allow-below-floor: say so where it acts
+        log.warning(
+            "expire-snapshots on %s: %s (allow-below-floor is set): snapshots of recent commits expire",
+            table,
+            "; ".join(below_floor),
+        )
     before = table_metrics(spark, table)
     log.info(
         "expiring snapshots of %s older than %s (retaining %d)", table, cutoff.isoformat(), s.retain_last
@@ -56,6 +72,7 @@ def expire_snapshots(spark: SparkSession, table: TableIdentifier, options: dict[
     return {
         "older_than": cutoff.isoformat(),
         "retain_last": s.retain_last,
+        "below_floor": bool(below_floor),
         "expired_snapshots": expired,
         "deleted_files": deleted,
         "before": before,

@@ -120,8 +120,20 @@ def expire_data(
         )
     predicate = f"{quote(field.name)} < {literal}"
     dry_run = s.dry_run or forced_reason is not None
+    below_floor = s.below_floor()
+    if below_floor and not dry_run:  # allowed only by allow-below-floor: say so where it acts
+        log.warning(
+            "expire-data on %s: %s (allow-below-floor is set): rows younger than a day are deleted",
+            table,
+            "; ".join(below_floor),
+        )
     before = table_metrics(spark, table)
-    head: dict[str, Any] = {"column": field.name, "cutoff": cutoff.isoformat(), "dry_run": dry_run}
+    head: dict[str, Any] = {
+        "column": field.name,
+        "cutoff": cutoff.isoformat(),
+        "dry_run": dry_run,
+        "below_floor": bool(below_floor),
+    }
 
     if dry_run:
         reason = str(forced_reason) if forced_reason is not None else EXPLICIT_DRY_RUN

@@ -92,8 +92,13 @@ def test_demo_table_gives_rewrite_deletes_work_and_compaction_keeps_live_records
     demo_table.add_position_deletes(tables.spark, str(table), every=50, commits=demo_table.DELETE_COMMITS)
     live = tables.content(table)
 
+    per_partition = tables.spark.sql(
+        f"SELECT position_delete_file_count AS n FROM {table.quoted}.`partitions`"
+    ).collect()
+    assert len(per_partition) == 4 and all(r["n"] >= 2 for r in per_partition)  # work in every partition
+
     deletes = rewrite_deletes(tables.spark, table, {"min-input-files": 2})
-    assert deletes["rewritten_delete_files_count"] > 0
+    assert deletes["rewritten_delete_files_count"] == deletes["before"]["position_delete_files"]
     assert deletes["after"]["position_delete_files"] < deletes["before"]["position_delete_files"]
     files = rewrite_files(tables.spark, table, {"min-input-files": 2, "target-file-size-bytes": 134217728})
     assert files["after"]["physical_rows"] < files["before"]["physical_rows"]

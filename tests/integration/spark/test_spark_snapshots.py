@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
+from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.maintainers.snapshots import expire_snapshots
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
@@ -21,8 +25,11 @@ def test_expire_keeps_retain_last_and_deletes_unreferenced_files(
     spark.sql(f"INSERT INTO {table.quoted} VALUES (101, 'new')")  # 6
     before = tables.content(table)
 
-    # older-than 0s puts the cutoff at "now": every snapshot is old enough, retain-last decides.
-    summary = expire_snapshots(spark, table, {"older-than": "0s", "retain-last": 2})
+    # The cutoff at the last commit: every snapshot is old enough, retain-last decides.
+    ms = spark.sql(f"SELECT unix_millis(max(committed_at)) AS t FROM {table.quoted}.`snapshots`").collect()[0]
+    now = datetime.fromtimestamp(ms["t"] / 1000, UTC) + timedelta(hours=1)
+    options = {"older-than": "1h", "retain-last": 2}
+    summary = expire_snapshots(spark, table, options, now=now)
 
     assert summary["before"]["snapshots"] == 6
     assert summary["after"]["snapshots"] == 2
@@ -45,3 +52,22 @@ def test_nothing_expires_before_the_cutoff(make_table: TableFactory, tables: Tab
     assert summary["expired_snapshots"] == 0
     assert summary["after"]["snapshots"] == 3
     assert sum(summary["deleted_files"].values()) == 0
+
+
+def test_below_the_floor_needs_the_override_and_is_logged(
+    make_table: TableFactory, tables: Tables, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = make_table("id bigint")
+    tables.spark.sql(f"INSERT INTO {table.quoted} VALUES (1)")
+    with pytest.raises(InvalidJobSpec, match=r"expire-snapshots: older-than: 30m is below the 1-hour floor"):
+        expire_snapshots(tables.spark, table, {"older-than": "30m"})
+
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.spark.maintainers.snapshots"):
+        summary = expire_snapshots(
+            tables.spark, table, {"older-than": "30m", "allow-below-floor": True}, now=datetime.now(UTC)
+        )
+    assert summary["below_floor"] is True
+    assert any(
+        "older-than 30m is below the 1-hour floor" in r.getMessage() and str(table) in r.getMessage()
+        for r in caplog.records
+    )

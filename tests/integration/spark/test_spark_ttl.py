@@ -8,12 +8,13 @@ day boundary than the job's would show here.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from airflow_tablemgmt.spark import literals
-from airflow_tablemgmt.spark.errors import ColumnNotFound, UnsupportedColumnType
+from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec, UnsupportedColumnType
 from airflow_tablemgmt.spark.maintainers.ttl import expire_data
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
@@ -109,3 +110,19 @@ def test_column_must_be_a_time_column(make_table: TableFactory, tables: Tables) 
     assert "'id'" in str(err.value) and "bigint" in str(err.value) and "timestamp" in str(err.value)
     with pytest.raises(ColumnNotFound, match=r"'created'.*its columns: id, ts"):
         expire_data(tables.spark, table, {"column": "created", "retention": "5d"}, now=NOW)
+
+
+def test_retention_below_the_floor_needs_the_override_and_is_logged(
+    make_table: TableFactory, tables: Tables, caplog: pytest.LogCaptureFixture
+) -> None:
+    spark = tables.spark
+    table = make_table("id bigint, ts timestamp")
+    spark.sql(f"INSERT INTO {table.quoted} {rows_at((3, timedelta(hours=13)), (2, timedelta(hours=1)))}")
+    with pytest.raises(InvalidJobSpec, match=r"expire-data: retention: 12h is below the 1-day floor"):
+        expire_data(spark, table, {"column": "ts", "retention": "12h"}, now=NOW)
+
+    options = {"column": "ts", "retention": "12h", "allow-below-floor": True}
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.spark.maintainers.ttl"):
+        summary = expire_data(spark, table, options, now=NOW)
+    assert summary["below_floor"] is True and summary["deleted_rows"] == 3
+    assert any("retention 12h is below the 1-day floor" in r.getMessage() for r in caplog.records)
