@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any  # noqa: E402
 from airflow_tablemgmt.core.errors import TableNotFound  # noqa: E402
 from airflow_tablemgmt.core.factory import JobSpec  # noqa: E402
 from airflow_tablemgmt.core.identifiers import TableIdentifier  # noqa: E402
+from airflow_tablemgmt.core.secrets import MASK, is_sensitive  # noqa: E402
 from airflow_tablemgmt.core.tables import CatalogSpec  # noqa: E402
 from airflow_tablemgmt.spark.conf import ICEBERG_EXTENSIONS, catalog_conf  # noqa: E402
 from airflow_tablemgmt.spark.errors import InvalidJobSpec  # noqa: E402
@@ -38,9 +39,47 @@ if TYPE_CHECKING:
 log = logging.getLogger("airflow_tablemgmt.spark.job")
 
 
+class RedactSecrets(logging.Filter):
+    """Replaces the catalog's secret values in every record this job logs (an exception message may
+    quote a setting back); the secrets are known once the spec is read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            cleaned = redact(message, self.secrets)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+        return True
+
+
+REDACT = RedactSecrets()
+
+
+def secret_values(job: JobSpec) -> list[str]:
+    """The values of the catalog's sensitive properties, longest first (so none hides part of another)."""
+    properties = job.catalog.get("properties") if isinstance(job.catalog, dict) else None
+    if not isinstance(properties, dict):
+        return []
+    values = {str(v) for k, v in properties.items() if is_sensitive(str(k)) and str(v)}
+    # The result line is JSON: a value with quotes or backslashes appears there escaped.
+    values |= {json.dumps(v)[1:-1] for v in values}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return text
+
+
 def configure_logging() -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s tablemgmt: %(message)s"))
+    handler.addFilter(REDACT)
     root = logging.getLogger("airflow_tablemgmt")
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
@@ -153,13 +192,15 @@ def main(argv: list[str] | None = None) -> int:
         error_class, message = describe_exception(e)
         print(failure_line(None, None, error_class, message), flush=True)
         return 1
+    REDACT.secrets = secret_values(job)
     try:
         code, line = run(job)
     finally:
         spark = _active_session()
         if spark is not None:
             spark.stop()
-    print(line, flush=True)
+    # The result line becomes the process summary and the task's XCom: never a secret in it.
+    print(redact(line, REDACT.secrets), flush=True)
     return code
 
 

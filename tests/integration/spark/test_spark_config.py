@@ -112,6 +112,31 @@ def test_only_non_secret_launch_settings_of_a_catalog_go_on_the_command_line(tmp
     assert not [k for k in conf if "catalog" in k or "fs.s3a" in k or "token" in k]
 
 
+def test_job_main_never_prints_a_catalog_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from airflow_tablemgmt.spark import job_main
+
+    secret = 'job-secret-"quoted"-1618'
+    spec = tmp_path / "job.json"
+    # A bad table entry that quotes the secret back: the error reaches the log and the result line.
+    spec.write_text(
+        json.dumps(
+            {
+                "table": {"catalog": "lake", "oops": secret},
+                "catalog": {"name": "lake", "warehouse": "/wh", "properties": {"header.x-test": secret}},
+                "action": "rewrite-files",
+            }
+        )
+    )
+    assert job_main.main(["--spec", str(spec)]) == 1
+    out, err = capsys.readouterr()
+    result = parse_result(out.splitlines())
+    assert result.status == "FAILED" and result.error_class == "InvalidJobSpec"
+    assert "oops" in (result.error or "") and "***" in (result.error or "")
+    assert "oops" in err
+    for text in (out, err):
+        assert secret not in text and json.dumps(secret)[1:-1] not in text
+
+
 def test_parse_result_finds_the_marked_line() -> None:
     ok = success_line("rewrite-files", "lake.db.t", {"after": {"data_files": 1}}, duration_seconds=1.5)
     result = parse_result(["Ivy says hello", '{"not": "ours"}', ok, ""])
