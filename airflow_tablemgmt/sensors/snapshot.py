@@ -46,6 +46,8 @@ class TableSnapshotSensor(BaseSensorOperator):
     (:class:`~airflow_tablemgmt.triggers.snapshot.TableSnapshotChangedTrigger`). With
     ``deferrable=False`` it pokes every ``poll_interval`` seconds (``mode="reschedule"`` works too).
     ``timeout`` and ``soft_fail`` behave as for every sensor. A table that does not exist fails the task.
+    ``catalog`` keeps its secrets as references (``conn:``/``var:``/``env:``): they are resolved where the
+    check runs (the worker, then the triggerer), never stored in the trigger's kwargs.
     """
 
     template_fields: Sequence[str] = ("table", "since_snapshot_id")
