@@ -9,113 +9,328 @@ longer lists are removed only when the file is clean and lists at least one tabl
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from airflow_tablemgmt.core.errors import TableNotFound, UnreadableTable
-from airflow_tablemgmt.core.tables import Owner, TableSpec
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.dag_factory import BuildResult, build_dags, cyclic_gc_paused, parse_dag_id
-from airflow_tablemgmt.declarations import LoadedDeclarations, load_declarations
+from airflow_tablemgmt.declarations import (
+    DeclarationError,
+    LoadedDeclarations,
+    ParsedDocument,
+    ReuseValidated,
+    begin_parse,
+    check_across_files,
+    declaration_paths,
+    finish_parse,
+    read_declarations_text,
+    validation_fingerprint,
+)
+from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord, DeclarationFileRepository
 
 log = logging.getLogger(__name__)
 
 
-def _sync_yaml(
-    store: Any, loaded: LoadedDeclarations, registered: dict[str, Any]
-) -> tuple[list[str], list[str], set[str]]:
-    """Upsert the file's catalogs and changed tables; prune per :meth:`LoadedDeclarations.may_prune`.
+@dataclass
+class _FileSet:
+    """Every declarations file of one parse, loaded (from the store's record or the YAML)."""
+
+    files: list[LoadedDeclarations]
+    records: dict[str, DeclarationFileRecord]
+    # Sources loaded from YAML this parse (their record is rewritten after a clean sync).
+    parsed: set[str] = field(default_factory=set)
+    contexts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[str]:
+        return [e.message for f in self.files for e in f.errors]
+
+    @property
+    def declared(self) -> dict[str, TableSpec]:
+        return {t.id: t for f in self.files for t in f.tables}
+
+
+def _context(external_catalogs: set[str]) -> str:
+    return hashlib.sha256(
+        (validation_fingerprint() + "\n" + ",".join(sorted(external_catalogs))).encode()
+    ).hexdigest()
+
+
+def _load_files(
+    tables_yaml: str | Path | None,
+    store: Any,
+    registered: dict[str, Any] | None,
+    catalogs: dict[str, CatalogSpec],
+    *,
+    use_records: bool = True,
+) -> _FileSet:
+    """Load ``tables.yaml`` and ``tables.d/*.yaml``.
+
+    A file whose bytes and validation context match its record, and whose recorded rows are
+    unchanged (``registered`` given), is taken from the store without reading its YAML. Other
+    files are loaded with libyaml; an entry whose digest, context and row match the record reuses
+    the stored spec, every other entry is validated.
+    """
+    paths, path_errors = declaration_paths(tables_yaml)
+    texts: dict[str, str | None] = {}
+    files: list[LoadedDeclarations] = []
+    for path in paths:
+        text, out = read_declarations_text(path)
+        texts[out.source] = text
+        files.append(out)
+    if path_errors:
+        files[0].errors.extend(path_errors)
+    records = _records(store).get_many([f.source for f in files]) if use_records else {}
+    fs = _FileSet(files, records)
+    # Pass 1: each file's catalogs, from its record when the bytes are unchanged, else from YAML.
+    docs: dict[str, ParsedDocument] = {}
+    own_catalogs: dict[str, set[str]] = {}
+    for f in files:
+        rec = records.get(f.source)
+        if texts[f.source] is None:
+            own_catalogs[f.source] = set()
+        elif rec is not None and rec.digest == f.digest and all(c in catalogs for c in rec.catalogs):
+            own_catalogs[f.source] = set(rec.catalogs)
+        else:
+            docs[f.source] = begin_parse(texts[f.source] or "", f.source)
+            own_catalogs[f.source] = {c.name for c in docs[f.source].out.catalogs}
+    everywhere = set().union(*own_catalogs.values()) if own_catalogs else set()
+    # Pass 2: tables.
+    for i, f in enumerate(files):
+        if texts[f.source] is None:
+            continue
+        context = fs.contexts[f.source] = _context(everywhere - own_catalogs[f.source])
+        rec = records.get(f.source)
+        if f.source not in docs and rec is not None:
+            from_record = _from_record(f, rec, context, registered, catalogs)
+            if from_record is not None:
+                files[i] = from_record
+                continue
+            docs[f.source] = begin_parse(texts[f.source] or "", f.source)
+        reuse = _reuse_from(rec, context, registered)
+        files[i] = finish_parse(
+            docs[f.source], known_catalogs=everywhere - own_catalogs[f.source], reuse=reuse
+        )
+        fs.parsed.add(f.source)
+    check_across_files(files)
+    return fs
+
+
+def _from_record(
+    f: LoadedDeclarations,
+    rec: DeclarationFileRecord,
+    context: str,
+    registered: dict[str, Any] | None,
+    catalogs: dict[str, CatalogSpec],
+) -> LoadedDeclarations | None:
+    """The file as its record says, when that is provably what the YAML would give; else None."""
+    if rec.digest != f.digest or rec.context != context or registered is None:
+        return None
+    tables: list[TableSpec] = []
+    for table_id, (_, updated) in rec.entries.items():
+        row = registered.get(table_id)
+        if row is None or row.managed_by != Owner.CODE or row.updated_at.isoformat() != updated:
+            return None  # the row changed (or went) since this file wrote it
+        tables.append(row.spec)
+    return LoadedDeclarations(
+        source=f.source,
+        catalogs=[catalogs[c] for c in rec.catalogs],
+        tables=tables,
+        errors=[DeclarationError(f.source, t, m) for t, m in rec.errors],
+        digest=f.digest,
+        declares_tables=rec.declares_tables,
+        entry_digests={tid: d for tid, (d, _) in rec.entries.items()},
+        reused=len(tables),
+    )
+
+
+def _reuse_from(
+    rec: DeclarationFileRecord | None, context: str, registered: dict[str, Any] | None
+) -> ReuseValidated | None:
+    if rec is None or rec.context != context or registered is None:
+        return None
+
+    def reuse(name: str, digest: str) -> TableSpec | None:
+        entry = rec.entries.get(name)
+        row = registered.get(name)
+        if entry is None or row is None or entry[0] != digest:
+            return None
+        if row.managed_by != Owner.CODE or row.updated_at.isoformat() != entry[1]:
+            return None
+        return row.spec  # type: ignore[no-any-return]
+
+    return reuse
+
+
+def _records(store: Any) -> DeclarationFileRepository:
+    store.tables  # noqa: B018 - brings the schema up to date first
+    return DeclarationFileRepository(store.engine)
+
+
+def _sync_yaml(store: Any, fs: _FileSet, registered: dict[str, Any]) -> tuple[list[str], list[str], set[str]]:
+    """Upsert the files' catalogs and changed tables (new tables in one batch); prune per file.
 
     Returns ``(errors, pruned table ids, ids of declared tables left out)``. A table whose catalog
     the store refused (e.g. a second catalog over another's warehouse) is left out: building it
-    would give one physical table a second name. Any error here also stops pruning. An explicit
-    ``tables: []`` never prunes here (only ``tablemgmt apply --prune`` does): it is logged with the
-    tables it would remove.
+    would give one physical table a second name. Any error here, and any error of a whole file,
+    stops all pruning. A clean file that lists tables prunes only the code-owned tables it wrote
+    itself (by its record; ``tables.yaml`` also those no file has a record of) that no file
+    declares now, so a table moved between files is never pruned. An explicit ``tables: []``
+    never prunes here (only ``tablemgmt apply --prune`` does): it is logged.
     """
     errors: list[str] = []
     refused: set[str] = set()
-    for catalog in loaded.catalogs:
-        try:
-            store.catalogs.upsert(catalog, Owner.CODE)
-        except Exception as e:  # noqa: BLE001
-            refused.add(catalog.name)
-            errors.append(
-                str(e) if str(e).startswith(f"catalog {catalog.name}") else f"catalog {catalog.name}: {e}"
-            )
+    for f in fs.files:
+        if f.source not in fs.parsed:
+            continue  # unchanged since its record: its catalogs are in the store as declared
+        for catalog in f.catalogs:
+            try:
+                store.catalogs.upsert(catalog, Owner.CODE)
+            except Exception as e:  # noqa: BLE001
+                refused.add(catalog.name)
+                errors.append(
+                    str(e) if str(e).startswith(f"catalog {catalog.name}") else f"catalog {catalog.name}: {e}"
+                )
     left_out: set[str] = set()
-    for spec in loaded.tables:
-        if spec.catalog in refused:
-            left_out.add(spec.id)
-            errors.append(
-                f"table {spec.id}: not registered, its catalog {spec.catalog} was refused (see above)"
-            )
-            continue
-        row = registered.get(spec.id)
-        if row is not None and row.spec == spec and row.managed_by == Owner.CODE:
-            continue
+    to_write: list[TableSpec] = []
+    failed_sources: set[str] = set()
+    for f in fs.files:
+        for spec in f.tables:
+            if spec.catalog in refused:
+                left_out.add(spec.id)
+                failed_sources.add(f.source)
+                errors.append(
+                    f"table {spec.id}: not registered, its catalog {spec.catalog} was refused (see above)"
+                )
+                continue
+            row = registered.get(spec.id)
+            if (
+                row is not None
+                and row.managed_by == Owner.CODE
+                and (f.source not in fs.parsed or row.spec == spec)
+            ):
+                continue
+            to_write.append(spec)
+    if to_write:
         try:
-            store.tables.upsert(spec, Owner.CODE)
-        except Exception as e:  # noqa: BLE001
-            left_out.add(spec.id)
-            errors.append(f"table {spec.id}: {e}")
-    if loaded.may_prune() and not errors:
-        return errors, store.tables.prune_code_tables({t.id for t in loaded.tables}), left_out
-    if loaded.declares_tables and not loaded.errors:  # an explicit, empty `tables: []`
-        kept = sorted(tid for tid, r in registered.items() if r.managed_by == Owner.CODE)
-        if kept:
+            store.tables.upsert_many(to_write, Owner.CODE)
+        except Exception:  # noqa: BLE001 - find the tables it was about, one by one
+            for spec in to_write:
+                try:
+                    store.tables.upsert(spec, Owner.CODE)
+                except Exception as e:  # noqa: BLE001
+                    left_out.add(spec.id)
+                    errors.append(f"table {spec.id}: {e}")
+            failed_sources |= {f.source for f in fs.files if any(t.id in left_out for t in f.tables)}
+    _record_files(store, fs, failed_sources)
+    return errors, _prune(store, fs, registered, errors), left_out
+
+
+def _record_files(store: Any, fs: _FileSet, failed_sources: set[str]) -> None:
+    """Remember each file loaded from YAML whose tables all reached the store."""
+    repo = _records(store)
+    for f in fs.files:
+        if f.source not in fs.parsed or f.source in failed_sources or not f.digest:
+            continue
+        own = [e for e in f.errors if not _is_cross_file(e)]
+        ids = [t.id for t in f.tables]
+        try:
+            stamps = store.tables.updated_at_of(ids)
+            if len(stamps) != len(ids):
+                continue  # a row went (or changed owner) meanwhile: load this file in full next time
+            repo.put(
+                DeclarationFileRecord(
+                    source=f.source,
+                    digest=f.digest,
+                    context=fs.contexts[f.source],
+                    declares_tables=f.declares_tables,
+                    catalogs=[c.name for c in f.catalogs],
+                    entries={tid: (f.entry_digests[tid], stamps[tid].isoformat()) for tid in ids},
+                    errors=[(e.table, e.message) for e in own],
+                )
+            )
+        except Exception:  # noqa: BLE001 - a record is an optimisation; the next parse loads the YAML
+            log.warning("could not record the sync of %s", f.source, exc_info=True)
+
+
+def _is_cross_file(e: DeclarationError) -> bool:
+    return "declared twice, also in " in e.message
+
+
+def _prune(store: Any, fs: _FileSet, registered: dict[str, Any], errors: list[str]) -> list[str]:
+    if errors or any(e.table == "<file>" for f in fs.files for e in f.errors):
+        return []
+    declared = {t.id for f in fs.files for t in f.tables} | {e.table for f in fs.files for e in f.errors}
+    attributed = {tid for r in fs.records.values() for tid in r.entries}
+    code_rows = {tid for tid, r in registered.items() if r.managed_by == Owner.CODE}
+    doomed: set[str] = set()
+    for i, f in enumerate(fs.files):
+        rec = fs.records.get(f.source)
+        own = (set(rec.entries) if rec is not None else set()) | (code_rows - attributed if i == 0 else set())
+        own &= code_rows
+        if f.may_prune():
+            doomed |= own - declared
+        elif f.declares_tables and not f.errors and own - declared:  # an explicit, empty `tables: []`
+            kept = sorted(own - declared)
             log.warning(
                 "%s declares tables: [] — the DAG file does not remove the %d code-owned table(s) it "
                 "would prune, and keeps their DAGs: %s; run `tablemgmt apply --prune %s` to remove them",
-                loaded.source,
+                f.source,
                 len(kept),
                 ", ".join(kept),
-                loaded.source,
+                f.source,
             )
-    return errors, [], left_out
+    return store.tables.remove_code_tables(doomed) if doomed else []
 
 
 def load_registry_and_build(
     tables_yaml: str | Path | None = None, *, only_dag_id: str | None = None, store: Any = None
 ) -> BuildResult:
     """Every DAG of the registry (or only ``only_dag_id``). Never fails as a whole: an unreadable
-    tables.yaml, a bad entry or a stored row that no longer validates becomes a declaration error
-    (an import error of the DAG file in Airflow) naming it, and every other table's DAGs build."""
+    declarations file, a bad entry or a stored row that no longer validates becomes a declaration
+    error (an import error of the DAG file in Airflow) naming it, and every other table's DAGs build.
+
+    The registry is ``tables.yaml`` plus ``tables.d/*.yaml`` beside it, and the store. A file
+    unchanged since its last sync is not read as YAML (its tables are the store's rows); a task
+    start reads one table row when every file is in sync.
+    """
     from airflow_tablemgmt.factories.discovery import default_factories
 
-    loaded = load_declarations(tables_yaml)
-    errors = [e.message for e in loaded.errors]
     if store is None:
         from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
         store = TableMgmtHook().get_store()
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
+    stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
+    catalogs = {c.name: c for c in stored_catalogs}
     specs: dict[str, TableSpec] = {}
-    declared = {t.id: t for t in loaded.tables}
+    errors: list[str] = []
     if wanted is not None:
-        # A task is starting: build its DAG only, from one row (or the file), no sync.
-        if wanted[0] in declared:
-            specs[wanted[0]] = declared[wanted[0]]
-        else:
-            try:
-                specs[wanted[0]] = store.tables.get(wanted[0])
-            except TableNotFound:
-                pass
-            except UnreadableTable as e:
-                errors.append(str(e))
+        errors, spec = _one_table(tables_yaml, store, wanted[0], catalogs)
+        if spec is not None:
+            specs[spec.id] = spec
+        files: list[LoadedDeclarations] = []
     else:
         with cyclic_gc_paused():  # thousands of long-lived specs, no garbage
             rows, unreadable = store.tables.list_with_errors()
             registered = {r.spec.id: r for r in rows}
+            fs = _load_files(tables_yaml, store, registered, catalogs)
+        declared = fs.declared
+        errors = fs.errors
         # A row the file declares is rewritten from the file just below; report only the others.
         errors += [u.message for u in unreadable if u.table_id not in declared]
-        sync_errors, pruned, left_out = _sync_yaml(store, loaded, registered)
+        sync_errors, pruned, left_out = _sync_yaml(store, fs, registered)
         errors += sync_errors
         specs = {tid: r.spec for tid, r in registered.items() if tid not in pruned}
-        # The file wins for the tables it declares (those the store refused keep their stored row).
+        # The files win for the tables they declare (those the store refused keep their stored row).
         specs.update({tid: spec for tid, spec in declared.items() if tid not in left_out})
-    stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
-    catalogs = {c.name: c for c in stored_catalogs}
-    catalogs.update({c.name: c for c in loaded.catalogs})
+        files = fs.files
+    for f in files:
+        catalogs.update({c.name: c for c in f.catalogs})
     errors += [u.message for u in unreadable_catalogs if u.name not in catalogs]
     return build_dags(
         sorted(specs.values(), key=lambda s: s.id),
@@ -124,6 +339,52 @@ def load_registry_and_build(
         declaration_errors=errors,
         catalogs=catalogs,
     )
+
+
+def _one_table(
+    tables_yaml: str | Path | None, store: Any, table_id: str, catalogs: dict[str, CatalogSpec]
+) -> tuple[list[str], TableSpec | None]:
+    """The spec a starting task builds its DAG from: the store's row when every declarations file
+    is in sync with its record (one row read, whatever the files' size), else the files' own
+    declaration (loaded as in a full parse, without writing), else the row."""
+    errors: list[str] = []
+    try:
+        row = store.tables.get_registered(table_id)
+    except TableNotFound:
+        row = None
+    except UnreadableTable as e:
+        row = None
+        errors.append(str(e))
+    paths, path_errors = declaration_paths(tables_yaml)
+    in_sync = not path_errors
+    records = _records(store).get_many([str(p) for p in paths]) if in_sync else {}
+    everywhere = {c for r in records.values() for c in r.catalogs}
+    for path in paths:
+        if not in_sync:
+            break
+        text, out = read_declarations_text(path)
+        rec = records.get(out.source)
+        if text is None:
+            in_sync = not out.errors and rec is None  # a missing file with no record
+            continue
+        if rec is None or rec.digest != out.digest or rec.context != _context(everywhere - set(rec.catalogs)):
+            in_sync = False
+        elif table_id in rec.entries and (
+            row is None
+            or row.managed_by != Owner.CODE
+            or row.updated_at.isoformat() != rec.entries[table_id][1]
+        ):
+            in_sync = False
+    if in_sync:
+        return errors, (row.spec if row is not None else None)
+    fs = _load_files(tables_yaml, store, None, catalogs, use_records=False)
+    declared = fs.declared
+    if table_id in declared:
+        return [], declared[table_id]
+    errors += [e.message for f in fs.files for e in f.errors if e.table in (table_id, "<file>")]
+    for f in fs.files:
+        catalogs.update({c.name: c for c in f.catalogs})
+    return errors, (row.spec if row is not None else None)
 
 
 def register_dags(namespace: dict[str, Any], tables_yaml: str | Path | None = None) -> BuildResult:

@@ -12,8 +12,11 @@ explicit ``tables: []`` prunes only with ``allow_empty_prune`` (``tablemgmt appl
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +31,14 @@ if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
 
 TABLES_YAML_ENV = "TABLEMGMT_TABLES_YAML"
+#: Directory beside tables.yaml whose ``*.yaml`` / ``*.yml`` files declare more tables (one team per file).
+TABLES_D = "tables.d"
+
+# libyaml's parser when PyYAML was built with it: ~5x faster on a large file, same safe constructor
+# (so the same Python objects, and the same errors for bad values).
+_YAML_LOADER: type[Any] = (
+    getattr(yaml, "CSafeLoader", yaml.SafeLoader) if yaml.__with_libyaml__ else yaml.SafeLoader
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,10 @@ class LoadedDeclarations:
     # True only when the file parsed as a mapping with an explicit ``tables:`` list (even empty).
     # A missing, empty, ``{}``/``null`` or unreadable file declares nothing, so it never prunes.
     declares_tables: bool = False
+    # table id -> hash of its entry (see entry_digest), for each table that validated.
+    entry_digests: dict[str, str] = field(default_factory=dict)
+    # How many tables reused their stored validated form instead of validating again.
+    reused: int = 0
 
     def raise_for_errors(self) -> None:
         if self.errors:
@@ -81,17 +96,108 @@ def _name_of(raw: Any) -> str:
     return short_repr(raw)
 
 
-def parse_declarations_text(text: str, source: str) -> LoadedDeclarations:
+def parse_declarations_text(
+    text: str,
+    source: str,
+    *,
+    known_catalogs: Collection[str] = (),
+    reuse: ReuseValidated | None = None,
+) -> LoadedDeclarations:
     """Validate a declarations document. Never raises: every problem is a :class:`DeclarationError`
-    of its entry (the others still load) or of the file."""
-    out = LoadedDeclarations(
-        source=source, digest=hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    of its entry (the others still load) or of the file.
+
+    ``known_catalogs``: catalogs declared elsewhere (other files of the set) that its tables may
+    name. ``reuse(table_name, entry_digest)`` may return the validated spec of an entry whose
+    digest it has on record (see :func:`entry_digest`); anything else is validated here.
+    """
+    return finish_parse(begin_parse(text, source), known_catalogs=known_catalogs, reuse=reuse)
+
+
+@dataclass
+class ParsedDocument:
+    """A document loaded and its catalogs validated; its tables not yet (they may name catalogs
+    other files declare)."""
+
+    out: LoadedDeclarations
+    raw_tables: list[Any] | None = None
+
+
+def begin_parse(text: str, source: str) -> ParsedDocument:
+    """YAML load and catalogs. Never raises."""
+    doc = ParsedDocument(
+        LoadedDeclarations(source=source, digest=hashlib.sha256(text.encode("utf-8", "replace")).hexdigest())
     )
     try:
-        _parse_into(out, text)
+        doc.raw_tables = _parse_into(doc.out, text)
     except Exception as e:  # noqa: BLE001 - a last line of defence: the DAG file must keep its other DAGs
-        out.errors.append(_file_error(source, f"cannot be read: {type(e).__name__}: {_short(e)}"))
-    return out
+        doc.out.errors.append(_file_error(source, f"cannot be read: {type(e).__name__}: {_short(e)}"))
+    return doc
+
+
+def finish_parse(
+    doc: ParsedDocument, *, known_catalogs: Collection[str] = (), reuse: ReuseValidated | None = None
+) -> LoadedDeclarations:
+    """Validate the document's tables. Never raises."""
+    if doc.raw_tables is not None:
+        try:
+            _parse_tables(doc.out, doc.raw_tables, set(known_catalogs), reuse)
+        except Exception as e:  # noqa: BLE001 - as in begin_parse
+            doc.out.errors.append(
+                _file_error(doc.out.source, f"cannot be read: {type(e).__name__}: {_short(e)}")
+            )
+        doc.raw_tables = None
+    return doc.out
+
+
+ReuseValidated = Callable[[str, str], "TableSpec | None"]
+
+
+def entry_digest(raw: Any) -> str:
+    """SHA-256 of one parsed entry in an exact, type-tagged encoding.
+
+    Two entries get the same digest only if validation receives the same input: same keys in the
+    same order, same values of the same types (``1``, ``1.0``, ``true`` and ``"1"`` all differ).
+    It hashes what YAML produced, not the bytes, so an entry that takes a value through an alias
+    (``<<: *defaults``) changes digest when the anchor does.
+    """
+    return hashlib.sha256(_canonical(raw).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _canonical(v: Any) -> str:
+    if isinstance(v, str):
+        return "s" + json.dumps(v)
+    if isinstance(v, bool):
+        return "T" if v else "F"
+    if isinstance(v, int):
+        return "i" + hex(v)  # hex: no digit limit, unlike str() of a 5,000-digit int
+    if v is None:
+        return "n"
+    if isinstance(v, float):
+        return "f" + repr(v)
+    if isinstance(v, dict):
+        return "{" + ",".join(_canonical(k) + ":" + _canonical(x) for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(_canonical(x) for x in v) + "]"
+    return "o" + json.dumps(f"{type(v).__module__}.{type(v).__qualname__}:{v!r}")
+
+
+@functools.cache
+def validation_fingerprint() -> str:
+    """Changes whenever the code that validates a declaration may have: the source of ``core``
+    (the models and their rules), of this module, and the registered action names."""
+    from airflow_tablemgmt import core
+
+    h = hashlib.sha256()
+    for path in sorted(Path(core.__file__).parent.glob("*.py")) + [Path(__file__)]:
+        h.update(path.name.encode())
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"?")
+    from airflow_tablemgmt.core.actions import ACTIONS
+
+    h.update(",".join(ACTIONS.names()).encode())
+    return h.hexdigest()
 
 
 def _file_error(source: str, message: str) -> DeclarationError:
@@ -103,20 +209,20 @@ def _short(e: BaseException, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _parse_into(out: LoadedDeclarations, text: str) -> None:
+def _parse_into(out: LoadedDeclarations, text: str) -> list[Any] | None:
     source = out.source
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader (C or Python)
     except Exception as e:  # noqa: BLE001 - YAMLError, but also ValueError for a 5,000-digit int
         out.errors.append(_file_error(source, f"not valid YAML: {_short(e)}"))
-        return
+        return None
     if data is None:
-        return  # an empty file (or only comments): declares nothing
+        return None  # an empty file (or only comments): declares nothing
     if not isinstance(data, dict):
         out.errors.append(
             _file_error(source, f"expected a mapping with 'catalogs' and 'tables', got {type(data).__name__}")
         )
-        return
+        return None
     unknown = [k for k in data if k not in ("version", "catalogs", "tables")]
     if unknown:
         shown = sorted(short_repr(k) if not isinstance(k, str) else k for k in unknown)
@@ -128,14 +234,14 @@ def _parse_into(out: LoadedDeclarations, text: str) -> None:
     _parse_catalogs(out, data.get("catalogs"))
     raw_tables = data.get("tables")
     if raw_tables is None:
-        return  # no `tables:` (or `tables:` with nothing under it): declares no tables
+        return None  # no `tables:` (or `tables:` with nothing under it): declares no tables
     if not isinstance(raw_tables, list):
         out.errors.append(
             _file_error(source, f"tables: expected a list of tables, got {type(raw_tables).__name__}")
         )
-        return
+        return None
     out.declares_tables = True
-    _parse_tables(out, raw_tables)
+    return raw_tables
 
 
 def _parse_catalogs(out: LoadedDeclarations, raw_catalogs: Any) -> None:
@@ -191,15 +297,19 @@ def _parse_catalogs(out: LoadedDeclarations, raw_catalogs: Any) -> None:
         out.catalogs.append(spec)
 
 
-def _parse_tables(out: LoadedDeclarations, raw_tables: list[Any]) -> None:
+def _parse_tables(
+    out: LoadedDeclarations, raw_tables: list[Any], known_catalogs: set[str], reuse: ReuseValidated | None
+) -> None:
     source = out.source
-    catalog_names = {c.name for c in out.catalogs}
+    catalog_names = {c.name for c in out.catalogs} | known_catalogs
     broken_catalogs = {e.table.removeprefix("catalog ") for e in out.errors if e.table.startswith("catalog ")}
     seen: set[str] = set()
     for i, raw in enumerate(raw_tables):
         name = _name_of(raw)
+        digest = entry_digest(raw)
         try:
-            spec = TableSpec.model_validate(raw)
+            reused = reuse(name, digest) if reuse is not None else None
+            spec = reused if reused is not None else TableSpec.model_validate(raw)
         except ValidationError as e:
             msg = format_validation_error(e, source, path_prefix=f"tables[{i}]", label=f"table {name}")
             out.errors.append(DeclarationError(source, name, msg))
@@ -226,6 +336,8 @@ def _parse_tables(out: LoadedDeclarations, raw_tables: list[Any]) -> None:
             continue
         seen.add(spec.id)
         out.tables.append(spec)
+        out.entry_digests[spec.id] = digest
+        out.reused += reused is not None
 
 
 def load_declarations(path: Path | str | None = None) -> LoadedDeclarations:
@@ -235,6 +347,13 @@ def load_declarations(path: Path | str | None = None) -> LoadedDeclarations:
     broken symlink, a file the OS refuses to open or one that is not UTF-8 is an error of the file.
     None of these declares tables, so none of them prunes.
     """
+    text, out = read_declarations_text(path)
+    return out if text is None else parse_declarations_text(text, out.source)
+
+
+def read_declarations_text(path: Path | str | None = None) -> tuple[str | None, LoadedDeclarations]:
+    """``(text, empty result)`` of a readable file, else ``(None, result with the file's error)``
+    (no error for a missing file). Never raises."""
     p = Path(path) if path is not None else default_tables_yaml()
     source = str(p)
     out = LoadedDeclarations(source=source)
@@ -243,18 +362,18 @@ def load_declarations(path: Path | str | None = None) -> LoadedDeclarations:
     except FileNotFoundError:
         if os.path.lexists(p):
             out.errors.append(_file_error(source, f"is a broken symlink (to {os.readlink(p)!r})"))
-        return out
+        return None, out
     except OSError as e:
         out.errors.append(_file_error(source, f"cannot be read: {e.strerror or e}"))
-        return out
+        return None, out
     if p.is_dir():
         out.errors.append(_file_error(source, "is a directory, not a file"))
-        return out
+        return None, out
     try:
         raw = p.read_bytes()
     except OSError as e:
         out.errors.append(_file_error(source, f"cannot be read: {e.strerror or e}"))
-        return out
+        return None, out
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -263,8 +382,69 @@ def load_declarations(path: Path | str | None = None) -> LoadedDeclarations:
                 source, f"is not UTF-8 (byte {raw[e.start]:#04x} at offset {e.start}); save it as UTF-8"
             )
         )
-        return out
-    return parse_declarations_text(text, source)
+        return None, out
+    out.digest = hashlib.sha256(raw).hexdigest()
+    return text, out
+
+
+def declaration_paths(tables_yaml: Path | str | None = None) -> tuple[list[Path], list[DeclarationError]]:
+    """``tables.yaml`` and, beside it, ``tables.d/*.yaml`` / ``*.yml`` sorted by name: the files
+    that declare tables, in the order that decides which file wins a conflict. An unreadable
+    ``tables.d`` is an error (and, like any error of a file, stops pruning)."""
+    main = Path(tables_yaml) if tables_yaml is not None else default_tables_yaml()
+    paths = [main]
+    extra = main.parent / TABLES_D
+    errors: list[DeclarationError] = []
+    try:
+        names = sorted(os.listdir(extra))
+    except FileNotFoundError:
+        return paths, errors
+    except NotADirectoryError:
+        errors.append(_file_error(str(extra), "is not a directory; put team files in tables.d/<team>.yaml"))
+        return paths, errors
+    except OSError as e:
+        errors.append(_file_error(str(extra), f"cannot be listed: {e.strerror or e}"))
+        return paths, errors
+    paths += [extra / n for n in names if n.endswith((".yaml", ".yml")) and not n.startswith(".")]
+    return paths, errors
+
+
+def check_across_files(files: list[LoadedDeclarations]) -> None:
+    """Catalogs and tables must be declared once across the set: a later file's repeat is an
+    error of that file (so it does not prune), naming the file that declared it first."""
+    catalog_at: dict[str, str] = {}
+    table_at: dict[str, str] = {}
+    for f in files:
+        kept_catalogs = []
+        for c in f.catalogs:
+            if c.name in catalog_at:
+                f.errors.append(
+                    DeclarationError(
+                        f.source,
+                        f"catalog {c.name}",
+                        f"{f.source}: catalogs.{c.name}: declared twice, also in {catalog_at[c.name]}; "
+                        f"declare each catalog in one file",
+                    )
+                )
+                continue
+            catalog_at[c.name] = f.source
+            kept_catalogs.append(c)
+        f.catalogs = kept_catalogs
+        kept = []
+        for t in f.tables:
+            if t.id in table_at:
+                f.errors.append(
+                    DeclarationError(
+                        f.source,
+                        t.id,
+                        f"{f.source}: table {t.id}: declared twice, also in {table_at[t.id]}; "
+                        f"declare each table in one file",
+                    )
+                )
+                continue
+            table_at[t.id] = f.source
+            kept.append(t)
+        f.tables = kept
 
 
 @dataclass

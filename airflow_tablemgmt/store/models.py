@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Index, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from airflow_tablemgmt.store.sqltypes import UtcDateTime, big_id, json_document
@@ -21,7 +21,7 @@ VERSION_TABLE = "tms_alembic_version"
 #: The newest migration, i.e. the schema these models describe. Bump it with every migration
 #: (a test checks it against the migration scripts); it lets a process check the schema
 #: without importing Alembic.
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0003"
 
 # Deterministic constraint names, so later migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -109,3 +109,24 @@ class LeaseRow(Base):
     holder: Mapped[str] = mapped_column(String(255))
     acquired_at: Mapped[datetime] = mapped_column(UtcDateTime())
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class DeclarationFileRow(Base):
+    """What the last clean sync of one declarations file (``tables.yaml``, ``tables.d/*.yaml``) wrote.
+
+    A parse that finds the file's bytes (``digest``) and validation context (``context``: the
+    validating code and the catalogs other files declare) unchanged reuses it instead of loading
+    and validating the YAML again; ``entries`` binds each table to its entry's hash and to the
+    ``updated_at`` of the row that sync left, so a row changed since is never reused.
+    """
+
+    __tablename__ = "tms_declaration_file"
+
+    source: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64))
+    context: Mapped[str] = mapped_column(String(64))
+    declares_tables: Mapped[bool] = mapped_column(Boolean)
+    catalogs: Mapped[list[str]] = mapped_column(json_document())
+    entries: Mapped[dict[str, Any]] = mapped_column(json_document())  # table_id -> [entry hash, updated_at]
+    errors: Mapped[list[Any]] = mapped_column(json_document())  # [[table, message], ...]
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -79,18 +79,8 @@ class TableRepository:
         """
         owner = Owner(owner)
         spec = _validated(spec)
-        doc = spec.model_dump(mode="json", by_alias=True)
-        columns: dict[str, Any] = {
-            "catalog": spec.catalog,
-            "namespace": spec.namespace,
-            "name": spec.name,
-            "format": str(spec.format),
-            "owner_team": spec.owner,
-            "queue": spec.queue,
-            "priority": spec.priority,
-            "actions": doc["actions"],
-            "spec": doc,
-        }
+        columns = _columns_of(spec)
+        doc = columns["spec"]
         table_id = spec.id
         for _ in range(_RETRIES):
             with self._engine.connect() as conn:
@@ -126,6 +116,75 @@ class TableRepository:
             if changed == 1:
                 return "updated" if live else "created"
         raise TableMgmtError(f"table {table_id}: gave up after {_RETRIES} concurrent modifications")
+
+    def upsert_many(self, specs: Collection[TableSpec], owner: Owner) -> dict[str, UpsertResult]:
+        """:meth:`upsert` for many specs in one transaction with batched statements (the first sync
+        of a large declarations file): one ``SELECT ... IN`` per chunk, one multi-row ``INSERT`` for
+        the new tables, one ``UPDATE`` per changed row. Same rules and outcomes as :meth:`upsert`;
+        every spec is validated again from its serialized form first. If another writer gets in
+        between (a unique-key clash, a row changed since it was read) the batch is rolled back and
+        each spec goes through :meth:`upsert`, which retries row by row.
+        """
+        owner = Owner(owner)
+        if owner != Owner.CODE:  # a STORE writer may be refused per row: keep those errors per row
+            return {spec.id: self.upsert(spec, owner) for spec in specs}
+        prepared = [(spec.id, _columns_of(_validated(spec))) for spec in specs]
+        try:
+            return self._upsert_batch(prepared, owner)
+        except (IntegrityError, _Contended):
+            return {spec.id: self.upsert(spec, owner) for spec in specs}
+
+    def _upsert_batch(
+        self, prepared: builtins.list[tuple[str, dict[str, Any]]], owner: Owner
+    ) -> dict[str, UpsertResult]:
+        out: dict[str, UpsertResult] = {}
+        with self._engine.begin() as conn:
+            existing: dict[str, Row[Any]] = {}
+            ids = [tid for tid, _ in prepared]
+            for i in range(0, len(ids), _CHUNK):
+                for row in conn.execute(select(_T).where(_T.c.table_id.in_(ids[i : i + _CHUNK]))):
+                    existing[row.table_id] = row
+            now = utcnow()
+            new_rows: builtins.list[dict[str, Any]] = []
+            for table_id, columns in prepared:
+                row = existing.get(table_id)
+                if row is None:
+                    new_rows.append(
+                        dict(
+                            columns, table_id=table_id, managed_by=str(owner), created_at=now, updated_at=now
+                        )
+                    )
+                    out[table_id] = "created"
+                    continue
+                live = row.deleted_at is None
+                if live and row.managed_by == owner and row.spec == columns["spec"]:
+                    out[table_id] = "unchanged"
+                    continue
+                if live and row.managed_by != owner:
+                    log.warning("table %s: dags/tables.yaml takes it over from the store", table_id)
+                values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None)
+                if not live:
+                    values["created_at"] = now
+                if conn.execute(update(_T).where(*_unchanged_since(row)).values(**values)).rowcount != 1:
+                    raise _Contended(table_id)
+                out[table_id] = "updated" if live else "created"
+            for i in range(0, len(new_rows), _CHUNK):
+                conn.execute(insert(_T), new_rows[i : i + _CHUNK])  # executemany: batched INSERTs
+        return out
+
+    def updated_at_of(self, table_ids: Collection[str]) -> dict[str, datetime]:
+        """``updated_at`` of the live code-owned rows among ``table_ids`` (one query per chunk)."""
+        ids = builtins.list(table_ids)
+        out: dict[str, datetime] = {}
+        with self._engine.connect() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                stmt = select(_T.c.table_id, _T.c.updated_at).where(
+                    _T.c.table_id.in_(ids[i : i + _CHUNK]),
+                    _T.c.deleted_at.is_(None),
+                    _T.c.managed_by == str(Owner.CODE),
+                )
+                out.update({tid: ts for tid, ts in conn.execute(stmt)})
+        return out
 
     def get(self, table_id: str) -> TableSpec:
         """The live table's spec; :class:`TableNotFound` if absent or removed."""
@@ -217,6 +276,32 @@ class TableRepository:
             log.info("removed %d table(s) no longer declared in dags/tables.yaml: %s", len(doomed), doomed)
         return doomed
 
+    def remove_code_tables(self, table_ids: Collection[str]) -> builtins.list[str]:
+        """Soft-delete those of ``table_ids`` that are live and code-owned; return their ids.
+
+        How a clean declarations file prunes the tables it wrote and no file declares any more.
+        """
+        ids = sorted(set(table_ids))
+        code_live = (_T.c.managed_by == str(Owner.CODE), _T.c.deleted_at.is_(None))
+        removed: builtins.list[str] = []
+        with self._engine.begin() as conn:
+            now = utcnow()
+            for i in range(0, len(ids), _CHUNK):
+                chunk = ids[i : i + _CHUNK]
+                removed += conn.execute(
+                    select(_T.c.table_id).where(_T.c.table_id.in_(chunk), *code_live)
+                ).scalars()
+                conn.execute(
+                    update(_T)
+                    .where(_T.c.table_id.in_(chunk), *code_live)
+                    .values(deleted_at=now, updated_at=now)
+                )
+        if removed:
+            log.info(
+                "removed %d table(s) no longer declared in any declarations file: %s", len(removed), removed
+            )
+        return sorted(removed)
+
     def fingerprint(self) -> str:
         """A cheap token that changes whenever any table is created, changed or removed.
 
@@ -228,6 +313,25 @@ class TableRepository:
                 select(func.count(), func.max(_T.c.updated_at), func.max(_T.c.deleted_at))
             ).one()
         return "|".join((str(count), _iso(updated), _iso(deleted)))
+
+
+class _Contended(Exception):
+    """A row changed between the batch's read and its write."""
+
+
+def _columns_of(spec: TableSpec) -> dict[str, Any]:
+    doc = spec.model_dump(mode="json", by_alias=True)
+    return {
+        "catalog": spec.catalog,
+        "namespace": spec.namespace,
+        "name": spec.name,
+        "format": str(spec.format),
+        "owner_team": spec.owner,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "actions": doc["actions"],
+        "spec": doc,
+    }
 
 
 def _unchanged_since(row: Row[Any]) -> tuple[ColumnElement[bool], ...]:

@@ -29,9 +29,9 @@ def test_upgrade_is_idempotent_and_reports_revision(backend):
     assert store.current_revision() is None
 
     store.upgrade()
-    assert store.current_revision() == Store.head_revision() == "0001"
+    assert store.current_revision() == Store.head_revision() == SCHEMA_REVISION
     store.upgrade()
-    assert store.current_revision() == "0001"
+    assert store.current_revision() == SCHEMA_REVISION
 
     names = set(inspect(store.engine).get_table_names())
     assert TMS_TABLES <= names
@@ -50,7 +50,7 @@ def test_schema_is_applied_on_first_use(backend):
 
 def test_without_auto_upgrade_an_empty_database_is_refused_clearly(backend):
     store = backend.store(auto_upgrade=False)
-    with pytest.raises(StoreSchemaOutdated, match="schema revision none, this package needs 0001"):
+    with pytest.raises(StoreSchemaOutdated, match=f"schema revision none, this package needs {SCHEMA_REVISION}"):
         store.tables.list()
 
 
@@ -64,7 +64,7 @@ def test_migration_creates_exactly_what_the_models_declare(store):
 def test_stores_racing_to_create_a_fresh_schema_all_succeed(backend, race):
     stores = [backend.store() for _ in range(6)]  # one engine each: separate connections
     assert race(6, lambda i: stores[i].tables.list()) == [[]] * 6
-    assert backend.store(auto_upgrade=False).current_revision() == "0001"
+    assert backend.store(auto_upgrade=False).current_revision() == SCHEMA_REVISION
 
 
 # Imports, reports ready, waits for "go", then uses (and so creates) the store.
@@ -99,7 +99,7 @@ def test_processes_racing_to_create_a_fresh_sqlite_file_all_succeed(tmp_path):
     for child in children:
         out, err = child.communicate(timeout=60)
         assert child.returncode == 0, err
-        assert out.strip() == "0001"
+        assert out.strip() == SCHEMA_REVISION
 
 
 def test_default_url_lives_under_airflow_home(monkeypatch, tmp_path):
