@@ -303,7 +303,8 @@ class ProcessRunner:
         if self._stop is not None and self._stop.kind == "superseded":
             # The job committed before the kill landed, but this attempt no longer owns the row.
             raise WorkerSuperseded(
-                f"process {process.id} attempt {attempt}: {self._stop.reason}; its job finished before the kill "
+                f"process {process.id} attempt {attempt}: {self._stop.reason}; its job finished before "
+                "the kill "
                 "took effect, and its result was not recorded (the row belongs to another attempt)"
             )
         summary = result.summary or {}
@@ -389,8 +390,8 @@ class ProcessRunner:
             except Exception:  # noqa: BLE001 - a transient store error; give up only near the lease TTL
                 log.warning("tablemgmt: heartbeat for process %s failed", process.id, exc_info=True)
                 if time.monotonic() - last_ok >= give_up_after:
-                    self._halt(process, "superseded",
-                               f"the store was unreachable for {give_up_after:g}s, so its lease may lapse")  # fmt: skip
+                    reason = f"the store was unreachable for {give_up_after:g}s, so its lease may lapse"
+                    self._halt(process, "superseded", reason)
                     return
 
     def _halt(self, process: Process, kind: str, reason: str) -> None:
@@ -427,7 +428,8 @@ class ProcessRunner:
         next attempt stays PENDING (the operator defers, as for any held lease)."""
         beat = process.heartbeat_at.isoformat() if process.heartbeat_at else "never"
         reason = (
-            f"worker lost: attempt {process.attempt} was left {process.status} with its last heartbeat at {beat} "
+            f"worker lost: attempt {process.attempt} was left {process.status} with its last heartbeat "
+            f"at {beat} "
             f"(Spark application {process.external_id or 'unknown'}); the next attempt recovers it"
         )
         log.warning("tablemgmt: process %s: %s", process.id, reason)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import os
 import re
+import signal
+import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -16,6 +21,7 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.spark.submit import JobResult, build_submit_spec, parse_result
 
 EMBEDDED_MASTER = "local[*]"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _APP_ID = re.compile(r"spark application (?:id )?((?:local|app|application|spark)[-_][\w-]+)")
 _ERROR_TAIL = 40
 
@@ -101,7 +107,7 @@ class SparkJobHook:
             self._hook = hook
             exit_error: str | None = None
             try:
-                hook.submit(application=spec.application)
+                hook.submit(application=spec.application, preexec_fn=die_with_parent())
             except AirflowException as e:
                 exit_error = str(e)
             result = parse_result(hook.lines)
@@ -118,6 +124,33 @@ class SparkJobHook:
     def kill(self) -> None:
         if self._hook is not None:
             self._hook.on_kill()
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child (spark-submit, which execs the driver JVM in client and
+    local mode) receive SIGKILL when the worker that started it dies, even by ``kill -9``: a dead
+    worker's lease lapses and another worker may start a job on the table, so the old job must not
+    outlive it. Linux only (``prctl(PR_SET_PDEATHSIG)``); elsewhere None, and the lease TTL is the
+    only guard.
+
+    libc is resolved here, in the parent, so the forked child (which may have been forked while the
+    heartbeat thread runs) only makes two system calls and takes no Python-level locks.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the worker died before prctl took effect
+            os._exit(1)
+
+    return preexec
 
 
 def _error_tail(lines: list[str], exit_error: str | None) -> str:

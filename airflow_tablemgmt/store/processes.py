@@ -163,7 +163,8 @@ class ProcessRepository:
 
         Clears what belonged to the previous attempt (external_id, summary, failure_reason,
         started_at, finished_at) and stamps ``heartbeat_at`` with the database's time, so the
-        reaper measures the new attempt from its start, not from the row's creation. The UPDATE is guarded by the attempt it read,
+        reaper measures the new attempt from its start, not from the row's creation. The UPDATE
+        is guarded by the attempt it read,
         so of two racing retries exactly one creates the new attempt; the other gets
         :class:`IllegalTransition`.
         """

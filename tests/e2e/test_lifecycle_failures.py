@@ -172,9 +172,17 @@ def test_duplicate_trigger_runs_one_spark_job(tables: dict[str, IcebergTable], t
     assert row.snapshot_id == after.snapshot_id
 
 
+@pytest.mark.timeout(30 + 300 + 60 + 3 * 600)  # covers every wait below
 def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
     tables: dict[str, IcebergTable], tmp_path: Path
 ) -> None:
+    """SIGKILL of the worker (the CLI) alone, at a point chosen by an event, not by timing.
+
+    The kill happens once the row is RUNNING with the Spark application id (Spark started the
+    job), with the whole process group frozen (SIGSTOP) first so the job cannot finish between
+    that check and the kill. Only the worker is killed: spark-submit and its driver JVM must die
+    with it (parent-death signal), or a takeover could run a second job on the table.
+    """
     from airflow_tablemgmt.core.process import ProcessStatus
 
     S = ProcessStatus
@@ -194,45 +202,58 @@ def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
         )
     pgid = proc.pid
 
-    def job_under_way() -> bool:
+    def job_running() -> Any:
         assert proc.poll() is None, (
             f"the run ended (exit {proc.returncode}) before it could be killed:\n" + (log.read_text()[-3000:])
         )
         p = repo.find(tid, ACTION, datetime.fromisoformat(instant))
-        # The job's own "rewrite-files on <table> (process N, attempt 1)" line: Spark is rewriting.
-        return (
-            p is not None
-            and p.status in (S.SUBMITTED, S.RUNNING)
-            and f"{ACTION} on {tid} (process {p.id}, attempt 1)" in log.read_text()
-        )
+        return p if p is not None and p.status == S.RUNNING and p.external_id else None
 
     try:
-        wait_for("the Spark job to start rewriting", job_under_way)
+        wait_for("the process RUNNING with its Spark application id", job_running, timeout=300, every=0.05)
+        os.killpg(pgid, signal.SIGSTOP)  # freeze the CLI, spark-submit's JVM and the PySpark driver
+        frozen = repo.find(tid, ACTION, datetime.fromisoformat(instant))
+        assert frozen is not None and frozen.status == S.RUNNING, frozen
         members = group_members(pgid)
-        assert any("SparkSubmit" in cmd for cmd in members.values()), (
-            members
-        )  # the driver JVM is in the group
-        os.killpg(pgid, signal.SIGKILL)  # the CLI, spark-submit, the JVM and the PySpark driver
+        assert any("SparkSubmit" in cmd for cmd in members.values()), members  # the driver JVM
+        os.kill(proc.pid, signal.SIGKILL)  # the worker only
         proc.wait(timeout=30)
-        wait_for("the whole process group to die", lambda: not group_members(pgid), timeout=30)
+        os.killpg(pgid, signal.SIGCONT)  # let the orphans react to their parent's death
+        wait_for("spark-submit and its driver to die with the worker", lambda: not group_members(pgid),
+                 timeout=60)  # fmt: skip
     finally:
-        if proc.poll() is None:
+        if group_members(pgid):
             os.killpg(pgid, signal.SIGKILL)
 
     stuck = repo.find(tid, ACTION, datetime.fromisoformat(instant))
-    assert stuck is not None and stuck.status in (S.SUBMITTED, S.RUNNING), stuck
+    assert stuck is not None and stuck.status == S.RUNNING, stuck
     assert stuck.attempt == 1 and stuck.finished_at is None and stuck.failure_reason is None
     lease = store().leases.get(tid)
     assert lease is not None and lease.holder.startswith(f"process:{stuck.id}:attempt:1:")  # and its lease
 
-    time.sleep(1.5)  # older than --stale-after 1
-    recovered = run(run_cmd(tid, instant, "--stale-after", "1"), timeout=600)
-    ok(recovered)
+    # Recovery: attempt 1 is closed and attempt 2 opened, but no job starts while attempt 1's
+    # lease is live (nothing outside this test knows that job is gone).
+    def beat_age() -> timedelta:
+        return repo.now() - (repo.get(stuck.id).heartbeat_at or stuck.created_at)
+
+    wait_for(
+        "attempt 1's heartbeat to be older than 1 s (database time)",
+        lambda: beat_age() > timedelta(seconds=1.2),
+    )
+    blocked = run(run_cmd(tid, instant, "--stale-after", "1"), timeout=600)
+    assert blocked.returncode == 2, blocked.stdout[-2000:] + blocked.stderr[-3000:]
+    assert "worker lost: attempt 1 was left RUNNING" in blocked.stderr
+    assert f"table {tid} is leased by {lease.holder}" in blocked.stderr and "stays PENDING" in blocked.stderr
+    assert SPARK_SUBMITTED not in blocked.stderr
+    assert (repo.get(stuck.id).status, repo.get(stuck.id).attempt) == (S.PENDING, 2)
+
+    # This test has proved the old job dead (its whole process group is gone): it can release the
+    # lease instead of waiting out its TTL, as an operator who checked would.
+    assert store().leases.release(tid, lease.holder)
+    recovered = ok(run(run_cmd(tid, instant), timeout=600))
     out = json.loads(recovered.stdout)
     assert out["process"] == stuck.id and out["status"] == "SUCCESS" and out["attempt"] == 2
     assert out["reused"] is False
-    # The lost attempt was closed with a reason before the retry (new_attempt clears it on the row).
-    assert "worker lost: attempt 1 was left" in recovered.stderr
     assert recovered.stderr.count(SPARK_SUBMITTED) == 1
 
     final = repo.get(stuck.id)
@@ -265,8 +286,9 @@ def test_expired_lease_is_taken_over_and_a_live_one_blocks(tables: dict[str, Ice
 
     assert leases.release(tid, "live-worker")
     assert leases.acquire(tid, "dead-worker", timedelta(seconds=1))
-    time.sleep(1.5)
-    assert leases.get(tid).expired()
+    wait_for(
+        "the dead lease to lapse (database time)", lambda: leases.get(tid).expired(leases.now()), timeout=30
+    )
     taken_over = ok(run(run_cmd(tid, instant), timeout=600))
     out = json.loads(taken_over.stdout)
     assert out["process"] == pending.id and out["status"] == "SUCCESS" and out["attempt"] == 1
