@@ -265,7 +265,9 @@ def _prune(store: Any, fs: _FileSet, registered: dict[str, Any], errors: list[st
     if errors or any(e.table == "<file>" for f in fs.files for e in f.errors):
         return []
     declared = {t.id for f in fs.files for t in f.tables} | {e.table for f in fs.files for e in f.errors}
-    attributed = {tid for r in fs.records.values() for tid in r.entries}
+    # Every record, also of files gone from the set: a deleted team file never prunes (it is
+    # missing), and its tables are not tables.yaml's to prune either.
+    attributed = {tid for r in _records(store).all().values() for tid in r.entries}
     code_rows = {tid for tid, r in registered.items() if r.managed_by == Owner.CODE}
     doomed: set[str] = set()
     for i, f in enumerate(fs.files):
