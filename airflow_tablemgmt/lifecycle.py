@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from sqlalchemy.exc import DBAPIError
+
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import (
     IllegalTransition,
@@ -34,6 +36,9 @@ S = ProcessStatus
 
 
 class Submitter(Protocol):
+    """Runs a job. It may also offer ``kill_application(application_id) -> bool``: kill an earlier
+    attempt's application by id, True only when the engine acknowledged it (see SparkJobHook)."""
+
     def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult: ...
 
     def kill(self) -> None: ...
@@ -41,6 +46,10 @@ class Submitter(Protocol):
 
 class ProcessCanceled(TableMgmtError):
     """The process was canceled (a cancel is final: no later try re-opens it)."""
+
+
+class StoreUnreachable(JobFailed):
+    """The metadata store failed mid-run; the message names it (host:port)."""
 
 
 class WorkerSuperseded(JobFailed):
@@ -123,6 +132,19 @@ class ProcessRunner:
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
+        """Run (or resume, or reuse) the process for ``req``. A database error becomes
+        :class:`StoreUnreachable` naming the store (host:port, never the password)."""
+        try:
+            return self._run(req)
+        except DBAPIError as e:
+            raise StoreUnreachable(
+                f"the store at {_where(self.store)} failed or was unreachable while running {req.action} on "
+                f"{req.table_id}: {type(e.orig).__name__ if e.orig else type(e).__name__}: "
+                f"{str(e.orig or e).strip().splitlines()[0] if str(e.orig or e).strip() else ''}; "
+                "nothing more was recorded, and the next try recovers the process"
+            ) from e
+
+    def _run(self, req: RunRequest) -> RunOutcome:
         table = self.store.tables.get(req.table_id)
         catalog = self.store.catalogs.get(table.catalog)
         action = ACTIONS.get(req.action)
@@ -145,7 +167,7 @@ class ProcessRunner:
             raise _canceled(process)
         if process.status == S.CANCELING:
             if not self._is_orphaned(process, req):
-                return self._wait_for_peer(process)  # its heartbeat sees the request
+                return self._wait_for_peer(process, req)  # its heartbeat sees the request
             try:
                 process = self.store.processes.transition(
                     process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
@@ -156,7 +178,7 @@ class ProcessRunner:
             raise _canceled(process)
         if process.status in (S.SUBMITTED, S.RUNNING):
             if not self._is_orphaned(process, req):
-                return self._wait_for_peer(process)
+                return self._wait_for_peer(process, req)
             process = self._close_orphan(process)
         if process.status in (S.FAILED, S.KILLED):
             try:
@@ -165,7 +187,7 @@ class ProcessRunner:
             except IllegalTransition:  # a racing retry re-opened it first
                 process = self.store.processes.get(process.id)
         if process.status != S.PENDING:  # lost a race to another worker's write: judge the row again
-            return self.run(req)
+            return self._run(req)
         # A later attempt recovers what an earlier one left (the factory may resume or abandon).
         recovering = process.attempt > 1
 
@@ -258,7 +280,7 @@ class ProcessRunner:
             )  # fmt: skip
         except IllegalTransition:
             log.info("tablemgmt: process %s was claimed by another worker; waiting for it", process.id)
-            return self._wait_for_peer(self.store.processes.get(process.id))
+            return self._wait_for_peer(self.store.processes.get(process.id), req)
         self._current = process
         self._stop = None
         log.info("tablemgmt: submitting %s on %s (process %s attempt %s)", req.action, req.table_id,
@@ -270,10 +292,16 @@ class ProcessRunner:
                     process.id, S.RUNNING, expected=S.SUBMITTED, attempt=attempt, external_id=app_id
                 )
                 log.info("tablemgmt: process %s running as Spark application %s", process.id, app_id)
-            except IllegalTransition as e:  # canceled or superseded: the heartbeat acts on it
-                log.warning(
-                    "tablemgmt: process %s: Spark application %s started, but %s", process.id, app_id, e
-                )
+            except IllegalTransition as e:
+                # The row moved on while the job was starting (a stall): stop at once, do not wait
+                # for the next heartbeat, which may be far off if this worker is starved.
+                current = self.store.processes.get(process.id)
+                if current.attempt == attempt and current.status == S.CANCELING:
+                    self._halt(
+                        process, "canceled", f"canceled: {current.failure_reason or 'cancel requested'}"
+                    )
+                else:
+                    self._halt(process, "superseded", f"superseded while its job started ({e})")
 
         stop = threading.Event()
         beat = threading.Thread(
@@ -425,7 +453,8 @@ class ProcessRunner:
     def _close_orphan(self, process: Process) -> Process:
         """Close a lost attempt as FAILED. Its lease is left alone: the lost worker's job may still be
         running, and the lease lapses on its own ``lease_ttl`` after the last renewal. Until then the
-        next attempt stays PENDING (the operator defers, as for any held lease)."""
+        next attempt stays PENDING (the operator defers, as for any held lease) -- unless the
+        submitter can kill the old application by id and the master acknowledges it."""
         beat = process.heartbeat_at.isoformat() if process.heartbeat_at else "never"
         reason = (
             f"worker lost: attempt {process.attempt} was left {process.status} with its last heartbeat "
@@ -434,14 +463,39 @@ class ProcessRunner:
         )
         log.warning("tablemgmt: process %s: %s", process.id, reason)
         try:
-            return self.store.processes.transition(
+            closed = self.store.processes.transition(
                 process.id, S.FAILED, expected=process.status, attempt=process.attempt, failure_reason=reason
             )
         except IllegalTransition:
             return self.store.processes.get(process.id)
+        self._kill_lost_application(process)
+        return closed
 
-    def _wait_for_peer(self, process: Process) -> RunOutcome:
-        """Another live worker runs this process: wait for its outcome instead of running twice."""
+    def _kill_lost_application(self, process: Process) -> None:
+        """Where the master can kill by id (and acknowledges it), kill the lost attempt's application
+        and only then release its lease, so the next attempt need not wait out the lease TTL."""
+        kill_by_id = getattr(self.submitter, "kill_application", None)
+        if kill_by_id is None or not process.external_id:
+            return
+        try:
+            if not kill_by_id(process.external_id):
+                return
+        except Exception:  # noqa: BLE001 - fall back to waiting for the lease
+            log.warning("tablemgmt: killing %s failed", process.external_id, exc_info=True)
+            return
+        lease = self.store.leases.get(process.table_id)
+        if lease is not None and lease.holder.startswith(f"process:{process.id}:attempt:{process.attempt}:"):
+            self.store.leases.release(process.table_id, lease.holder)
+            log.info(
+                "tablemgmt: killed %s and released the lost attempt's lease %s",
+                process.external_id,
+                lease.holder,
+            )
+
+    def _wait_for_peer(self, process: Process, req: RunRequest) -> RunOutcome:
+        """Another live worker runs this process: wait for its outcome instead of running twice. If
+        that worker stops heartbeating meanwhile, take the process over (as a new attempt, which
+        still waits for the lost attempt's lease)."""
         deadline = time.monotonic() + self.wait_for_peer.total_seconds()
         poll = threading.Event()
         while time.monotonic() < deadline:
@@ -453,11 +507,18 @@ class ProcessRunner:
             if p.status.is_terminal:
                 raise JobFailed(f"process {p.id} ({p.status}) run by another worker: {p.failure_reason}")
             if p.status in (S.SUBMITTED, S.RUNNING, S.CANCELING) and self._stale(p):
-                raise JobFailed(
-                    f"process {p.id}: the worker running it stopped heartbeating; retry to recover it"
-                )
+                log.warning("tablemgmt: process %s: the worker running it stopped heartbeating", p.id)
+                return self._run(req)
             poll.wait(min(2.0, max(0.05, self.heartbeat_every.total_seconds())))
         raise JobFailed(f"process {process.id}: gave up waiting for the worker running it")
+
+
+def _where(store: Store) -> str:
+    """Where the store is, for messages: host:port, or the SQLite file (never credentials)."""
+    url = store.engine.url
+    if url.host:
+        return f"{url.host}:{url.port}" if url.port else url.host
+    return url.database or url.get_backend_name()
 
 
 def _canceled(p: Process) -> ProcessCanceled:

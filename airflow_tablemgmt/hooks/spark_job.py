@@ -7,6 +7,7 @@ import ctypes.util
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 from collections import deque
@@ -23,7 +24,10 @@ from airflow_tablemgmt.spark.submit import JobResult, build_submit_spec, parse_r
 EMBEDDED_MASTER = "local[*]"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _APP_ID = re.compile(r"spark application (?:id )?((?:local|app|application|spark)[-_][\w-]+)")
+# A standalone master's driver id (cluster mode), which ``spark-submit --kill`` accepts.
+_DRIVER_ID = re.compile(r"\bdriver-\d{14}-\d{4,}\b")
 _ERROR_TAIL = 40
+_KILL_TIMEOUT_S = 120
 
 
 class _CapturingSparkSubmitHook(SparkSubmitHook):
@@ -77,11 +81,17 @@ class SparkJobHook:
         started: list[str] = []
 
         def on_line(line: str) -> None:
-            m = _APP_ID.search(line)
-            if m and not started:
-                started.append(m.group(1))
+            if started:
+                return
+            # In standalone cluster mode the driver runs on the cluster and its log (with the
+            # application id) never reaches spark-submit: the driver id is what can be killed.
+            cluster = self._hook is not None and self._hook._should_track_driver_status
+            m = _DRIVER_ID.search(line) if cluster else _APP_ID.search(line)
+            if m:
+                found = m.group(0) if cluster else m.group(1)
+                started.append(found)
                 if on_started is not None:
-                    on_started(m.group(1))
+                    on_started(found)
 
         with tempfile.TemporaryDirectory(prefix="tms-job-", dir=self.workdir) as tmp:
             spec_path = Path(tmp) / "job.json"
@@ -124,6 +134,30 @@ class SparkJobHook:
     def kill(self) -> None:
         if self._hook is not None:
             self._hook.on_kill()
+
+    def kill_application(self, application_id: str) -> bool:
+        """Kill an earlier attempt's application by its id, where the master supports that: a
+        standalone master in cluster mode (``spark-submit --kill <driver-id>``). True only when the
+        master acknowledged the kill; False otherwise (local/client mode, YARN, Kubernetes, an
+        unrecognised id), and the takeover then waits for the old attempt's lease to lapse.
+        """
+        if not _DRIVER_ID.fullmatch(application_id):
+            return False
+        hook = _CapturingSparkSubmitHook(conn_id=self.spark_conn_id)
+        if not hook._should_track_driver_status:
+            return False
+        hook._driver_id = application_id
+        cmd = hook._build_spark_driver_kill_command()
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=_KILL_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            hook.log.warning("tablemgmt: could not kill driver %s: %s", application_id, e)
+            return False
+        out = res.stdout + res.stderr
+        acknowledged = res.returncode == 0 and re.search(r'"success"\s*:\s*true', out) is not None
+        hook.log.info("tablemgmt: kill of driver %s %s", application_id,
+                      "acknowledged" if acknowledged else f"not acknowledged: {out[-500:]}")  # fmt: skip
+        return acknowledged
 
 
 def die_with_parent() -> Callable[[], None] | None:

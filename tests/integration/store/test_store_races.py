@@ -247,3 +247,80 @@ def test_takeover_waits_for_the_lost_attempts_live_lease(backend):
     row = store.processes.get(p.id)
     assert (row.status, row.attempt) == (S.PENDING, 2)
     assert store.leases.get(TABLE).holder == old_holder  # still the old attempt's
+
+
+class KillableSubmitter(BlockingSubmitter):
+    """A submitter whose engine can kill an application by id (as a standalone cluster master can)."""
+
+    def __init__(self, *args: Any, acknowledge: bool) -> None:
+        super().__init__(*args)
+        self.acknowledge = acknowledge
+        self.killed_ids: list[str] = []
+
+    def kill_application(self, application_id: str) -> bool:
+        self.killed_ids.append(application_id)
+        return self.acknowledge
+
+
+@pytest.mark.parametrize("acknowledged", [True, False], ids=["kill-acknowledged", "kill-unsupported"])
+def test_takeover_kills_the_lost_application_by_id_before_reusing_its_lease(store, acknowledged):
+    """Where the engine acknowledges killing the lost attempt's application by id, the lease is
+    released and attempt 2 runs at once; otherwise attempt 2 waits for the lease (stays PENDING)."""
+    register(store)
+    p, _ = store.processes.open(TABLE, ACTION, T0)
+    store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
+    store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, external_id="driver-old")
+    assert store.leases.acquire(TABLE, f"process:{p.id}:attempt:1:worker-a", timedelta(minutes=5))
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE tms_process SET heartbeat_at = :t"), {"t": T0.replace(tzinfo=None)})
+    job = KillableSubmitter("app-new", {"by": "attempt 2"}, acknowledge=acknowledged)
+    job.finish.set()
+    b = runner(store, job, stale_after=timedelta(seconds=1))
+    if acknowledged:
+        outcome = b.run(RunRequest(TABLE, ACTION, T0, holder="worker-b"))
+        assert (outcome.process.status, outcome.process.attempt, outcome.summary) == (
+            S.SUCCESS, 2, {"by": "attempt 2"},
+        )  # fmt: skip
+    else:
+        with pytest.raises(LeaseUnavailable, match="stays PENDING"):
+            b.run(RunRequest(TABLE, ACTION, T0, holder="worker-b"))
+        assert store.leases.get(TABLE).holder == f"process:{p.id}:attempt:1:worker-a"
+    assert job.killed_ids == ["driver-old"]
+
+
+class StallingSubmitter(BlockingSubmitter):
+    """Stalls before Spark reports its application (``go``), then runs until killed or finished."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+        self.entered.set()
+        self.go.wait(WAIT)
+        return super().submit(job, on_started)
+
+
+def test_a_worker_superseded_while_its_job_starts_kills_it_at_once(backend):
+    """A frozen worker (its heartbeat thread never runs) is superseded before Spark reports its
+    application; when the report comes, the worker learns it lost the row and kills the job
+    right away instead of letting it run to a commit."""
+    store_a, store_b = backend.store(), backend.store()
+    register(store_a)
+    job = StallingSubmitter("app-late", {"by": "attempt 1"})
+    a = runner(store_a, job, heartbeat_every=timedelta(hours=1))
+    thread_a, out_a = in_thread(lambda: a.run(RunRequest(TABLE, ACTION, T0, holder="worker-a")))
+    assert job.entered.wait(WAIT)
+    p = store_b.processes.find(TABLE, ACTION, T0)
+    assert (p.status, p.attempt) == (S.SUBMITTED, 1)
+    store_b.processes.transition(p.id, S.FAILED, expected=S.SUBMITTED, attempt=1, failure_reason="lost")
+    store_b.processes.new_attempt(p.id, expected=S.FAILED)
+    job.go.set()
+    thread_a.join(WAIT)
+    assert not thread_a.is_alive()
+    [err] = out_a
+    assert isinstance(err, lifecycle.WorkerSuperseded) and "superseded while its job started" in str(err), err
+    assert job.killed.is_set()
+    row = store_b.processes.get(p.id)
+    assert (row.status, row.attempt, row.external_id, row.summary) == (S.PENDING, 2, None, None)
