@@ -28,7 +28,10 @@ pytestmark = pytest.mark.e2e
 STORE_URL = os.environ["TABLEMGMT_STORE_URL"]
 CATALOG = "lcf"
 ACTION = "rewrite-files"
-SPARK_SUBMITTED = "Spark-Submit cmd"  # SparkSubmitHook logs this line once per spark-submit
+SPARK_SUBMITTED = "Spark-Submit cmd"
+# A test's timeout includes fixture set-up: the module's tables (one Spark run, up to 600 s) may be
+# created inside whichever test runs first, so every timeout below adds it to the test's own waits.
+TABLES_SETUP = 600  # SparkSubmitHook logs this line once per spark-submit
 
 
 def store():  # type: ignore[no-untyped-def]
@@ -137,6 +140,7 @@ def group_members(pgid: int) -> dict[int, str]:
     return found
 
 
+@pytest.mark.timeout(TABLES_SETUP + 2 * 600 + 60)  # two runs, each waited for up to 600 s
 def test_duplicate_trigger_runs_one_spark_job(tables: dict[str, IcebergTable], tmp_path: Path) -> None:
     from airflow_tablemgmt.core.process import ProcessStatus
 
@@ -172,7 +176,7 @@ def test_duplicate_trigger_runs_one_spark_job(tables: dict[str, IcebergTable], t
     assert row.snapshot_id == after.snapshot_id
 
 
-@pytest.mark.timeout(30 + 300 + 60 + 3 * 600)  # covers every wait below
+@pytest.mark.timeout(TABLES_SETUP + 30 + 300 + 60 + 60 + 2 * 600 + 60)  # covers every wait below
 def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
     tables: dict[str, IcebergTable], tmp_path: Path
 ) -> None:
@@ -239,6 +243,7 @@ def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
     wait_for(
         "attempt 1's heartbeat to be older than 1 s (database time)",
         lambda: beat_age() > timedelta(seconds=1.2),
+        timeout=60,
     )
     blocked = run(run_cmd(tid, instant, "--stale-after", "1"), timeout=600)
     assert blocked.returncode == 2, blocked.stdout[-2000:] + blocked.stderr[-3000:]
@@ -267,6 +272,7 @@ def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
     assert store().leases.get(tid) is None  # and no lease left behind
 
 
+@pytest.mark.timeout(TABLES_SETUP + 2 * 600 + 30 + 60)
 def test_expired_lease_is_taken_over_and_a_live_one_blocks(tables: dict[str, IcebergTable]) -> None:
     from airflow_tablemgmt.core.process import ProcessStatus
 
@@ -296,6 +302,7 @@ def test_expired_lease_is_taken_over_and_a_live_one_blocks(tables: dict[str, Ice
     assert leases.get(tid) is None  # released after the run, not left to the dead holder
 
 
+@pytest.mark.timeout(TABLES_SETUP + 600 + 60)
 def test_failing_job_records_sparks_reason(tables: dict[str, IcebergTable]) -> None:
     from airflow_tablemgmt.core.process import ProcessStatus
 
@@ -312,6 +319,7 @@ def test_failing_job_records_sparks_reason(tables: dict[str, IcebergTable]) -> N
     assert store().leases.get(tid) is None
 
 
+@pytest.mark.timeout(TABLES_SETUP + 4 * 600 + 60)
 def test_bad_options_are_rejected_before_any_spark_run(
     tables: dict[str, IcebergTable], tmp_path: Path
 ) -> None:
