@@ -55,7 +55,7 @@ class StoreLocation:
     """Where the store is and how that was decided."""
 
     url: str
-    source: str  # "connection <id>", "$TABLEMGMT_STORE_URL" or "default"
+    source: str  # "connection <id>", "$TABLEMGMT_STORE_URL" or the default
     allow_local_sqlite: bool = False
 
 
@@ -97,7 +97,7 @@ class TableMgmtHook(BaseHook):
         if location is None and os.environ.get(STORE_URL_ENV):
             location = StoreLocation(os.environ[STORE_URL_ENV], f"${STORE_URL_ENV}")
         if location is None:
-            location = StoreLocation(default_store_url(), "default")
+            location = StoreLocation(default_store_url(), "the default: no tablemgmt_default connection")
         _mask_url_secrets(location.url)
         return location
 

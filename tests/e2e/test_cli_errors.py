@@ -74,7 +74,7 @@ def test_a_store_path_under_a_regular_file_is_a_clear_error(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     "command",
     [["tables"], ["show", "lake.db.orders"], ["processes"], ["process", "1"], ["catalogs"],
-     ["remove", "lake.db.orders"], ["cancel", "1"], ["clear", "lake.db.orders"]],
+     ["remove", "lake.db.orders"]],
     ids=lambda c: c[0],
 )  # fmt: skip
 def test_commands_that_only_read_or_remove_never_create_a_store(tmp_path: Path, command: list[str]) -> None:

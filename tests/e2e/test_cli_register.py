@@ -45,26 +45,16 @@ def test_reregistering_changes_only_what_is_given_and_replacing_actions_is_expli
     assert s["owner"] == "bob"
     assert s["actions"] == {"rewrite-files": {}, "expire-snapshots": {"retain-last": 3}}
 
-    # --set updates one option of one action and keeps the rest; --action adds one.
-    ok(cli(url, "register", t, "--set", "rewrite-files.min-input-files=2", "--action", "compute-stats"))
-    s = spec(url, t)
-    assert s["owner"] == "bob"
-    assert s["actions"] == {
+    # --set updates one option and keeps the rest (merges in detail: tests/unit/services).
+    ok(cli(url, "register", t, "--set", "rewrite-files.min-input-files=2"))
+    assert spec(url, t)["actions"] == {
         "rewrite-files": {"min-input-files": 2},
         "expire-snapshots": {"retain-last": 3},
-        "compute-stats": {},
     }
-
-    # Disabling one action stays possible, and --action enables it again.
-    ok(cli(url, "register", t, "--set", "compute-stats.enabled=false"))
-    listed = json.loads(ok(cli(url, "tables", "--json")))
-    assert set(listed[0]["actions"]) == {"rewrite-files", "expire-snapshots"}
-    ok(cli(url, "register", t, "--action", "compute-stats"))
-    assert spec(url, t)["actions"]["compute-stats"] == {}
 
     # Replacing the action set is explicit and says what it removes.
     out = ok(cli(url, "register", t, "--replace-actions", "--action", "expire-snapshots"))
-    assert "lake.s.t: removed actions: compute-stats, rewrite-files" in out
+    assert "lake.s.t: removed actions: rewrite-files" in out
     assert spec(url, t)["actions"] == {"expire-snapshots": {}}
     assert spec(url, t)["owner"] == "bob"
 

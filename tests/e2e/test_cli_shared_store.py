@@ -39,7 +39,7 @@ def test_default_sqlite_store_is_refused_under_celery_and_says_how_to_configure_
         assert "Traceback" not in res.stderr
         err = res.stderr
         assert "error: the tablemgmt store is a SQLite file on this host" in err
-        assert "CeleryExecutor" in err
+        assert "CeleryExecutor" in err and "no tablemgmt_default connection" in err
         assert "airflow connections add tablemgmt_default --conn-type tablemgmt" in err
         assert "AIRFLOW_CONN_TABLEMGMT_DEFAULT='postgresql+psycopg2://" in err
         assert "allow_local_sqlite" in err
