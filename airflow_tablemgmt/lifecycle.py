@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -129,6 +130,9 @@ class ProcessRunner:
         self._current: Process | None = None
         self._killed = threading.Event()
         self._stop: _Stop | None = None
+        # Lease holders are unique per runner: two workers given the same ``holder`` name (two CLI
+        # runs) must never both believe they hold the table, nor release each other's lease.
+        self._token = uuid.uuid4().hex[:8]
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
@@ -191,10 +195,13 @@ class ProcessRunner:
         # A later attempt recovers what an earlier one left (the factory may resume or abandon).
         recovering = process.attempt > 1
 
-        holder = f"process:{process.id}:attempt:{process.attempt}:{req.holder}"
+        holder = f"{_attempt_prefix(process)}{req.holder}:{self._token}"
         needs_lease = action.mutates
         if needs_lease and not self.store.leases.acquire(req.table_id, holder, self.lease_ttl):
             lease = self.store.leases.get(req.table_id)
+            if lease is not None and lease.holder.startswith(_attempt_prefix(process)):
+                # Another worker took the lease for this very attempt and is about to claim it.
+                return self._wait_for_peer(process, req)
             try:  # a task waiting for a lease is alive: keep the reaper off its PENDING row
                 self.store.processes.heartbeat(process.id, process.attempt)
             except IllegalTransition:
@@ -446,6 +453,14 @@ class ProcessRunner:
             return True
         return self._stale(process)
 
+    def _attempt_holds_lease(self, p: Process) -> bool:
+        lease = self.store.leases.get(p.table_id)
+        return (
+            lease is not None
+            and lease.holder.startswith(_attempt_prefix(p))
+            and not lease.expired(self.store.leases.now())
+        )
+
     def _stale(self, p: Process) -> bool:
         beat = p.heartbeat_at or p.started_at or p.created_at
         return beat is None or self.store.processes.now() - beat > self.stale_after
@@ -484,7 +499,7 @@ class ProcessRunner:
             log.warning("tablemgmt: killing %s failed", process.external_id, exc_info=True)
             return
         lease = self.store.leases.get(process.table_id)
-        if lease is not None and lease.holder.startswith(f"process:{process.id}:attempt:{process.attempt}:"):
+        if lease is not None and lease.holder.startswith(_attempt_prefix(process)):
             self.store.leases.release(process.table_id, lease.holder)
             log.info(
                 "tablemgmt: killed %s and released the lost attempt's lease %s",
@@ -506,11 +521,18 @@ class ProcessRunner:
                 raise _canceled(p)
             if p.status.is_terminal:
                 raise JobFailed(f"process {p.id} ({p.status}) run by another worker: {p.failure_reason}")
+            if p.status == S.PENDING and not self._attempt_holds_lease(p):
+                return self._run(req)  # the peer let go before claiming it: try again
             if p.status in (S.SUBMITTED, S.RUNNING, S.CANCELING) and self._stale(p):
                 log.warning("tablemgmt: process %s: the worker running it stopped heartbeating", p.id)
                 return self._run(req)
             poll.wait(min(2.0, max(0.05, self.heartbeat_every.total_seconds())))
         raise JobFailed(f"process {process.id}: gave up waiting for the worker running it")
+
+
+def _attempt_prefix(p: Process) -> str:
+    """The start of every lease holder of this process attempt (``process:<id>:attempt:<n>:``)."""
+    return f"process:{p.id}:attempt:{p.attempt}:"
 
 
 def _where(store: Store) -> str:
