@@ -1,0 +1,52 @@
+"""A maintenance worker as a process of its own, for the kill -9 rounds: `tablemgmt run` with timings
+an operator sets (``ProcessRunner``'s lease, heartbeat and staleness) shortened so a lost attempt's
+lease lapses in seconds rather than the 2-minute default.
+
+    python tests/faults/worker_main.py STORE_URL TABLE ACTION INSTANT
+
+Prints the run's JSON on stdout. Exit 0 on success, 3 when the table's lease is held (the caller
+tries again once it lapses), 2 on any other failure (its reason on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import datetime, timedelta
+
+LEASE_TTL = timedelta(seconds=6)
+HEARTBEAT_EVERY = timedelta(seconds=1)
+STALE_AFTER = timedelta(seconds=3)
+
+
+def main(argv: list[str]) -> int:
+    url, table, action, instant = argv
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
+    from airflow_tablemgmt.factories.discovery import default_factories
+    from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+    from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
+    from airflow_tablemgmt.store import Store
+
+    runner = ProcessRunner(
+        Store(url), default_factories(), SparkJobHook("spark_default"),
+        lease_ttl=LEASE_TTL, heartbeat_every=HEARTBEAT_EVERY, stale_after=STALE_AFTER,
+    )  # fmt: skip
+    try:
+        outcome = runner.run(RunRequest(table, action, datetime.fromisoformat(instant), holder="faults"))
+    except LeaseUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    except TableMgmtError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    p = outcome.process
+    print(
+        json.dumps({"process": p.id, "status": str(p.status), "attempt": p.attempt, "reused": outcome.reused})
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
