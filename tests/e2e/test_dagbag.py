@@ -89,3 +89,48 @@ def test_explicit_empty_tables_list_logs_and_keeps(
     assert {STORE_DAG, CODE_DAG} <= set(bag.dag_ids)
     assert sorted(t.table_id for t in store.tables.list()) == ["lake.s.coded", "lake.s.from_cli"]
     assert any("would prune" in r.getMessage() and "lake.s.coded" in r.getMessage() for r in caplog.records)
+
+
+def test_team_files_in_tables_d_load_and_a_broken_one_is_its_own_import_error(folder_with_store) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    folder, store = folder_with_store
+    (folder / "tables.yaml").write_text(
+        CATALOG + "tables: [{catalog: lake, namespace: s, name: coded, actions: {expire-snapshots: {}}}]\n"
+    )
+    (folder / "tables.d").mkdir()
+    (folder / "tables.d" / "team_a.yaml").write_text(
+        "tables: [{catalog: lake, namespace: a, name: t1, actions: {expire-snapshots: {}}}]\n"
+    )
+    team_b = folder / "tables.d" / "team_b.yaml"
+    team_b.write_text(
+        "tables: [{catalog: lake, namespace: b, name: t1, actions: {expire-snapshots: {retain-last: 0}}}]\n"
+    )
+    bag = DagBag(dag_folder=str(folder))
+    assert {STORE_DAG, CODE_DAG, "tms__lake.a.t1__expire-snapshots"} <= set(bag.dag_ids)
+    assert "tms__lake.b.t1__expire-snapshots" not in bag.dag_ids
+    (err,) = bag.import_errors.values()
+    assert str(team_b) in err and "lake.b.t1" in err and "team_a" not in err
+    assert "lake.a.t1" in [t.table_id for t in store.tables.list()]
+
+
+def test_a_task_start_parses_one_dag_from_a_synced_team_file(
+    folder_with_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    folder, _ = folder_with_store
+    (folder / "tables.yaml").write_text(CATALOG + "tables: [{catalog: lake, namespace: s, name: coded}]\n")
+    (folder / "tables.d").mkdir()
+    (folder / "tables.d" / "team_a.yaml").write_text(
+        "tables:\n"
+        + "".join(
+            f"  - {{catalog: lake, namespace: a, name: t{i}, actions: {{expire-snapshots: {{}}}}}}\n"
+            for i in range(50)
+        )
+    )
+    assert not DagBag(dag_folder=str(folder)).import_errors  # the dag-processor's parse syncs the files
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "tms__lake.a.t7__expire-snapshots")
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_TASK_ID", "maintain")
+    bag = DagBag(dag_folder=str(folder))
+    assert bag.dag_ids == ["tms__lake.a.t7__expire-snapshots"] and not bag.import_errors
