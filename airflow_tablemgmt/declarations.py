@@ -348,7 +348,33 @@ def load_declarations(path: Path | str | None = None) -> LoadedDeclarations:
     None of these declares tables, so none of them prunes.
     """
     text, out = read_declarations_text(path)
-    return out if text is None else parse_declarations_text(text, out.source)
+    if text is None:
+        return out
+    return parse_declarations_text(text, out.source, known_catalogs=_sibling_catalogs(Path(out.source)))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
+
+
+def _sibling_catalogs(path: Path) -> set[str]:
+    """For a team file (``tables.d/<team>.yaml``) read on its own, e.g. by ``tablemgmt apply``: the
+    catalogs the rest of its set declares (``../tables.yaml`` and the other team files), which its
+    tables may name as they do in a DAG-file parse."""
+    if path.parent.name != TABLES_D:
+        return set()
+    paths, _ = declaration_paths(path.parent.parent / "tables.yaml")
+    names: set[str] = set()
+    for other in paths:
+        if other == path:
+            continue
+        text, out = read_declarations_text(other)
+        if text is not None:
+            names |= {c.name for c in begin_parse(text, out.source).out.catalogs}
+    return names
 
 
 def read_declarations_text(path: Path | str | None = None) -> tuple[str | None, LoadedDeclarations]:
@@ -480,9 +506,17 @@ def apply_declarations(
     for catalog in loaded.catalogs:
         if store.catalogs.upsert(catalog, Owner.CODE):
             report.catalogs_changed.append(catalog.name)
-    for table in loaded.tables:
-        outcome = store.tables.upsert(table, Owner.CODE)
-        getattr(report, outcome).append(table.id)
+    for table_id, outcome in store.tables.upsert_many(loaded.tables, Owner.CODE).items():
+        getattr(report, outcome).append(table_id)
     if prune and loaded.may_prune(allow_empty_prune=allow_empty_prune):
-        report.removed = store.tables.prune_code_tables({t.id for t in loaded.tables})
+        # Tables another declarations file wrote (by its sync record) are that file's to prune.
+        from airflow_tablemgmt.store.declaration_files import DeclarationFileRepository
+
+        others = {
+            tid
+            for source, rec in DeclarationFileRepository(store.engine).all().items()
+            if _same_file(source, loaded.source) is False
+            for tid in rec.entries
+        }
+        report.removed = store.tables.prune_code_tables({t.id for t in loaded.tables} | others)
     return report

@@ -283,3 +283,23 @@ def test_records_name_each_file(store: Store, dags: Path) -> None:
     team_a = str(dags.parent / "tables.d" / "team_a.yaml")
     assert set(records) == {str(dags), team_a, str(dags.parent / "tables.d" / "team_b.yaml")}
     assert sorted(records[team_a].entries) == ["lake.s.a1", "lake.s.a2"]
+
+
+def test_a_team_file_applied_on_its_own_may_use_the_catalogs_of_its_set(store: Store, dags: Path) -> None:
+    from airflow_tablemgmt.declarations import apply_declarations, load_declarations
+
+    loaded = load_declarations(dags.parent / "tables.d" / "team_a.yaml")
+    assert loaded.errors == [] and [t.id for t in loaded.tables] == ["lake.s.a1", "lake.s.a2"]
+    store.catalogs.upsert(load_declarations(dags).catalogs[0], Owner.CODE)
+    assert apply_declarations(store, loaded).created == ["lake.s.a1", "lake.s.a2"]
+
+
+def test_apply_prune_of_a_team_file_leaves_the_other_files_tables(store: Store, dags: Path) -> None:
+    from airflow_tablemgmt.declarations import apply_declarations, load_declarations
+
+    load_registry_and_build(dags, store=store)
+    team_a = dags.parent / "tables.d" / "team_a.yaml"
+    team_a.write_text("tables:\n" + table("a1"))
+    report = apply_declarations(store, load_declarations(team_a), prune=True)
+    assert report.removed == ["lake.s.a2"]
+    assert live(store) == ["lake.s.a1", "lake.s.b1", "lake.s.core1"]
