@@ -110,3 +110,24 @@ def test_first_sync_of_a_large_file_is_one_transaction(store, tmp_path: Path):
     assert len(result.dags) == 600 and not result.errors
     assert sum(seen.inserts) == 600 and len(seen.inserts) <= 2
     assert len({r.created_at for r in store.tables.list()}) == 1  # one transaction, one instant
+
+
+def test_a_synced_file_is_taken_from_its_record_on_both_backends(store, tmp_path: Path, monkeypatch):
+    from airflow_tablemgmt import declarations
+
+    y = tmp_path / "tables.yaml"
+    y.write_text(
+        "catalogs: [{name: lake, warehouse: /data/wh}]\ntables:\n"
+        + "".join(
+            f"  - {{catalog: lake, namespace: bulk, name: t{i:04d}, actions: {{expire-snapshots: {{}}}}}}\n"
+            for i in range(20)
+        )
+    )
+    first = load_registry_and_build(y, store=store)
+    loads: list[object] = []
+    real = declarations.yaml.load
+    monkeypatch.setattr(declarations.yaml, "load", lambda *a, **k: loads.append(a) or real(*a, **k))
+    again = load_registry_and_build(y, store=store)
+    assert loads == [] and set(again.dags) == set(first.dags) and not again.errors
+    one = load_registry_and_build(y, store=store, only_dag_id="tms__lake.bulk.t0007__expire-snapshots")
+    assert loads == [] and list(one.dags) == ["tms__lake.bulk.t0007__expire-snapshots"]
