@@ -30,6 +30,7 @@ REGISTERED = "lake.sales.events"
 # (case, how: "register" args or "apply" file text, what the error must name)
 CASES: list[tuple[str, list[str] | str, list[str]]] = [
     ("bare-number duration", ["--set", "expire-data.retention=30"], ["expire-data", "retention", "30d"]),
+    ("negative bare number", ["--set", "expire-data.retention=-1"], ["retention"]),
     ("negative duration", ["--set", "expire-data.retention=-1d"], ["retention", "-1d"]),
     ("zero duration", ["--action", "expire-snapshots", "--set", "expire-snapshots.older-than=0d"], ["older-than"]),
     ("bare-number older-than", ["--action", "expire-snapshots", "--set", "expire-snapshots.older-than=0"],
@@ -40,8 +41,8 @@ CASES: list[tuple[str, list[str] | str, list[str]]] = [
      ["lake2.sales.t", "--catalog-type", "hadoop", "--warehouse", "../../tmp", "--action", "rewrite-files"],
      ["warehouse", "../../tmp"]),
     ("register re-pointing an existing catalog",
-     ["lake.sales.other", "--catalog-type", "hadoop", "--warehouse", "/tmp/elsewhere", "--action", "rewrite-files"],
-     ["lake"]),
+     ["lake3.sales.other", "--catalog-type", "hadoop", "--warehouse", "/tmp/elsewhere", "--action", "rewrite-files"],
+     ["lake3", "warehouse"]),
     ("name with a newline", GOOD_YAML.replace("name: orders,", 'name: "orders\\n",'), ["name"]),
     ("catalogs: 5", GOOD_YAML.replace("catalogs:\n  - {name: lake, type: hadoop, warehouse: /tmp/tms-hostile-wh}",
                                       "catalogs: 5"), ["catalogs"]),
@@ -99,6 +100,8 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path]:
         ["apply", str(good)],
         ["register", REGISTERED, "--action", "expire-data", "--set", "expire-data.column=ts",
          "--set", "expire-data.retention=400d"],
+        ["register", "lake3.sales.base", "--catalog-type", "hadoop", "--warehouse", "/tmp/tms-hostile-wh3",
+         "--action", "rewrite-files"],  # a store-owned catalog that a later register must not re-point
     ):  # fmt: skip
         res = tablemgmt(url, *args)
         assert res.returncode == 0, res.stdout + res.stderr
