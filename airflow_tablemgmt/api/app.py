@@ -1,0 +1,62 @@
+"""The FastAPI app the plugin mounts at ``/tablemgmt``.
+
+``/tablemgmt/v1`` is the REST API: a sub-app whose every route depends on Airflow's ``get_user``
+(plugin apps are not authenticated by Airflow otherwise), so a request needs a valid Airflow JWT as a
+Bearer token or as the UI's ``_token`` cookie; mutations also check Airflow's DAG permissions. The
+UI page's router (``airflow_tablemgmt.api.ui``) is included beside it, at the root of the app.
+"""
+
+from __future__ import annotations
+
+from airflow.api_fastapi.common.exceptions import init_error_handlers
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import Depends, FastAPI
+from fastapi.responses import RedirectResponse
+
+from airflow_tablemgmt.api.errors import install_error_handlers
+
+PREFIX = "/tablemgmt"
+API_VERSION_PATH = "/v1"
+
+
+def create_api_app() -> FastAPI:
+    from airflow_tablemgmt.api import catalogs, processes, tables
+
+    api = FastAPI(
+        title="Table maintenance API",
+        version="1",
+        description="Tables, their maintenance actions, processes and health (airflow-tablemgmt).",
+        dependencies=[Depends(get_user)],
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    init_error_handlers(api)  # Airflow's handlers for its own DB errors
+    install_error_handlers(api)  # ours after: every 4xx is {"detail", "field"}
+    for module in (catalogs, tables, processes):
+        api.include_router(module.router)
+    return api
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="Table maintenance", openapi_url=None, docs_url=None, redoc_url=None)
+    try:
+        from airflow_tablemgmt.api.ui import router as ui_router
+    except ImportError:
+        ui_router = None
+    if ui_router is not None:
+        app.include_router(ui_router)
+
+    @app.get("/dag-link/{dag_id}", include_in_schema=False)
+    def dag_link(dag_id: str) -> RedirectResponse:
+        """The DAG page's "Table maintenance" view: a maintenance DAG opens its table's page."""
+        from urllib.parse import quote
+
+        from airflow_tablemgmt.dag_factory import parse_dag_id
+
+        parsed = parse_dag_id(dag_id)
+        target = f"{PREFIX}/ui/" + (f"#/tables/{quote(parsed[0], safe='.')}" if parsed else "")
+        return RedirectResponse(target, status_code=307)
+
+    app.mount(API_VERSION_PATH, create_api_app())
+    return app

@@ -1,0 +1,78 @@
+"""``/catalogs``: list, get, create, update. Only store-owned catalogs change here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from airflow.api_fastapi.core_api.security import GetUserDep
+from fastapi import APIRouter, Depends, Path, Request, Response
+
+from airflow_tablemgmt.api.airflow_side import authorize_dags
+from airflow_tablemgmt.api.deps import get_store
+from airflow_tablemgmt.api.errors import ApiError
+from airflow_tablemgmt.api.schemas import CatalogIn, CatalogOut, CatalogUpdate
+from airflow_tablemgmt.core.secrets import masked
+from airflow_tablemgmt.services import build_catalog, list_catalogs, set_catalog
+from airflow_tablemgmt.services.catalogs import find_catalog
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+router = APIRouter(prefix="/catalogs", tags=["catalogs"])
+StoreDep = Annotated["Store", Depends(get_store)]
+CatalogName = Annotated[str, Path(min_length=1, max_length=250)]
+
+
+@router.get("", response_model=list[CatalogOut])
+def get_catalogs(store: StoreDep) -> list[CatalogOut]:
+    return [CatalogOut(**c.to_dict()) for c in list_catalogs(store)]
+
+
+@router.get("/{name}", response_model=CatalogOut)
+def get_catalog(name: CatalogName, store: StoreDep) -> CatalogOut:
+    for c in list_catalogs(store):
+        if c.name == name:
+            return CatalogOut(**c.to_dict())
+    store.catalogs.get(name)  # raises CatalogNotFound with its message
+    raise ApiError(404, "name", f"name: no catalog {name!r}")
+
+
+def _saved(store: Store, name: str, outcome: str) -> CatalogOut:
+    spec = store.catalogs.get(name)
+    return CatalogOut(
+        name=spec.name,
+        type=str(spec.type),
+        warehouse=spec.warehouse,
+        properties=masked(spec.properties),
+        outcome=outcome,  # type: ignore[arg-type]
+    )
+
+
+@router.post("", response_model=CatalogOut, status_code=201, responses={409: {}, 422: {}})
+def create_catalog(body: CatalogIn, request: Request, user: GetUserDep, store: StoreDep) -> CatalogOut:
+    """Create a catalog. A catalog reaches every table in it, so this needs permission on all DAGs."""
+    authorize_dags(request, user, "PUT", [None])
+    spec = build_catalog(body.name, type=body.type, warehouse=body.warehouse, properties=body.properties)
+    if find_catalog(store, spec.name) is not None:
+        raise ApiError(
+            409, "name", f"name: catalog {spec.name} exists already; change it with PUT /catalogs/{spec.name}"
+        )
+    return _saved(store, spec.name, set_catalog(store, spec).outcome)
+
+
+@router.put("/{name}", response_model=CatalogOut, responses={409: {}, 422: {}})
+def update_catalog(
+    name: CatalogName,
+    body: CatalogUpdate,
+    request: Request,
+    response: Response,
+    user: GetUserDep,
+    store: StoreDep,
+) -> CatalogOut:
+    """Create or change a store-owned catalog; one declared in tables.yaml answers 409."""
+    authorize_dags(request, user, "PUT", [None])
+    spec = build_catalog(name, type=body.type, warehouse=body.warehouse, properties=body.properties)
+    outcome = set_catalog(store, spec).outcome
+    if outcome == "created":
+        response.status_code = 201
+    return _saved(store, spec.name, outcome)

@@ -1,0 +1,131 @@
+"""Every error the API answers is JSON ``{"detail": <message>, "field": <what was wrong>}``.
+
+Service errors carry messages that already name the field, the value and what is allowed (the CLI
+prints the same text); this module only picks the status code and the ``field`` for each kind.
+Request validation errors (FastAPI/pydantic) get the same shape, with ``errors`` listing every one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from airflow_tablemgmt.core.errors import (
+    CatalogNotFound,
+    IllegalTransition,
+    InvalidDeclaration,
+    ProcessNotFound,
+    TableManagedByCode,
+    TableMgmtError,
+    TableNotFound,
+    UnknownAction,
+    UnreadableCatalog,
+    UnreadableTable,
+)
+from airflow_tablemgmt.services.errors import CatalogConflict, DeclarationsRejected
+from airflow_tablemgmt.services.health import HealthUnavailable
+from airflow_tablemgmt.services.run_now import DuplicateRun
+from airflow_tablemgmt.store.errors import CatalogManagedByCode, StoreUnavailable, TableManagedByStore
+
+
+class ApiError(Exception):
+    """An error the API layer itself raises (e.g. a DAG Airflow does not know)."""
+
+    def __init__(self, status: int, field: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.field = field
+        self.detail = detail
+
+
+# (exception class, HTTP status, field when the message does not start with one); first match wins.
+_MAPPING: list[tuple[type[Exception], int, str]] = [
+    (TableNotFound, 404, "table_id"),
+    (CatalogNotFound, 404, "catalog"),
+    (ProcessNotFound, 404, "process_id"),
+    (TableManagedByCode, 409, "table_id"),
+    (CatalogManagedByCode, 409, "name"),
+    (TableManagedByStore, 409, "table_id"),
+    (CatalogConflict, 409, "catalog"),
+    (DuplicateRun, 409, "instant"),
+    (IllegalTransition, 409, "status"),
+    (UnreadableTable, 409, "table_id"),
+    (UnreadableCatalog, 409, "catalog"),
+    (UnknownAction, 422, "action"),
+    (DeclarationsRejected, 422, "body"),
+    (InvalidDeclaration, 422, "body"),
+    (HealthUnavailable, 502, "table_id"),
+    (StoreUnavailable, 503, "store"),
+]
+
+
+def status_and_field(exc: Exception) -> tuple[int, str]:
+    for cls, status, default_field in _MAPPING:
+        if isinstance(exc, cls):
+            return status, _leading_field(str(exc)) or default_field
+    return 400, _leading_field(str(exc)) or "request"
+
+
+def _leading_field(message: str) -> str | None:
+    """``"priority: must be ..."`` -> ``priority``: service messages start with the field they judge."""
+    head, sep, _ = message.partition(": ")
+    head = head.strip().lstrip("-")
+    if sep and head and " " not in head and len(head) <= 80:
+        return head
+    return None
+
+
+def error_body(detail: str, field: str, **extra: Any) -> dict[str, Any]:
+    return {"detail": detail, "field": field, **extra}
+
+
+def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(p) for p in loc) or "request"
+
+
+async def _validation_handler(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors()
+    ]
+    first = errors[0] if errors else {"field": "request", "message": "invalid request"}
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid request"
+    return JSONResponse(status_code=422, content=error_body(detail, first["field"], errors=errors))
+
+
+async def _service_handler(_request: Request, exc: Exception) -> JSONResponse:
+    status, field = status_and_field(exc)
+    extra: dict[str, Any] = {}
+    if isinstance(exc, DeclarationsRejected):
+        extra["errors"] = exc.errors
+    return JSONResponse(status_code=status, content=error_body(str(exc), field, **extra))
+
+
+async def _api_handler(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(status_code=exc.status, content=error_body(exc.detail, exc.field))
+
+
+_HTTP_FIELDS = {401: "authorization", 403: "permission", 404: "path", 405: "method"}
+
+
+async def _http_handler(_request: Request, exc: Exception) -> JSONResponse:
+    """Airflow's 401/403 and routing errors, in the same shape (``field`` says what to fix)."""
+    assert isinstance(exc, StarletteHTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    field = _HTTP_FIELDS.get(exc.status_code, "request")
+    return JSONResponse(
+        status_code=exc.status_code, content=error_body(detail, field), headers=getattr(exc, "headers", None)
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, _http_handler)
+    app.add_exception_handler(RequestValidationError, _validation_handler)
+    app.add_exception_handler(TableMgmtError, _service_handler)
+    app.add_exception_handler(ApiError, _api_handler)

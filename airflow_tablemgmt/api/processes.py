@@ -1,0 +1,59 @@
+"""``/processes``: list (filters, paging), get, cancel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from airflow.api_fastapi.core_api.security import GetUserDep
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from airflow_tablemgmt.api.airflow_side import authorize_dags
+from airflow_tablemgmt.api.deps import get_store, user_name
+from airflow_tablemgmt.api.errors import ApiError
+from airflow_tablemgmt.api.schemas import CancelOut, ProcessOut, ProcessPage
+from airflow_tablemgmt.api.views import process_out
+from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.services import cancel_process, get_process, list_processes
+from airflow_tablemgmt.services.run_now import dag_id_for
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+router = APIRouter(prefix="/processes", tags=["processes"])
+StoreDep = Annotated["Store", Depends(get_store)]
+ProcessId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+
+@router.get("", response_model=ProcessPage)
+def get_processes(
+    store: StoreDep,
+    table: Annotated[
+        str | None, Query(min_length=1, max_length=800, description="catalog.namespace.table")
+    ] = None,
+    action: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+    status: ProcessStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0, le=100_000)] = 0,
+) -> ProcessPage:
+    """Processes, newest instant first."""
+    found = list_processes(store, table=table, action=action, status=status, limit=limit + offset)
+    return ProcessPage(items=[process_out(p) for p in found[offset:]], limit=limit, offset=offset)
+
+
+@router.get("/{process_id}", response_model=ProcessOut)
+def get_one(process_id: ProcessId, store: StoreDep) -> ProcessOut:
+    return process_out(get_process(store, process_id))
+
+
+@router.post("/{process_id}/cancel", response_model=CancelOut, responses={404: {}, 409: {}})
+def cancel(process_id: ProcessId, request: Request, user: GetUserDep, store: StoreDep) -> CancelOut:
+    """PENDING ends CANCELED at once; SUBMITTED/RUNNING turn CANCELING and the running task stops its job.
+    Needs permission on the action DAG's runs. A finished process answers 409."""
+    p = get_process(store, process_id)
+    authorize_dags(request, user, "PUT", [p.dag_id or dag_id_for(p.table_id, p.action)], run=True)
+    if p.status.is_terminal:
+        raise ApiError(
+            409, "status", f"status: process {process_id} is {p.status}, finished; nothing to cancel"
+        )
+    result = cancel_process(store, process_id, source=f"the REST API by {user_name(user)}")
+    return CancelOut(process_id=process_id, status=result.status, accepted=result.accepted)

@@ -1,0 +1,219 @@
+"""``/tables``: list, get, register, update, remove; a table's actions, health and run-now."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated
+
+from airflow.api_fastapi.core_api.security import GetUserDep
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+
+from airflow_tablemgmt.api.airflow_side import authorize_dags, trigger_run
+from airflow_tablemgmt.api.deps import get_store, user_name
+from airflow_tablemgmt.api.errors import ApiError
+from airflow_tablemgmt.api.schemas import (
+    ActionOut,
+    HealthOut,
+    RemovedOut,
+    RunIn,
+    RunOut,
+    TableChange,
+    TableIn,
+    TableOut,
+    TablePage,
+    TableSummaryOut,
+)
+from airflow_tablemgmt.api.views import actions_of, table_out
+from airflow_tablemgmt.core.errors import TableNotFound
+from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.services import RegisterRequest, list_tables, register_table, remove_table
+from airflow_tablemgmt.services.health import table_health
+from airflow_tablemgmt.services.run_now import dag_id_for, request_run
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+router = APIRouter(prefix="/tables", tags=["tables"])
+StoreDep = Annotated["Store", Depends(get_store)]
+TableId = Annotated[str, Path(min_length=5, max_length=800, description="catalog.namespace.table")]
+ActionName = Annotated[str, Path(min_length=1, max_length=100)]
+_WRITE = {404: {}, 409: {}, 422: {}}
+
+
+def _enabled(store: Store, table_id: str) -> list[str]:
+    try:
+        return store.tables.get(table_id).enabled_actions()
+    except TableNotFound:
+        return []
+
+
+def _affected_dags(store: Store, table_id: str, body: TableChange) -> list[str | None]:
+    """The DAGs a change touches: the table's enabled actions now and those the body names."""
+    actions = set(_enabled(store, table_id)) | set(body.actions or {})
+    return [dag_id_for(table_id, a) for a in actions] or [None]
+
+
+def _request(body: TableChange, table: str | None, spec: dict[str, object] | None) -> RegisterRequest:
+    return RegisterRequest(
+        table=table,
+        spec={**(spec or {}), **({"actions": body.actions} if body.actions is not None else {})},
+        format=body.format,
+        owner=body.owner,
+        queue=body.queue,
+        priority=body.priority,
+        replace_actions=body.replace_actions,
+        catalog_type=getattr(body, "catalog_type", None),
+        warehouse=getattr(body, "warehouse", None),
+        source="body",
+    )
+
+
+@router.get("", response_model=TablePage)
+def get_tables(
+    store: StoreDep,
+    catalog: Annotated[str | None, Query(max_length=250)] = None,
+    namespace: Annotated[str | None, Query(max_length=250)] = None,
+    action: Annotated[
+        str | None, Query(max_length=100, description="tables with this action enabled")
+    ] = None,
+    status: Annotated[
+        ProcessStatus | None, Query(description="tables whose newest process of some action has this status")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> TablePage:
+    if action is not None:
+        from airflow_tablemgmt.core.actions import ACTIONS
+
+        ACTIONS.get(action)  # an unknown action is an error naming the known ones, not an empty page
+    rows = []
+    for t in list_tables(store):
+        cat, ns, _ = t.table.split(".", 2)
+        if (
+            (catalog and cat != catalog)
+            or (namespace and ns != namespace)
+            or (action and action not in t.actions)
+        ):
+            continue
+        rows.append(t)
+
+    def last_status(t: object) -> dict[str, ProcessStatus | None]:
+        out: dict[str, ProcessStatus | None] = {}
+        for a in t.actions:  # type: ignore[attr-defined]
+            last = store.processes.list(table_id=t.table, action=a, limit=1)  # type: ignore[attr-defined]
+            out[a] = last[0].status if last else None
+        return out
+
+    items = [(t, None) for t in rows]
+    if status is not None:
+        items = [(t, s) for t in rows if status in (s := last_status(t)).values()]
+    page = items[offset : offset + limit]
+    return TablePage(
+        items=[
+            TableSummaryOut(**{**t.__dict__, "last_status": s if s is not None else last_status(t)})
+            for t, s in page
+        ],
+        total=len(items),
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get("/{table_id}", response_model=TableOut)
+def get_table(table_id: TableId, store: StoreDep) -> TableOut:
+    return table_out(store, store.tables.get_registered(table_id))
+
+
+@router.post("", response_model=TableOut, status_code=201, responses=_WRITE)
+def register(
+    body: TableIn, request: Request, response: Response, user: GetUserDep, store: StoreDep
+) -> TableOut:
+    """Register a table, or update it with only the fields given (as `tablemgmt register`).
+    201 when created, 200 when it existed. A table declared in tables.yaml answers 409."""
+    table_id = f"{body.catalog}.{body.namespace}.{body.name}"
+    authorize_dags(request, user, "PUT", _affected_dags(store, table_id, body))
+    spec = {"catalog": body.catalog, "namespace": body.namespace, "name": body.name}
+    result = register_table(store, _request(body, None, spec))
+    if result.outcome != "created":
+        response.status_code = 200
+    return table_out(
+        store,
+        store.tables.get_registered(result.table_id),
+        outcome=result.outcome,
+        removed_actions=result.removed_actions,
+        catalog_created=result.catalog_created,
+    )
+
+
+@router.patch("/{table_id}", response_model=TableOut, responses=_WRITE)
+def update(
+    table_id: TableId, body: TableChange, request: Request, user: GetUserDep, store: StoreDep
+) -> TableOut:
+    """Change a registered table: only the fields given change."""
+    store.tables.get_registered(table_id)  # 404 before anything else: PATCH never creates
+    authorize_dags(request, user, "PUT", _affected_dags(store, table_id, body))
+    result = register_table(store, _request(body, table_id, None))
+    return table_out(
+        store,
+        store.tables.get_registered(result.table_id),
+        outcome=result.outcome,
+        removed_actions=result.removed_actions,
+    )
+
+
+@router.delete("/{table_id}", response_model=RemovedOut, responses={404: {}, 409: {}})
+def remove(table_id: TableId, request: Request, user: GetUserDep, store: StoreDep) -> RemovedOut:
+    """Unregister a store-owned table (its process history stays)."""
+    store.tables.get_registered(table_id)
+    authorize_dags(
+        request, user, "DELETE", [dag_id_for(table_id, a) for a in _enabled(store, table_id)] or [None]
+    )
+    remove_table(store, table_id)
+    return RemovedOut(table=table_id, removed=True)
+
+
+@router.get("/{table_id}/actions", response_model=list[ActionOut])
+def get_actions(table_id: TableId, store: StoreDep) -> list[ActionOut]:
+    """Enabled actions with their schedule (trigger, interval, next run) and newest process."""
+    return actions_of(store, store.tables.get_registered(table_id))
+
+
+@router.get("/{table_id}/health", response_model=HealthOut)
+def get_health(table_id: TableId, store: StoreDep) -> HealthOut:
+    """File figures from Iceberg metadata (cached for 60 s) and the last success/failure per action."""
+    h = table_health(store, table_id).to_dict()
+    if h["files"] is not None:
+        sid = h["files"]["snapshot_id"]
+        h["files"]["snapshot_id"] = str(sid) if sid is not None else None
+    return HealthOut(**h)
+
+
+@router.post("/{table_id}/actions/{action}/runs", response_model=RunOut, status_code=201, responses=_WRITE)
+def run_now(
+    table_id: TableId,
+    action: ActionName,
+    request: Request,
+    user: GetUserDep,
+    store: StoreDep,
+    body: RunIn | None = None,
+) -> RunOut:
+    """Trigger the action's DAG at ``instant`` (its logical date) and open its process, PENDING.
+    The same instant twice answers 409 and starts nothing."""
+    from airflow_tablemgmt.services.run_now import check_runnable
+
+    dag_id = check_runnable(store, table_id, action)
+    authorize_dags(request, user, "POST", [dag_id], run=True)
+    instant = body.instant if body is not None and body.instant is not None else datetime.now(UTC)
+    if instant.tzinfo is None:
+        raise ApiError(
+            422, "instant", f"instant: {instant.isoformat()} has no time zone; add one, e.g. +00:00"
+        )
+    who = user_name(user)
+    done = request_run(store, table_id, action, instant, lambda d, when: trigger_run(d, when, who))
+    return RunOut(
+        process_id=done.process.id,
+        status=done.process.status,
+        instant=done.process.instant,
+        dag_id=done.dag_id,
+        run_id=done.run_id,
+    )

@@ -1,0 +1,59 @@
+"""Services' results -> response models."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.api.schemas import ActionOut, ProcessOut, TableOut
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.core.process import Process
+    from airflow_tablemgmt.store import RegisteredTable, Store
+
+
+def process_out(p: Process) -> ProcessOut:
+    data: dict[str, Any] = dict(p.__dict__)
+    data["snapshot_id"] = str(p.snapshot_id) if p.snapshot_id is not None else None
+    return ProcessOut(**data)
+
+
+def actions_of(store: Store, reg: RegisteredTable) -> list[ActionOut]:
+    from airflow_tablemgmt.api.airflow_side import dag_states
+    from airflow_tablemgmt.dag_factory import SchedulePlan
+    from airflow_tablemgmt.factories.discovery import default_factories
+    from airflow_tablemgmt.services.run_now import dag_id_for
+
+    spec = reg.spec
+    pairs = spec.enabled_action_settings()
+    states = dag_states(dag_id_for(spec.id, a) for a, _ in pairs)
+    out = []
+    for action, settings in pairs:
+        factory = default_factories().for_action(spec.format, action)
+        plan = SchedulePlan.resolve(settings, factory.trigger_strategy(spec.format, action))
+        dag_id = dag_id_for(spec.id, action)
+        paused, next_run = states.get(dag_id, (None, None))
+        last = store.processes.list(table_id=spec.id, action=action, limit=1)
+        out.append(
+            ActionOut(
+                action=action,
+                dag_id=dag_id,
+                options=settings.options(),
+                trigger=plan.trigger,
+                interval=str(plan.interval),
+                schedule=plan.describe(),
+                paused=paused,
+                next_run=next_run,
+                last_process=process_out(last[0]) if last else None,
+            )
+        )
+    return out
+
+
+def table_out(store: Store, reg: RegisteredTable, **extra: Any) -> TableOut:
+    return TableOut(
+        table=reg.spec.id,
+        managed_by=str(reg.managed_by),
+        spec=reg.spec,
+        actions=actions_of(store, reg),
+        **extra,
+    )

@@ -1,0 +1,89 @@
+"""Run an action now through the scheduler: validate, trigger the action's DAG, record the process.
+
+The CLI's ``run-now`` runs the job in its own process (``services.processes.run_now``); the REST API
+cannot (an api-server must not run Spark), so it asks Airflow for a DAG run of the action's DAG at
+``instant`` and creates the process row up front, PENDING, keyed by (table, action, instant). The
+task that runs later opens the same key and resumes that row, so the caller gets the process id at
+once and never a second process for the same instant.
+
+How the DAG run is created is the caller's part (a :class:`DagTrigger`): this module imports no
+Airflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from airflow_tablemgmt.core.actions import ACTIONS
+from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.core.process import Process
+from airflow_tablemgmt.services.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+DAG_PREFIX = "tms__"  # dag_factory.DAG_PREFIX; repeated so this module imports no Airflow
+
+
+def dag_id_for(table_id: str, action: str) -> str:
+    return f"{DAG_PREFIX}{table_id}__{action}"
+
+
+class DuplicateRun(TableMgmtError):
+    """A run of this action at this instant exists already (a process or a DAG run)."""
+
+
+class DagTrigger(Protocol):
+    def __call__(self, dag_id: str, logical_date: datetime) -> str:
+        """Create a DAG run at ``logical_date`` and return its run id.
+
+        Raises :class:`DuplicateRun` when that DAG already has a run at that instant.
+        """
+
+
+@dataclass(frozen=True)
+class RunRequested:
+    process: Process
+    dag_id: str
+    run_id: str
+
+
+def check_runnable(store: Store, table_id: str, action: str) -> str:
+    """The action's DAG id, when the live table has ``action`` enabled; else a message saying why not."""
+    ACTIONS.get(action)  # unknown names fail with the list of known ones
+    spec = store.tables.get(table_id)
+    enabled = spec.enabled_actions()
+    if action not in enabled:
+        raise InvalidInput(
+            f"action: {action!r} is not enabled on table {table_id}; enabled: {', '.join(enabled) or '(none)'}"
+        )
+    return dag_id_for(table_id, action)
+
+
+def request_run(
+    store: Store, table_id: str, action: str, instant: datetime, trigger: DagTrigger
+) -> RunRequested:
+    """Trigger ``action``'s DAG at ``instant`` and open its PENDING process.
+
+    A process that already exists for (table, action, instant) is a :class:`DuplicateRun`: the same
+    periodic instant asked twice is one run.
+    """
+    if instant.tzinfo is None:
+        raise InvalidInput(f"instant: {instant.isoformat()} has no time zone; give one, e.g. +00:00")
+    instant = instant.replace(microsecond=0)  # Airflow's logical dates have whole seconds
+    dag_id = check_runnable(store, table_id, action)
+    existing = store.processes.find(table_id, action, instant)
+    if existing is not None:
+        raise DuplicateRun(
+            f"instant: {action} of {table_id} at {instant.isoformat()} exists already as process "
+            f"{existing.id} ({existing.status}); give another instant to run again"
+        )
+    run_id = trigger(dag_id, instant)
+    process, created = store.processes.open(table_id, action, instant, dag_id=dag_id, run_id=run_id)
+    if not created and process.run_id not in (None, run_id):
+        raise DuplicateRun(
+            f"instant: {action} of {table_id} at {instant.isoformat()} exists already as process {process.id}"
+        )
+    return RunRequested(process, dag_id, run_id)
