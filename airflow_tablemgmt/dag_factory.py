@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -24,6 +24,7 @@ from airflow.sdk import (
     CronTriggerTimetable,
     DeltaTriggerTimetable,
 )
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_tablemgmt.core.actions import ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
@@ -129,11 +130,30 @@ class SchedulePlan:
         )
 
 
-def table_asset(table: TableSpec, action: str, catalog: CatalogSpec, plan: SchedulePlan) -> Asset:
-    """The asset whose watcher polls the table's current snapshot inside the triggerer.
+def event_plans(table: TableSpec, factories: FactoryRegistry) -> dict[str, SchedulePlan]:
+    """The table's event-driven actions and their plans (sorted by action), i.e. what its watcher serves."""
+    plans: dict[str, SchedulePlan] = {}
+    for action, settings in table.enabled_action_settings():
+        strategy = factories.for_action(table.format, action).trigger_strategy(table.format, action)
+        plan = SchedulePlan.resolve(settings, strategy)
+        if plan.trigger == "event":
+            plans[action] = plan
+    return dict(sorted(plans.items()))
 
-    One asset per (table, action): each action has its own throttle (``min_interval`` = its
-    interval), and an asset's events go to every DAG scheduled on it.
+
+def table_asset(table: TableSpec, catalog: CatalogSpec, plans: dict[str, SchedulePlan]) -> Asset:
+    """The table's asset, whose one watcher polls the table's current snapshot inside the triggerer.
+
+    One asset and one trigger per table, however many of its actions react to new snapshots: Airflow's
+    triggerer runs at most ``[triggerer] capacity`` triggers (1,000 by default), and Airflow stores one
+    ``trigger`` row per distinct (classpath, kwargs), so a per-(table, action) watcher would cost one
+    trigger per action. The trigger polls at the shortest of the actions' poll intervals and keeps
+    each action's throttle (``min_interval`` = its interval) and remembered snapshot apart; its event
+    names the actions it is for, and every action DAG of the table is scheduled on this asset, its
+    gate (:class:`EventGateOperator`) skipping events that are not for it.
+
+    Built from the table's whole action set, never from one action, so a task start (which builds
+    one DAG) produces the same asset as the DAG processor's full parse.
     """
     from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
 
@@ -141,15 +161,73 @@ def table_asset(table: TableSpec, action: str, catalog: CatalogSpec, plan: Sched
     trigger = TableSnapshotTrigger(
         table_id=table_id,
         catalog=catalog,
-        poll_interval=plan.poll_interval.total_seconds(),
-        min_interval=plan.interval.min_spacing().total_seconds(),
+        poll_interval=min(plan.poll_interval for plan in plans.values()).total_seconds(),
+        actions={action: plan.interval.min_spacing().total_seconds() for action, plan in plans.items()},
         data_changes_only=True,
     )
     return Asset(
-        name=f"tablemgmt.{table_id}.{action}",
-        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}/{action}",
+        name=f"tablemgmt.{table_id}",
+        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}",
         group="tablemgmt",
-        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table_id}-{action}", trigger=trigger)],
+        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table_id}", trigger=trigger)],
+    )
+
+
+def event_names_action(triggering_asset_events: Mapping[Any, Iterable[Any]], action: str) -> bool:
+    """Whether the asset events that started a run ask for ``action``.
+
+    True for a run without events (the fallback schedule, a manual run) and for an event that names
+    no actions (a one-watcher trigger, an event posted by hand): only a per-table watcher's event
+    says which actions it is for, and Airflow delivers it to every DAG scheduled on the table asset.
+    """
+    for events in triggering_asset_events.values():
+        for event in events:
+            extra = getattr(event, "extra", None) or {}
+            payload = extra.get("payload") if isinstance(extra, dict) else None
+            actions = payload.get("actions") if isinstance(payload, dict) else None
+            if actions is None or action in actions:
+                return True
+    return not any(True for events in triggering_asset_events.values() for _ in events)
+
+
+class EventGateOperator(SnapshotGateOperator):
+    """The snapshot gate of an event-driven action: an event of the table's watcher that is not for
+    this action (held back by this action's own interval) skips the run before anything is read;
+    otherwise the usual snapshot check decides. When the held-back change's interval has passed the
+    watcher sends an event for this action."""
+
+    def execute(self, context: Any) -> int | None:
+        events = context.get("triggering_asset_events") or {}
+        if not event_names_action(events, self.action):
+            named = sorted(
+                {
+                    name
+                    for evs in events.values()
+                    for ev in evs
+                    for name in (
+                        ((getattr(ev, "extra", None) or {}).get("payload") or {}).get("actions") or {}
+                    )
+                }
+            )
+            raise AirflowSkipException(
+                f"tablemgmt: {self.table}: the snapshot event is for {', '.join(named)}; {self.action} is "
+                "not due (held back by its own interval, it gets its own event when that has passed)"
+            )
+        return super().execute(context)
+
+
+def watcher_capacity_warning(watchers: int, capacity: int, triggerers: int = 1) -> str | None:
+    """The warning for more snapshot watchers than ``triggerers`` triggerers of ``capacity`` run
+    (None when they fit)."""
+    if watchers <= capacity * triggerers:
+        return None
+    needed = -(-watchers // capacity)
+    return (
+        f"tablemgmt: {watchers} snapshot watchers (one per table with event-driven actions) exceed "
+        f"[triggerer] capacity = {capacity} x [tablemgmt] triggerers = {triggerers}: a triggerer runs at "
+        f"most {capacity} triggers, the rest wait unassigned and their tables are reached only by their "
+        f"fallback schedule. Run at least {needed} triggerers and set [tablemgmt] triggerers to their "
+        "number, or raise [triggerer] capacity (deferred tasks share it too); see the README's sizing rule."
     )
 
 
@@ -182,7 +260,10 @@ def build_dag(
     catalog: CatalogSpec | None = None,
     config: DagConfigDefaults | None = None,
     settings: ActionSettings | None = None,
+    asset: Asset | None = None,
 ) -> DAG:
+    """``asset``: the table's watched asset (:func:`table_asset`), when the caller already built it
+    for the table's other actions."""
     config = config or DagConfigDefaults.from_airflow_config()
     table_id = table.id
     factory = factories.for_action(table.format, action)
@@ -199,9 +280,9 @@ def build_dag(
                 f"table {table_id}: event-driven {action} needs its catalog {table.catalog!r}"
             )
         assert plan.fallback is not None
-        schedule = AssetOrTimeSchedule(
-            timetable=_timetable(plan.fallback), assets=table_asset(table, action, catalog, plan)
-        )
+        if asset is None:
+            asset = table_asset(table, catalog, event_plans(table, factories))
+        schedule = AssetOrTimeSchedule(timetable=_timetable(plan.fallback), assets=asset)
     dag_id = dag_id_for(table_id, action)
     when = plan.describe()
     # Given to each task directly rather than as the DAG's default_args: merging default_args
@@ -239,9 +320,20 @@ def build_dag(
             **task_args,
         )
         if plan.gate:
-            gate = SnapshotGateOperator(task_id="check_snapshot", table=table_id, action=action, **task_args)
+            gate_type = EventGateOperator if plan.trigger == "event" else SnapshotGateOperator
+            gate = gate_type(task_id="check_snapshot", table=table_id, action=action, **task_args)
             gate >> maintain
     return dag
+
+
+def _triggerer_slots() -> tuple[int, int]:
+    """``[triggerer] capacity`` and how many triggerers run (``[tablemgmt] triggerers``, default 1:
+    Airflow does not tell a DAG file how many triggerers are alive)."""
+    from airflow.sdk.configuration import conf
+
+    return conf.getint("triggerer", "capacity", fallback=1000), conf.getint(
+        "tablemgmt", "triggerers", fallback=1
+    )
 
 
 @contextmanager
@@ -287,21 +379,36 @@ def build_dags(
     )
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
     config = DagConfigDefaults.from_airflow_config()
+    watchers = 0
     with cyclic_gc_paused(freeze_if=lambda: wanted is None and len(result.dags) >= FREEZE_AT_DAGS):
         for table in tables:
             table_id = table.id
             if wanted is not None and table_id != wanted[0]:
                 continue
             catalog = (catalogs or {}).get(table.catalog)
+            asset = None
+            try:
+                plans = event_plans(table, factories)
+                if plans and catalog is not None:
+                    asset = table_asset(table, catalog, plans)
+                    watchers += 1
+            except Exception:  # noqa: BLE001 - build_dag below reports this table's error per action
+                pass
             for action, settings in table.enabled_action_settings():
                 if wanted is not None and action != wanted[1]:
                     continue
                 try:
-                    dag = build_dag(table, action, factories, catalog, config, settings)
+                    dag = build_dag(table, action, factories, catalog, config, settings, asset)
                 except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
                     result.errors.append(f"table {table_id}, action {action}: {type(e).__name__}: {e}")
                     continue
                 result.dags[dag.dag_id] = dag
+    if wanted is None and only_dag_id is None:
+        # Airflow itself only says so at INFO, per triggerer loop ("reached the maximum capacity"),
+        # and a trigger left unassigned never runs, so it cannot say it either: the full parse can.
+        warning = watcher_capacity_warning(watchers, *_triggerer_slots())
+        if warning:
+            log.warning(warning)
     if result.errors and (only_dag_id is None or only_dag_id == BROKEN_DAG_ID):
         broken = BrokenDeclarationsDAG(
             dag_id=BROKEN_DAG_ID,

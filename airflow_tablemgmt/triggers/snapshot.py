@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, Final
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
@@ -72,6 +73,23 @@ def check_table_in_catalog(table_id: str, catalog: dict[str, Any]) -> TableIdent
     return table
 
 
+@dataclass
+class _Watch:
+    """What one reader of the table's snapshots was last told: the whole trigger, or one action of a
+    per-table watcher (each action keeps its own remembered snapshot and throttle)."""
+
+    action: str | None
+    min_interval: float
+    remembered: int | None | _Unset = UNSET
+    fired_at: float | None = None
+    held_back: int | None = None
+
+    def throttle_wait(self, now: float) -> float:
+        if self.min_interval <= 0 or self.fired_at is None:
+            return 0.0
+        return max(0.0, self.fired_at + self.min_interval - now)
+
+
 class TableSnapshotTrigger(BaseEventTrigger):
     """Emit an event when ``table_id`` gets a new current snapshot (for ``AssetWatcher``).
 
@@ -88,9 +106,17 @@ class TableSnapshotTrigger(BaseEventTrigger):
     seen sooner is held back and reported as soon as the interval has passed (the time of the last
     event is kept in the state store too, so a restart does not reset the throttle).
 
+    ``actions`` (``{action: min_interval seconds}``): one watcher for all the snapshot-driven actions
+    of the table. Airflow's triggerer runs at most ``[triggerer] capacity`` triggers, so one poll per
+    table (not per table and action) is what lets one triggerer carry thousands of tables. Each action
+    keeps its own remembered snapshot and throttle (all in one state key, :attr:`watch_key`); one event names
+    the actions it is for, with the snapshot each last saw: ``"actions": {action: previous id}``.
+    Airflow hands an event to every asset of the trigger, so the DAGs read that list to know whether
+    the event is for them (:func:`airflow_tablemgmt.dag_factory.event_names_action`).
+
     Event payload: ``{"table": "<catalog.namespace.table>", "snapshot_id": <int>,
-    "previous_snapshot_id": <int | None>}``. Delivery is at least once: the new id is stored after the
-    event is handed to the triggerer.
+    "previous_snapshot_id": <int | None>}`` (+ ``"actions"`` with ``actions``). Delivery is at least
+    once: the new id is stored after the event is handed to the triggerer.
     """
 
     def __init__(
@@ -102,6 +128,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
         last_snapshot_id: int | None = None,
         min_interval: float = 0.0,
         data_changes_only: bool = False,
+        actions: dict[str, float] | None = None,
     ) -> None:
         super().__init__()
         self.catalog = catalog_json(catalog)
@@ -110,25 +137,38 @@ class TableSnapshotTrigger(BaseEventTrigger):
             raise ValueError(f"poll_interval: must be > 0 seconds, got {poll_interval!r}")
         if min_interval < 0:
             raise ValueError(f"min_interval: must be >= 0 seconds, got {min_interval!r}")
+        if actions is not None:
+            if not actions:
+                raise ValueError("actions: give at least one action, or leave actions out (one watcher)")
+            if min_interval:
+                raise ValueError(
+                    f"min_interval: not with actions (each action has its own), got {min_interval!r}"
+                )
+            for name, interval in actions.items():
+                if not isinstance(interval, int | float) or interval < 0:
+                    raise ValueError(
+                        f"actions[{name!r}]: min interval must be >= 0 seconds, got {interval!r}"
+                    )
+            actions = {name: float(actions[name]) for name in sorted(actions)}
         self.poll_interval = float(poll_interval)
         self.last_snapshot_id = last_snapshot_id
         self.min_interval = float(min_interval)
         self.data_changes_only = bool(data_changes_only)
+        self.actions = actions
         self._reader: SnapshotReader | None = None
-        self._last_fired_at: float | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "table_id": self.table_id,
-                "catalog": self.catalog,
-                "poll_interval": self.poll_interval,
-                "last_snapshot_id": self.last_snapshot_id,
-                "min_interval": self.min_interval,
-                "data_changes_only": self.data_changes_only,
-            },
-        )
+        kwargs: dict[str, Any] = {
+            "table_id": self.table_id,
+            "catalog": self.catalog,
+            "poll_interval": self.poll_interval,
+            "last_snapshot_id": self.last_snapshot_id,
+            "min_interval": self.min_interval,
+            "data_changes_only": self.data_changes_only,
+        }
+        if self.actions is not None:  # left out otherwise: a one-watcher trigger keeps its stored form
+            kwargs["actions"] = dict(self.actions)
+        return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     @property
     def state_key(self) -> str:
@@ -150,13 +190,62 @@ class TableSnapshotTrigger(BaseEventTrigger):
         # In the worker thread: building the reader may look up a connection or variable.
         return self.reader.current_state(table)
 
+    def _watches(self) -> list[_Watch]:
+        if self.actions is None:
+            return [_Watch(None, self.min_interval)]
+        return [_Watch(name, interval) for name, interval in self.actions.items()]
+
+    @property
+    def watch_key(self) -> str:
+        """With ``actions``: the one state-store key holding every action's remembered snapshot and
+        last event time, ``{action: {"snapshot_id": id, "event_at": epoch s}}`` (one read when the
+        trigger starts, one write per change: each state-store call is a round trip to the API server,
+        and a triggerer carrying 10,000 tables starts 10,000 of these at once)."""
+        return f"tablemgmt.watch.{self.table_id}"
+
+    async def _recall_watches(self, watches: list[_Watch]) -> None:
+        if self.actions is None:
+            [watch] = watches
+            value = await self._recall_value(self.state_key)
+            if value is not None:
+                watch.remembered = int(value)  # type: ignore[call-overload]
+            fired_at = await self._recall_value(self.fired_at_key)
+            watch.fired_at = float(fired_at) if fired_at is not None else None  # type: ignore[arg-type]
+        else:
+            saved = await self._recall_value(self.watch_key)
+            saved = saved if isinstance(saved, dict) else {}
+            for watch in watches:
+                entry = saved.get(watch.action)
+                if isinstance(entry, dict):
+                    if "snapshot_id" in entry:
+                        sid = entry["snapshot_id"]
+                        watch.remembered = None if sid is None else int(sid)
+                    if entry.get("event_at") is not None:
+                        watch.fired_at = float(entry["event_at"])
+        for watch in watches:
+            if isinstance(watch.remembered, _Unset) and self.last_snapshot_id is not None:
+                watch.remembered = self.last_snapshot_id
+
+    async def _persist(self, watches: list[_Watch], fired: bool) -> None:
+        if self.actions is None:
+            [watch] = watches
+            if isinstance(watch.remembered, int):  # the store cannot hold None: memory only
+                await self._store_value(self.state_key, watch.remembered)
+            if fired and watch.fired_at is not None:
+                await self._store_value(self.fired_at_key, watch.fired_at)
+            return
+        state = {
+            watch.action: {"snapshot_id": watch.remembered, "event_at": watch.fired_at}
+            for watch in watches
+            if not isinstance(watch.remembered, _Unset)
+        }
+        await self._store_value(self.watch_key, state)
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         table = TableIdentifier.parse(self.table_id)
-        remembered: int | None | _Unset = await self._recall()
-        fired_at = await self._recall_value(self.fired_at_key)
-        self._last_fired_at = float(fired_at) if fired_at is not None else None  # type: ignore[arg-type]
+        watches = self._watches()
+        await self._recall_watches(watches)
         problem: str | None = None
-        held_back: int | None = None
         while True:
             try:
                 state = await asyncio.to_thread(self._current_state, table)
@@ -168,50 +257,73 @@ class TableSnapshotTrigger(BaseEventTrigger):
                 await asyncio.sleep(self.poll_interval)
                 continue
             problem = None
-            current = state.snapshot_id
             sleep = self.poll_interval
-            if isinstance(remembered, _Unset):
-                self.log.info("watching %s from snapshot %s", self.table_id, current)
-                await self._remember(current)
-                remembered = current
-            elif current != remembered:
-                if current is None or (self.data_changes_only and not state.data_changed_since(remembered)):
-                    # Emptied, or only files rewritten since: record it, no event.
-                    why = "has no snapshot" if current is None else f"snapshot {current} only rewrites files"
-                    self.log.info("%s: %s; no event", self.table_id, why)
-                    remembered = current
-                    await self._remember(current)
+            due: list[tuple[_Watch, int | None]] = []
+            changed = False
+            for watch in watches:
+                step = self._step(watch, state)
+                if step is None:
+                    continue
+                if step is True:
+                    changed = True
+                elif step > 0:
+                    sleep = min(sleep, step)
                 else:
-                    wait = self._throttle_wait()
-                    if wait > 0:
-                        if held_back != current:
-                            held_back = current
-                            self.log.info(
-                                "%s: new snapshot %s held back %.0f s by min_interval %.0f s",
-                                self.table_id, current, wait, self.min_interval,
-                            )  # fmt: skip
-                        sleep = min(self.poll_interval, wait)
-                    else:
-                        previous, remembered, held_back = remembered, current, None
-                        self.log.info("%s: new snapshot %s (was %s)", self.table_id, current, previous)
-                        self._last_fired_at = time.time()
-                        yield TriggerEvent(
-                            {"table": self.table_id, "snapshot_id": current, "previous_snapshot_id": previous}
-                        )
-                        await self._remember(current)
-                        await self._store_value(self.fired_at_key, self._last_fired_at)
+                    assert not isinstance(watch.remembered, _Unset)
+                    due.append((watch, watch.remembered))
+            if due:
+                current = state.snapshot_id
+                now = time.time()
+                payload: dict[str, Any] = {
+                    "table": self.table_id,
+                    "snapshot_id": current,
+                    "previous_snapshot_id": due[0][1],
+                }
+                if self.actions is not None:
+                    payload["actions"] = {watch.action: previous for watch, previous in due}
+                for watch, _ in due:
+                    watch.remembered, watch.held_back, watch.fired_at = current, None, now
+                self.log.info(
+                    "%s: new snapshot %s (was %s)%s", self.table_id, current, due[0][1],
+                    "" if self.actions is None else f" for {', '.join(payload['actions'])}",
+                )  # fmt: skip
+                yield TriggerEvent(payload)
+            if due or changed:
+                await self._persist(watches, fired=bool(due))
             await asyncio.sleep(sleep)
 
-    def _throttle_wait(self) -> float:
-        if self.min_interval <= 0 or self._last_fired_at is None:
-            return 0.0
-        return max(0.0, self._last_fired_at + self.min_interval - time.time())
+    def _step(self, watch: _Watch, state: SnapshotState) -> float | bool | None:
+        """One poll's outcome for one watch: None (nothing new), True (a snapshot recorded without an
+        event), 0 (report now) or the seconds until its throttle lets it report a change it holds back."""
+        current = state.snapshot_id
+        if isinstance(watch.remembered, _Unset):
+            if self._logs(watch):
+                self.log.info("watching %s from snapshot %s", self.table_id, current)
+            watch.remembered = current
+            return True
+        if current == watch.remembered:
+            return None
+        if current is None or (self.data_changes_only and not state.data_changed_since(watch.remembered)):
+            # Emptied, or only files rewritten since: record it, no event.
+            why = "has no snapshot" if current is None else f"snapshot {current} only rewrites files"
+            if self._logs(watch):
+                self.log.info("%s: %s; no event", self.table_id, why)
+            watch.remembered = current
+            return True
+        wait = watch.throttle_wait(time.time())
+        if wait > 0 and watch.held_back != current:
+            watch.held_back = current
+            self.log.info(
+                "%s: new snapshot %s held back %.0f s by %smin_interval %.0f s",
+                self.table_id, current, wait, "" if watch.action is None else f"{watch.action}'s ",
+                watch.min_interval,
+            )  # fmt: skip
+        return wait
 
-    async def _recall(self) -> int | None | _Unset:
-        value = await self._recall_value(self.state_key)
-        if value is not None:
-            return int(value)  # type: ignore[arg-type]
-        return self.last_snapshot_id if self.last_snapshot_id is not None else UNSET
+    def _logs(self, watch: _Watch) -> bool:
+        # One log line per table and observation, not one per action: at 10,000 tables the
+        # triggerer log is read by people.
+        return self.actions is None or watch.action == next(iter(self.actions))
 
     async def _recall_value(self, key: str) -> object:
         store = getattr(self, "asset_state_store", None)
@@ -227,11 +339,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
             self.log.warning("asset_state_store read failed for %s: %s", self.table_id, e)
         return None
 
-    async def _remember(self, snapshot_id: int | None) -> None:
-        if snapshot_id is not None:  # the store cannot hold None: memory only
-            await self._store_value(self.state_key, snapshot_id)
-
-    async def _store_value(self, key: str, value: float | int) -> None:
+    async def _store_value(self, key: str, value: Any) -> None:
         store = getattr(self, "asset_state_store", None)
         if store is None:
             return

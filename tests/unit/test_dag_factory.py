@@ -1,4 +1,7 @@
+import logging
+from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -68,8 +71,9 @@ def test_on_new_snapshot_adds_the_gate_and_event_trigger_adds_a_watcher() -> Non
     classpath, kwargs = watcher.trigger.serialize()
     assert classpath == "airflow_tablemgmt.triggers.snapshot.TableSnapshotTrigger"
     assert kwargs["table_id"] == "lake.db.ev" and kwargs["poll_interval"] == 2.0
-    assert kwargs["min_interval"] == 3600.0 and kwargs["data_changes_only"] is True  # rewrite-files: 1h
-    assert asset.name == "tablemgmt.lake.db.ev.rewrite-files"
+    assert kwargs["actions"] == {"rewrite-files": 3600.0}  # rewrite-files' throttle: its interval, 1h
+    assert kwargs["data_changes_only"] is True
+    assert asset.name == "tablemgmt.lake.db.ev"
     fallback = rf.timetable.timetable
     assert type(fallback).__name__ == "DeltaTriggerTimetable" and fallback.delta == timedelta(days=1)
     es = res.dags["tms__lake.db.ev__expire-snapshots"]
@@ -138,3 +142,123 @@ def test_non_snapshot_actions_stay_on_their_interval_and_bad_fallback_is_named()
         assert type(dag.timetable).__name__ == "DeltaTriggerTimetable"
     with pytest.raises(InvalidDeclaration, match="fallback-interval"):
         table("bad", {"rewrite-files": {"fallback-interval": "soon"}})
+
+
+SNAPSHOT_DRIVEN = ("rewrite-files", "rewrite-deletes", "rewrite-manifests", "compute-stats")
+
+
+def _watcher_triggers(dags: Iterable[Any]) -> dict[int, tuple[str, dict[str, Any]]]:
+    """Every watcher trigger of ``dags`` as Airflow stores it: one ``trigger`` row per distinct
+    (classpath, kwargs) hash (``add_asset_trigger_references`` deduplicates by that hash)."""
+    from airflow.serialization.encoders import encode_trigger
+    from airflow.triggers.base import BaseEventTrigger
+
+    found: dict[int, tuple[str, dict[str, Any]]] = {}
+    for dag in dags:
+        condition = getattr(dag.timetable, "asset_condition", None)
+        for watcher in getattr(condition, "watchers", None) or []:
+            encoded = encode_trigger(watcher.trigger)
+            found[BaseEventTrigger.hash(encoded["classpath"], encoded["kwargs"])] = (
+                encoded["classpath"],
+                watcher.trigger.serialize()[1],
+            )
+    return found
+
+
+def test_one_watcher_trigger_per_table_however_many_actions_react() -> None:
+    actions = {name: {} for name in SNAPSHOT_DRIVEN}
+    actions["rewrite-files"] = {"poll-interval": "3s"}
+    actions["compute-stats"] = {"poll-interval": "20s", "interval": "6h"}
+    tables = [table(f"w{i}", {**actions, "expire-snapshots": {}}) for i in range(3)]
+    res = build_dags(tables, load_factories(), catalogs=CATALOGS)
+    assert res.errors == []
+    triggers = _watcher_triggers(res.dags.values())
+    assert len(triggers) == 3  # one per table, not one per (table, action)
+    by_table = {kwargs["table_id"]: kwargs for _, kwargs in triggers.values()}
+    w0 = by_table["lake.db.w0"]
+    # One poll, at the shortest poll interval; each action keeps its own throttle (its interval).
+    assert w0["poll_interval"] == 3.0 and w0["data_changes_only"] is True
+    assert w0["actions"] == {
+        "compute-stats": 6 * 3600.0,
+        "rewrite-deletes": 3600.0,
+        "rewrite-files": 3600.0,
+        "rewrite-manifests": 86400.0,
+    }
+    # The four DAGs are scheduled on the one table asset, beside their own fallback schedule.
+    assets = {
+        dag_id: res.dags[dag_id].timetable.asset_condition
+        for dag_id in (dag_id_for("lake.db.w1", a) for a in SNAPSHOT_DRIVEN)
+    }
+    assert {(a.name, a.uri) for a in assets.values()} == {("tablemgmt.lake.db.w1", "tablemgmt://lake/db/w1")}
+    assert type(res.dags[dag_id_for("lake.db.w1", "expire-snapshots")].timetable).__name__ == (
+        "DeltaTriggerTimetable"
+    )
+    # A task start builds only its DAG, and its asset must be the very same watcher (else every
+    # task start would look like a changed asset definition).
+    alone = build_dags(
+        tables, load_factories(), only_dag_id=dag_id_for("lake.db.w1", "rewrite-manifests"), catalogs=CATALOGS
+    )
+    assert _watcher_triggers(alone.dags.values()).keys() <= triggers.keys()
+    assert len(_watcher_triggers(alone.dags.values())) == 1
+
+
+def test_watchers_past_the_triggerer_capacity_are_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__CAPACITY", "4")
+    tables = [table(f"c{i}", {name: {} for name in SNAPSHOT_DRIVEN}) for i in range(4)]
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_factory"):
+        build_dags(tables, load_factories(), catalogs=CATALOGS)
+    assert not [r for r in caplog.records if "capacity" in r.getMessage()]  # 4 watchers fit 4
+
+    tables.append(table("c4", {"rewrite-files": {}}))
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_factory"):
+        build_dags(tables, load_factories(), catalogs=CATALOGS)
+    [record] = [r for r in caplog.records if "capacity" in r.getMessage()]
+    message = record.getMessage()
+    assert record.levelno == logging.WARNING
+    assert "5 snapshot watchers" in message and "[triggerer] capacity = 4" in message
+    assert "at least 2 triggerers" in message  # the sizing rule: ceil(watchers / capacity)
+
+    # Two triggerers declared: 5 watchers fit 2 x 4, nothing to say.
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__TRIGGERERS", "2")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_factory"):
+        build_dags(tables, load_factories(), catalogs=CATALOGS)
+    assert not [r for r in caplog.records if "capacity" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        ({}, True),  # a time-based (fallback) run: the snapshot gate alone decides
+        ({"a": [{"from_trigger": True, "payload": {"table": "t", "actions": {"rewrite-files": 1}}}]}, True),
+        ({"a": [{"from_trigger": True, "payload": {"table": "t", "actions": {"compute-stats": 1}}}]}, False),
+        ({"a": [{"from_trigger": True, "payload": {"table": "t", "snapshot_id": 3}}]}, True),  # older watcher
+        ({"a": [{"payload": {"actions": {"x": 1}}}, {"payload": {"actions": {"rewrite-files": 2}}}]}, True),
+    ],
+)
+def test_a_watcher_event_starts_only_the_actions_it_names(events: dict, expected: bool) -> None:
+    from airflow_tablemgmt.dag_factory import event_names_action
+
+    class Event:
+        def __init__(self, extra: dict) -> None:
+            self.extra = extra
+
+    triggering = {asset: [Event(extra) for extra in extras] for asset, extras in events.items()}
+    assert event_names_action(triggering, "rewrite-files") is expected
+
+
+def test_an_event_gate_skips_an_action_the_event_does_not_name() -> None:
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    t = table("sk", {name: {} for name in SNAPSHOT_DRIVEN})
+    dag = build_dags([t], load_factories(), catalogs=CATALOGS).dags[dag_id_for("lake.db.sk", "compute-stats")]
+    gate = dag.get_task("check_snapshot")
+
+    class Event:
+        extra = {"from_trigger": True, "payload": {"table": "lake.db.sk", "actions": {"rewrite-files": 7}}}
+
+    # Held back by compute-stats' own throttle: skipped before the store or the table is read.
+    with pytest.raises(AirflowSkipException, match="compute-stats.*not due"):
+        gate.execute({"triggering_asset_events": {"tablemgmt.lake.db.sk": [Event()]}})

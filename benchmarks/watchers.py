@@ -1,0 +1,353 @@
+"""Snapshot watchers at scale under a real triggerer: how many one triggerer carries, its CPU, and
+commit -> run start latency.
+
+Each table enables the four snapshot-driven actions (rewrite-files, rewrite-deletes,
+rewrite-manifests, compute-stats); ``dag_factory.table_asset`` gives it ONE asset whose one watcher
+(``TableSnapshotTrigger`` with ``actions=``) serves all four. Tables are tiny metadata-only Iceberg
+tables in a hadoop warehouse on local disk (metadata written with pyiceberg's model, one ``append``
+snapshot each); a "commit" writes the next ``v<N>.metadata.json`` with a new ``append`` snapshot and
+moves ``version-hint.text``, which is all a snapshot watcher reads.
+
+Deployment: api-server, scheduler, dag-processor and triggerer (LocalExecutor, SQLite metadata DB —
+``tests/e2e/test_real_scheduler.py``'s helpers), ``[triggerer] capacity`` = tables + 100. The DAG file
+gives ``--sample`` tables their four action DAGs (one ``EmptyOperator`` each, so a run start costs
+the scheduler only, no Spark) and every other table one DAG on its asset: the trigger row Airflow
+stores is the same whatever the number of DAGs on the asset (one per distinct classpath+kwargs), so
+this registers exactly the production watchers while keeping the parse small.
+
+Prints, per ``--tables`` value: watchers (trigger rows, assigned to the triggerer, first observation
+in the asset state store), time until all watch, triggerer CPU (process tree, % of one core) while
+idle-polling and during the commits, and the latency from a commit on each sample table to the start
+of each of its four asset-triggered runs. ``uptime`` is printed beside the figures.
+
+    .venv/bin/python benchmarks/watchers.py [--tables 1000 10000] [--sample 20] [--poll 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="tms-bench-home-"))
+from tests.e2e.conftest import BIN  # noqa: E402
+from tests.e2e.test_real_scheduler import (  # noqa: E402
+    AirflowDeployment,
+    _base_env,
+    _free_port,
+    _utc,
+    _wait_for,
+)
+
+CATALOG = "wlake"
+NAMESPACE = "db"
+ACTIONS = ("rewrite-files", "rewrite-deletes", "rewrite-manifests", "compute-stats")
+
+DAG_FILE = '''
+"""Benchmark DAGs: every table's one watched asset, from airflow_tablemgmt.dag_factory."""
+import json, os
+from airflow.sdk import DAG, get_parsing_context
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow_tablemgmt.core.tables import CatalogSpec, parse_table
+from airflow_tablemgmt.dag_factory import START_DATE, event_plans, table_asset
+from airflow_tablemgmt.factories.discovery import load_factories
+
+cfg = json.load(open(os.path.join(os.path.dirname(__file__), "watchers.json")))
+catalog = CatalogSpec(name=cfg["catalog"], warehouse=cfg["warehouse"])
+factories = load_factories()
+sample = set(cfg["sample"])
+wanted = get_parsing_context().dag_id
+actions = {a: {"poll-interval": cfg["poll"]} for a in cfg["actions"]}
+for name in cfg["tables"]:
+    ids = [f"bench__{name}__{a}" for a in cfg["actions"]] if name in sample else [f"bench__{name}"]
+    if wanted and wanted not in ids:
+        continue
+    spec = parse_table({"catalog": cfg["catalog"], "namespace": cfg["namespace"], "name": name,
+                        "actions": actions})
+    asset = table_asset(spec, catalog, event_plans(spec, factories))
+    for dag_id in ids:
+        with DAG(dag_id=dag_id, schedule=asset, start_date=START_DATE, catchup=False,
+                 is_paused_upon_creation=False, max_active_runs=1) as dag:
+            EmptyOperator(task_id="start")
+        globals()[dag_id] = dag
+'''
+
+
+# -- tiny hadoop-layout Iceberg tables ---------------------------------------------------------------
+
+
+def _template() -> dict[str, Any]:
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.metadata import new_table_metadata
+    from pyiceberg.table.sorting import SortOrder
+    from pyiceberg.types import LongType, NestedField
+
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    meta = new_table_metadata(schema, PartitionSpec(), SortOrder(), "file:///placeholder", {})
+    return json.loads(meta.model_dump_json(by_alias=True, exclude_none=True))
+
+
+def _with_append(meta: dict[str, Any], location: str) -> dict[str, Any]:
+    parent = meta.get("current-snapshot-id")
+    parent = None if parent in (None, -1) else parent
+    seq = int(meta.get("last-sequence-number", 0)) + 1
+    now_ms = int(time.time() * 1000)
+    sid = random.getrandbits(62)
+    snap = {
+        "snapshot-id": sid,
+        "sequence-number": seq,
+        "timestamp-ms": now_ms,
+        "manifest-list": f"{location}/metadata/snap-{sid}.avro",  # never read by a watcher
+        "summary": {"operation": "append"},
+        "schema-id": 0,
+    }
+    if parent is not None:
+        snap["parent-snapshot-id"] = parent
+    meta = dict(meta)
+    meta["snapshots"] = [*meta.get("snapshots", []), snap][-5:]
+    meta["current-snapshot-id"] = sid
+    meta["last-sequence-number"] = seq
+    meta["last-updated-ms"] = now_ms
+    meta["refs"] = {"main": {"snapshot-id": sid, "type": "branch"}}
+    meta["snapshot-log"] = [*meta.get("snapshot-log", []), {"snapshot-id": sid, "timestamp-ms": now_ms}][-5:]
+    return meta
+
+
+def create_tables(warehouse: Path, names: list[str]) -> None:
+    template = _template()
+    for name in names:
+        table_dir = warehouse / NAMESPACE / name
+        (table_dir / "metadata").mkdir(parents=True)
+        meta = {**template, "location": f"file://{table_dir}", "table-uuid": str(uuid.uuid4())}
+        meta = _with_append(meta, meta["location"])
+        (table_dir / "metadata" / "v1.metadata.json").write_text(json.dumps(meta))
+        (table_dir / "metadata" / "version-hint.text").write_text("1")
+
+
+def commit(warehouse: Path, name: str) -> int:
+    """One ``append`` commit the way a hadoop catalog makes it: new metadata file, then the hint."""
+    meta_dir = warehouse / NAMESPACE / name / "metadata"
+    version = int((meta_dir / "version-hint.text").read_text().strip())
+    meta = _with_append(json.loads((meta_dir / f"v{version}.metadata.json").read_text()), "")
+    (meta_dir / f"v{version + 1}.metadata.json").write_text(json.dumps(meta))
+    hint = meta_dir / "version-hint.text.tmp"
+    hint.write_text(str(version + 1))
+    hint.replace(meta_dir / "version-hint.text")
+    return int(meta["current-snapshot-id"])
+
+
+# -- the deployment ----------------------------------------------------------------------------------
+
+
+def deployment(home: Path, capacity: int, per_loop: int) -> AirflowDeployment:
+    (home / "logs").mkdir(parents=True)
+    (home / "dags").mkdir()
+    db_url = f"sqlite:///{home / 'airflow.db'}"
+    port = _free_port()
+    env = {
+        **_base_env(),
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
+        "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "600",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__API_AUTH__JWT_SECRET": os.urandom(32).hex(),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",  # parse once: watchers, not parsing
+        "AIRFLOW__TRIGGERER__CAPACITY": str(capacity),
+        "AIRFLOW__TRIGGERER__MAX_TRIGGER_TO_SELECT_PER_LOOP": str(per_loop),
+    }
+    return AirflowDeployment(home=home, env=env, db_url=db_url, api_port=port)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` and its live children."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def measure(n_tables: int, n_sample: int, poll: float, idle_window: float, per_loop: int, work: Path) -> dict:
+    names = [f"t{i:05d}" for i in range(n_tables)]
+    sample = sorted(random.sample(names, n_sample))
+    warehouse = work / "wh"
+    t0 = time.monotonic()
+    create_tables(warehouse, names)
+    made = time.monotonic() - t0
+    dep = deployment(work / "airflow", capacity=n_tables + 100, per_loop=per_loop)
+    out: dict[str, Any] = {"tables": n_tables, "tables_created_s": made}
+    try:
+        cfg = {
+            "catalog": CATALOG, "namespace": NAMESPACE, "warehouse": str(warehouse), "tables": names,
+            "sample": sample, "actions": list(ACTIONS), "poll": f"{poll:g}s",
+        }  # fmt: skip
+        (dep.home / "dags" / "watchers.json").write_text(json.dumps(cfg))
+        (dep.home / "dags" / "watchers_dags.py").write_text(DAG_FILE)
+        assert dep.cli("db", "migrate").returncode == 0
+        dep.start("api-server", "api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")
+        dep.start("scheduler", "scheduler")
+        dep.start("dag-processor", "dag-processor")
+        expected_dags = n_tables - n_sample + n_sample * len(ACTIONS)
+
+        def parsed() -> int | None:
+            dep.check_alive()
+            rows = dep.query("SELECT count(*) FROM dag WHERE NOT is_stale")
+            return rows[0][0] if rows[0][0] >= expected_dags else None
+
+        t_parse = time.monotonic()
+        _wait_for(f"{expected_dags} DAGs in Airflow's DB", parsed, timeout=1800, every=3)
+        out["dags"] = expected_dags
+        out["parsed_s"] = time.monotonic() - t_parse
+
+        def triggers_registered() -> int | None:
+            rows = dep.query("SELECT count(DISTINCT trigger_id) FROM asset_watcher")
+            return rows[0][0] if rows[0][0] >= n_tables else None
+
+        out["trigger_rows"] = _wait_for("watcher triggers", triggers_registered, timeout=600, every=2)
+        out["trigger_rows_total"] = dep.query("SELECT count(*) FROM trigger")[0][0]
+        out["asset_watchers"] = dep.query("SELECT count(*) FROM asset_watcher")[0][0]
+
+        dep.start("triggerer", "triggerer")
+        t_trig = time.monotonic()
+
+        def all_watching() -> int | None:
+            dep.check_alive()
+            rows = dep.query("SELECT count(*) FROM asset_state_store WHERE key LIKE 'tablemgmt.watch.%'")
+            return rows[0][0] if rows[0][0] >= n_tables else None
+
+        _wait_for("every watcher's first observation", all_watching, timeout=3600, every=3)
+        out["all_watching_s"] = time.monotonic() - t_trig
+        out["assigned"] = dep.query("SELECT count(*) FROM trigger WHERE triggerer_id IS NOT NULL")[0][0]
+        pid = dep.procs["triggerer"].pid
+
+        time.sleep(min(30.0, idle_window))  # let start-up work drain before the idle window
+        cpu0, w0 = tree_cpu(pid), time.monotonic()
+        time.sleep(idle_window)  # the measurement window itself, not a wait for an outcome
+        out["idle_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
+        out["uptime_idle"] = uptime()
+
+        last_run = dep.query("SELECT coalesce(max(id), 0) FROM dag_run")[0][0]
+        cpu0, w0 = tree_cpu(pid), time.monotonic()
+        committed: dict[str, float] = {}
+        for name in sample:
+            time.sleep(random.uniform(0, poll))  # a random phase of the watchers' poll
+            commit(warehouse, name)
+            committed[name] = time.time()
+
+        def started() -> dict[str, list[float]] | None:
+            dep.check_alive()
+            found: dict[str, list[float]] = {}
+            for name, at in committed.items():
+                rows = dep.query(
+                    "SELECT start_date FROM dag_run WHERE dag_id LIKE :d AND run_type = 'asset_triggered' "
+                    "AND id > :last AND start_date IS NOT NULL",
+                    d=f"bench__{name}__%",
+                    last=last_run,
+                )
+                if len(rows) < len(ACTIONS):
+                    return None
+                found[name] = [_utc(r[0]).timestamp() - at for r in rows]
+            return found
+
+        runs = _wait_for("every sample table's four runs to start", started, timeout=900, every=1)
+        out["commit_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
+        out["latencies"] = sorted(x for xs in runs.values() for x in xs)
+        events = dep.query("SELECT count(*) FROM asset_event WHERE id > 0 AND extra LIKE '%from_trigger%'")[
+            0
+        ][0]
+        out["asset_events"] = events
+        out["uptime_end"] = uptime()
+        return out
+    except BaseException:
+        dep.print_log_tails(30)
+        raise
+    finally:
+        dep.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tables", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--sample", type=int, default=20)
+    parser.add_argument(
+        "--poll", type=float, default=10.0, help="poll-interval of every action (default 10 s)"
+    )
+    parser.add_argument("--idle-window", type=float, default=60.0, help="seconds of idle CPU measurement")
+    parser.add_argument(
+        "--per-loop", type=int, default=50, help="[triggerer] max_trigger_to_select_per_loop (Airflow: 50)"
+    )
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args()
+    random.seed(args.seed)
+    results = []
+    for n in args.tables:
+        with tempfile.TemporaryDirectory(prefix="tms-watchers-") as work:
+            r = measure(n, min(args.sample, n), args.poll, args.idle_window, args.per_loop, Path(work))
+            print(json.dumps({k: v for k, v in r.items() if k != "latencies"}), flush=True)
+            results.append(r)
+    print(
+        f"\npoll-interval {args.poll:g} s, [triggerer] max_trigger_to_select_per_loop {args.per_loop}, "
+        f"capacity = tables + 100; {os.cpu_count()} cores\n"
+    )
+    print(
+        "| tables | action DAGs fed | watcher triggers (rows) | asset→watcher links | all watching after | "
+        "triggerer CPU idle-polling | triggerer CPU during commits | commit→run start median / p90 / max "
+        "(runs) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        xs = r["latencies"]
+        p90 = xs[min(len(xs) - 1, int(0.9 * len(xs)))]
+        print(
+            f"| {r['tables']:,} | {r['tables'] * len(ACTIONS):,} | {r['trigger_rows_total']:,} | "
+            f"{r['asset_watchers']:,} | {r['all_watching_s']:.0f} s | {r['idle_cpu_pct']:.1f} % | "
+            f"{r['commit_cpu_pct']:.1f} % | {statistics.median(xs):.1f} / {p90:.1f} / {max(xs):.1f} s "
+            f"({len(xs)}) |"
+        )
+    for r in results:
+        print(f"\n{r['tables']:,} tables: idle at `{r['uptime_idle']}`; end at `{r['uptime_end']}`")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""One watcher per table: a single snapshot poll feeds every snapshot-driven action of the table, each
+action keeping its own throttle and its own remembered snapshot (real Iceberg tables, real commits)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from airflow.triggers.base import TriggerEvent
+
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
+from tests.integration.iceberg_session import IcebergTables
+from tests.integration.triggers.test_snapshot_triggers import (
+    EVENT_WAIT,
+    DictAssetStateStore,
+    FakeClock,
+    catalog_dict,
+    next_event,
+    observed,
+    rewrite_files,
+    roundtrip,
+    stop,
+    until,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def test_one_poll_feeds_every_action_each_throttled_to_its_own_interval(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import airflow_tablemgmt.triggers.snapshot as snapshot_module
+
+    clock = FakeClock(1_800_000_000.0)
+    monkeypatch.setattr(snapshot_module, "time", clock)
+    table = trig_tables.create("fanout")
+    first = trig_tables.snapshot_id(table)
+    store = DictAssetStateStore()
+    key = f"tablemgmt.watch.{table}"
+    # compute-stats reported 1 s ago and is throttled to 8 s; rewrite-files has no throttle.
+    stats_fired = clock.now - 1.0
+    store.values[key] = {
+        "rewrite-files": {"snapshot_id": first, "event_at": None},
+        "compute-stats": {"snapshot_id": first, "event_at": stats_fired},
+    }
+    trigger = TableSnapshotTrigger(
+        table_id=str(table),
+        catalog=catalog_dict(trig_catalog),
+        poll_interval=0.1,
+        actions={"rewrite-files": 0.0, "compute-stats": 8.0},
+        data_changes_only=True,
+    )
+    trigger = roundtrip(trigger)  # type: ignore[assignment]  # as the triggerer builds it
+    trigger.asset_state_store = store  # type: ignore[assignment]
+    reader = observed(trigger, trig_catalog)
+
+    async def scenario() -> tuple[TriggerEvent, TriggerEvent, int]:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        new = await asyncio.to_thread(trig_tables.insert, table)
+        first_event = await waiting  # rewrite-files at once; compute-stats held back
+        waiting = asyncio.ensure_future(next_event(events))
+        seen = reader.polls_seeing(new)
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(new) >= seen + 3), EVENT_WAIT)
+        assert not waiting.done(), "compute-stats reported inside its 8 s throttle"
+        clock.now += 7.0  # 8 s after compute-stats' previous event: the held-back change is reported
+        second_event = await waiting
+        following = asyncio.ensure_future(next_event(events))
+        await asyncio.wait_for(
+            until(lambda: store.values[key]["compute-stats"]["event_at"] != stats_fired), EVENT_WAIT
+        )
+        await stop(following)
+        return first_event, second_event, new
+
+    first_event, second_event, new = asyncio.run(scenario())
+    assert first_event.payload == {
+        "table": str(table),
+        "snapshot_id": new,
+        "previous_snapshot_id": first,
+        "actions": {"rewrite-files": first},
+    }
+    assert second_event.payload == {
+        "table": str(table),
+        "snapshot_id": new,
+        "previous_snapshot_id": first,
+        "actions": {"compute-stats": first},
+    }
+    # Each action remembers what it was told, in one key of the table asset's state store.
+    assert store.values == {
+        key: {
+            "rewrite-files": {"snapshot_id": new, "event_at": clock.now - 7.0},
+            "compute-stats": {"snapshot_id": new, "event_at": stats_fired + 8.0},
+        }
+    }
+
+
+def test_a_rewrite_snapshot_wakes_no_action_and_a_new_watcher_starts_from_the_current_one(
+    trig_tables: IcebergTables, trig_catalog: CatalogSpec
+) -> None:
+    table = trig_tables.create("fanout_rw")
+    trig_tables.insert(table)  # two data files, so a rewrite has something to do
+    store = DictAssetStateStore()
+    trigger = TableSnapshotTrigger(
+        table_id=str(table),
+        catalog=catalog_dict(trig_catalog),
+        poll_interval=0.1,
+        actions={"rewrite-files": 0.0, "rewrite-manifests": 0.0},
+        data_changes_only=True,
+    )
+    trigger.asset_state_store = store  # type: ignore[assignment]
+    reader = observed(trigger, trig_catalog)
+    start = trig_tables.snapshot_id(table)
+
+    async def scenario() -> tuple[TriggerEvent, int, int]:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(next_event(events))
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(start) >= 2), EVENT_WAIT)
+        assert not waiting.done()  # nothing remembered: the first observation is recorded only
+        rewritten = await asyncio.to_thread(rewrite_files, trig_tables, table)
+        assert rewritten != start
+        await asyncio.wait_for(until(lambda: reader.polls_seeing(rewritten) >= 2), EVENT_WAIT)
+        assert not waiting.done(), "a replace snapshot woke an action"
+        appended = await asyncio.to_thread(trig_tables.insert, table)
+        event = await waiting
+        await events.aclose()
+        return event, rewritten, appended
+
+    event, rewritten, appended = asyncio.run(scenario())
+    assert event.payload["snapshot_id"] == appended
+    assert event.payload["actions"] == {"rewrite-files": rewritten, "rewrite-manifests": rewritten}
+
+
+def test_per_action_arguments_are_validated(trig_catalog: CatalogSpec) -> None:
+    kwargs = {"table_id": "trig.db.t", "catalog": catalog_dict(trig_catalog)}
+    with pytest.raises(
+        ValueError, match=r"actions\['compute-stats'\]: min interval must be >= 0 seconds, got -1"
+    ):
+        TableSnapshotTrigger(**kwargs, actions={"rewrite-files": 0, "compute-stats": -1})
+    with pytest.raises(ValueError, match="actions: give at least one action"):
+        TableSnapshotTrigger(**kwargs, actions={})
+    with pytest.raises(ValueError, match="min_interval: not with actions"):
+        TableSnapshotTrigger(**kwargs, actions={"rewrite-files": 0}, min_interval=5)
