@@ -1,10 +1,14 @@
 """What the DAG file in the dags folder calls: read the registry once, build the DAGs.
 
-The registry is ``dags/tables.yaml`` (owned by code) merged with tables registered through REST or
-the CLI (owned by the store). YAML entries that differ from the store are upserted here, so the
-store always reflects the file; unchanged entries cost no write. Code-owned tables the file no
-longer lists are removed only when the file is clean and lists at least one table; an explicit
-``tables: []`` is logged (WARNING, with the tables it would remove) and changes nothing.
+The registry is the declarations files — ``dags/tables.yaml`` and ``dags/tables.d/*.yaml`` (owned
+by code) — merged with tables registered through REST or the CLI (owned by the store). Entries that
+differ from the store are upserted here (new ones in one batch), so the store always reflects the
+files; unchanged entries cost no write. Each clean sync is recorded per file (its digest, and per
+table the entry's digest and the row it left), so a later parse of an unchanged file reads no YAML
+and a task start reads one table row. Pruning is per file: a clean file listing at least one table
+removes the code-owned tables it wrote and no file declares any more; an explicit ``tables: []``
+is logged (WARNING, with the tables it would remove) and changes nothing; any broken file stops
+all pruning.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Each table is validated on its own, so one bad entry is reported by name (file, 
 value, what is allowed) while the others still load; reading never raises. Tables declared here are
 owned by code: REST and the CLI refuse to change them.
 
+Declarations may be split: ``tables.yaml`` plus ``tables.d/*.yaml`` beside it (one team per file);
+each file is read and reported on its own, and a table may name a catalog any file of the set
+declares. YAML is loaded with libyaml's ``CSafeLoader`` when PyYAML has it.
+
 Pruning (removing code-owned tables the file no longer lists) is the one destructive step, so it
 needs positive evidence: a file that parsed without any error and lists ``tables:`` with at least
 one entry. A missing, empty, ``{}``/``null``, undecodable or unreadable file never prunes; an
