@@ -283,7 +283,13 @@ async function renderTables(token) {
   });
   if (token !== routeToken) return;
   const n = total(body, tables.length);
-  view().replaceChildren(filtersBar(), tablesGrid(rows), pager(n, list(body, "tables").length));
+  // The filter bar survives re-renders, so typing in the search box keeps its focus and caret.
+  let bar = document.getElementById("filters");
+  if (!bar) {
+    bar = filtersBar();
+    view().replaceChildren(bar, h("div", { id: "results" }));
+  }
+  document.getElementById("results").replaceChildren(tablesGrid(rows), pager(n, list(body, "tables").length));
   stamp();
 }
 
@@ -300,7 +306,7 @@ function filtersBar() {
   );
   const search = input("q", "Search tables or owners", "search");
   search.addEventListener("input", debounce((e) => { listState.q = e.target.value; writeListState(); route(); }, 250));
-  return h("div", { class: "filters" }, search, input("catalog", "catalog"), input("namespace", "namespace"), input("action", "action"), status);
+  return h("div", { class: "filters", id: "filters" }, search, input("catalog", "catalog"), input("namespace", "namespace"), input("action", "action"), status);
 }
 function debounce(fn, ms) {
   let t;

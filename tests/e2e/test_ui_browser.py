@@ -1,0 +1,432 @@
+"""The "Table maintenance" page, served by the plugin and driven in a real Chromium inside the Airflow UI.
+
+The first test checks the page's router alone (fast, no browser). The second starts a real ``airflow
+api-server`` (simple auth manager, two users) and a ``dag-processor`` (Run now needs the action's DAG
+parsed), logs in through Airflow's own login form, opens the page from Airflow's navigation route, finds
+the table with its badges and health, opens its page (charts from the process history), presses *Run now*
+and sees the PENDING process appear, presses *Cancel* and sees it CANCELED — each checked in the store too —
+opens the maintenance DAG's own "Table maintenance" tab, and finally, as a viewer, sees *Run now* refused
+politely with nothing started. Screenshots go to ``docs/screenshots/``.
+
+No scheduler runs: the REST API opens the process PENDING when it triggers the DAG run, so the cancel is
+the deterministic PENDING -> CANCELED one and no Spark job competes for the machine.
+
+Chromium: Debian's ``chromium`` and ``chromium-driver`` are installed with apt-get when missing (as root,
+or through password-less sudo). When they cannot be installed the browser test is skipped with the reason,
+except under ``CI=true``, where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import BIN, ROOT
+from tests.e2e.test_real_scheduler import AirflowDeployment, _base_env, _free_port, _wait_for
+
+pytestmark = pytest.mark.e2e
+
+TABLE = "demo.db.events"
+ACTION = "rewrite-files"
+DAG_ID = f"tms__{TABLE}__{ACTION}"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+USERS = {"admin": "admin-" + secrets.token_hex(4), "viewer": "viewer-" + secrets.token_hex(4)}
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1000",
+)
+
+TABLES_YAML = """
+version: 1
+catalogs:
+  - {{name: demo, type: hadoop, warehouse: {warehouse}}}
+tables:
+  - catalog: demo
+    namespace: db
+    name: events
+    owner: data-platform
+    actions:
+      rewrite-files: {{interval: 1h, min-input-files: 2}}
+      expire-snapshots: {{interval: 1d}}
+"""
+
+
+# --- the router alone -------------------------------------------------------------------------------------
+
+
+def test_ui_router_serves_the_packaged_page_and_nothing_else() -> None:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from airflow_tablemgmt.api.ui import ASSETS, router
+
+    app = FastAPI()
+    app.include_router(router)
+    client = TestClient(app)
+
+    page = client.get("/ui/")
+    assert page.status_code == 200, page.text
+    assert page.headers["content-type"].startswith("text/html")
+    assert 'src="app.js"' in page.text and 'href="app.css"' in page.text
+    # Everything ships in the package: no CDN, no absolute URL to fetch from.
+    for name in ASSETS:
+        body = client.get(f"/ui/{name}")
+        assert body.status_code == 200, name
+        assert body.headers["content-type"] == ASSETS[name]
+        assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", body.text), name
+        assert "import(" not in body.text and "@import" not in body.text, name
+
+    bare = client.get("/ui", follow_redirects=False)
+    assert bare.status_code == 307 and bare.headers["location"] == "ui/"
+
+    for bad in ("secret.txt", "..%2Fplugin.py", "ui.py"):
+        r = client.get(f"/ui/{bad}")
+        assert r.status_code == 404, bad
+    assert "'secret.txt'" in client.get("/ui/secret.txt").json()["detail"]
+
+
+# --- a real browser ---------------------------------------------------------------------------------------
+
+
+def _fail_or_skip(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason} (CI=true: the browser test must run)")
+    pytest.skip(reason)
+
+
+def _browser_binaries() -> tuple[str, str] | None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    return (browser, driver) if browser and driver else None
+
+
+def _apt_install() -> str:
+    """Install Debian's chromium + chromium-driver; '' when done, else why not."""
+    if shutil.which("apt-get") is None:
+        return "apt-get is not available"
+    prefix: list[str] = []
+    if os.geteuid() != 0:
+        if shutil.which("sudo") is None:
+            return "not root and sudo is not available"
+        prefix = ["sudo", "-n"]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium", "chromium-driver"]):
+        try:
+            res = subprocess.run(prefix + cmd, capture_output=True, text=True, timeout=900, env=env)
+        except subprocess.TimeoutExpired:
+            return f"{' '.join(cmd)} timed out"
+        if res.returncode != 0:
+            return f"{' '.join(cmd)} failed: {(res.stderr or res.stdout).strip()[-500:]}"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> tuple[str, str]:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        _fail_or_skip("selenium is not installed; pip install -e '.[dev]'")
+    found = _browser_binaries()
+    if found is None:
+        why = _apt_install()
+        found = _browser_binaries()
+        if found is None:
+            _fail_or_skip(
+                "chromium and chromium-driver are missing and could not be installed "
+                f"({why or 'apt-get succeeded but the binaries are not on PATH'}); "
+                "install them with: apt-get install -y chromium chromium-driver"
+            )
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def driver(chromium: tuple[str, str], tmp_path: Path) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium[0]
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tempfile.mkdtemp(dir=tmp_path, prefix='chromium-')}")
+    drv = webdriver.Chrome(options=options, service=Service(chromium[1]))
+    drv.set_page_load_timeout(60)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+def _make_iceberg_table(warehouse: Path) -> None:
+    """A hadoop-layout Iceberg table with four small files, written by pyiceberg (no JVM, ~2 s).
+
+    pyiceberg has no hadoop catalog, so the table is written through a throwaway SQL catalog at the
+    hadoop location and its current metadata is published as ``v1.metadata.json`` + ``version-hint.text``,
+    which is what Spark's HadoopCatalog and the provider's metadata reader look for.
+    """
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    warehouse.mkdir(parents=True)
+    scratch = warehouse.parent / "pyiceberg-catalog.db"
+    catalog = SqlCatalog("scratch", uri=f"sqlite:///{scratch}", warehouse=f"file://{warehouse}")
+    catalog.create_namespace("db")
+    schema = pa.schema([("id", pa.int64()), ("kind", pa.string())])
+    table = catalog.create_table("db.events", schema=schema, location=f"file://{warehouse}/db/events")
+    for i in range(4):
+        table.append(pa.table({"id": list(range(i * 10, i * 10 + 10)), "kind": ["view"] * 10}, schema=schema))
+    current = Path(table.metadata_location.removeprefix("file://"))
+    shutil.copy(current, current.parent / "v1.metadata.json")
+    (current.parent / "version-hint.text").write_text("1")
+
+
+def _seed_history(store_url: str) -> list[int]:
+    """Three finished rewrite-files processes of the last days, through the store's own transitions."""
+    from airflow_tablemgmt.core.process import ProcessStatus as S
+    from airflow_tablemgmt.store import Store
+
+    store = Store.for_url(store_url)
+    now = datetime.now(UTC).replace(microsecond=0)
+    ids = []
+    for days, files, status in ((3, 48, S.SUCCESS), (2, 61, S.FAILED), (1, 57, S.SUCCESS)):
+        p, _ = store.processes.open(TABLE, ACTION, now - timedelta(days=days), dag_id=DAG_ID)
+        store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
+        store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1)
+        if status == S.SUCCESS:
+            summary = {
+                "before": {"data_files": files},
+                "after": {"data_files": 4},
+                "rewritten_bytes_count": files * 180_000,
+                "duration_seconds": 20.0 + files / 4,
+            }
+            store.processes.transition(p.id, S.SUCCESS, expected=S.RUNNING, attempt=1, summary=summary)
+        else:
+            reason = "Spark job failed: executor lost (exit code 137)"
+            store.processes.transition(p.id, S.FAILED, expected=S.RUNNING, attempt=1, failure_reason=reason)
+        ids.append(p.id)
+    return ids
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[AirflowDeployment]:
+    home = tmp_path / "airflow"
+    (home / "logs").mkdir(parents=True)
+    (home / "dags").mkdir()
+    passwords = home / "passwords.json"
+    passwords.write_text(json.dumps(USERS))
+    db_url = f"sqlite:///{home / 'airflow.db'}"
+    api_port = _free_port()
+    env = {
+        **_base_env(),
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{api_port}",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer:viewer",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
+        "TABLEMGMT_STORE_URL": f"sqlite:///{home / 'tablemgmt.db'}",
+    }
+    dep = AirflowDeployment(home=home, env=env, db_url=db_url, api_port=api_port)
+    try:
+        yield dep
+    finally:
+        dep.stop()
+
+
+def _login(drv: Any, base: str, user: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    drv.delete_all_cookies()
+    drv.get(f"{base}/auth/login")
+    wait = WebDriverWait(drv, 60)
+    wait.until(lambda d: d.find_elements(By.NAME, "username"))
+    drv.find_element(By.NAME, "username").send_keys(user)
+    drv.find_element(By.NAME, "password").send_keys(USERS[user])
+    drv.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait.until(lambda d: d.get_cookie("_token") is not None)
+
+
+def _open_in_airflow(drv: Any, url: str) -> None:
+    """Load an Airflow UI route that frames our page, and switch into that frame."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    drv.switch_to.default_content()
+    drv.get(url)
+    frame = WebDriverWait(drv, 60).until(
+        lambda d: next(
+            (
+                f
+                for f in d.find_elements(By.TAG_NAME, "iframe")
+                if "/tablemgmt/" in (f.get_attribute("src") or "")
+            ),
+            None,
+        )
+    )
+    drv.switch_to.frame(frame)
+
+
+def _screenshot(drv: Any, name: str) -> None:
+    drv.switch_to.default_content()  # the whole Airflow window, navigation included
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert drv.save_screenshot(str(SCREENSHOTS / name)), name
+
+
+@pytest.mark.timeout(420)
+def test_page_inside_airflow_ui_runs_and_cancels(
+    deployment: AirflowDeployment, driver: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from airflow_tablemgmt.core.process import ProcessStatus
+    from airflow_tablemgmt.store import Store
+
+    dep = deployment
+    migrate = dep.cli("db", "migrate")
+    assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-2000:]
+    _make_iceberg_table(tmp_path / "wh")
+    (dep.home / "dags" / "tables.yaml").write_text(TABLES_YAML.format(warehouse=tmp_path / "wh"))
+    (dep.home / "dags" / "tablemgmt_dags.py").write_bytes((ROOT / "dags" / "tablemgmt_dags.py").read_bytes())
+    seeded = _seed_history(dep.env["TABLEMGMT_STORE_URL"])
+
+    dep.start("api-server", "api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")
+    dep.start("dag-processor", "dag-processor")
+    base = f"http://127.0.0.1:{dep.api_port}"
+    try:
+
+        def api_up() -> bool:
+            dep.check_alive()
+            try:
+                with urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=2):
+                    return True
+            except OSError:
+                return False
+
+        _wait_for("the api-server", api_up, timeout=120)
+        _wait_for(
+            f"{DAG_ID} parsed",
+            lambda: dep.check_alive() or dep.query("SELECT 1 FROM dag WHERE dag_id = :d", d=DAG_ID),
+            timeout=120,
+        )
+
+        drv = driver
+        wait = WebDriverWait(drv, 60)
+        _login(drv, base, "admin")
+
+        # The page from Airflow's navigation: the table, a badge per action, health from Iceberg metadata.
+        _open_in_airflow(drv, f"{base}/plugin/tablemgmt")
+        row = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"]'))
+        badges = {b.get_attribute("data-action"): b for b in row.find_elements(By.CSS_SELECTOR, ".badge")}
+        assert set(badges) == {"rewrite-files", "expire-snapshots"}, set(badges)
+        assert badges["rewrite-files"].get_attribute("data-status") == "SUCCESS"
+        assert re.search(r"last success \d+[sm] ago", badges["rewrite-files"].text), badges[
+            "rewrite-files"
+        ].text
+        assert badges["expire-snapshots"].text.splitlines()[1] == "never ran"
+        health = wait.until(lambda d: row.find_element(By.CSS_SELECTOR, ".health")).text
+        assert re.search(r"small files 4\b", health) and re.search(r"snapshots 4\b", health), health
+        search = drv.find_element(By.CSS_SELECTOR, "input[type=search]")
+        search.send_keys("no-such-table")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".empty"))
+        search.clear()
+        search.send_keys("events")
+        row = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"]'))
+        _screenshot(drv, "tables.png")
+
+        # The table page: a chart per action over time, the processes with their reasons.
+        drv.switch_to.frame(drv.find_element(By.TAG_NAME, "iframe"))
+        row.find_element(By.LINK_TEXT, TABLE).click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#processes tr[data-process]"))
+        section = drv.find_element(By.CSS_SELECTOR, 'section.action[data-action="rewrite-files"]')
+        files_chart = section.find_element(By.CSS_SELECTOR, '[data-chart="Data files"]')
+        assert len(files_chart.find_elements(By.CSS_SELECTOR, "circle")) == 4  # 2 successes x before/after
+        assert "before 57" in files_chart.text and "after 4" in files_chart.text, files_chart.text
+        rows = {
+            r.get_attribute("data-process"): r
+            for r in drv.find_elements(By.CSS_SELECTOR, "#processes tr")[1:]
+        }
+        assert set(rows) == {str(i) for i in seeded}
+        assert "executor lost" in rows[str(seeded[1])].text
+
+        # Run now: the REST API triggers the DAG run and opens the process, which the page shows.
+        section.find_element(By.CSS_SELECTOR, "button[data-run]").click()
+        notice = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#notice.info"))
+        match = re.search(r"process (\d+)", notice.text)
+        assert match, notice.text
+        pid = int(match.group(1))
+        wait.until(
+            lambda d: d.find_elements(
+                By.CSS_SELECTOR, f'#processes tr[data-process="{pid}"][data-status="PENDING"]'
+            )
+        )
+        store = Store.for_url(dep.env["TABLEMGMT_STORE_URL"])
+        created = store.processes.get(pid)
+        assert (created.table_id, created.action, created.status) == (TABLE, ACTION, ProcessStatus.PENDING)
+        assert dep.query("SELECT run_id FROM dag_run WHERE dag_id = :d", d=DAG_ID) == [(created.run_id,)]
+        _screenshot(drv, "table-run-now.png")
+
+        # Cancel: the PENDING process ends CANCELED at once, with the user named in its reason.
+        drv.switch_to.frame(drv.find_element(By.TAG_NAME, "iframe"))
+        drv.find_element(By.CSS_SELECTOR, f'button[data-cancel="{pid}"]').click()
+        row = wait.until(
+            lambda d: d.find_element(
+                By.CSS_SELECTOR, f'#processes tr[data-process="{pid}"][data-status="CANCELED"]'
+            )
+        )
+        assert "admin" in row.text, row.text
+        assert store.processes.get(pid).status == ProcessStatus.CANCELED
+        assert not drv.find_elements(By.CSS_SELECTOR, f'button[data-cancel="{pid}"]')
+        _screenshot(drv, "table.png")
+
+        # The maintenance DAG's own "Table maintenance" tab opens the same table page.
+        _open_in_airflow(drv, f"{base}/dags/{DAG_ID}/plugin/tablemgmt-dag")
+        title = wait.until(lambda d: d.find_element(By.ID, "table-title"))
+        assert title.text == TABLE
+
+        # A viewer may look but not run: a polite notice, and nothing started.
+        _login(drv, base, "viewer")
+        _open_in_airflow(drv, f"{base}/plugin/tablemgmt")
+        drv.execute_script("location.hash = arguments[0]", f"#/tables/{TABLE}")
+        button = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-run="rewrite-files"]'))
+        before = len(store.processes.list(table_id=TABLE, limit=100))
+        button.click()
+        denied = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#notice.denied"))
+        assert "not allowed to run rewrite-files" in denied.text, denied.text
+        assert "ask an Airflow admin" in denied.text, denied.text
+        assert len(store.processes.list(table_id=TABLE, limit=100)) == before
+        _screenshot(drv, "viewer-denied.png")
+    except BaseException:
+        dep.print_log_tails()
+        raise
