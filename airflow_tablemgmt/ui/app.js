@@ -329,7 +329,7 @@ function tablesGrid(rows) {
         return h(
           "tr",
           { dataset: { table: id } },
-          h("td", {}, h("a", { href: `#/tables/${encodeURIComponent(id)}` }, id), h("div", { class: "muted small" }, [pick(t, "format", "spec.format"), pick(t, "managed_by") && `managed by ${pick(t, "managed_by")}`].filter(Boolean).join(" · "))),
+          h("td", {}, h("a", { href: `#/tables/${encodeURIComponent(id)}` }, id), h("div", { class: "muted small" }, [pick(t, "format", "spec.format"), dynamicText(t), pick(t, "managed_by") && `managed by ${pick(t, "managed_by")}`].filter(Boolean).join(" · "))),
           h("td", {}, h("div", { class: "badges" }, names.map((a) => badge(a, states[a])))),
           h("td", {}, healthLine(health)),
           h("td", {}, pick(t, "owner", "spec.owner") || ""),
@@ -337,6 +337,13 @@ function tablesGrid(rows) {
       }),
     ),
   );
+}
+
+/** "dynamic · freshness 5 MINUTE · ACTIVE" for a dynamic table (its refresh is an action with a badge). */
+function dynamicText(t) {
+  const d = pick(t, "dynamic", "spec.dynamic", "definition", "spec.definition");
+  if (!d || typeof d !== "object") return "";
+  return ["dynamic", pick(d, "freshness") && `freshness ${pick(d, "freshness")}`, pick(d, "state", "status")].filter(Boolean).join(" · ");
 }
 
 function pager(n, shown) {
@@ -371,6 +378,7 @@ async function renderTable(id, token) {
 
   view().replaceChildren(
     h("h2", { id: "table-title" }, id),
+    h("p", { class: "muted", id: "dynamic", hidden: !dynamicText(table) }, dynamicText(table)),
     healthCards(health),
     ...names.map((a) => actionSection(id, a, actionInfo[a], states[a], procs.filter((p) => p.action === a))),
     h("h3", {}, "Processes"),
