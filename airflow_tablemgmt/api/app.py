@@ -40,6 +40,7 @@ def create_api_app() -> FastAPI:
 
 def create_app() -> FastAPI:
     app = FastAPI(title="Table maintenance", openapi_url=None, docs_url=None, redoc_url=None)
+    install_error_handlers(app)  # a path no route matches is a JSON 404 here too
     try:
         from airflow_tablemgmt.api.ui import router as ui_router
     except ImportError:
