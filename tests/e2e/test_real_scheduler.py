@@ -376,7 +376,7 @@ def _run_scenario(dep: AirflowDeployment, tmp_path: Path, t0: float) -> None:
     assert process.dag_id == DAG_ID
     summary = process.summary
     assert summary["after"]["data_files"] < summary["before"]["data_files"], summary
-    assert summary["before"]["records"] == summary["after"]["records"]
+    assert summary["before"]["live_records"] == summary["after"]["live_records"]
 
     # The rewrite committed a replace snapshot: the watcher records it (state store) and starts no run.
     rewritten = read_state(table.metadata_dir).snapshot_id
