@@ -351,8 +351,9 @@ def _one_table(
     tables_yaml: str | Path | None, store: Any, table_id: str, catalogs: dict[str, CatalogSpec]
 ) -> tuple[list[str], TableSpec | None]:
     """The spec a starting task builds its DAG from: the store's row when every declarations file
-    is in sync with its record (one row read, whatever the files' size), else the files' own
-    declaration (loaded as in a full parse, without writing), else the row."""
+    is in sync with its record (one row read, whatever the files' size); else, if a file changed
+    since its last sync (an edit the dag-processor has not parsed yet), that file's declaration of
+    the table — only the changed files are loaded, nothing is written — else the row."""
     errors: list[str] = []
     try:
         row = store.tables.get_registered(table_id)
@@ -362,34 +363,36 @@ def _one_table(
         row = None
         errors.append(str(e))
     paths, path_errors = declaration_paths(tables_yaml)
-    in_sync = not path_errors
-    records = _records(store).get_many([str(p) for p in paths]) if in_sync else {}
+    if path_errors:
+        errors += [e.message for e in path_errors]
+    records = _records(store).get_many([str(p) for p in paths])
     everywhere = {c for r in records.values() for c in r.catalogs}
+    stale: list[tuple[str, LoadedDeclarations]] = []
     for path in paths:
-        if not in_sync:
-            break
         text, out = read_declarations_text(path)
         rec = records.get(out.source)
         if text is None:
-            in_sync = not out.errors and rec is None  # a missing file with no record
-            continue
+            errors += [e.message for e in out.errors]
+            continue  # missing or unreadable: declares nothing, its tables keep their rows
         if rec is None or rec.digest != out.digest or rec.context != _context(everywhere - set(rec.catalogs)):
-            in_sync = False
+            stale.append((text, out))
         elif table_id in rec.entries and (
             row is None
             or row.managed_by != Owner.CODE
             or row.updated_at.isoformat() != rec.entries[table_id][1]
         ):
-            in_sync = False
-    if in_sync:
+            stale.append((text, out))
+    if not stale:
         return errors, (row.spec if row is not None else None)
-    fs = _load_files(tables_yaml, store, None, catalogs, use_records=False)
-    declared = fs.declared
-    if table_id in declared:
-        return [], declared[table_id]
-    errors += [e.message for f in fs.files for e in f.errors if e.table in (table_id, "<file>")]
-    for f in fs.files:
-        catalogs.update({c.name: c for c in f.catalogs})
+    docs = [begin_parse(text, out.source) for text, out in stale]
+    known = set(catalogs) | {c.name for d in docs for c in d.out.catalogs}
+    for doc in docs:
+        loaded = finish_parse(doc, known_catalogs=known - {c.name for c in doc.out.catalogs})
+        catalogs.update({c.name: c for c in loaded.catalogs})
+        for spec in loaded.tables:
+            if spec.id == table_id:
+                return [], spec
+        errors += [e.message for e in loaded.errors if e.table in (table_id, "<file>")]
     return errors, (row.spec if row is not None else None)
 
 

@@ -303,3 +303,15 @@ def test_apply_prune_of_a_team_file_leaves_the_other_files_tables(store: Store, 
     report = apply_declarations(store, load_declarations(team_a), prune=True)
     assert report.removed == ["lake.s.a2"]
     assert live(store) == ["lake.s.a1", "lake.s.b1", "lake.s.core1"]
+
+
+def test_a_task_start_after_an_edit_loads_only_the_edited_file(
+    store: Store, dags: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_registry_and_build(dags, store=store)
+    (dags.parent / "tables.d" / "team_b.yaml").write_text("tables:\n" + table("b1", "{retain-last: 4}"))
+    loads = CountYamlLoads(monkeypatch)
+    edited = load_registry_and_build(dags, store=store, only_dag_id=dag("b1"))
+    assert "retain-last': 4" in (edited.dags[dag("b1")].doc_md or "") and loads.calls == 1
+    untouched = load_registry_and_build(dags, store=store, only_dag_id=dag("a1"))
+    assert list(untouched.dags) == [dag("a1")] and loads.calls == 2  # team_b only, again
