@@ -563,8 +563,12 @@ def _snapshot_after(summary: dict[str, Any]) -> int | None:
 def _one_line(summary: dict[str, Any]) -> str:
     before, after = summary.get("before") or {}, summary.get("after") or {}
     if isinstance(before, dict) and isinstance(after, dict) and "data_files" in before:
-        return (
+        line = (
             f"data files {before.get('data_files')} -> {after.get('data_files')}, "
-            f"records {before.get('records')} -> {after.get('records')}"
+            f"live records {before.get('live_records')} -> {after.get('live_records')}, "
+            f"physical rows {before.get('physical_rows')} -> {after.get('physical_rows')}"
         )
+        if summary.get("dry_run") and "would_delete_rows" in summary:
+            line = f"DRY RUN ({summary.get('dry_run_reason')}): would delete {summary['would_delete_rows']} rows; {line}"
+        return line
     return ", ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict | list))[:500]

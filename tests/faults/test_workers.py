@@ -88,7 +88,7 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(pg: PgStores, figures: 
         assert job_a.entered.wait(WAIT)
         row = observer.processes.find(TABLE, ACTION, req.instant)
         assert row is not None and (row.status, row.attempt) == (S.SUBMITTED, 1)
-        wait_until("A's lease to lapse", lambda: observer.leases.get(TABLE).expired())
+        wait_until("A's lease to lapse", lambda: observer.leases.get(TABLE).expired(observer.leases.now()))
 
         run_b = runner(store_b, job_b, stale_after=timedelta(seconds=0.5))
         t_b, out_b = in_thread(lambda: run_b.run(req))
@@ -140,7 +140,7 @@ def test_a_partitioned_worker_that_lost_its_lease_kills_its_job(pg: PgStores, fi
         wait_until("A RUNNING", lambda: observer.processes.get(row.id).status == S.RUNNING)
 
         pg.proxy.cut()
-        wait_until("A's lease to lapse", lambda: observer.leases.get(TABLE).expired())
+        wait_until("A's lease to lapse", lambda: observer.leases.get(TABLE).expired(observer.leases.now()))
         job_b = SteeredJob("B", log)
         out_b = [None]
         try:
@@ -222,10 +222,11 @@ def test_store_unreachable_mid_run_fails_clearly_and_the_next_try_recovers(
 
 def _lease_free(store) -> bool:  # type: ignore[no-untyped-def]
     lease = store.leases.get(TABLE)
-    return lease is None or lease.expired()
+    return lease is None or lease.expired(store.leases.now())
 
 
 def _stale(store, process_id: int, seconds: float) -> bool:  # type: ignore[no-untyped-def]
     p = store.processes.get(process_id)
     beat = p.heartbeat_at or p.started_at or p.created_at
-    return beat is not None and datetime.now(UTC) - beat > timedelta(seconds=seconds)
+    # The store's clock judges staleness, as the workers do.
+    return beat is not None and store.processes.now() - beat > timedelta(seconds=seconds)
