@@ -51,19 +51,27 @@ def api(airflow_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
 
     tmp = tmp_path_factory.mktemp("api")
     configure_airflow(tmp)
-    store = TableMgmtHook().get_store()
-    warehouse = tmp / "warehouse"
-    set_catalog(store, build_catalog(CATALOG, warehouse=str(warehouse)))
-    # Tables whose DAGs Airflow knows: run-now needs a parsed DAG.
-    for i in range(1, 4):
-        register_table(
-            store,
-            RegisterRequest(table=f"{CATALOG}.runs.t{i}", actions=["expire-snapshots"], source="test"),
-        )
-    sync_dags(Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]))
-    with TestClient(build_app()) as client:
-        tokens = {u: login(client, u) for u in ("admin", "viewer")}
-        yield Api(client, tokens, store, warehouse)
+    before = os.environ.get("TABLEMGMT_STORE_URL")
+    os.environ["TABLEMGMT_STORE_URL"] = f"sqlite:///{tmp / 'api-store.db'}"  # not the session's store
+    try:
+        store = TableMgmtHook().get_store()
+        warehouse = tmp / "warehouse"
+        set_catalog(store, build_catalog(CATALOG, warehouse=str(warehouse)))
+        # Tables whose DAGs Airflow knows: run-now needs a parsed DAG.
+        for i in range(1, 4):
+            register_table(
+                store,
+                RegisterRequest(table=f"{CATALOG}.runs.t{i}", actions=["expire-snapshots"], source="test"),
+            )
+        sync_dags(Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]))
+        with TestClient(build_app()) as client:
+            tokens = {u: login(client, u) for u in ("admin", "viewer")}
+            yield Api(client, tokens, store, warehouse)
+    finally:
+        if before is None:
+            os.environ.pop("TABLEMGMT_STORE_URL", None)
+        else:
+            os.environ["TABLEMGMT_STORE_URL"] = before
 
 
 def _table(api: Api, actions: tuple[str, ...] = ("rewrite-files",)) -> str:
@@ -245,3 +253,19 @@ def test_dag_link_opens_the_table_page(api: Api) -> None:
     )
     assert r.status_code == 307
     assert r.headers["location"] == f"/tablemgmt/ui/#/tables/{CATALOG}.runs.t1"
+
+
+def test_health_answers_for_a_table_without_iceberg_metadata(api: Api) -> None:
+    r = api.call("GET", f"/tables/{CATALOG}.runs.t1/health", "viewer")
+    assert r.status_code == 200, r.text
+    h = r.json()
+    assert h["files"] is None and f"{CATALOG}.runs.t1" in h["error"]
+    assert [a["action"] for a in h["actions"]] == ["expire-snapshots"]
+
+
+def test_run_now_of_a_dag_airflow_has_not_parsed_is_404_naming_the_action(api: Api) -> None:
+    table_id = _table(api, ("expire-snapshots",))  # registered after the DAGs were synced
+    r = api.call("POST", f"/tables/{table_id}/actions/expire-snapshots/runs", "admin", json={})
+    assert r.status_code == 404, r.text
+    assert r.json()["field"] == "action" and "dag processor" in r.json()["detail"]
+    assert api.store.processes.list(table_id=table_id) == []

@@ -1,0 +1,30 @@
+"""The plugin as Airflow loads it: from the airflow.plugins entry point, with the REST app at
+/tablemgmt and the two external views the UI page needs."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+
+def test_the_entry_point_names_the_plugin() -> None:
+    (ep,) = [e for e in entry_points(group="airflow.plugins") if e.name == "tablemgmt"]
+    plugin = ep.load()
+    assert plugin.name == "tablemgmt"
+    (app,) = plugin.fastapi_apps
+    assert app["url_prefix"] == "/tablemgmt"
+    views = {v["destination"]: v for v in plugin.external_views}
+    assert views["nav"]["href"] == "/tablemgmt/ui/" and views["nav"]["url_route"]
+    assert views["dag"]["href"] == "/tablemgmt/dag-link/{DAG_ID}"  # Airflow fills in {DAG_ID}
+    assert views["nav"]["url_route"] != views["dag"]["url_route"]
+
+
+def test_errors_map_to_status_and_field() -> None:
+    from airflow_tablemgmt.api.errors import status_and_field
+    from airflow_tablemgmt.core.errors import ProcessNotFound, TableManagedByCode, UnknownAction
+    from airflow_tablemgmt.services.errors import InvalidInput
+
+    assert status_and_field(TableManagedByCode("a.b.c")) == (409, "table_id")
+    assert status_and_field(ProcessNotFound("no process 7")) == (404, "process_id")
+    assert status_and_field(UnknownAction("x", ["rewrite-files"])) == (422, "action")
+    assert status_and_field(InvalidInput("priority: must be >= 1, got 0")) == (422, "priority")
+    assert status_and_field(InvalidInput("--limit: must be at least 1")) == (422, "limit")
