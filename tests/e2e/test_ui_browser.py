@@ -6,7 +6,8 @@ parsed), logs in through Airflow's own login form, opens the page from Airflow's
 the table with its badges and health, opens its page (charts from the process history), presses *Run now*
 and sees the PENDING process appear, presses *Cancel* and sees it CANCELED — each checked in the store too —
 opens the maintenance DAG's own "Table maintenance" tab, and finally, as a viewer, sees *Run now* refused
-politely with nothing started. Screenshots go to ``docs/screenshots/``.
+politely with nothing started. Screenshots go to a temporary directory, or to
+``$TABLEMGMT_SCREENSHOTS`` (``TABLEMGMT_SCREENSHOTS=docs/screenshots`` refreshes the committed ones).
 
 No scheduler runs: the REST API opens the process PENDING when it triggers the DAG run, so the cancel is
 the deterministic PENDING -> CANCELED one and no Spark job competes for the machine.
@@ -42,7 +43,9 @@ pytestmark = pytest.mark.e2e
 TABLE = "demo.db.events"
 ACTION = "rewrite-files"
 DAG_ID = f"tms__{TABLE}__{ACTION}"
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+SCREENSHOTS = Path(
+    os.environ.get("TABLEMGMT_SCREENSHOTS") or tempfile.mkdtemp(prefix="tms-screenshots-")
+).absolute()
 USERS = {"admin": "admin-" + secrets.token_hex(4), "viewer": "viewer-" + secrets.token_hex(4)}
 CHROMIUM_FLAGS = (
     "--headless",
