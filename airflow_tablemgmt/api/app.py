@@ -41,11 +41,11 @@ def create_api_app() -> FastAPI:
 def create_app() -> FastAPI:
     app = FastAPI(title="Table maintenance", openapi_url=None, docs_url=None, redoc_url=None)
     install_error_handlers(app)  # a path no route matches is a JSON 404 here too
-    try:
+    try:  # the UI page's routes, when the package ships them
         from airflow_tablemgmt.api.ui import router as ui_router
     except ImportError:
-        ui_router = None
-    if ui_router is not None:
+        pass
+    else:
         app.include_router(ui_router)
 
     @app.get("/dag-link/{dag_id}", include_in_schema=False)

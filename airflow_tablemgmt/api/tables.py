@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
@@ -26,7 +27,13 @@ from airflow_tablemgmt.api.schemas import (
 from airflow_tablemgmt.api.views import actions_of, table_out
 from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.process import ProcessStatus
-from airflow_tablemgmt.services import RegisterRequest, list_tables, register_table, remove_table
+from airflow_tablemgmt.services import (
+    RegisterRequest,
+    TableSummary,
+    list_tables,
+    register_table,
+    remove_table,
+)
 from airflow_tablemgmt.services.health import table_health
 from airflow_tablemgmt.services.run_now import dag_id_for, request_run
 
@@ -37,7 +44,7 @@ router = APIRouter(prefix="/tables", tags=["tables"])
 StoreDep = Annotated["Store", Depends(get_store)]
 TableId = Annotated[str, Path(min_length=5, max_length=800, description="catalog.namespace.table")]
 ActionName = Annotated[str, Path(min_length=1, max_length=100)]
-_WRITE = {404: {}, 409: {}, 422: {}}
+_WRITE: dict[int | str, dict[str, Any]] = {404: {}, 409: {}, 422: {}}
 
 
 def _enabled(store: Store, table_id: str) -> list[str]:
@@ -53,7 +60,7 @@ def _affected_dags(store: Store, table_id: str, body: TableChange) -> list[str |
     return [dag_id_for(table_id, a) for a in actions] or [None]
 
 
-def _request(body: TableChange, table: str | None, spec: dict[str, object] | None) -> RegisterRequest:
+def _request(body: TableChange, table: str | None, spec: Mapping[str, Any] | None) -> RegisterRequest:
     return RegisterRequest(
         table=table,
         spec={**(spec or {}), **({"actions": body.actions} if body.actions is not None else {})},
@@ -97,23 +104,23 @@ def get_tables(
             continue
         rows.append(t)
 
-    def last_status(t: object) -> dict[str, ProcessStatus | None]:
+    def last_status(t: TableSummary) -> dict[str, ProcessStatus | None]:
         out: dict[str, ProcessStatus | None] = {}
-        for a in t.actions:  # type: ignore[attr-defined]
-            last = store.processes.list(table_id=t.table, action=a, limit=1)  # type: ignore[attr-defined]
+        for a in t.actions:
+            last = store.processes.list(table_id=t.table, action=a, limit=1)
             out[a] = last[0].status if last else None
         return out
 
-    items = [(t, None) for t in rows]
-    if status is not None:
-        items = [(t, s) for t in rows if status in (s := last_status(t)).values()]
-    page = items[offset : offset + limit]
+    if status is not None:  # judged on every table before paging, so `total` counts matches
+        matching = [(t, s) for t in rows if status in (s := last_status(t)).values()]
+        page = matching[offset : offset + limit]
+        total = len(matching)
+    else:
+        page = [(t, last_status(t)) for t in rows[offset : offset + limit]]
+        total = len(rows)
     return TablePage(
-        items=[
-            TableSummaryOut(**{**t.__dict__, "last_status": s if s is not None else last_status(t)})
-            for t, s in page
-        ],
-        total=len(items),
+        items=[TableSummaryOut(**{**t.__dict__, "last_status": s}) for t, s in page],
+        total=total,
         limit=limit,
         offset=offset,
     )
