@@ -320,33 +320,35 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     random.seed(args.seed)
-    results = []
-    for n in args.tables:
-        with tempfile.TemporaryDirectory(prefix="tms-watchers-") as work:
-            r = measure(n, min(args.sample, n), args.poll, args.idle_window, args.per_loop, Path(work))
-            print(json.dumps({k: v for k, v in r.items() if k != "latencies"}), flush=True)
-            results.append(r)
     print(
-        f"\npoll-interval {args.poll:g} s, [triggerer] max_trigger_to_select_per_loop {args.per_loop}, "
-        f"capacity = tables + 100; {os.cpu_count()} cores\n"
+        f"poll-interval {args.poll:g} s, [triggerer] max_trigger_to_select_per_loop {args.per_loop}, "
+        f"capacity = tables + 100; {os.cpu_count()} cores\n",
+        flush=True,
     )
     print(
-        "| tables | action DAGs fed | watcher triggers (rows) | asset→watcher links | all watching after | "
+        "| tables | (table, action) pairs | watcher triggers (rows) | asset→watcher links | all watching after | "
         "triggerer CPU idle-polling | triggerer CPU during commits | commit→run start median / p90 / max "
         "(runs) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    notes = []
+    for n in args.tables:
+        with tempfile.TemporaryDirectory(prefix="tms-watchers-") as work:
+            r = measure(n, min(args.sample, n), args.poll, args.idle_window, args.per_loop, Path(work))
         xs = r["latencies"]
         p90 = xs[min(len(xs) - 1, int(0.9 * len(xs)))]
         print(
             f"| {r['tables']:,} | {r['tables'] * len(ACTIONS):,} | {r['trigger_rows_total']:,} | "
             f"{r['asset_watchers']:,} | {r['all_watching_s']:.0f} s | {r['idle_cpu_pct']:.1f} % | "
             f"{r['commit_cpu_pct']:.1f} % | {statistics.median(xs):.1f} / {p90:.1f} / {max(xs):.1f} s "
-            f"({len(xs)}) |"
+            f"({len(xs)}) |",
+            flush=True,
         )
-    for r in results:
-        print(f"\n{r['tables']:,} tables: idle at `{r['uptime_idle']}`; end at `{r['uptime_end']}`")
+        notes.append(
+            f"{r['tables']:,} tables: {json.dumps({k: v for k, v in r.items() if k != 'latencies'})}\n"
+            f"  latencies (s): {[round(x, 1) for x in xs]}"
+        )
+    print("\n" + "\n".join(notes))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ property holds a plaintext value is refused at construction.
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -61,6 +63,26 @@ def resolved_reader(catalog: dict[str, Any]) -> SnapshotReader:
     """A reader over ``catalog`` with its secret references resolved in this process (blocking I/O:
     a connection or variable lookup; call it in a worker thread from a trigger)."""
     return SnapshotReader(resolve_catalog_spec(CatalogSpec.model_validate(catalog)))
+
+
+_shared_readers: dict[str, SnapshotReader] = {}
+_shared_readers_lock = threading.Lock()
+
+
+def shared_reader(catalog: dict[str, Any]) -> SnapshotReader:
+    """One reader per catalog (as declared, references unresolved) for all watchers in this process.
+
+    A triggerer carrying thousands of tables then resolves a catalog's secrets, opens its pyiceberg
+    catalog or FileIO and keeps its pointer cache once, not once per table: each secret lookup is a
+    round trip through the triggerer's supervisor, and a REST catalog would otherwise see one client
+    (and one token) per table. The reader is thread-safe. A failed resolution is not cached.
+    """
+    key = json.dumps(catalog, sort_keys=True)
+    with _shared_readers_lock:
+        reader = _shared_readers.get(key)
+        if reader is None:
+            reader = _shared_readers[key] = resolved_reader(catalog)
+        return reader
 
 
 def check_table_in_catalog(table_id: str, catalog: dict[str, Any]) -> TableIdentifier:
@@ -183,7 +205,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
     @property
     def reader(self) -> SnapshotReader:
         if self._reader is None:
-            self._reader = resolved_reader(self.catalog)
+            self._reader = shared_reader(self.catalog)
         return self._reader
 
     def _current_state(self, table: TableIdentifier) -> SnapshotState:

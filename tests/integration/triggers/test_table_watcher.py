@@ -141,3 +141,24 @@ def test_per_action_arguments_are_validated(trig_catalog: CatalogSpec) -> None:
         TableSnapshotTrigger(**kwargs, actions={})
     with pytest.raises(ValueError, match="min_interval: not with actions"):
         TableSnapshotTrigger(**kwargs, actions={"rewrite-files": 0}, min_interval=5)
+
+
+def test_watchers_of_one_catalog_share_one_reader_and_a_failed_resolution_is_retried(
+    trig_catalog: CatalogSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_tablemgmt.hooks.secrets import SecretResolutionError
+
+    catalog = catalog_dict(trig_catalog)
+    first = TableSnapshotTrigger(table_id="trig.db.a", catalog=catalog, actions={"rewrite-files": 0})
+    second = TableSnapshotTrigger(table_id="trig.db.b", catalog=catalog, actions={"compute-stats": 0})
+    assert first.reader is second.reader  # one pyiceberg catalog / pointer cache per catalog, not per table
+
+    env = "TMS_TEST_SHARED_READER_TOKEN"
+    with_ref = {**catalog, "properties": {"header.x-test": f"env:{env}"}}
+    monkeypatch.delenv(env, raising=False)
+    third = TableSnapshotTrigger(table_id="trig.db.c", catalog=with_ref, actions={"rewrite-files": 0})
+    with pytest.raises(SecretResolutionError, match=env):
+        _ = third.reader
+    monkeypatch.setenv(env, "token-value")
+    assert third.reader is not first.reader  # resolved on the next poll, a reader of its own catalog
+    assert third.reader.catalog.properties["header.x-test"] == "token-value"
