@@ -1,1 +1,3 @@
 """REST API ``/tablemgmt/v1`` (and the UI page's routes), thin over ``airflow_tablemgmt.services``."""
+
+PREFIX = "/tablemgmt"

@@ -13,9 +13,9 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import Depends, FastAPI
 from fastapi.responses import RedirectResponse
 
+from airflow_tablemgmt.api import PREFIX
 from airflow_tablemgmt.api.errors import install_error_handlers
 
-PREFIX = "/tablemgmt"
 API_VERSION_PATH = "/v1"
 
 

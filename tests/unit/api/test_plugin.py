@@ -28,3 +28,18 @@ def test_errors_map_to_status_and_field() -> None:
     assert status_and_field(UnknownAction("x", ["rewrite-files"])) == (422, "action")
     assert status_and_field(InvalidInput("priority: must be >= 1, got 0")) == (422, "priority")
     assert status_and_field(InvalidInput("--limit: must be at least 1")) == (422, "limit")
+
+
+def test_loading_the_plugin_does_not_build_the_app() -> None:
+    """Schedulers and task processes load every plugin; only the api-server should pay for the app."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, airflow_tablemgmt.plugin as p; "
+        "assert 'airflow_tablemgmt.api.app' not in sys.modules, 'app module imported'; "
+        "print(type(p.TableMgmtPlugin.fastapi_apps[0]['app']).__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("LazyTableMgmtApp")
