@@ -269,3 +269,14 @@ def test_run_now_of_a_dag_airflow_has_not_parsed_is_404_naming_the_action(api: A
     assert r.status_code == 404, r.text
     assert r.json()["field"] == "action" and "dag processor" in r.json()["detail"]
     assert api.store.processes.list(table_id=table_id) == []
+
+
+def test_a_catalog_declared_in_yaml_answers_409(api: Api) -> None:
+    from airflow_tablemgmt.core.tables import CatalogSpec, Owner
+
+    api.store.catalogs.upsert(CatalogSpec(name="yamlcat", warehouse=str(api.warehouse) + "-yaml"), Owner.CODE)
+    r = api.call("PUT", "/catalogs/yamlcat", "admin", json={"warehouse": "/elsewhere"})
+    assert r.status_code == 409, r.text
+    assert "managed by dags/tables.yaml" in r.json()["detail"] and r.json()["field"] == "name"
+    again = api.call("POST", "/catalogs", "admin", json={"name": "yamlcat", "warehouse": "/elsewhere2"})
+    assert again.status_code == 409 and again.json()["field"] == "name"
