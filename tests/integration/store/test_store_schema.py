@@ -50,7 +50,9 @@ def test_schema_is_applied_on_first_use(backend):
 
 def test_without_auto_upgrade_an_empty_database_is_refused_clearly(backend):
     store = backend.store(auto_upgrade=False)
-    with pytest.raises(StoreSchemaOutdated, match=f"schema revision none, this package needs {SCHEMA_REVISION}"):
+    with pytest.raises(
+        StoreSchemaOutdated, match=f"schema revision none, this package needs {SCHEMA_REVISION}"
+    ):
         store.tables.list()
 
 
