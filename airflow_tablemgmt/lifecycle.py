@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError
 
+from airflow_tablemgmt import observability
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import (
     IllegalTransition,
@@ -130,6 +131,7 @@ class ProcessRunner:
         self._current: Process | None = None
         self._killed = threading.Event()
         self._stop: _Stop | None = None
+        self._claimed_at = time.monotonic()  # when the current attempt claimed its run (duration metric)
         # Lease holders are unique per runner: two workers given the same ``holder`` name (two CLI
         # runs) must never both believe they hold the table, nor release each other's lease.
         self._token = uuid.uuid4().hex[:8]
@@ -206,6 +208,7 @@ class ProcessRunner:
                 self.store.processes.heartbeat(process.id, process.attempt)
             except IllegalTransition:
                 pass  # canceled or taken meanwhile; the next try sees it
+            observability.lease_wait(req.table_id, req.action)
             raise LeaseUnavailable(
                 f"table {req.table_id} is leased by {lease.holder if lease else '?'} until "
                 f"{lease.expires_at.isoformat() if lease else '?'}; process {process.id} stays PENDING"
@@ -223,10 +226,11 @@ class ProcessRunner:
         p = self._current
         if p is not None:
             try:
-                self.store.processes.transition(
+                killed = self.store.processes.transition(
                     p.id, S.KILLED, expected=(S.SUBMITTED, S.RUNNING, S.CANCELING), attempt=p.attempt,
                     failure_reason="killed: the task was stopped (on_kill) and its Spark application killed",
                 )  # fmt: skip
+                observability.process_finished(killed, self._elapsed())
             except IllegalTransition:
                 log.info("tablemgmt: process %s already left the running states", p.id)
 
@@ -265,17 +269,21 @@ class ProcessRunner:
                 else factory.trigger(table, req.action, ctx)
             )
         except RecoverProcessFailed as e:
-            self.store.processes.transition(
+            abandoned = self.store.processes.transition(
                 process.id, S.FAILED, expected=S.PENDING, attempt=attempt, failure_reason=f"abandoned: {e}"
             )
+            observability.process_finished(abandoned, 0.0)
             raise
         if job is None:
             summary = {"skipped": True, "reason": "nothing to do"}
+            self._claimed_at = time.monotonic()
+            observability.process_started(process)
             for to, expected in ((S.SUBMITTED, S.PENDING), (S.RUNNING, S.SUBMITTED), (S.SUCCESS, S.RUNNING)):
                 process = self.store.processes.transition(
                     process.id, to, expected=expected, attempt=attempt,
                     **({"summary": summary} if to == S.SUCCESS else {}),
                 )  # fmt: skip
+            observability.process_finished(process, self._elapsed())
             return RunOutcome(process, summary)
         job = JobSpec(**{**job.to_json_dict(), "process_id": process.id, "attempt": attempt})
 
@@ -288,6 +296,8 @@ class ProcessRunner:
         except IllegalTransition:
             log.info("tablemgmt: process %s was claimed by another worker; waiting for it", process.id)
             return self._wait_for_peer(self.store.processes.get(process.id), req)
+        self._claimed_at = time.monotonic()
+        observability.process_started(process)
         self._current = process
         self._stop = None
         log.info("tablemgmt: submitting %s on %s (process %s attempt %s)", req.action, req.table_id,
@@ -362,6 +372,7 @@ class ProcessRunner:
                 f"process {process.id} attempt {attempt}: its job succeeded but the row moved on ({e}); "
                 "nothing was recorded"
             ) from e
+        observability.process_finished(process, self._elapsed())
         log.info("tablemgmt: process %s SUCCESS: %s", process.id, _one_line(summary))
         return RunOutcome(process, summary)
 
@@ -380,16 +391,22 @@ class ProcessRunner:
                 process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
                 failure_reason=f"{stop.reason}; its Spark application was killed",
             )  # fmt: skip
+            observability.process_finished(closed, self._elapsed())
         except IllegalTransition:
             closed = self.store.processes.get(process.id)
         raise _canceled(closed)
 
+    def _elapsed(self) -> float:
+        """Seconds since the current attempt claimed its run."""
+        return time.monotonic() - self._claimed_at
+
     def _fail(self, process: Process, reason: str) -> None:
         try:
-            self.store.processes.transition(
+            failed = self.store.processes.transition(
                 process.id, S.FAILED, expected=(S.PENDING, S.SUBMITTED, S.RUNNING, S.CANCELING),
                 attempt=process.attempt, failure_reason=reason[-4000:],
             )  # fmt: skip
+            observability.process_finished(failed, self._elapsed())
         except IllegalTransition:
             log.info("tablemgmt: process %s already closed", process.id)
 

@@ -11,7 +11,7 @@ from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_tablemgmt import lifecycle
+from airflow_tablemgmt import lifecycle, observability
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
@@ -101,6 +101,9 @@ class TableMaintenanceOperator(BaseOperator):
         )
         try:
             outcome = self._runner.run(request)
+            if event and "waiting_since" in event:
+                waited = datetime.now(UTC) - datetime.fromisoformat(event["waiting_since"])
+                observability.lease_waited(self.table, self.action, waited.total_seconds())
         except LeaseUnavailable as e:
             self._wait_for_lease(e, event)
             raise  # unreachable: _wait_for_lease defers or raises

@@ -8,6 +8,9 @@ indexed query per action).
 A *small file* is a data file under 75 % of the table's target file size
 (``write.target-file-size-bytes``, Iceberg's default 512 MiB): the bound below which Iceberg's
 ``rewrite_data_files`` rewrites a file by default (``min-file-size-bytes``).
+
+Each fresh read also sends the table's ``tablemgmt.table.*`` gauges through Airflow's Stats
+(:mod:`airflow_tablemgmt.observability`).
 """
 
 from __future__ import annotations
@@ -167,14 +170,21 @@ def table_health(
     key = f"{store.display_url}|{spec.id}"
     files = cache.get(key, ttl)
     error = None
+    fresh = False
     if files is None:
         try:
             files = read(store.catalogs.get(spec.catalog), spec)
             cache.put(key, files)
+            fresh = True
         except TableMgmtError as e:
             error = str(e)
     actions = [_action_health(store, spec.id, a) for a in spec.enabled_actions()]
-    return TableHealth(spec.id, files, store.processes.now(), error, actions)
+    health = TableHealth(spec.id, files, store.processes.now(), error, actions)
+    if fresh:  # a cached read was sent when it was made
+        from airflow_tablemgmt import observability
+
+        observability.table_health(health)
+    return health
 
 
 def _action_health(store: Store, table_id: str, action: str) -> ActionHealth:
