@@ -155,10 +155,32 @@ def cmd_catalogs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_tables_note(args: argparse.Namespace, store: Store) -> str:
+    """Which store was opened and how it was chosen: an empty list is often the wrong store (a new
+    shell without the AIRFLOW_HOME or TABLEMGMT_STORE_URL that the tables were registered under)."""
+    if args.store_url:
+        source = "--store-url"
+    else:
+        with _logs_to_stderr():
+            from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+
+            source = TableMgmtHook().locate_store().source
+    return (
+        f"no tables in the store at {store.display_url} (from {source}); to use another store, set "
+        "TABLEMGMT_STORE_URL or the tablemgmt_default connection (or AIRFLOW_HOME, whose "
+        "tablemgmt.db is the default), or pass --store-url"
+    )
+
+
 def cmd_tables(args: argparse.Namespace) -> int:
-    rows = services.list_tables(_store(args, create=False), include_removed=args.all)
+    store = _store(args, create=False)
+    rows = services.list_tables(store, include_removed=args.all)
+    if not rows:
+        print(_no_tables_note(args, store), file=sys.stderr if args.json else sys.stdout)
     if args.json:
         _print([{"table": r.table, "managed_by": r.managed_by, "actions": r.actions} for r in rows], True)
+        return 0
+    if not rows:
         return 0
     print(_table_rows(
         [[r.table, r.format, r.managed_by, r.owner, r.queue, ",".join(r.actions)] for r in rows],
