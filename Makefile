@@ -1,9 +1,10 @@
-# Two commands: `make demo` (the main job end to end) and `make test` (the test suite).
+# `make demo` (the main job end to end), `make test` (the test suite), and `make ui` (Airflow's UI on
+# the demo's home: api-server, scheduler, dag-processor and triggerer; Ctrl-C stops them).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install lint clean
+.PHONY: demo test ui install lint clean
 
 install: $(VENV)/.installed
 
@@ -20,6 +21,9 @@ demo: install
 
 test: install
 	bash scripts/test.sh
+
+ui: install
+	bash scripts/ui.sh
 
 lint: install
 	$(BIN)/ruff check airflow_tablemgmt tests dags scripts benchmarks

@@ -21,6 +21,8 @@ rm -rf "$DEMO"; mkdir -p "$AIRFLOW__CORE__DAGS_FOLDER" "$WAREHOUSE"
 
 step "Airflow metadata DB and the tablemgmt store (SQLite under $AIRFLOW_HOME)"
 airflow db migrate >"$DEMO/db-migrate.log" 2>&1 || { tail -20 "$DEMO/db-migrate.log"; exit 1; }
+# A new shell reads airflow.cfg, not this script's environment: keep the example DAGs off there too.
+sed -i 's/^load_examples = True$/load_examples = False/' "$AIRFLOW_HOME/airflow.cfg"
 tablemgmt db upgrade
 
 step "A local Iceberg warehouse with a table of many small files and 3 DELETE commits (position deletes)"
@@ -49,3 +51,6 @@ done
 step "Before / after, read back from the store (live records: what a query returns; physical rows: rows in data files)"
 python "$ROOT/scripts/demo_report.py" --table demo.db.events --actions $ACTIONS
 echo; echo "orphans left on disk:"; ls "$DATA_DIR"/orphan-* 2>/dev/null | sed 's#^#  #' || echo "  none"
+
+step "Next steps"
+python "$ROOT/scripts/demo_report.py" --table demo.db.events --actions $ACTIONS --next-steps

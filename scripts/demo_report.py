@@ -9,8 +9,12 @@ checks that and exits non-zero if any other process changed them.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import secrets
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 
@@ -26,8 +30,13 @@ METRICS = (
 TTL_ACTIONS = frozenset({"expire-data"})
 
 
-def _fmt(v: object) -> str:
-    if isinstance(v, int) and abs(v) >= 10_000:
+def _is_id(key: str) -> bool:
+    """Ids (snapshot ids, process ids) are names, not quantities: printed without separators."""
+    return key == "id" or key.endswith(("_id", "_ids", "-id"))
+
+
+def _fmt(v: object, key: str = "") -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10_000 and not _is_id(key):
         return f"{v:,}"
     return "-" if v is None else str(v)
 
@@ -72,10 +81,63 @@ def print_process(proc: Process) -> None:
     if rows:
         print(f"  {'metric':<15}{'before':>14}{'after':>14}")
         for k, b, a in rows:
-            print(f"  {k:<15}{_fmt(b):>14}{_fmt(a):>14}")
+            print(f"  {k:<15}{_fmt(b, k):>14}{_fmt(a, k):>14}")
     extras = {k: v for k, v in s.items() if k not in ("before", "after") and not isinstance(v, dict | list)}
     if extras:
-        print("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in extras.items()))
+        print("  " + ", ".join(f"{k}={_fmt(v, k)}" for k, v in extras.items()))
+
+
+UI_PASSWORDS_FILE = "ui-passwords.json"  # under the demo's AIRFLOW_HOME; read by scripts/ui.sh
+UI_USER = "admin"
+
+
+def ui_password(home: Path) -> str:
+    """The password of the UI's ``admin`` (simple auth manager), made once per demo home and kept in
+    ``<home>/ui-passwords.json`` (the manager's passwords file), so `make ui` and the curl calls agree."""
+    path = home / UI_PASSWORDS_FILE
+    if path.exists():
+        return str(json.loads(path.read_text())[UI_USER])
+    password = secrets.token_urlsafe(12)
+    path.write_text(json.dumps({UI_USER: password}))
+    path.chmod(0o600)
+    return password
+
+
+def next_steps(*, home: Path, table: str, process_ids: Sequence[int], port: int = 8080) -> str:
+    """What to do after the demo, as shell lines a new user can paste: the environment that reaches
+    the demo's store and Airflow, the UI (``make ui``), and the REST calls behind the numbers above."""
+    home = home.resolve()
+    base = f"http://127.0.0.1:{port}"
+    venv_bin = Path(sys.executable).parent
+    password = ui_password(home)
+    auth = '-H "Authorization: Bearer $TOKEN"'
+    api = f"{base}/tablemgmt/v1"
+    login = json.dumps({"username": UI_USER, "password": password})
+    lines = [
+        "In a new shell, reach the demo's store and Airflow (without these, `tablemgmt` and `airflow`",
+        "open ~/airflow, which holds no tables):",
+        f"  export AIRFLOW_HOME={home}",
+        f"  export TABLEMGMT_STORE_URL=sqlite:///{home / 'tablemgmt.db'}",
+        "  export AIRFLOW__CORE__LOAD_EXAMPLES=False",
+        f"  export PATH={venv_bin}:$PATH",
+        "  tablemgmt tables",
+        f"  tablemgmt processes --table {table}",
+        "",
+        "See the DAGs and the Table maintenance page in Airflow's UI:",
+        f"  make -C {Path(__file__).resolve().parents[1]} ui",
+        "  (starts api-server, scheduler, dag-processor and triggerer on this home; Ctrl-C stops them)",
+        f"  open {base}/plugin/tablemgmt   (log in as {UI_USER} / {password})",
+        "  Snapshot-driven actions (trigger: event, the default) wait in the triggerer that `make ui` starts.",
+        "",
+        "The numbers above from the REST API (while `make ui` runs):",
+        f"  TOKEN=$(curl -s -X POST {base}/auth/token -H 'Content-Type: application/json' \\",
+        f"    -d '{login}' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"access_token\"])')",
+        f"  curl -s {auth} {api}/tables/{table}",
+        f"  curl -s {auth} {api}/tables/{table}/health",
+        f"  curl -s {auth} '{api}/processes?table={table}'",
+        *(f"  curl -s {auth} {api}/processes/{pid}" for pid in process_ids),
+    ]
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -84,7 +146,14 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--table", default="demo.db.events")
     p.add_argument("--actions", nargs="*", default=None)
+    p.add_argument("--next-steps", action="store_true", help="print what to do after the demo, and exit")
+    p.add_argument("--ui-password", action="store_true", help="print the UI admin's password, and exit")
+    p.add_argument("--port", type=int, default=int(os.environ.get("UI_PORT", "8080")))
     args = p.parse_args()
+    home = Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
+    if args.ui_password:
+        print(ui_password(home))
+        return 0
     store = TableMgmtHook().get_store()
     procs = sorted(
         (
@@ -97,6 +166,9 @@ def main() -> int:
     if not procs:
         print(f"no processes recorded for {args.table}", file=sys.stderr)
         return 1
+    if args.next_steps:
+        print(next_steps(home=home, table=args.table, process_ids=[pr.id for pr in procs], port=args.port))
+        return 0
     for proc in procs:
         print_process(proc)
     failed = [pr for pr in procs if pr.status != ProcessStatus.SUCCESS]
