@@ -113,6 +113,12 @@ def next_steps(*, home: Path, table: str, process_ids: Sequence[int], port: int 
     auth = '-H "Authorization: Bearer $TOKEN"'
     api = f"{base}/tablemgmt/v1"
     login = json.dumps({"username": UI_USER, "password": password})
+    root = Path(__file__).resolve().parents[1]
+    make_ui = f"make -C {root} ui"
+    if home != root / ".demo" / "airflow":  # scripts/ui.sh finds the home as $DEMO_DIR/airflow
+        make_ui = f"DEMO_DIR={home.parent} {make_ui}"
+    if port != 8080:
+        make_ui = f"UI_PORT={port} {make_ui}"
     lines = [
         "In a new shell, reach the demo's store and Airflow (without these, `tablemgmt` and `airflow`",
         "open ~/airflow, which holds no tables):",
@@ -124,7 +130,7 @@ def next_steps(*, home: Path, table: str, process_ids: Sequence[int], port: int 
         f"  tablemgmt processes --table {table}",
         "",
         "See the DAGs and the Table maintenance page in Airflow's UI:",
-        f"  make -C {Path(__file__).resolve().parents[1]} ui",
+        f"  {make_ui}",
         "  (starts api-server, scheduler, dag-processor and triggerer on this home; Ctrl-C stops them)",
         f"  open {base}/plugin/tablemgmt   (log in as {UI_USER} / {password})",
         "  Snapshot-driven actions (trigger: event, the default) wait in the triggerer that `make ui` starts.",

@@ -65,7 +65,7 @@ def test_next_steps_name_the_environment_the_page_and_the_rest_calls(tmp_path: P
     assert f"export TABLEMGMT_STORE_URL={store_url}" in text
     assert "export AIRFLOW__CORE__LOAD_EXAMPLES=False" in text
     assert "tablemgmt tables" in text and "tablemgmt processes --table demo.db.events" in text
-    assert "make ui" in text
+    assert f"DEMO_DIR={home.parent} make -C {ROOT} ui" in text  # not the default home: named
     assert "http://127.0.0.1:8080/plugin/tablemgmt" in text
     password = report.ui_password(home)
     assert len(password) >= 12 and password in text  # the same password `make ui` logs in with
