@@ -25,6 +25,10 @@ STORE_URL = os.environ["TABLEMGMT_STORE_URL"]
 
 @pytest.fixture
 def receiver(monkeypatch: pytest.MonkeyPatch) -> StatsdReceiver:
+    try:
+        import statsd as _client  # noqa: F401 - Airflow's StatsD backend needs it
+    except ImportError:
+        pytest.fail("the StatsD client is missing: install the dev extra (statsd, as apache-airflow[statsd])")
     r = StatsdReceiver()
     for key, value in {
         "AIRFLOW__METRICS__STATSD_ON": "True",

@@ -54,6 +54,10 @@ class StatsdReceiver:
 
 @pytest.fixture
 def statsd(monkeypatch: pytest.MonkeyPatch) -> Iterator[StatsdReceiver]:
+    try:
+        import statsd as _client  # noqa: F401 - Airflow's StatsD backend needs it
+    except ImportError:
+        pytest.fail("the StatsD client is missing: install the dev extra (statsd, as apache-airflow[statsd])")
     receiver = StatsdReceiver()
     monkeypatch.setenv("AIRFLOW__METRICS__STATSD_ON", "True")
     monkeypatch.setenv("AIRFLOW__METRICS__STATSD_HOST", "127.0.0.1")
