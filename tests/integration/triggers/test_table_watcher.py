@@ -4,6 +4,7 @@ action keeping its own throttle and its own remembered snapshot (real Iceberg ta
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from airflow.triggers.base import TriggerEvent
@@ -162,3 +163,48 @@ def test_watchers_of_one_catalog_share_one_reader_and_a_failed_resolution_is_ret
     monkeypatch.setenv(env, "token-value")
     assert third.reader is not first.reader  # resolved on the next poll, a reader of its own catalog
     assert third.reader.catalog.properties["header.x-test"] == "token-value"
+
+
+def test_watchers_starting_together_keep_few_state_store_calls_in_flight(trig_catalog: CatalogSpec) -> None:
+    """The triggerer's supervisor serves state-store requests one at a time on the channel that also
+    carries events, so 10,000 watchers starting at once must not queue 10,000 requests ahead of them."""
+    from airflow_tablemgmt.triggers.snapshot import STATE_STORE_CONCURRENCY
+
+    class SlowStore(DictAssetStateStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.in_flight = self.most = self.calls = 0
+            self.release = asyncio.Event()
+
+        async def aget(self, key: str, default: Any = None) -> Any:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+            try:
+                await self.release.wait()
+                return await super().aget(key, default)
+            finally:
+                self.in_flight -= 1
+                self.calls += 1
+
+    async def scenario() -> SlowStore:
+        store = SlowStore()
+        tasks = []
+        for i in range(40):
+            trigger = TableSnapshotTrigger(
+                table_id=f"trig.db.not_created_{i}", catalog=catalog_dict(trig_catalog),
+                poll_interval=30, actions={"rewrite-files": 0},
+            )  # fmt: skip
+            trigger.asset_state_store = store  # type: ignore[assignment]
+            tasks.append(asyncio.ensure_future(next_event(trigger.run(), timeout=EVENT_WAIT)))
+        await asyncio.wait_for(until(lambda: store.in_flight == STATE_STORE_CONCURRENCY), EVENT_WAIT)
+        for _ in range(20):  # every other watcher has had its turn to run: none got past the bound
+            await asyncio.sleep(0)
+        assert store.in_flight == STATE_STORE_CONCURRENCY
+        store.release.set()
+        await asyncio.wait_for(until(lambda: store.calls == 40), EVENT_WAIT)
+        for task in tasks:
+            await stop(task)
+        return store
+
+    store = asyncio.run(scenario())
+    assert store.most == STATE_STORE_CONCURRENCY
