@@ -193,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         print(failure_line(None, None, error_class, message), flush=True)
         return 1
     REDACT.secrets = secret_values(job)
+    # Stop only a session this call started: run in-process (tests), a session that was already
+    # active belongs to the caller.
+    existing = _active_session()
     try:
         code, line = run(job)
     finally:
         spark = _active_session()
-        if spark is not None:
+        if spark is not None and existing is None:
             spark.stop()
     # The result line becomes the process summary and the task's XCom: never a secret in it.
     print(redact(line, REDACT.secrets), flush=True)
