@@ -137,7 +137,7 @@ def measure(poll: float, n_tables: int, work: Path) -> list[float]:
 
         def watched() -> bool:
             dep.check_alive()
-            keys = {f"tablemgmt.last_snapshot_id.{t}" for t in ids}
+            keys = {f"tablemgmt.watch.{t}" for t in ids}
             rows = dep.query("SELECT key FROM asset_state_store")
             return keys <= {r[0] for r in rows}
 

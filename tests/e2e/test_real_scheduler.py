@@ -35,7 +35,8 @@ pytestmark = pytest.mark.e2e
 TABLE = "live.db.events"
 ACTION = "rewrite-files"
 DAG_ID = f"tms__{TABLE}__{ACTION}"
-STATE_KEY = f"tablemgmt.last_snapshot_id.{TABLE}"
+# One watcher per table: every event-driven action's remembered snapshot lives in one JSON value.
+STATE_KEY = f"tablemgmt.watch.{TABLE}"
 
 TABLES_YAML = """
 version: 1
@@ -305,7 +306,11 @@ def _run_scenario(dep: AirflowDeployment, tmp_path: Path, t0: float) -> None:
     def watcher_recorded() -> Any:
         dep.check_alive()
         rows = dep.query("SELECT value FROM asset_state_store WHERE key = :key", key=STATE_KEY)
-        return rows[0][0] if rows else None
+        if not rows:
+            return None
+        value = rows[0][0]
+        state = json.loads(value) if isinstance(value, str) else value
+        return (state.get("rewrite-files") or {}).get("snapshot_id")
 
     first_seen = _wait_for("the asset watcher's first observation", watcher_recorded, timeout=120)
     print(f"services up, watcher saw snapshot {first_seen}: {time.monotonic() - t0:.1f} s")
