@@ -30,13 +30,12 @@ sys.path.insert(0, str(ROOT))
 
 # The e2e test's deployment helpers; they read AIRFLOW_HOME-free settings of their own.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="tms-bench-home-"))
-from tests.e2e.conftest import BIN, run  # noqa: E402
+from tests.e2e.conftest import run  # noqa: E402
 from tests.e2e.test_real_scheduler import (  # noqa: E402
     AirflowDeployment,
-    _base_env,
-    _free_port,
     _utc,
     _wait_for,
+    local_deployment,
 )
 
 CATALOG = "live"
@@ -88,33 +87,8 @@ def tables_yaml(warehouse: Path, names: list[str], poll: float) -> str:
 
 
 def deployment(home: Path) -> AirflowDeployment:
-    (home / "logs").mkdir(parents=True)
-    (home / "dags").mkdir()
-    db_url = f"sqlite:///{home / 'airflow.db'}"
-    port = _free_port()
-    env = {
-        **_base_env(),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__API_AUTH__JWT_SECRET": os.urandom(32).hex(),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
-        # Airflow's own defaults for the scheduler/triggerer loops: the figure is what a deployment sees.
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        "TABLEMGMT_STORE_URL": f"sqlite:///{home / 'tablemgmt.db'}",
-    }
-    return AirflowDeployment(home=home, env=env, db_url=db_url, api_port=port)
+    # Airflow's own defaults for the scheduler/triggerer loops: the figure is what a deployment sees.
+    return local_deployment(home)
 
 
 def measure(poll: float, n_tables: int, work: Path) -> list[float]:

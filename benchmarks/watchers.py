@@ -43,13 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="tms-bench-home-"))
-from tests.e2e.conftest import BIN  # noqa: E402
 from tests.e2e.test_real_scheduler import (  # noqa: E402
     AirflowDeployment,
-    _base_env,
-    _free_port,
     _utc,
     _wait_for,
+    local_deployment,
 )
 
 CATALOG = "wlake"
@@ -154,34 +152,15 @@ def commit(warehouse: Path, name: str) -> int:
 
 
 def deployment(home: Path, capacity: int, per_loop: int) -> AirflowDeployment:
-    (home / "logs").mkdir(parents=True)
-    (home / "dags").mkdir()
-    db_url = f"sqlite:///{home / 'airflow.db'}"
-    port = _free_port()
-    env = {
-        **_base_env(),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
-        "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "600",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__API_AUTH__JWT_SECRET": os.urandom(32).hex(),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
-        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",  # parse once: watchers, not parsing
-        "AIRFLOW__TRIGGERER__CAPACITY": str(capacity),
-        "AIRFLOW__TRIGGERER__MAX_TRIGGER_TO_SELECT_PER_LOOP": str(per_loop),
-    }
-    return AirflowDeployment(home=home, env=env, db_url=db_url, api_port=port)
+    return local_deployment(
+        home,
+        AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT="600",
+        AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT="600",
+        AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="30",
+        AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL="3600",  # parse once: watchers, not parsing
+        AIRFLOW__TRIGGERER__CAPACITY=str(capacity),
+        AIRFLOW__TRIGGERER__MAX_TRIGGER_TO_SELECT_PER_LOOP=str(per_loop),
+    )
 
 
 def tree_cpu(pid: int) -> float:

@@ -171,9 +171,10 @@ def _base_env() -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def deployment(tmp_path: Path) -> Iterator[AirflowDeployment]:
-    home = tmp_path / "airflow"
+def local_deployment(home: Path, **settings: str) -> AirflowDeployment:
+    """A LocalExecutor deployment under ``home`` (SQLite metadata DB, its own port and JWT secret, DAGs
+    unpaused, examples off); ``settings`` add or override environment entries. Shared by the e2e tests
+    and the benchmarks that start a real scheduler, so they cannot drift apart."""
     (home / "logs").mkdir(parents=True)
     (home / "dags").mkdir()
     # SQLite: Airflow 3.3 accepts it with the LocalExecutor, and a PostgreSQL metadata DB would also
@@ -198,13 +199,21 @@ def deployment(tmp_path: Path) -> Iterator[AirflowDeployment]:
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
-        "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "1",
-        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "TABLEMGMT_STORE_URL": f"sqlite:///{home / 'tablemgmt.db'}",
+        **settings,
     }
-    dep = AirflowDeployment(home=home, env=env, db_url=db_url, api_port=api_port)
+    return AirflowDeployment(home=home, env=env, db_url=db_url, api_port=api_port)
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[AirflowDeployment]:
+    dep = local_deployment(
+        tmp_path / "airflow",
+        AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
+        AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC="1",
+        AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="1",
+    )
     try:
         yield dep
     finally:

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import BIN, ROOT
-from tests.e2e.test_real_scheduler import AirflowDeployment, _base_env, _free_port, _wait_for
+from tests.e2e.test_real_scheduler import AirflowDeployment, _wait_for, local_deployment
 
 pytestmark = pytest.mark.e2e
 
@@ -234,33 +234,15 @@ def _seed_history(store_url: str) -> list[int]:
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[AirflowDeployment]:
     home = tmp_path / "airflow"
-    (home / "logs").mkdir(parents=True)
-    (home / "dags").mkdir()
-    passwords = home / "passwords.json"
+    passwords = tmp_path / "passwords.json"
     passwords.write_text(json.dumps(USERS))
-    db_url = f"sqlite:///{home / 'airflow.db'}"
-    api_port = _free_port()
-    env = {
-        **_base_env(),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{api_port}",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer:viewer",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
-        "TABLEMGMT_STORE_URL": f"sqlite:///{home / 'tablemgmt.db'}",
-    }
-    dep = AirflowDeployment(home=home, env=env, db_url=db_url, api_port=api_port)
+    dep = local_deployment(
+        home,
+        AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="True",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="False",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin,viewer:viewer",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(passwords),
+    )
     try:
         yield dep
     finally:
