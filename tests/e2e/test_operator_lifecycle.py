@@ -32,6 +32,7 @@ from airflow_tablemgmt.operators.gate import SnapshotGateOperator
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 from airflow_tablemgmt.spark.submit import JobResult
 from airflow_tablemgmt.store import Store
+from tests.threads import in_thread
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -102,20 +103,6 @@ def operator(seconds: float, **kw: Any) -> Operator:
 def context(try_number: int) -> dict[str, Any]:
     ti = SimpleNamespace(dag_id=DAG, run_id=RUN, task_id=TASK, try_number=try_number)
     return {"ti": ti, "logical_date": T0}
-
-
-def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
-    out: list[Any] = []
-
-    def call() -> None:
-        try:
-            out.append(fn())
-        except BaseException as e:  # noqa: BLE001 - the test asserts on it
-            out.append(e)
-
-    t = threading.Thread(target=call, daemon=True)
-    t.start()
-    return t, out
 
 
 def wait_for(what: str, check: Callable[[], Any]) -> Any:

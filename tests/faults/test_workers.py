@@ -18,7 +18,8 @@ from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
 from tests.faults.conftest import ROUNDS, Figures, PgStores
-from tests.faults.workers import WAIT, CommitLog, SteeredJob, in_thread, register, runner, wait_until
+from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner, wait_until
+from tests.threads import in_thread
 
 pytestmark = pytest.mark.faults
 

@@ -105,20 +105,6 @@ def runner(store: Store, job: Any, **kw: Any) -> ProcessRunner:
     return ProcessRunner(store, default_factories(), job, **kw)
 
 
-def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
-    out: list[Any] = []
-
-    def call() -> None:
-        try:
-            out.append(fn())
-        except BaseException as e:  # noqa: BLE001 - the test asserts on it
-            out.append(e)
-
-    t = threading.Thread(target=call, daemon=True)
-    t.start()
-    return t, out
-
-
 def wait_until(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
     deadline = time.monotonic() + timeout
     while True:

@@ -24,6 +24,7 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest
 from airflow_tablemgmt.spark.submit import JobResult
 from airflow_tablemgmt.store import Store
+from tests.threads import in_thread
 
 pytestmark = pytest.mark.integration
 
@@ -71,20 +72,6 @@ def runner(store: Store, submitter: Any, **kw: Any) -> ProcessRunner:
     kw.setdefault("heartbeat_every", timedelta(seconds=0.2))
     kw.setdefault("lease_ttl", timedelta(seconds=30))
     return ProcessRunner(store, default_factories(), submitter, **kw)
-
-
-def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
-    out: list[Any] = []
-
-    def call() -> None:
-        try:
-            out.append(fn())
-        except BaseException as e:  # noqa: BLE001 - the test asserts on it
-            out.append(e)
-
-    t = threading.Thread(target=call, daemon=True)
-    t.start()
-    return t, out
 
 
 def wait_until(what: str, check: Callable[[], Any]) -> Any:
