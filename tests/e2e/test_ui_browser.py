@@ -293,6 +293,7 @@ def _screenshot(drv: Any, name: str) -> None:
 def test_page_inside_airflow_ui_runs_and_cancels(
     deployment: AirflowDeployment, driver: Any, tmp_path: Path
 ) -> None:
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -360,8 +361,21 @@ def test_page_inside_airflow_ui_runs_and_cancels(
 
         # The table page: a chart per action over time, the processes with their reasons.
         drv.switch_to.frame(drv.find_element(By.TAG_NAME, "iframe"))
-        row.find_element(By.LINK_TEXT, TABLE).click()
-        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#processes tr[data-process]"))
+
+        def table_page_open(d: Any) -> bool:
+            # The search re-renders the list on every keystroke, so a row found mid-typing may be gone:
+            # click the link of the row as it is now, until the table page shows its processes.
+            if d.find_elements(By.CSS_SELECTOR, "#processes tr[data-process]"):
+                return True
+            try:
+                d.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"]').find_element(
+                    By.LINK_TEXT, TABLE
+                ).click()
+            except WebDriverException:
+                pass
+            return False
+
+        wait.until(table_page_open)
         section = drv.find_element(By.CSS_SELECTOR, 'section.action[data-action="rewrite-files"]')
         files_chart = section.find_element(By.CSS_SELECTOR, '[data-chart="Data files"]')
         assert len(files_chart.find_elements(By.CSS_SELECTOR, "circle")) == 4  # 2 successes x before/after
