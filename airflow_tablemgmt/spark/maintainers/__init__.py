@@ -14,6 +14,7 @@ from airflow_tablemgmt.spark.maintainers.orphans import delete_orphans
 from airflow_tablemgmt.spark.maintainers.snapshots import expire_snapshots
 from airflow_tablemgmt.spark.maintainers.stats import compute_stats
 from airflow_tablemgmt.spark.maintainers.ttl import expire_data
+from airflow_tablemgmt.spark.refresh import refresh
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,6 +29,7 @@ MAINTAINERS: dict[str, Maintainer] = {
     "delete-orphans": delete_orphans,
     "expire-data": expire_data,
     "compute-stats": compute_stats,
+    "refresh": refresh,
 }
 
 __all__ = ["MAINTAINERS", "Maintainer"]
