@@ -195,3 +195,137 @@ class HealthOut(BaseModel):
     read_at: datetime
     error: str | None
     actions: list[ActionHealthOut]
+
+
+# --- dynamic tables (/dynamic-tables) ---------------------------------------------------------------
+
+
+class DynamicTableIn(BaseModel):
+    """A dynamic table's declaration, with the same keys as a ``dynamic-tables:`` entry in tables.yaml
+    (kebab-case; Flink's ``partition.fields.<col>.date-formatter`` keys are accepted too). Only JSON
+    types are checked here; the declaration's rules (and their messages) are the service's."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    identifier: str | None = Field(default=None, description="catalog.namespace.name (or give the three)")
+    catalog: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    query: str | None = Field(default=None, description="one Spark SQL SELECT (or WITH) statement")
+    freshness: str | None = Field(
+        default=None, description="e.g. '5 MINUTE', '1 HOUR', '1 DAY', 'downstream'"
+    )
+    refresh_mode: str | None = Field(default=None, alias="refresh-mode", description="only 'full'")
+    partitioned_by: list[str] | None = Field(default=None, alias="partitioned-by")
+    partition_fields: dict[str, dict[str, str]] | None = Field(
+        default=None, alias="partition-fields", description='col -> {"date-formatter": "yyyy-MM-dd"}'
+    )
+    time_zone: str | None = Field(default=None, alias="time-zone", description="IANA zone, default UTC")
+    owner: str | None = None
+    queue: str | None = None
+    priority: int | None = None
+    retries: int | None = None
+    retry_delay: str | None = Field(default=None, alias="retry-delay")
+    suspend_after_failures: int | None = Field(default=None, alias="suspend-after-failures")
+
+    def definition(self) -> dict[str, Any]:
+        """The declaration as the service takes it: the keys given, kebab-case, extras included."""
+        return {**self.model_dump(by_alias=True, exclude_unset=True), **(self.model_extra or {})}
+
+
+class RefreshOut(BaseModel):
+    """One refresh (a process of action ``refresh``) in Snowflake's refresh-history columns."""
+
+    job_id: str = Field(description="the process id")
+    state: ProcessStatus
+    reason: str | None = Field(description="why it failed (or was canceled)")
+    trigger: str | None = Field(description="SCHEDULED, MANUAL or CREATION")
+    refresh_action: str | None = Field(description="FULL, PARTITION or NO_DATA; null until it ran")
+    schedule_time: str | None
+    source_snapshots: dict[str, str | None] = Field(
+        default_factory=dict, description="source table -> Iceberg snapshot id read (as a string)"
+    )
+    partitions_written: list[dict[str, Any]] = Field(default_factory=list)
+    rows_written: int | None = None
+    duration_seconds: float | None = None
+    application_id: str | None = Field(default=None, description="the Spark application id")
+    attempt: int
+    dag_run_id: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class DynamicTableSummaryOut(BaseModel):
+    table: str
+    state: str = Field(description="CREATING, ACTIVE or SUSPENDED")
+    freshness: str
+    cron: str | None = Field(description="the refresh DAG's cron (UTC); null for freshness downstream")
+    managed_by: str
+    last_refresh: RefreshOut | None
+
+
+class DynamicTablePage(BaseModel):
+    items: list[DynamicTableSummaryOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class DynamicTableOut(DynamicTableSummaryOut):
+    definition: dict[str, Any] = Field(description="the declaration, kebab-case, as stored")
+    dag_id: str
+    paused: bool | None = Field(description="null when Airflow has not parsed the DAG yet")
+    next_run: datetime | None
+    consecutive_failures: int
+    suspend_after_failures: int
+    suspended_reason: str | None
+    dynamic_options: dict[str, Any]
+    outcome: Literal["created", "altered", "suspended", "resumed"] | None = None
+
+
+class DroppedOut(BaseModel):
+    table: str
+    dropped: bool
+    purged: bool = Field(description="the Iceberg table was dropped too")
+
+
+class AlterIn(Body):
+    freshness: str | None = Field(default=None, description="a new freshness; the DAG is rescheduled")
+    query: str | None = Field(default=None, description="a new query; the next refresh uses it")
+    recreate: bool = Field(
+        default=False, description="allow a query whose schema differs: the table is recreated"
+    )
+
+
+class ResumeIn(Body):
+    dynamic_options: dict[str, str] | None = Field(
+        default=None, description="options for the refreshes from now on (Flink's RESUME WITH (...))"
+    )
+
+
+class RefreshIn(BaseModel):
+    """FLIP-435's refresh request (Flink's field names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    isPeriodic: bool = Field(default=False, description="a periodic refresh of scheduleTime's period")
+    scheduleTime: str | None = Field(
+        default=None, description="'yyyy-MM-dd HH:mm:ss' in the table's time zone; required when periodic"
+    )
+    staticPartitions: dict[str, str] = Field(
+        default_factory=dict, description="partition column -> value to refresh (manual refreshes)"
+    )
+    dynamicOptions: dict[str, str] = Field(default_factory=dict, description="options for this refresh")
+
+
+class ClusterInfoOut(BaseModel):
+    master: str | None = Field(description="where the Spark job is submitted (spark_default's master)")
+    applicationId: str | None = Field(description="the Spark application id; null until the job starts")
+
+
+class RefreshJobOut(BaseModel):
+    """FLIP-435's refresh response: the refresh is submitted (its process exists, its DAG run is queued)."""
+
+    jobId: str = Field(description="the refresh's process id")
+    dagRunId: str
+    clusterInfo: ClusterInfoOut
