@@ -28,3 +28,12 @@ class DeclarationsRejected(TableMgmtError):
         super().__init__(
             f"nothing applied: {len(self.errors)} error(s) in {source}: " + "; ".join(self.errors)
         )
+
+
+class NotFound(TableMgmtError):
+    """The named object (a dynamic table, a process) does not exist; the message says what is there."""
+
+
+class Conflict(TableMgmtError):
+    """The request contradicts the object's state or owner (suspending a suspended table, changing a
+    table declared in tables.yaml, creating one that exists); nothing was changed."""
