@@ -10,13 +10,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
+from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAIN_TABLE, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
 from airflow_tablemgmt.core.secrets import check_secret_properties
 
 log = logging.getLogger(__name__)
+REFRESH_ACTION = "refresh"
 # (table, action, override) already warned about in this process: a DAG processor validates the
 # same specs on every parse and one warning per process says it.
 _WARNED_OVERRIDES: set[tuple[str, str, str]] = set()
@@ -138,7 +139,10 @@ class TableSpec(_Model):
     def _actions(cls, v: dict[str, dict[str, Any]], info: Any) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         table_id = ".".join(str(info.data.get(k)) for k in ("catalog", "namespace", "name"))
+        plain = bool((info.context or {}).get("plain_table"))
         for name, raw in v.items():
+            if name == REFRESH_ACTION and plain:
+                raise ValueError(REFRESH_ON_PLAIN_TABLE)
             if name not in ACTIONS:
                 raise ValueError(f"unknown action {name!r}; known actions: {', '.join(ACTIONS.names())}")
             try:
@@ -291,8 +295,9 @@ def format_validation_error(
 
 
 def parse_table(data: dict[str, Any], source: str = "table") -> TableSpec:
+    """A plain table (REST, CLI): ``refresh`` is rejected, it belongs to dynamic tables."""
     try:
-        return TableSpec.model_validate(data)
+        return TableSpec.model_validate(data, context=PLAIN_TABLE)
     except ValidationError as e:
         raise InvalidDeclaration(format_validation_error(e, source)) from None
 
@@ -312,6 +317,6 @@ def parse_declarations(data: Any, source: str = "tables.yaml") -> Declarations:
             f"{source}: expected a mapping with 'catalogs' and 'tables', got {type(data).__name__}"
         )
     try:
-        return Declarations.model_validate(data)
+        return Declarations.model_validate(data, context=PLAIN_TABLE)
     except ValidationError as e:
         raise InvalidDeclaration(format_validation_error(e, source, data)) from None

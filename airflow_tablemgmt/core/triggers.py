@@ -152,44 +152,96 @@ class TriggerStrategy:
             raise InvalidDeclaration(f"parallelism: must be >= 1, got {self.parallelism}")
 
 
-_FRESHNESS = re.compile(r"^\s*(\d+)\s*(SECOND|MINUTE|HOUR|DAY)S?\s*$", re.IGNORECASE)
-FRESHNESS_RULE = (
-    "'N MINUTE' with N dividing 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30), "
-    "'N HOUR' with N dividing 24 (1, 2, 3, 4, 6, 8, 12), or '1 DAY'"
+# "5 MINUTE", "5 minutes", "5MIN" and Flink's SQL spelling "INTERVAL '5' MINUTE".
+_FRESHNESS = re.compile(
+    r"\s*(?:INTERVAL\s+'\s*([0-9]+)\s*'|INTERVAL\s+([0-9]+)|([0-9]+))\s*(SECOND|MINUTE|HOUR|DAY)S?\s*",
+    re.IGNORECASE,
 )
+_DOWNSTREAM = "DOWNSTREAM"
+# Flink's full-refresh rule: the freshness must fit a cron that fires at the same wall-clock
+# positions every period, i.e. a factor of 60 minutes, a factor of 24 hours, or exactly one day.
+FRESHNESS_ALLOWED = {
+    "MINUTE": tuple(n for n in range(1, 61) if 60 % n == 0),
+    "HOUR": tuple(n for n in range(1, 25) if 24 % n == 0),
+    "DAY": (1,),
+}
+FRESHNESS_RULE = (
+    "'N MINUTE' with N dividing 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60), "
+    "'N HOUR' with N dividing 24 (1, 2, 3, 4, 6, 8, 12, 24), '1 DAY' "
+    "(also written INTERVAL '5' MINUTE), or 'downstream' (refresh after each refresh of its upstream "
+    "dynamic tables)"
+)
+_DELTA_UNITS = {"MINUTE": "minutes", "HOUR": "hours", "DAY": "days"}
 
 
 @dataclass(frozen=True)
 class Freshness:
-    """A dynamic table's freshness (FLIP-435), e.g. ``5 MINUTE``; converts to a full-refresh cron."""
+    """A dynamic table's freshness (FLIP-435), e.g. ``5 MINUTE``; converts to a full-refresh cron.
+
+    ``downstream`` (after Snowflake's ``TARGET_LAG = DOWNSTREAM``) has no cron: the table refreshes
+    after each successful refresh of the dynamic tables it reads.
+    """
 
     amount: int
-    unit: str  # MINUTE | HOUR | DAY
+    unit: str  # MINUTE | HOUR | DAY | DOWNSTREAM (amount 0)
 
     @classmethod
-    def parse(cls, text: str, field: str = "freshness") -> Freshness:
-        m = _FRESHNESS.match(text or "")
+    def parse(cls, text: str | Freshness, field: str = "freshness") -> Freshness:
+        if isinstance(text, Freshness):
+            return text
+        if not isinstance(text, str):
+            raise InvalidFreshness(f"{field}: {text!r} is not a freshness; allowed: {FRESHNESS_RULE}")
+        if text.strip().upper() == _DOWNSTREAM:
+            return DOWNSTREAM
+        m = _FRESHNESS.fullmatch(text)
         if not m:
             raise InvalidFreshness(f"{field}: {text!r} is not a freshness; allowed: {FRESHNESS_RULE}")
-        amount, unit = int(m.group(1)), m.group(2).upper()
-        ok = (
-            (unit == "MINUTE" and amount >= 1 and 60 % amount == 0)
-            or (unit == "HOUR" and amount >= 1 and 24 % amount == 0)
-            or (unit == "DAY" and amount == 1)
-        )
-        if not ok:
-            why = "Airflow's cron has no seconds field; " if unit == "SECOND" else ""
+        digits = m.group(1) or m.group(2) or m.group(3)
+        unit = m.group(4).upper()
+        if unit == "SECOND":
             raise InvalidFreshness(
-                f"{field}: {text!r} cannot be a full-refresh cron; {why}allowed: {FRESHNESS_RULE}"
+                f"{field}: {text!r} cannot be a full-refresh cron: Airflow's cron has no seconds field; "
+                f"use MINUTE (allowed for MINUTE: {_listed('MINUTE')}); allowed: {FRESHNESS_RULE}"
+            )
+        allowed = FRESHNESS_ALLOWED[unit]
+        amount = int(digits) if len(digits) <= 6 else 0  # a 7-digit amount is never allowed
+        if amount not in allowed:
+            what = {"MINUTE": "divide 60", "HOUR": "divide 24", "DAY": "be exactly 1"}[unit]
+            raise InvalidFreshness(
+                f"{field}: {text!r} cannot be a full-refresh cron: a freshness in {unit}S must {what}; "
+                f"allowed for {unit}: {_listed(unit)}"
             )
         return cls(amount, unit)
 
-    def to_cron(self) -> str:
-        if self.unit == "MINUTE":
+    @property
+    def is_downstream(self) -> bool:
+        return self.unit == _DOWNSTREAM
+
+    @property
+    def delta(self) -> timedelta:
+        """The period as a duration (0 for ``downstream``)."""
+        if self.is_downstream:
+            return timedelta(0)
+        return timedelta(**{_DELTA_UNITS[self.unit]: self.amount})
+
+    def to_cron(self) -> str | None:
+        """The full-refresh cron (UTC), or None for ``downstream``."""
+        if self.is_downstream:
+            return None
+        if self.unit == "MINUTE" and self.amount < 60:
             return "* * * * *" if self.amount == 1 else f"*/{self.amount} * * * *"
-        if self.unit == "HOUR":
-            return "0 * * * *" if self.amount == 1 else f"0 */{self.amount} * * *"
+        if self.unit == "MINUTE" or (self.unit == "HOUR" and self.amount == 1):
+            return "0 * * * *"
+        if self.unit == "HOUR" and self.amount < 24:
+            return f"0 */{self.amount} * * *"
         return "0 0 * * *"
 
     def __str__(self) -> str:
-        return f"{self.amount} {self.unit}"
+        return _DOWNSTREAM if self.is_downstream else f"{self.amount} {self.unit}"
+
+
+DOWNSTREAM = Freshness(0, _DOWNSTREAM)
+
+
+def _listed(unit: str) -> str:
+    return ", ".join(str(n) for n in FRESHNESS_ALLOWED[unit])
