@@ -69,6 +69,12 @@ class RunRequest:
     task_id: str | None = None
     try_number: int | None = None
     holder: str = "cli"
+    # Recorded on a new process row (a refresh's trigger, schedule time, partitions, options); a row
+    # that already exists keeps its own.
+    parameters: dict[str, Any] | None = None
+    # Whether a failure of this run is final (no Airflow retry follows): only then does it count
+    # towards a dynamic table's suspend-after-failures.
+    last_try: bool = True
 
 
 @dataclass
@@ -135,13 +141,21 @@ class ProcessRunner:
         # Lease holders are unique per runner: two workers given the same ``holder`` name (two CLI
         # runs) must never both believe they hold the table, nor release each other's lease.
         self._token = uuid.uuid4().hex[:8]
+        #: What the factory's ``on_finished`` returned for the last run (a dynamic table's state).
+        self.finished_state: Any = None
+        self._failed_here = False
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
         """Run (or resume, or reuse) the process for ``req``. A database error becomes
         :class:`StoreUnreachable` naming the store (host:port, never the password)."""
+        self._failed_here = False
         try:
-            return self._run(req)
+            outcome = self._run(req)
+        except JobFailed as e:
+            if self._failed_here and req.last_try and not isinstance(e, WorkerSuperseded | StoreUnreachable):
+                self._finished(req, None, str(e))
+            raise
         except DBAPIError as e:
             raise StoreUnreachable(
                 f"the store at {_where(self.store)} failed or was unreachable while running {req.action} on "
@@ -149,13 +163,38 @@ class ProcessRunner:
                 f"{str(e.orig or e).strip().splitlines()[0] if str(e.orig or e).strip() else ''}; "
                 "nothing more was recorded, and the next try recovers the process"
             ) from e
+        if not outcome.reused:
+            self._finished(req, outcome, None)
+        return outcome
+
+    def _finished(self, req: RunRequest, outcome: RunOutcome | None, error: str | None) -> None:
+        """Tell the factory how the process ended (a dynamic table counts failures, fills its schema).
+        Never fails the run: the process row already holds the outcome."""
+        try:
+            table = self.store.tables.get(req.table_id)
+            factory = self.factories.for_action(table.format, req.action)
+            hook = getattr(factory, "on_finished", None)
+            if hook is None:
+                return
+            process = outcome.process if outcome is not None else self._process_of(req)
+            if process is None:
+                return
+            self.finished_state = hook(self.store, process, outcome.summary if outcome else None, error)
+        except Exception:  # noqa: BLE001
+            log.warning("tablemgmt: recording the outcome of %s on %s failed", req.action, req.table_id,
+                        exc_info=True)  # fmt: skip
+
+    def _process_of(self, req: RunRequest) -> Process | None:
+        return self.store.processes.find(req.table_id, req.action, req.instant)
 
     def _run(self, req: RunRequest) -> RunOutcome:
         table = self.store.tables.get(req.table_id)
         catalog = self.store.catalogs.get(table.catalog)
         action = ACTIONS.get(req.action)
         factory = self.factories.for_action(table.format, action.name)
-        params = {"airflow_try": req.try_number} if req.try_number is not None else {}
+        params = dict(req.parameters or {})
+        if req.try_number is not None:
+            params["airflow_try"] = req.try_number
         process, created = self.store.processes.open(
             req.table_id, req.action, req.instant,
             parameters=params, dag_id=req.dag_id, run_id=req.run_id, task_id=req.task_id,
@@ -262,20 +301,23 @@ class ProcessRunner:
             last_snapshot_id=last.snapshot_id if last else None,
             last_success=last,
         )
+        trigger_process = getattr(factory, "trigger_process", None)
         try:
-            job = (
-                factory.recover(table, process, ctx)
-                if recovering
-                else factory.trigger(table, req.action, ctx)
-            )
+            if trigger_process is not None:  # a factory that reads the store (dynamic tables)
+                job = trigger_process(self.store, table, process, ctx)
+            elif recovering:
+                job = factory.recover(table, process, ctx)
+            else:
+                job = factory.trigger(table, req.action, ctx)
         except RecoverProcessFailed as e:
             abandoned = self.store.processes.transition(
                 process.id, S.FAILED, expected=S.PENDING, attempt=attempt, failure_reason=f"abandoned: {e}"
             )
             observability.process_finished(abandoned, 0.0)
             raise
-        if job is None:
-            summary = {"skipped": True, "reason": "nothing to do"}
+        if job is None or isinstance(job, dict):
+            summary = {"skipped": True, "reason": "nothing to do"} if job is None else dict(job)
+            summary = _complete_summary(factory, process, summary, None, 0.0)
             self._claimed_at = time.monotonic()
             observability.process_started(process)
             for to, expected in ((S.SUBMITTED, S.PENDING), (S.RUNNING, S.SUBMITTED), (S.SUCCESS, S.RUNNING)):
@@ -352,7 +394,9 @@ class ProcessRunner:
                 "the kill "
                 "took effect, and its result was not recorded (the row belongs to another attempt)"
             )
-        summary = result.summary or {}
+        summary = _complete_summary(
+            factory, process, result.summary or {}, result.application_id, result.duration_seconds
+        )
         current = self.store.processes.get(process.id)
         if current.attempt == attempt and current.status == S.SUBMITTED:
             self.store.processes.transition(
@@ -401,6 +445,7 @@ class ProcessRunner:
         return time.monotonic() - self._claimed_at
 
     def _fail(self, process: Process, reason: str) -> None:
+        self._failed_here = True
         try:
             failed = self.store.processes.transition(
                 process.id, S.FAILED, expected=(S.PENDING, S.SUBMITTED, S.RUNNING, S.CANCELING),
@@ -545,6 +590,19 @@ class ProcessRunner:
                 return self._run(req)
             poll.wait(min(2.0, max(0.05, self.heartbeat_every.total_seconds())))
         raise JobFailed(f"process {process.id}: gave up waiting for the worker running it")
+
+
+def _complete_summary(
+    factory: Any,
+    process: Process,
+    summary: dict[str, Any],
+    application_id: str | None,
+    duration: float | None,
+) -> dict[str, Any]:
+    complete = getattr(factory, "complete_summary", None)
+    if complete is None:
+        return summary
+    return dict(complete(process, summary, application_id=application_id, duration_seconds=duration))
 
 
 def _attempt_prefix(p: Process) -> str:

@@ -13,6 +13,7 @@ from importlib.metadata import entry_points
 from airflow_tablemgmt.core.errors import ActionNotSupported
 from airflow_tablemgmt.core.factory import ProcessFactory
 from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.factories.dynamic import DynamicTableProcessFactory
 from airflow_tablemgmt.factories.iceberg import IcebergProcessFactory
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class FactoryRegistry:
 def load_factories(group: str = ENTRY_POINT_GROUP) -> FactoryRegistry:
     registry = FactoryRegistry()
     registry.add(IcebergProcessFactory())
+    registry.add(DynamicTableProcessFactory())
     for ep in entry_points(group=group):
         try:
             obj = ep.load()

@@ -143,6 +143,12 @@ class DynamicTableRepository:
             rows = conn.execute(stmt).all()
         return [_to_dynamic(r) for r in rows]
 
+    def _live_ids(self) -> set[str]:
+        """Ids of the live dynamic tables (a downstream table's upstreams are among them)."""
+        stmt = select(_T.c.table_id).where(_T.c.deleted_at.is_(None), _T.c.dynamic.is_not(None))
+        with self._engine.connect() as conn:
+            return set(conn.execute(stmt).scalars())
+
     # -- writes ---------------------------------------------------------------------------------
     def upsert(
         self, definition: DynamicTableSpec, owner: Owner = Owner.STORE, *, state: str | None = None
@@ -155,10 +161,10 @@ class DynamicTableRepository:
         """
         owner = Owner(owner)
         definition = _spec_class().model_validate(_definition_doc(definition))
-        columns = _columns_of(_validated(definition.table_spec()))
         doc = _definition_doc(definition)
         table_id = definition.id
         for _ in range(_RETRIES):
+            columns = _columns_of(_validated(definition.table_spec(self._live_ids())))
             with self._engine.connect() as conn:
                 row = conn.execute(select(_T).where(_T.c.table_id == table_id)).first()
             now = utcnow()

@@ -1,0 +1,273 @@
+"""DynamicTableProcessFactory: a dynamic table's ``refresh`` (FLIP-435), as a Spark job or as NO_DATA.
+
+A refresh process carries what asked for it in its ``parameters`` (trigger, is_periodic,
+schedule_time, static_partitions, dynamic_options: the DAG run's conf, or the CLI's arguments). From
+them and the stored definition this factory builds the job options DT-SPARK's ``refresh`` takes:
+
+* a table still CREATING (or a CREATION trigger): ``mode: create`` (create the Iceberg table from the
+  query's schema, then its first refresh; on failure the job drops what it created);
+* a periodic refresh with date formatters: the partitions ``format(scheduleTime - freshness)``;
+  static partitions given by a manual refresh: exactly those; otherwise the whole table;
+* a *periodic full* refresh whose source tables have no snapshot newer than the ones the last
+  successful refresh read: no job at all, a process with ``refresh_action: NO_DATA`` (pyiceberg reads
+  the snapshot pointers; no JVM). Partition refreshes for a new schedule time always run.
+
+The process ``summary`` gets Snowflake's refresh-history columns (:func:`complete_summary`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.errors import ActionNotSupported
+from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
+from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.process import Process
+from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.core.dynamic import DynamicTableSpec
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.dynamic import DynamicTable
+
+log = logging.getLogger(__name__)
+
+REFRESH = "refresh"
+SCHEDULE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+# The DAG's schedule comes from the refresh action's own settings (the freshness cron); this interval
+# is only the strategy's required default. Refreshes read other tables: never gated on the table's own
+# new snapshots.
+STRATEGY = TriggerStrategy(Interval.parse("1h"), on_new_snapshot=False, parallelism=4)
+
+
+def _definition_doc(definition: DynamicTableSpec) -> dict[str, Any]:
+    return definition.model_dump(mode="json", by_alias=True)
+
+
+def job_options(
+    definition: DynamicTableSpec,
+    mode: str,
+    *,
+    partition_values: dict[str, str] | None = None,
+    recreate: bool = False,
+    dynamic_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``refresh`` job's options (the contract with ``spark/refresh.py``)."""
+    doc = _definition_doc(definition)
+    return {
+        "mode": mode,
+        "query": definition.query,
+        "partitioned_by": list(definition.partitioned_by),
+        "partition_values": dict(partition_values or {}),
+        "expected_schema": doc.get("schema"),
+        "recreate": bool(recreate),
+        "source_tables": list(definition.source_tables or []),
+        "dynamic_options": dict(dynamic_options or {}),
+    }
+
+
+def _job(definition: DynamicTableSpec, catalog: CatalogSpec, options: dict[str, Any]) -> JobSpec:
+    return JobSpec(
+        table={"catalog": definition.catalog, "namespace": definition.namespace, "name": definition.name},
+        catalog=catalog.model_dump(mode="json", by_alias=True),
+        action=REFRESH,
+        options=options,
+    )
+
+
+def analyse_job(definition: DynamicTableSpec, catalog: CatalogSpec) -> JobSpec:
+    """Spark's analysis of the query (schema, source tables); creates nothing."""
+    return _job(definition, catalog, job_options(definition, "analyse"))
+
+
+def drop_job(definition: DynamicTableSpec, catalog: CatalogSpec) -> JobSpec:
+    """Drop the table and purge its files (``drop --purge``)."""
+    return _job(definition, catalog, job_options(definition, "drop"))
+
+
+def parse_schedule_time(value: Any, fallback: datetime) -> datetime:
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.strptime(value, SCHEDULE_TIME_FORMAT)
+        except ValueError:
+            parsed = datetime.fromisoformat(value)
+        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    return fallback
+
+
+def is_scheduled(process: Process) -> bool:
+    return str(process.parameters.get("trigger") or "SCHEDULED") == "SCHEDULED"
+
+
+class DynamicTableProcessFactory:
+    """The ``refresh`` action of dynamic tables. The job is DT-SPARK's ``refresh`` maintainer."""
+
+    name = "dynamic-tables"
+
+    def supported_actions(self) -> dict[TableFormat, set[str]]:
+        return {TableFormat.ICEBERG: {REFRESH}}
+
+    def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy:
+        if format != TableFormat.ICEBERG or action != REFRESH:
+            raise ActionNotSupported(
+                f"the dynamic-tables factory does not support {format}/{action}; supported: {REFRESH}"
+            )
+        return STRATEGY
+
+    # The protocol's entry points: without the store they cannot see the definition, so the lifecycle
+    # calls :meth:`trigger_process`; these answer for callers that only know the protocol.
+    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
+        raise ActionNotSupported(
+            f"refresh of {table.id}: a dynamic table's refresh needs its definition from the store; "
+            "run it through the process lifecycle (ProcessRunner), which calls trigger_process"
+        )
+
+    def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
+        return self.trigger(table, process.action, context)  # type: ignore[return-value]
+
+    # -- what the lifecycle calls ----------------------------------------------------------------------
+    def trigger_process(
+        self, store: Store, table: TableSpec, process: Process, context: TriggerContext
+    ) -> JobSpec | dict[str, Any]:
+        """The job for this refresh process, or (no job) the summary of a NO_DATA refresh.
+
+        A recovering attempt gets the same job: a refresh overwrites atomically, so running it again
+        is safe; a creation drops what it created on failure and runs again from scratch.
+        """
+        from airflow_tablemgmt.store.dynamic import CREATING
+
+        dt = store.dynamic.get(table.id)
+        params = process.parameters
+        trigger = str(params.get("trigger") or "SCHEDULED")
+        is_periodic = bool(params.get("is_periodic", trigger == "SCHEDULED"))
+        schedule_time = parse_schedule_time(params.get("schedule_time"), process.instant)
+        options = {**dt.dynamic_options, **dict(params.get("dynamic_options") or {})}
+        definition = dt.definition
+        if dt.state == CREATING or trigger == "CREATION":
+            return _job(
+                definition,
+                context.catalog,
+                job_options(
+                    definition, "create", recreate=bool(params.get("recreate")), dynamic_options=options
+                ),
+            )
+        static = {str(k): str(v) for k, v in dict(params.get("static_partitions") or {}).items()}
+        if static:
+            values = static
+        elif is_periodic:
+            values = definition.partition_values(schedule_time)
+        else:
+            values = {}
+        if is_periodic and not values:
+            no_data = self._no_data(store, dt, context)
+            if no_data is not None:
+                return no_data
+        return _job(
+            definition,
+            context.catalog,
+            job_options(definition, "refresh", partition_values=values, dynamic_options=options),
+        )
+
+    def _no_data(self, store: Store, dt: DynamicTable, context: TriggerContext) -> dict[str, Any] | None:
+        """The NO_DATA summary when no source table changed since the last successful refresh."""
+        last = context.last_success
+        sources = list(dt.definition.source_tables or [])
+        if last is None or not sources or not isinstance((last.summary or {}).get("source_snapshots"), dict):
+            return None
+        last_snapshots = {str(k): v for k, v in last.summary["source_snapshots"].items()}  # type: ignore[index]
+        if set(last_snapshots) != set(sources):
+            return None  # the query's sources changed (altered query): refresh
+        started = time.perf_counter()
+        try:
+            current = current_source_snapshots(store, sources)
+            from airflow_tablemgmt.metadata.dynamic import has_new_data
+
+            changed = has_new_data(last_snapshots, current)
+        except Exception:  # noqa: BLE001 - when in doubt, refresh (a wasted job, never a stale table)
+            log.warning("tablemgmt: NO_DATA check for %s failed; refreshing", dt.id, exc_info=True)
+            return None
+        if changed:
+            return None
+        took = round(time.perf_counter() - started, 6)
+        log.info("tablemgmt: %s: no source table changed since process %s: NO_DATA", dt.id, last.id)
+        return {
+            "refresh_action": "NO_DATA",
+            "source_snapshots": current,
+            "partitions_written": [],
+            "rows_written": 0,
+            "application_id": None,
+            "no_data_check_seconds": took,
+            "reason": f"no source table has a snapshot newer than those refresh {last.id} read",
+        }
+
+    def complete_summary(
+        self,
+        process: Process,
+        summary: dict[str, Any],
+        *,
+        application_id: str | None = None,
+        duration_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Snowflake's refresh-history columns on the summary (which is also the task's XCom)."""
+        params = process.parameters
+        out = dict(summary)
+        out.setdefault("refresh_action", "FULL")
+        out["trigger"] = str(params.get("trigger") or "SCHEDULED")
+        out["schedule_time"] = params.get("schedule_time") or process.instant.astimezone(UTC).strftime(
+            SCHEDULE_TIME_FORMAT
+        )
+        out.setdefault("source_snapshots", {})
+        out.setdefault("partitions_written", [])
+        out.setdefault("rows_written", 0)
+        if out.get("application_id") is None:
+            out["application_id"] = application_id
+        if out.get("duration_seconds") is None:
+            out["duration_seconds"] = duration_seconds
+        return out
+
+    def on_finished(
+        self, store: Store, process: Process, summary: dict[str, Any] | None, error: str | None
+    ) -> DynamicTable | None:
+        """Record the outcome on the table: a success makes a CREATING table ACTIVE (with the schema
+        and source tables the creation found) and clears the failure count; a failed scheduled refresh
+        counts towards ``suspend-after-failures``."""
+        from airflow_tablemgmt.store.dynamic import CREATING
+
+        try:
+            dt = store.dynamic.get(process.table_id)
+        except Exception:  # noqa: BLE001 - dropped meanwhile: nothing to record
+            return None
+        if summary is not None and (summary.get("schema") or summary.get("source_tables") is not None):
+            doc = _definition_doc(dt.definition)
+            if summary.get("schema"):
+                doc["schema"] = summary["schema"]
+            if summary.get("source_tables") is not None:
+                doc["source-tables"] = list(summary["source_tables"])
+            if dt.state == CREATING or doc != _definition_doc(dt.definition):
+                definition = type(dt.definition).model_validate(doc)
+                store.dynamic.upsert(definition, dt.managed_by)
+        return store.dynamic.record_result(
+            process.table_id, success=error is None, scheduled=is_scheduled(process), reason=error
+        )
+
+
+def current_source_snapshots(store: Store, table_ids: list[str]) -> dict[str, int | None]:
+    """The current snapshot id of each source table, read with pyiceberg (no JVM)."""
+    from airflow_tablemgmt.metadata.dynamic import current_snapshots
+
+    names = sorted({t.split(".", 1)[0] for t in table_ids})
+    catalogs: dict[str, CatalogSpec] = {}
+    for name in names:
+        spec = store.catalogs.get(name)
+        try:
+            from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+
+            spec = resolve_catalog_spec(spec)
+        except ImportError:  # no Airflow here: the catalog's properties as stored
+            pass
+        catalogs[name] = spec
+    return dict(current_snapshots(catalogs, table_ids))
