@@ -20,12 +20,15 @@ API_VERSION_PATH = "/v1"
 
 
 def create_api_app() -> FastAPI:
-    from airflow_tablemgmt.api import catalogs, processes, tables
+    from airflow_tablemgmt.api import catalogs, dynamic, processes, tables
 
     api = FastAPI(
         title="Table maintenance API",
         version="1",
-        description="Tables, their maintenance actions, processes and health (airflow-tablemgmt).",
+        description=(
+            "Tables, their maintenance actions, processes and health; dynamic tables and their "
+            "FLIP-435 refresh (airflow-tablemgmt)."
+        ),
         dependencies=[Depends(get_user)],
         openapi_url="/openapi.json",
         docs_url="/docs",
@@ -33,7 +36,7 @@ def create_api_app() -> FastAPI:
     )
     init_error_handlers(api)  # Airflow's handlers for its own DB errors
     install_error_handlers(api)  # ours after: every 4xx is {"detail", "field"}
-    for module in (catalogs, tables, processes):
+    for module in (catalogs, tables, processes, dynamic):
         api.include_router(module.router)
     return api
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from airflow.api_fastapi.core_api.security import GetUserDep
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request
 
 from airflow_tablemgmt.api.deps import get_store, user_name
 from airflow_tablemgmt.api.errors import ApiError, status_and_field
@@ -67,6 +67,7 @@ class AirflowSide:
     pause: Callable[[str, bool], None]  # (dag_id, paused)
     dag_state: Callable[[str], tuple[bool | None, datetime | None]]  # dag_id -> (paused, next run)
     spark_master: Callable[[], str | None]
+    find_run: Callable[[str, datetime], str | None]  # (dag_id, logical date) -> the run there, if any
 
 
 def airflow_side(request: Request, user: GetUserDep) -> AirflowSide:
@@ -84,6 +85,7 @@ def airflow_side(request: Request, user: GetUserDep) -> AirflowSide:
         pause=af.set_dag_paused,
         dag_state=state,
         spark_master=af.spark_master,
+        find_run=af.existing_run_id,
     )
 
 
@@ -93,10 +95,13 @@ AirflowDep = Annotated[AirflowSide, Depends(airflow_side)]
 @contextmanager
 def _bad_request() -> Iterator[None]:
     """FLIP-435 answers a bad refresh request with 400: the service's InvalidInput, same message."""
+    from airflow_tablemgmt.services.dynamic import PERIODIC_NEEDS_SCHEDULE_TIME
+
     try:
         yield
     except InvalidInput as e:
-        raise ApiError(400, status_and_field(e)[1], str(e)) from None
+        field = "scheduleTime" if str(e) == PERIODIC_NEEDS_SCHEDULE_TIME else status_and_field(e)[1]
+        raise ApiError(400, field, str(e)) from None
 
 
 def _svc() -> Any:
@@ -108,70 +113,42 @@ def _svc() -> Any:
 # -- views -------------------------------------------------------------------------------------------
 
 
-def _snapshots(value: Any) -> dict[str, str | None]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(k): (str(v) if v is not None else None) for k, v in value.items()}
-
-
 def refresh_out(p: Process) -> RefreshOut:
-    """A refresh process in Snowflake's history columns: the summary once it ran, else its parameters."""
-    s: dict[str, Any] = dict(p.summary or {})
-    params: dict[str, Any] = dict(p.parameters or {})
-    reason = p.failure_reason or s.get("reason")
-    return RefreshOut(
-        job_id=str(p.id),
-        state=p.status,
-        reason=reason,
-        trigger=s.get("trigger") or params.get("trigger"),
-        refresh_action=s.get("refresh_action"),
-        schedule_time=s.get("schedule_time") or params.get("schedule_time") or p.instant.isoformat(),
-        source_snapshots=_snapshots(s.get("source_snapshots")),
-        partitions_written=list(s.get("partitions_written") or []),
-        rows_written=s.get("rows_written"),
-        duration_seconds=s.get("duration_seconds"),
-        application_id=s.get("application_id") or p.external_id,
-        attempt=p.attempt,
-        dag_run_id=p.run_id,
-        started_at=p.started_at,
-        finished_at=p.finished_at,
-    )
+    """A refresh process in Snowflake's history columns: the service's own row (the CLI prints it too),
+    snapshot ids as strings (they exceed 2^53), plus the DAG run."""
+    row = _svc().history_row(p)
+    snapshots = row.get("source_snapshots") or {}
+    row["source_snapshots"] = {str(k): (str(v) if v is not None else None) for k, v in snapshots.items()}
+    return RefreshOut(**row, dag_run_id=p.run_id)
 
 
-def _cron(dt: DynamicTable) -> str | None:
-    freshness = dt.definition.freshness
-    return freshness.to_cron() if hasattr(freshness, "to_cron") else None
-
-
-def _last_refresh(store: Store, table_id: str) -> RefreshOut | None:
-    last = store.processes.list(table_id=table_id, action=REFRESH, limit=1)
-    return refresh_out(last[0]) if last else None
-
-
-def summary_out(store: Store, dt: DynamicTable) -> DynamicTableSummaryOut:
+def summary_out(view: Any) -> DynamicTableSummaryOut:
+    """``view``: the service's ``DynamicTableView``."""
+    dt: DynamicTable = view.table
     return DynamicTableSummaryOut(
         table=dt.id,
         state=str(dt.state),
-        freshness=str(dt.definition.freshness),
-        cron=_cron(dt),
+        freshness=view.freshness,
+        cron=view.cron,
         managed_by=str(dt.managed_by),
-        last_refresh=_last_refresh(store, dt.id),
+        last_refresh=refresh_out(view.last_refresh) if view.last_refresh is not None else None,
     )
 
 
 def table_out(
-    store: Store, dt: DynamicTable, airflow: AirflowSide, outcome: str | None = None
+    store: Store, table_id: str, airflow: AirflowSide, outcome: str | None = None
 ) -> DynamicTableOut:
-    dag_id = refresh_dag_id(dt.id)
-    paused, next_run = airflow.dag_state(dag_id)
+    view = _svc().get(store, table_id)
+    dt: DynamicTable = view.table
+    paused, next_run = airflow.dag_state(view.dag_id)
     return DynamicTableOut(
-        **summary_out(store, dt).model_dump(),
+        **summary_out(view).model_dump(),
         definition=dt.definition.model_dump(mode="json", by_alias=True, exclude_none=True),
-        dag_id=dag_id,
+        dag_id=view.dag_id,
         paused=paused,
         next_run=next_run,
         consecutive_failures=dt.consecutive_failures,
-        suspend_after_failures=int(getattr(dt.definition, "suspend_after_failures", 5)),
+        suspend_after_failures=int(dt.definition.suspend_after_failures),
         suspended_reason=dt.suspended_reason,
         dynamic_options=dict(dt.dynamic_options),
         outcome=outcome,  # type: ignore[arg-type]
@@ -189,73 +166,86 @@ def list_dynamic_tables(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> DynamicTablePage:
     """Dynamic tables by id, with state, freshness, cron and last refresh."""
-    tables = list(_svc().list_(store))
+    views = list(_svc().list_(store))
     if state is not None:
         allowed = ("CREATING", "ACTIVE", "SUSPENDED")
         if state.upper() not in allowed:
             raise ApiError(422, "state", f"state: {state!r} is not a state; allowed: {', '.join(allowed)}")
-        tables = [t for t in tables if str(t.state) == state.upper()]
-    page = tables[offset : offset + limit]
+        views = [v for v in views if str(v.table.state) == state.upper()]
     return DynamicTablePage(
-        items=[summary_out(store, t) for t in page], total=len(tables), limit=limit, offset=offset
+        items=[summary_out(v) for v in views[offset : offset + limit]],
+        total=len(views),
+        limit=limit,
+        offset=offset,
     )
 
 
 @router.post("", response_model=DynamicTableOut, status_code=201, responses=_WRITE)
-def create(
-    body: DynamicTableIn, request: Request, user: GetUserDep, store: StoreDep, airflow: AirflowDep
-) -> DynamicTableOut:
+def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
     """Declare a dynamic table: Spark analyses the query, creates the Iceberg table (schema and partition
     spec from the query) and runs the first refresh (trigger CREATION) before this answers; a failure
     leaves nothing behind. Needs edit permission on the table's refresh DAG."""
     definition = body.definition()
-    airflow.authorize("PUT", refresh_dag_id(_declared_id(definition)), False)
-    dt, _process = _svc().create(store, definition, _runner())
-    return table_out(store, dt, airflow, "created")
+    airflow.authorize("PUT", refresh_dag_id(_svc().parse_definition(definition).id), False)
+    dt, _process = _svc().create(store, definition)
+    return table_out(store, dt.id, airflow, "created")
 
 
 @router.get("/{table_id}", response_model=DynamicTableOut, responses={404: {}})
 def get_one(table_id: TableId, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
     """Definition, state, freshness, cron, the refresh DAG's state and the last refresh."""
-    return table_out(store, _svc().get(store, table_id), airflow)
+    return table_out(store, table_id, airflow)
 
 
 @router.get("/{table_id}/history", response_model=list[RefreshOut], responses={404: {}})
 def history(
     table_id: TableId, store: StoreDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> list[RefreshOut]:
-    """Refreshes, newest schedule time first (Snowflake's refresh-history columns)."""
+    """Refreshes, newest schedule time first (Snowflake's refresh-history columns); history outlives a drop."""
     return [refresh_out(p) for p in _svc().history(store, table_id, limit)]
 
 
 @router.post("/{table_id}/refresh", response_model=RefreshJobOut, responses=_WRITE)
-def refresh(
-    table_id: TableId, body: RefreshIn, store: StoreDep, airflow: AirflowDep, response: Response
-) -> RefreshJobOut:
+def refresh(table_id: TableId, body: RefreshIn, store: StoreDep, airflow: AirflowDep) -> RefreshJobOut:
     """FLIP-435's refresh: submit a refresh of the table for ``scheduleTime`` and answer its job.
     Needs permission to trigger the table's refresh DAG."""
     svc = _svc()
-    svc.get(store, table_id)  # 404 before the permission check, as run-now does
+    view = svc.get(store, table_id)  # 404 before the permission check, as run-now does
     dag_id = refresh_dag_id(table_id)
     airflow.authorize("POST", dag_id, True)
+    # Checked before the service opens the refresh's process, so an early request leaves no failed job
+    # behind for its schedule time: a suspended table's DAG is paused (its run would wait for resume),
+    # and a DAG Airflow has not parsed yet cannot take a run.
+    if str(view.table.state) == "SUSPENDED":
+        raise ApiError(
+            409,
+            "state",
+            f"state: dynamic table {table_id} is suspended ({view.table.suspended_reason or 'no reason'}); "
+            "resume it first (POST .../resume)",
+        )
+    if airflow.dag_state(dag_id)[0] is None:
+        raise ApiError(
+            404,
+            "table_id",
+            f"table_id: Airflow has no DAG {dag_id} yet; the dag processor parses a new dynamic table's "
+            "DAG within [dag_processor] refresh_interval, try again then",
+        )
     with _bad_request():
         done = svc.refresh(
             store,
             table_id,
             is_periodic=body.isPeriodic,
             schedule_time=body.scheduleTime,
-            static_partitions=dict(body.staticPartitions),
-            dynamic_options=dict(body.dynamicOptions),
+            static_partitions=body.staticPartitions,
+            dynamic_options=body.dynamicOptions,
             trigger=airflow.trigger,
         )
-    info: Mapping[str, Any] = getattr(done, "cluster_info", None) or {}
+    # A reused process may predate its run id in the store: the run is Airflow's at that instant.
+    run_id = done.run_id or done.process.run_id or airflow.find_run(dag_id, done.process.instant)
     return RefreshJobOut(
-        jobId=str(done.process.id),
-        dagRunId=done.run_id,
-        clusterInfo=ClusterInfoOut(
-            master=info.get("master") or airflow.spark_master(),
-            applicationId=info.get("applicationId") or info.get("application_id") or done.process.external_id,
-        ),
+        jobId=done.process.id,
+        dagRunId=run_id,
+        clusterInfo=ClusterInfoOut(master=airflow.spark_master(), applicationId=done.process.external_id),
     )
 
 
@@ -264,34 +254,34 @@ def suspend(table_id: TableId, store: StoreDep, airflow: AirflowDep) -> DynamicT
     """Pause the refresh DAG and mark the table SUSPENDED; suspending a suspended table is a 409."""
     _svc().get(store, table_id)
     airflow.authorize("PUT", refresh_dag_id(table_id), False)
-    dt = _svc().suspend(store, table_id, airflow.pause)
-    return table_out(store, dt, airflow, "suspended")
+    _svc().suspend(store, table_id, airflow.pause)
+    return table_out(store, table_id, airflow, "suspended")
 
 
-@router.post("/{table_id}/resume", response_model=DynamicTableOut, responses={404: {}, 409: {}})
+@router.post("/{table_id}/resume", response_model=DynamicTableOut, responses=_WRITE)
 def resume(
     table_id: TableId, store: StoreDep, airflow: AirflowDep, body: ResumeIn | None = None
 ) -> DynamicTableOut:
-    """Unpause the refresh DAG, clear the failure count; ``dynamic_options`` apply to later refreshes."""
+    """Unpause the refresh DAG and clear the failure count; ``dynamic_options`` apply to later
+    refreshes. Resuming a table that is not suspended is a 409."""
     _svc().get(store, table_id)
     airflow.authorize("PUT", refresh_dag_id(table_id), False)
     options = body.dynamic_options if body is not None else None
-    dt = _svc().resume(store, table_id, airflow.pause, dynamic_options=options)
-    return table_out(store, dt, airflow, "resumed")
+    _svc().resume(store, table_id, airflow.pause, dynamic_options=options)
+    return table_out(store, table_id, airflow, "resumed")
 
 
 @router.patch("/{table_id}", response_model=DynamicTableOut, responses=_WRITE)
 def alter(table_id: TableId, body: AlterIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
-    """Change the freshness (the DAG is rescheduled) or the query (the next refresh uses it; a different
-    schema is an error unless ``recreate``)."""
+    """Change the freshness (the DAG is rescheduled) or the query (Spark analyses it now; the next
+    refresh uses it; a different schema is an error unless ``recreate``). A table declared in
+    tables.yaml answers 409."""
     _svc().get(store, table_id)
     airflow.authorize("PUT", refresh_dag_id(table_id), False)
     if body.freshness is None and body.query is None:
         raise ApiError(422, "body", "body: give freshness, query or both; nothing to alter")
-    dt = _svc().alter(
-        store, table_id, freshness=body.freshness, query=body.query, recreate=body.recreate, runner=_runner()
-    )
-    return table_out(store, dt, airflow, "altered")
+    _svc().alter(store, table_id, freshness=body.freshness, query=body.query, recreate=body.recreate)
+    return table_out(store, table_id, airflow, "altered")
 
 
 @router.delete("/{table_id}", response_model=DroppedOut, responses={404: {}, 409: {}})
@@ -301,26 +291,9 @@ def drop(
     airflow: AirflowDep,
     purge: Annotated[bool, Query(description="also drop the Iceberg table and its data")] = False,
 ) -> DroppedOut:
-    """Drop the dynamic table's workflow (its DAG is paused, its history stays); the Iceberg table only
-    with ``purge=true``."""
+    """Remove the workflow first (the refresh DAG is paused, the registration removed; history stays),
+    then, only with ``purge=true``, the Iceberg table. A table declared in tables.yaml answers 409."""
     _svc().get(store, table_id)
     airflow.authorize("DELETE", refresh_dag_id(table_id), False)
-    _svc().drop(store, table_id, purge=purge, runner=_runner() if purge else None, pauser=airflow.pause)
+    _svc().drop(store, table_id, purge=purge, pauser=airflow.pause)
     return DroppedOut(table=table_id, dropped=True, purged=purge)
-
-
-# -- helpers -----------------------------------------------------------------------------------------
-
-
-def _declared_id(definition: Mapping[str, Any]) -> str | None:
-    """The id a create body names, for the permission check (the service validates it)."""
-    ident = definition.get("identifier")
-    if isinstance(ident, str) and ident:
-        return ident
-    parts = [definition.get(k) for k in ("catalog", "namespace", "name")]
-    return ".".join(parts) if all(isinstance(p, str) and p for p in parts) else None  # type: ignore[arg-type]
-
-
-def _runner() -> Any:
-    """The Spark runner for create / alter / purge: the services' default job path (spark_default)."""
-    return _svc().default_runner()

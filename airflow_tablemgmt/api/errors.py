@@ -26,9 +26,10 @@ from airflow_tablemgmt.core.errors import (
     UnreadableCatalog,
     UnreadableTable,
 )
-from airflow_tablemgmt.services.errors import CatalogConflict, DeclarationsRejected
+from airflow_tablemgmt.services.errors import CatalogConflict, Conflict, DeclarationsRejected, NotFound
 from airflow_tablemgmt.services.health import HealthUnavailable
 from airflow_tablemgmt.services.run_now import DuplicateRun
+from airflow_tablemgmt.store.dynamic import DynamicStateChanged, NotADynamicTable
 from airflow_tablemgmt.store.errors import CatalogManagedByCode, StoreUnavailable, TableManagedByStore
 
 
@@ -47,10 +48,14 @@ _MAPPING: list[tuple[type[Exception], int, str]] = [
     (TableNotFound, 404, "table_id"),
     (CatalogNotFound, 404, "catalog"),
     (ProcessNotFound, 404, "process_id"),
+    (NotFound, 404, "table_id"),
+    (NotADynamicTable, 404, "table_id"),
     (TableManagedByCode, 409, "table_id"),
     (CatalogManagedByCode, 409, "name"),
     (TableManagedByStore, 409, "table_id"),
     (CatalogConflict, 409, "catalog"),
+    (Conflict, 409, "table_id"),
+    (DynamicStateChanged, 409, "state"),
     (DuplicateRun, 409, "instant"),
     (IllegalTransition, 409, "status"),
     (UnreadableTable, 409, "table_id"),

@@ -236,7 +236,7 @@ class DynamicTableIn(BaseModel):
 class RefreshOut(BaseModel):
     """One refresh (a process of action ``refresh``) in Snowflake's refresh-history columns."""
 
-    job_id: str = Field(description="the process id")
+    process_id: int = Field(description="the process id (FLIP-435's jobId)")
     state: ProcessStatus
     reason: str | None = Field(description="why it failed (or was canceled)")
     trigger: str | None = Field(description="SCHEDULED, MANUAL or CREATION")
@@ -250,9 +250,9 @@ class RefreshOut(BaseModel):
     duration_seconds: float | None = None
     application_id: str | None = Field(default=None, description="the Spark application id")
     attempt: int
-    dag_run_id: str | None
     started_at: datetime | None
     finished_at: datetime | None
+    dag_run_id: str | None
 
 
 class DynamicTableSummaryOut(BaseModel):
@@ -326,6 +326,6 @@ class ClusterInfoOut(BaseModel):
 class RefreshJobOut(BaseModel):
     """FLIP-435's refresh response: the refresh is submitted (its process exists, its DAG run is queued)."""
 
-    jobId: str = Field(description="the refresh's process id")
-    dagRunId: str
+    jobId: int = Field(description="the refresh's process id")
+    dagRunId: str | None = Field(description="the refresh DAG's run")
     clusterInfo: ClusterInfoOut
