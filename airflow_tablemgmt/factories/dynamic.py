@@ -271,3 +271,29 @@ def current_source_snapshots(store: Store, table_ids: list[str]) -> dict[str, in
             pass
         catalogs[name] = spec
     return dict(current_snapshots(catalogs, table_ids))
+
+
+def run_parameters(
+    state: str, conf: dict[str, Any] | None, run_type: str | None, instant: datetime
+) -> dict[str, Any]:
+    """A refresh task's process parameters from its DAG run: the conf a REST/CLI refresh put there
+    (trigger, is_periodic, schedule_time, static_partitions, dynamic_options), else the run's own kind
+    (a scheduled or upstream-asset run is a periodic SCHEDULED refresh at its logical date; a run
+    triggered by hand without conf is a manual full refresh). A table still CREATING is created by
+    this run (trigger CREATION), whatever started it."""
+    conf = dict(conf or {})
+    default_trigger = (
+        "SCHEDULED" if run_type in (None, "scheduled", "asset_triggered", "backfill") else "MANUAL"
+    )
+    trigger = str(conf.get("trigger") or default_trigger).upper()
+    is_periodic = bool(conf.get("is_periodic", trigger == "SCHEDULED"))
+    if state == "CREATING":
+        trigger, is_periodic = "CREATION", False
+    schedule_time = conf.get("schedule_time") or instant.astimezone(UTC).strftime(SCHEDULE_TIME_FORMAT)
+    return {
+        "trigger": trigger,
+        "is_periodic": is_periodic,
+        "schedule_time": str(schedule_time),
+        "static_partitions": {str(k): str(v) for k, v in dict(conf.get("static_partitions") or {}).items()},
+        "dynamic_options": dict(conf.get("dynamic_options") or {}),
+    }

@@ -9,7 +9,7 @@ from typing import Any
 from airflow.exceptions import AirflowException
 from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_tablemgmt import lifecycle, observability
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
@@ -89,6 +89,7 @@ class TableMaintenanceOperator(BaseOperator):
         except Exception:  # noqa: BLE001 - housekeeping for other rows never fails this task
             self.log.warning("tablemgmt: reaping stale processes failed", exc_info=True)
         ti = context["ti"]
+        parameters = self._refresh_parameters(store, context) if self.action == "refresh" else None
         request = RunRequest(
             table_id=self.table,
             action=self.action,
@@ -98,6 +99,8 @@ class TableMaintenanceOperator(BaseOperator):
             task_id=ti.task_id,
             try_number=ti.try_number,
             holder=f"{ti.dag_id}/{ti.run_id}/{ti.task_id}/{ti.try_number}",
+            parameters=parameters,
+            last_try=ti.try_number is None or ti.try_number > (self.retries or 0),
         )
         try:
             outcome = self._runner.run(request)
@@ -110,8 +113,37 @@ class TableMaintenanceOperator(BaseOperator):
         except ProcessCanceled as e:  # a cancel is final: retrying would only fail again
             raise AirflowFailException(f"tablemgmt: {e}") from e
         except TableMgmtError as e:
+            suspended = getattr(self._runner.finished_state, "suspended_reason", None)
+            if suspended and getattr(self._runner.finished_state, "state", None) == "SUSPENDED":
+                # Task code cannot pause its DAG (no metadata-DB access under Airflow 3): the table is
+                # SUSPENDED in the store, and every later scheduled run skips without running.
+                self.log.error("tablemgmt: %s is now SUSPENDED: %s", self.table, suspended)
+                raise AirflowFailException(
+                    f"tablemgmt: {e}; {self.table} is now suspended: {suspended}"
+                ) from e
             raise AirflowException(str(e)) from e
         return outcome.summary
+
+    def _refresh_parameters(self, store: Any, context: Any) -> dict[str, Any]:
+        """A dynamic table's refresh: the trigger, schedule time, partitions and options of this run
+        (from the DAG run's conf). A scheduled run of a SUSPENDED table skips: suspension pauses the
+        DAG, and this also covers an auto-suspension, which task code cannot pause."""
+        from airflow_tablemgmt.factories.dynamic import run_parameters
+
+        dt = store.dynamic.get(self.table)
+        dag_run = context.get("dag_run")
+        conf = getattr(dag_run, "conf", None) or {}
+        run_type = getattr(dag_run, "run_type", None)
+        run_type = getattr(run_type, "value", run_type)
+        params = run_parameters(
+            str(dt.state), conf, str(run_type) if run_type else None, run_instant(context)
+        )
+        if str(dt.state) == "SUSPENDED" and params["trigger"] == "SCHEDULED":
+            raise AirflowSkipException(
+                f"tablemgmt: dynamic table {self.table} is suspended ({dt.suspended_reason}); "
+                "`tablemgmt dt resume` to refresh it again"
+            )
+        return params
 
     def _wait_for_lease(self, error: LeaseUnavailable, event: dict[str, Any] | None) -> None:
         now = datetime.now(UTC)

@@ -582,7 +582,7 @@ def refresh(
         run_id = trigger(dag_id, instant, conf)
     except Exception as e:
         store.processes.transition(
-            process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING,
+            process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING, attempt=process.attempt,
             failure_reason=f"the refresh DAG run could not be created: {e}",
         )  # fmt: skip
         raise
