@@ -29,6 +29,7 @@ from airflow_tablemgmt.declarations import (
     ReuseValidated,
     begin_parse,
     check_across_files,
+    check_dynamic_tables,
     declaration_paths,
     finish_parse,
     read_declarations_text,
@@ -48,6 +49,12 @@ class _FileSet:
     # Sources loaded from YAML this parse (their record is rewritten after a clean sync).
     parsed: set[str] = field(default_factory=set)
     contexts: dict[str, str] = field(default_factory=dict)
+    # The store's dynamic tables by id (read only when a parsed file declares dynamic tables);
+    # None when they could not be read.
+    stored_dynamic: dict[str, Any] | None = field(default_factory=dict)
+    # Files whose errors depend on more than their bytes (a dynamic table's upstreams): not recorded,
+    # so the next parse checks them again.
+    unrecorded: set[str] = field(default_factory=set)
 
     @property
     def errors(self) -> list[str]:
@@ -121,7 +128,36 @@ def _load_files(
         )
         fs.parsed.add(f.source)
     check_across_files(files)
+    if any(f.dynamic_tables for f in files):
+        _check_dynamic(store, fs)
     return fs
+
+
+def _check_dynamic(store: Any, fs: _FileSet) -> None:
+    """Downstream tables need an upstream, no cycles: checked against the store's dynamic tables too."""
+    try:
+        fs.stored_dynamic = {dt.id: dt for dt in store.dynamic.list()}
+    except Exception as e:  # noqa: BLE001 - the dynamic tables are left out, everything else loads
+        fs.stored_dynamic = None
+        log.warning("could not read the store's dynamic tables", exc_info=True)
+        for f in fs.files:
+            for d in f.dynamic_tables:
+                f.errors.append(
+                    DeclarationError(
+                        f.source,
+                        d.id,
+                        f"{f.source}: dynamic table {d.id}: not synced, the store's dynamic tables "
+                        f"cannot be read: {type(e).__name__}: {e}",
+                    )
+                )
+            ids = {d.id for d in f.dynamic_tables}
+            f.tables = [t for t in f.tables if t.id not in ids]
+            f.dynamic_tables = []
+            fs.unrecorded.add(f.source)
+        return
+    fs.unrecorded |= check_dynamic_tables(
+        fs.files, {tid: dt.definition for tid, dt in fs.stored_dynamic.items()}
+    )
 
 
 def _from_record(
@@ -201,7 +237,8 @@ def _sync_yaml(store: Any, fs: _FileSet, registered: dict[str, Any]) -> tuple[li
                 )
     left_out: set[str] = set()
     to_write: list[TableSpec] = []
-    failed_sources: set[str] = set()
+    failed_sources: set[str] = set(fs.unrecorded)
+    dynamic_ids = {d.id for f in fs.files for d in f.dynamic_tables}
     for f in fs.files:
         for spec in f.tables:
             if spec.catalog in refused:
@@ -211,6 +248,8 @@ def _sync_yaml(store: Any, fs: _FileSet, registered: dict[str, Any]) -> tuple[li
                     f"table {spec.id}: not registered, its catalog {spec.catalog} was refused (see above)"
                 )
                 continue
+            if spec.id in dynamic_ids:
+                continue  # written below, with its definition
             row = registered.get(spec.id)
             if (
                 row is not None
@@ -230,8 +269,39 @@ def _sync_yaml(store: Any, fs: _FileSet, registered: dict[str, Any]) -> tuple[li
                     left_out.add(spec.id)
                     errors.append(f"table {spec.id}: {e}")
             failed_sources |= {f.source for f in fs.files if any(t.id in left_out for t in f.tables)}
+    if dynamic_ids:
+        _sync_dynamic(store, fs, left_out, failed_sources, errors)
     _record_files(store, fs, failed_sources)
     return errors, _prune(store, fs, registered, errors), left_out
+
+
+def _sync_dynamic(
+    store: Any, fs: _FileSet, left_out: set[str], failed_sources: set[str], errors: list[str]
+) -> None:
+    """Upsert the files' changed dynamic tables (owned by code; a new one is CREATING until its
+    first refresh run creates it). Definitions equal to the stored ones cost no write."""
+    stored = fs.stored_dynamic or {}
+    to_write = []
+    for f in fs.files:
+        for d in f.dynamic_tables:
+            if d.id in left_out:
+                continue  # its catalog was refused (see _sync_yaml)
+            dt = stored.get(d.id)
+            if dt is not None and dt.managed_by == Owner.CODE and dt.definition == d:
+                continue
+            to_write.append((f.source, d))
+    if not to_write:
+        return
+    try:
+        store.dynamic.upsert_many([d for _, d in to_write], Owner.CODE)
+    except Exception:  # noqa: BLE001 - find the tables it was about, one by one
+        for source, d in to_write:
+            try:
+                store.dynamic.upsert(d, Owner.CODE)
+            except Exception as e:  # noqa: BLE001
+                left_out.add(d.id)
+                failed_sources.add(source)
+                errors.append(f"dynamic table {d.id}: {e}")
 
 
 def _record_files(store: Any, fs: _FileSet, failed_sources: set[str]) -> None:

@@ -20,7 +20,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from airflow_tablemgmt.core.actions import PLAIN_TABLE
+from airflow_tablemgmt.core.dynamic import DynamicTableSpec, downstream_problem, find_cycle
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec, format_validation_error, short_repr
 
@@ -68,6 +70,11 @@ class LoadedDeclarations:
     entry_digests: dict[str, str] = field(default_factory=dict)
     # How many tables reused their stored validated form instead of validating again.
     reused: int = 0
+    # ``dynamic-tables:`` entries that validated; each one's maintenance view
+    # (``DynamicTableSpec.table_spec()``, action ``refresh``) is also in ``tables``.
+    dynamic_tables: list[DynamicTableSpec] = field(default_factory=list)
+    # The name of every ``dynamic-tables:`` entry, also of those with errors.
+    dynamic_names: set[str] = field(default_factory=set)
 
     def raise_for_errors(self) -> None:
         if self.errors:
@@ -76,8 +83,10 @@ class LoadedDeclarations:
     def may_prune(self, *, allow_empty_prune: bool = False) -> bool:
         """Whether code-owned tables missing from this file may be removed from the store.
 
-        Only a file that parsed without any error and declares ``tables:`` explicitly; an
-        explicit ``tables: []`` (which would remove every code-owned table) only when asked.
+        Only a file that parsed without any error and declares ``tables:`` (or ``dynamic-tables:``)
+        explicitly; an explicit ``tables: []`` (which would remove every code-owned table) only
+        when asked. Dynamic tables count as tables: a clean file listing at least one table or
+        dynamic table prunes the code-owned tables and dynamic tables it no longer lists.
         """
         if self.errors or not self.declares_tables:
             return False
@@ -96,6 +105,8 @@ def default_tables_yaml() -> Path:
 
 def _name_of(raw: Any) -> str:
     if isinstance(raw, dict):
+        if "identifier" in raw and not any(k in raw for k in ("catalog", "namespace", "name")):
+            return str(raw["identifier"])  # a dynamic table may be declared by identifier
         return f"{raw.get('catalog')}.{raw.get('namespace')}.{raw.get('name')}"
     return short_repr(raw)
 
@@ -124,6 +135,7 @@ class ParsedDocument:
 
     out: LoadedDeclarations
     raw_tables: list[Any] | None = None
+    raw_dynamic: list[Any] | None = None
 
 
 def begin_parse(text: str, source: str) -> ParsedDocument:
@@ -132,7 +144,7 @@ def begin_parse(text: str, source: str) -> ParsedDocument:
         LoadedDeclarations(source=source, digest=hashlib.sha256(text.encode("utf-8", "replace")).hexdigest())
     )
     try:
-        doc.raw_tables = _parse_into(doc.out, text)
+        doc.raw_tables, doc.raw_dynamic = _parse_into(doc.out, text)
     except Exception as e:  # noqa: BLE001 - a last line of defence: the DAG file must keep its other DAGs
         doc.out.errors.append(_file_error(source, f"cannot be read: {type(e).__name__}: {_short(e)}"))
     return doc
@@ -150,6 +162,14 @@ def finish_parse(
                 _file_error(doc.out.source, f"cannot be read: {type(e).__name__}: {_short(e)}")
             )
         doc.raw_tables = None
+    if doc.raw_dynamic is not None:
+        try:
+            _parse_dynamic(doc.out, doc.raw_dynamic, set(known_catalogs))
+        except Exception as e:  # noqa: BLE001 - as in begin_parse
+            doc.out.errors.append(
+                _file_error(doc.out.source, f"cannot be read: {type(e).__name__}: {_short(e)}")
+            )
+        doc.raw_dynamic = None
     return doc.out
 
 
@@ -213,39 +233,52 @@ def _short(e: BaseException, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _parse_into(out: LoadedDeclarations, text: str) -> list[Any] | None:
+def _parse_into(out: LoadedDeclarations, text: str) -> tuple[list[Any] | None, list[Any] | None]:
+    """``(tables:, dynamic-tables:)`` entries of the document, each None when not a list."""
     source = out.source
     try:
         data = yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader (C or Python)
     except Exception as e:  # noqa: BLE001 - YAMLError, but also ValueError for a 5,000-digit int
         out.errors.append(_file_error(source, f"not valid YAML: {_short(e)}"))
-        return None
+        return None, None
     if data is None:
-        return None  # an empty file (or only comments): declares nothing
+        return None, None  # an empty file (or only comments): declares nothing
     if not isinstance(data, dict):
         out.errors.append(
             _file_error(source, f"expected a mapping with 'catalogs' and 'tables', got {type(data).__name__}")
         )
-        return None
-    unknown = [k for k in data if k not in ("version", "catalogs", "tables")]
+        return None, None
+    unknown = [k for k in data if k not in ("version", "catalogs", "tables", "dynamic-tables")]
     if unknown:
         shown = sorted(short_repr(k) if not isinstance(k, str) else k for k in unknown)
         out.errors.append(
-            _file_error(source, f"unknown top-level keys {shown}; allowed: version, catalogs, tables")
+            _file_error(
+                source, f"unknown top-level keys {shown}; allowed: version, catalogs, tables, dynamic-tables"
+            )
         )
     if data.get("version", 1) != 1 or isinstance(data.get("version"), bool):
         out.errors.append(_file_error(source, f"version: must be 1, got {short_repr(data.get('version'))}"))
     _parse_catalogs(out, data.get("catalogs"))
+    raw_dynamic = data.get("dynamic-tables")
+    if raw_dynamic is not None and not isinstance(raw_dynamic, list):
+        out.errors.append(
+            _file_error(
+                source, f"dynamic-tables: expected a list of dynamic tables, got {type(raw_dynamic).__name__}"
+            )
+        )
+        raw_dynamic = None
+    if raw_dynamic is not None:
+        out.declares_tables = True
     raw_tables = data.get("tables")
     if raw_tables is None:
-        return None  # no `tables:` (or `tables:` with nothing under it): declares no tables
+        return None, raw_dynamic  # no `tables:` (or `tables:` with nothing under it): declares no tables
     if not isinstance(raw_tables, list):
         out.errors.append(
             _file_error(source, f"tables: expected a list of tables, got {type(raw_tables).__name__}")
         )
-        return None
+        return None, raw_dynamic
     out.declares_tables = True
-    return raw_tables
+    return raw_tables, raw_dynamic
 
 
 def _parse_catalogs(out: LoadedDeclarations, raw_catalogs: Any) -> None:
@@ -313,7 +346,7 @@ def _parse_tables(
         digest = entry_digest(raw)
         try:
             reused = reuse(name, digest) if reuse is not None else None
-            spec = reused if reused is not None else TableSpec.model_validate(raw)
+            spec = reused if reused is not None else TableSpec.model_validate(raw, context=PLAIN_TABLE)
         except ValidationError as e:
             msg = format_validation_error(e, source, path_prefix=f"tables[{i}]", label=f"table {name}")
             out.errors.append(DeclarationError(source, name, msg))
@@ -342,6 +375,127 @@ def _parse_tables(
         out.tables.append(spec)
         out.entry_digests[spec.id] = digest
         out.reused += reused is not None
+
+
+def _parse_dynamic(out: LoadedDeclarations, raw_entries: list[Any], known_catalogs: set[str]) -> None:
+    """Validate each ``dynamic-tables:`` entry on its own (as ``_parse_tables`` does for tables).
+
+    Whether a ``freshness: downstream`` table has an upstream dynamic table, and whether dynamic
+    tables read each other in a cycle, depends on the whole set (other files, the store): see
+    :func:`check_dynamic_tables`.
+    """
+    source = out.source
+    catalog_names = {c.name for c in out.catalogs} | known_catalogs
+    broken_catalogs = {e.table.removeprefix("catalog ") for e in out.errors if e.table.startswith("catalog ")}
+    seen = {t.id for t in out.tables}
+    for i, raw in enumerate(raw_entries):
+        name = _name_of(raw)
+        out.dynamic_names.add(name)
+        where = f"{source}: dynamic-tables[{i}]"
+        try:
+            spec = DynamicTableSpec.model_validate(raw)
+            view = spec.table_spec()
+        except ValidationError as e:
+            msg = format_validation_error(
+                e, source, path_prefix=f"dynamic-tables[{i}]", label=f"dynamic table {name}"
+            )
+            out.errors.append(DeclarationError(source, name, msg))
+            continue
+        except InvalidDeclaration as e:
+            text = str(e).removeprefix(f"dynamic table {name}: ")
+            out.errors.append(DeclarationError(source, name, f"{where} (dynamic table {name}): {text}"))
+            continue
+        except Exception as e:  # noqa: BLE001 - one bad entry is that entry's error
+            msg = f"{where} (dynamic table {name}): {type(e).__name__}: {_short(e)}"
+            out.errors.append(DeclarationError(source, name, msg))
+            continue
+        if spec.catalog not in catalog_names:
+            out.errors.append(
+                DeclarationError(
+                    source,
+                    name,
+                    f"{where}.catalog (dynamic table {name}): {spec.catalog!r} is not declared"
+                    f"{' (its declaration has errors)' if spec.catalog in broken_catalogs else ''}; "
+                    f"declared catalogs: {', '.join(sorted(catalog_names)) or 'none'}",
+                )
+            )
+            continue
+        if spec.id in seen:
+            out.errors.append(
+                DeclarationError(source, name, f"{where} (dynamic table {name}): declared twice")
+            )
+            continue
+        seen.add(spec.id)
+        out.tables.append(view)
+        out.dynamic_tables.append(spec)
+        out.entry_digests[spec.id] = entry_digest(raw)
+
+
+def with_stored_analysis(declared: DynamicTableSpec, stored: DynamicTableSpec | None) -> DynamicTableSpec:
+    """``declared`` (from YAML) with what creation recorded on the stored definition: its schema, and
+    its source tables while the query is unchanged. A YAML entry never carries these (Spark fills them
+    at creation), so without this every parse would look like a change and wipe them."""
+    if stored is None:
+        return declared
+    update: dict[str, Any] = {}
+    if declared.columns is None and stored.columns is not None:
+        update["columns"] = stored.columns
+    if declared.source_tables is None and stored.source_tables is not None and stored.query == declared.query:
+        update["source_tables"] = stored.source_tables
+    return declared.model_copy(update=update) if update else declared
+
+
+def check_dynamic_tables(
+    files: list[LoadedDeclarations], stored: Mapping[str, DynamicTableSpec] | None = None
+) -> set[str]:
+    """Checks that need every dynamic table (the files' and the store's other ones): a ``freshness:
+    downstream`` table needs an upstream dynamic table, and dynamic tables must not read each other
+    in a cycle. A failing entry becomes an error of its file (and is left out); the others load.
+
+    Also merges each declared definition with what its creation recorded (:func:`with_stored_analysis`),
+    so its maintenance view is the one the store holds. Returns the sources it found errors in
+    (their errors depend on the rest of the set, not only on their own bytes).
+    """
+    stored = dict(stored or {})
+    declared: dict[str, tuple[LoadedDeclarations, DynamicTableSpec]] = {}
+    for f in files:
+        merged = [with_stored_analysis(d, stored.get(d.id)) for d in f.dynamic_tables]
+        if any(m is not d for m, d in zip(merged, f.dynamic_tables, strict=True)):
+            views = {m.id: m.table_spec() for m in merged}
+            f.tables = [views.get(t.id, t) for t in f.tables]
+            f.dynamic_tables = merged
+        declared.update({d.id: (f, d) for d in f.dynamic_tables})
+    if not declared:
+        return set()
+    definitions = {
+        **{k: v for k, v in stored.items() if k not in declared},
+        **{k: d for k, (_, d) in declared.items()},
+    }
+    # Entries with errors still name dynamic tables: their downstream tables are not blamed for them.
+    known = set(definitions) | {n for f in files for n in f.dynamic_names}
+    edges = {tid: d.upstream_candidates(known) for tid, d in definitions.items()}
+    bad: dict[str, str] = {}
+    for tid, (_, d) in declared.items():
+        problem = downstream_problem(d, edges[tid])
+        if problem is not None:
+            bad[tid] = problem + f"; dynamic tables: {', '.join(sorted(known - {tid})) or 'none'}"
+    remaining = {k: {u for u in v if u in definitions} for k, v in edges.items()}
+    while (cycle := find_cycle(remaining)) is not None:
+        members = set(cycle)
+        for tid in members & set(declared):
+            bad.setdefault(
+                tid, f"query: dynamic tables would read each other in a cycle: {' -> '.join(cycle)}"
+            )
+        for tid in members:
+            remaining.pop(tid, None)
+        remaining = {k: v - members for k, v in remaining.items()}
+    for tid, message in sorted(bad.items()):
+        f, d = declared[tid]
+        f.tables = [t for t in f.tables if t.id != tid]
+        f.dynamic_tables = [x for x in f.dynamic_tables if x.id != tid]
+        f.entry_digests.pop(tid, None)
+        f.errors.append(DeclarationError(f.source, tid, f"{f.source}: dynamic table {tid}: {message}"))
+    return {declared[tid][0].source for tid in bad}
 
 
 def load_declarations(path: Path | str | None = None) -> LoadedDeclarations:
@@ -475,6 +629,8 @@ def check_across_files(files: list[LoadedDeclarations]) -> None:
             table_at[t.id] = f.source
             kept.append(t)
         f.tables = kept
+        kept_ids = {t.id for t in kept}
+        f.dynamic_tables = [d for d in f.dynamic_tables if d.id in kept_ids]
 
 
 @dataclass
@@ -507,11 +663,21 @@ def apply_declarations(
     code-owned table only with ``allow_empty_prune`` (``tablemgmt apply --prune``).
     """
     report = ApplyReport()
+    stored_dynamic = stored_dynamic_definitions(store) if loaded.dynamic_tables else {}
+    check_dynamic_tables([loaded], stored_dynamic)
+    loaded.raise_for_errors()  # a downstream table without upstream, a cycle: nothing is applied
     for catalog in loaded.catalogs:
         if store.catalogs.upsert(catalog, Owner.CODE):
             report.catalogs_changed.append(catalog.name)
-    for table_id, outcome in store.tables.upsert_many(loaded.tables, Owner.CODE).items():
+    dynamic_ids = {d.id for d in loaded.dynamic_tables}
+    plain = [t for t in loaded.tables if t.id not in dynamic_ids]
+    for table_id, outcome in store.tables.upsert_many(plain, Owner.CODE).items():
         getattr(report, outcome).append(table_id)
+    if loaded.dynamic_tables:
+        for table_id, outcome in store.dynamic.upsert_many(  # type: ignore[attr-defined]
+            loaded.dynamic_tables, Owner.CODE
+        ).items():
+            getattr(report, outcome).append(table_id)
     if prune and loaded.may_prune(allow_empty_prune=allow_empty_prune):
         # Tables another declarations file wrote (by its sync record) are that file's to prune.
         from airflow_tablemgmt.store.declaration_files import DeclarationFileRepository
@@ -524,3 +690,8 @@ def apply_declarations(
         }
         report.removed = store.tables.prune_code_tables({t.id for t in loaded.tables} | others)
     return report
+
+
+def stored_dynamic_definitions(store: Store) -> dict[str, DynamicTableSpec]:
+    """The store's dynamic tables' definitions by id (live ones)."""
+    return {dt.id: dt.definition for dt in store.dynamic.list()}  # type: ignore[attr-defined]

@@ -302,6 +302,27 @@ def referenced_tables(query: str, candidates: Collection[str]) -> set[str]:
     return found
 
 
+def named_tables(query: str) -> set[str]:
+    """Every ``catalog.namespace.table`` the query names (a whole three-part dotted identifier,
+    backticks removed), as written. Textual: it also finds a three-part column reference."""
+    found: set[str] = set()
+    tokens = _tokens(query)
+    i = 0
+    while i < len(tokens):
+        if tokens[i][0] != "ident" or (i > 0 and tokens[i - 1][0] == "dot"):
+            i += 1
+            continue
+        parts = [_unquote(tokens[i][1])]
+        j = i + 1
+        while j + 1 < len(tokens) and tokens[j][0] == "dot" and tokens[j + 1][0] == "ident":
+            parts.append(_unquote(tokens[j + 1][1]))
+            j += 2
+        if len(parts) == 3:
+            found.add(".".join(parts))
+        i = j
+    return found
+
+
 def find_cycle(edges: Mapping[str, Collection[str]]) -> list[str] | None:
     """A cycle of ``edges`` (node -> the nodes it depends on) as a path ``[a, b, a]``, or None.
     Deterministic: nodes are visited in sorted order."""
@@ -558,15 +579,23 @@ class DynamicTableSpec(_Model):
     def table_spec(self, dynamic_ids: Collection[str] | None = None) -> TableSpec:
         """The maintenance-side view: a :class:`TableSpec` whose one action, ``refresh``, carries the
         freshness cron (``interval``), or for ``downstream`` ``trigger: upstream`` and the upstream
-        table ids (those of ``dynamic_ids`` it reads; without ``dynamic_ids``, its recorded source
-        tables), plus retries and retry-delay."""
+        table ids, plus retries and retry-delay.
+
+        Upstream ids: those of ``dynamic_ids`` the table reads; without ``dynamic_ids`` (the store's
+        view), every table its query names fully or its creation recorded. The DAG is scheduled on
+        any of their refreshes; only dynamic tables' refreshes ever emit one, and the DAG factory
+        keeps the registered dynamic tables among them."""
         refresh: dict[str, Any] = {
             "freshness": str(self.freshness),
             "retries": self.retries,
             "retry-delay": self.model_dump(mode="json", include={"retry_delay"})["retry_delay"],
         }
         if self.freshness.is_downstream:
-            known = set(dynamic_ids) if dynamic_ids is not None else set(self.source_tables or ())
+            known = (
+                set(dynamic_ids)
+                if dynamic_ids is not None
+                else named_tables(self.query) | set(self.source_tables or ())
+            )
             upstream = self.upstream_candidates(known)
             problem = downstream_problem(self, upstream)
             if problem is not None:
@@ -627,5 +656,6 @@ __all__ = [
     "find_cycle",
     "parse_dynamic_table",
     "partition_values",
+    "named_tables",
     "referenced_tables",
 ]
