@@ -149,11 +149,13 @@ class DynamicTableProcessFactory:
         definition = dt.definition
         if dt.state == CREATING or trigger == "CREATION":
             return _job(
+                definition, context.catalog, job_options(definition, "create", dynamic_options=options)
+            )
+        if params.get("recreate"):  # alter --recreate: the whole table, replaced from the new query
+            return _job(
                 definition,
                 context.catalog,
-                job_options(
-                    definition, "create", recreate=bool(params.get("recreate")), dynamic_options=options
-                ),
+                job_options(definition, "refresh", recreate=True, dynamic_options=options),
             )
         static = {str(k): str(v) for k, v in dict(params.get("static_partitions") or {}).items()}
         if static:

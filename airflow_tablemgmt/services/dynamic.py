@@ -442,16 +442,16 @@ def alter(
             f"dynamic table {table_id}",
         )  # fmt: skip
         if recreate:
-            from airflow_tablemgmt.store.dynamic import CREATING
-
-            store.dynamic.upsert(new, dt.managed_by, state=CREATING)
+            # The table is replaced in one commit by a refresh with the new query (recreate: the
+            # job's CREATE OR REPLACE ... AS SELECT); until it succeeds the old definition stays.
+            store.dynamic.upsert(new, dt.managed_by)
             instant = datetime.now(UTC).replace(microsecond=0)
-            params = refresh_parameters("CREATION", False, instant, {}, {})
+            params = refresh_parameters("MANUAL", False, instant, {}, {})
             params["recreate"] = True
             try:
                 process = _run_now(store, table_id, instant, params, runner, spark_conn_id)
             except Exception:
-                store.dynamic.upsert(dt.definition, dt.managed_by, state=str(dt.state))
+                store.dynamic.upsert(dt.definition, dt.managed_by)
                 raise
             return AlterResult(store.dynamic.get(table_id), changed, process)
     store.dynamic.upsert(new, dt.managed_by)
