@@ -19,6 +19,7 @@ from typing import Any
 from airflow.sdk import (
     DAG,
     Asset,
+    AssetAny,
     AssetOrTimeSchedule,
     AssetWatcher,
     CronTriggerTimetable,
@@ -26,7 +27,7 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_tablemgmt.core.actions import ActionSettings
+from airflow_tablemgmt.core.actions import ActionSettings, RefreshSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -94,6 +95,8 @@ class SchedulePlan:
     * ``event``: an asset watcher in the triggerer polls the snapshot every ``poll_interval`` and
       starts a run for a new data-changing snapshot, at most once per ``interval``; beside it a
       time-based run every ``fallback`` (catches what a stopped triggerer missed). The gate is on.
+    * ``upstream`` (a dynamic table's ``freshness: downstream``): a run after each successful
+      refresh of any of its upstream dynamic tables (their refresh assets, :func:`refresh_asset`).
 
     Default: ``event`` for snapshot-driven actions, because a watcher poll costs a small fraction
     of a gate task's check (``benchmarks/gate_cost.py`` measures both; figures in
@@ -109,6 +112,8 @@ class SchedulePlan:
     @classmethod
     def resolve(cls, settings: ActionSettings, strategy: TriggerStrategy) -> SchedulePlan:
         interval = Interval.parse(settings.interval) if settings.interval else strategy.interval
+        if settings.trigger == "upstream":
+            return cls("upstream", interval, False)
         gate = strategy.on_new_snapshot if settings.on_new_snapshot is None else settings.on_new_snapshot
         trigger = settings.trigger or ("event" if gate else "schedule")
         if trigger == "schedule":
@@ -122,6 +127,8 @@ class SchedulePlan:
         return cls("event", interval, True, fallback, settings.poll_interval)
 
     def describe(self) -> str:
+        if self.trigger == "upstream":
+            return "after each successful refresh of an upstream dynamic table"
         if self.trigger == "schedule":
             return f"every {self.interval}" + (", when the table has a new snapshot" if self.gate else "")
         return (
@@ -171,6 +178,36 @@ def table_asset(table: TableSpec, catalog: CatalogSpec, plans: dict[str, Schedul
         group="tablemgmt",
         watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table_id}", trigger=trigger)],
     )
+
+
+REFRESH = "refresh"
+
+
+def refresh_asset(table_id: str) -> Asset:
+    """The asset a dynamic table's refresh task updates (Airflow emits it when the task succeeds,
+    a NO_DATA refresh included); ``freshness: downstream`` tables are scheduled on their upstreams'."""
+    catalog, namespace, name = table_id.split(".")
+    return Asset(
+        name=f"tablemgmt.refresh.{table_id}",
+        uri=f"tablemgmt://{catalog}/{namespace}/{name}/refresh",
+        group="tablemgmt",
+    )
+
+
+def after_refreshes(upstream: Iterable[str], dynamic_ids: Mapping[str, str] | None = None) -> Any:
+    """The schedule of a ``freshness: downstream`` table: any upstream's refresh.
+
+    ``upstream`` lists every table the query names (see ``DynamicTableSpec.table_spec``);
+    ``dynamic_ids`` (lower-cased id -> id of every registered dynamic table), when the caller has the
+    whole registry, keeps only dynamic tables, spelled as registered. Without it, or when none of
+    them is registered (yet), all of ``upstream`` (an asset nobody emits never starts a run).
+    """
+    ids = sorted(set(upstream))
+    if dynamic_ids is not None:
+        known = sorted({dynamic_ids[u.lower()] for u in ids if u.lower() in dynamic_ids})
+        ids = known or ids
+    assets = [refresh_asset(u) for u in ids]
+    return assets[0] if len(assets) == 1 else AssetAny(*assets)
 
 
 def event_names_action(triggering_asset_events: Mapping[Any, Iterable[Any]], action: str) -> bool:
@@ -261,9 +298,10 @@ def build_dag(
     config: DagConfigDefaults | None = None,
     settings: ActionSettings | None = None,
     asset: Asset | None = None,
+    dynamic_ids: Mapping[str, str] | None = None,
 ) -> DAG:
     """``asset``: the table's watched asset (:func:`table_asset`), when the caller already built it
-    for the table's other actions."""
+    for the table's other actions. ``dynamic_ids``: see :func:`after_refreshes`."""
     config = config or DagConfigDefaults.from_airflow_config()
     table_id = table.id
     factory = factories.for_action(table.format, action)
@@ -274,6 +312,9 @@ def build_dag(
     schedule: Any
     if plan.trigger == "schedule":
         schedule = _timetable(plan.interval)
+    elif plan.trigger == "upstream":
+        assert isinstance(settings, RefreshSettings)
+        schedule = after_refreshes(settings.upstream, dynamic_ids)
     else:
         if catalog is None:
             raise InvalidDeclaration(
@@ -295,6 +336,9 @@ def build_dag(
     }
     if table.queue != "default":
         task_args["pool"] = table.queue
+    if action == REFRESH:
+        # A dynamic table's refresh: downstream dynamic tables are scheduled on this asset.
+        task_args["outlets"] = [refresh_asset(table_id)]
     with DAG(
         dag_id=dag_id,
         schedule=schedule,
@@ -363,6 +407,15 @@ def cyclic_gc_paused(freeze_if: Callable[[], bool] | None = None) -> Iterator[No
 FREEZE_AT_DAGS = 1000
 
 
+def _dynamic_ids(tables: Iterable[TableSpec]) -> dict[str, str] | None:
+    """Lower-cased id -> id of every dynamic table (a table with ``refresh``), when some dynamic
+    table is scheduled after its upstreams; else None (nothing to look up)."""
+    dynamic = [t for t in tables if REFRESH in t.actions]
+    if not any(t.actions[REFRESH].get("trigger") == "upstream" for t in dynamic):
+        return None
+    return {t.id.lower(): t.id for t in dynamic}
+
+
 def build_dags(
     tables: Iterable[TableSpec],
     factories: FactoryRegistry,
@@ -380,6 +433,9 @@ def build_dags(
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
     config = DagConfigDefaults.from_airflow_config()
     watchers = 0
+    if wanted is None:
+        tables = list(tables)
+    dynamic_ids = _dynamic_ids(tables) if wanted is None else None
     with cyclic_gc_paused(freeze_if=lambda: wanted is None and len(result.dags) >= FREEZE_AT_DAGS):
         for table in tables:
             table_id = table.id
@@ -398,7 +454,7 @@ def build_dags(
                 if wanted is not None and action != wanted[1]:
                     continue
                 try:
-                    dag = build_dag(table, action, factories, catalog, config, settings, asset)
+                    dag = build_dag(table, action, factories, catalog, config, settings, asset, dynamic_ids)
                 except Exception as e:  # noqa: BLE001 - one bad table must not hide the others
                     result.errors.append(f"table {table_id}, action {action}: {type(e).__name__}: {e}")
                     continue
