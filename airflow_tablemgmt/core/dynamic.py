@@ -541,6 +541,12 @@ class DynamicTableSpec(_Model):
                     f"partition-fields.{col}: {col!r} has a date formatter but is not in partitioned-by "
                     f"({', '.join(self.partitioned_by) or 'empty'}); add it there or remove the formatter"
                 )
+        if self.freshness.is_downstream and self.partition_fields:
+            raise ValueError(
+                f"partition-fields: a 'freshness: downstream' table has no schedule time of its own to "
+                f"derive partition values from ({', '.join(self.partition_fields)}); it refreshes in full: "
+                "remove the date formatters (partitioned-by may stay) or give a freshness such as '1 DAY'"
+            )
         problem = dag_id_length_problem(self.id, [REFRESH])
         if problem is not None:
             raise ValueError(problem)

@@ -267,6 +267,8 @@ def test_spec_round_trips_by_alias() -> None:
         ({"partitioned-by": ["day", "DAY"]}, "'DAY' is listed twice"),
         ({"partitioned-by": ["day;"]}, "not a valid identifier"),
         ({"time-zone": "Mars/Base"}, "time-zone: 'Mars/Base' is not an IANA time zone"),
+        ({"freshness": "downstream", "partitioned-by": ["day"], "partition.fields.day.date-formatter": "yyyy-MM-dd"},
+         "partition-fields: a 'freshness: downstream' table has no schedule time of its own.*\\(day\\); it refreshes in full"),
         ({"suspend-after-failures": 0}, "suspend-after-failures: Input should be greater than or equal to 1"),
         ({"retries": 21}, "retries: Input should be less than or equal to 20"),
         ({"retry-delay": 30}, "retry-delay: 30 has no unit"),
