@@ -258,3 +258,15 @@ def test_apply_checks_against_the_store_and_syncs(store: Store, tmp_path: Path) 
     with pytest.raises(InvalidDeclaration, match="lake.db.z: freshness: downstream needs an upstream"):
         apply_declarations(store, parse_declarations_text(bad, "t.yaml"))
     assert store.dynamic.find("lake.db.z") is None
+
+
+def test_the_commented_example_in_the_shipped_tables_yaml_validates() -> None:
+    from airflow_tablemgmt.declarations import check_dynamic_tables
+
+    text = (Path(__file__).resolve().parents[2] / "dags" / "tables.yaml").read_text()
+    block = text[text.index("# dynamic-tables:") :]
+    uncommented = "\n".join(line[2:] if line.startswith("# ") else line for line in block.splitlines())
+    loaded = parse_declarations_text(CATALOG + uncommented + "\n", "tables.yaml")
+    check_dynamic_tables([loaded])
+    assert loaded.errors == []
+    assert [d.id for d in loaded.dynamic_tables] == ["lake.sales.daily_orders", "lake.sales.weekly_orders"]
