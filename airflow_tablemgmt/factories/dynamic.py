@@ -185,15 +185,15 @@ class DynamicTableProcessFactory:
             return None  # the query's sources changed (altered query): refresh
         started = time.perf_counter()
         try:
-            current = current_source_snapshots(store, sources)
-            from airflow_tablemgmt.metadata.dynamic import has_new_data
+            from airflow_tablemgmt.metadata.dynamic import check_sources
 
-            changed = has_new_data(last_snapshots, current)
+            check = check_sources(source_catalogs(store, sources), last_snapshots)
         except Exception:  # noqa: BLE001 - when in doubt, refresh (a wasted job, never a stale table)
             log.warning("tablemgmt: NO_DATA check for %s failed; refreshing", dt.id, exc_info=True)
             return None
-        if changed:
+        if check.has_new_data:
             return None
+        current = check.snapshots
         took = round(time.perf_counter() - started, 6)
         log.info("tablemgmt: %s: no source table changed since process %s: NO_DATA", dt.id, last.id)
         return {
@@ -257,13 +257,11 @@ class DynamicTableProcessFactory:
         )
 
 
-def current_source_snapshots(store: Store, table_ids: list[str]) -> dict[str, int | None]:
-    """The current snapshot id of each source table, read with pyiceberg (no JVM)."""
-    from airflow_tablemgmt.metadata.dynamic import current_snapshots
-
-    names = sorted({t.split(".", 1)[0] for t in table_ids})
+def source_catalogs(store: Store, table_ids: list[str]) -> dict[str, CatalogSpec]:
+    """The catalogs of ``table_ids`` (secret references resolved where Airflow is at hand), for the
+    pyiceberg snapshot reads of the NO_DATA decision."""
     catalogs: dict[str, CatalogSpec] = {}
-    for name in names:
+    for name in sorted({t.split(".", 1)[0] for t in table_ids}):
         spec = store.catalogs.get(name)
         try:
             from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
@@ -272,7 +270,7 @@ def current_source_snapshots(store: Store, table_ids: list[str]) -> dict[str, in
         except ImportError:  # no Airflow here: the catalog's properties as stored
             pass
         catalogs[name] = spec
-    return dict(current_snapshots(catalogs, table_ids))
+    return catalogs
 
 
 def run_parameters(

@@ -155,3 +155,29 @@ def test_auto_suspend_after_n_failed_scheduled_refreshes(
     assert src.split(".")[-1] in (dt.suspended_reason or "").lower()
     resumed = dynamic.resume(store, tid, None)
     assert (resumed.state, resumed.consecutive_failures) == ("ACTIVE", 0)
+
+
+def test_no_data_refresh_records_a_process_and_runs_no_job(
+    spark: SparkSession, store: Store, jobs: SessionJobs
+) -> None:
+    src = source(spark, [(1, "2026-02-01")])
+    tid = f"lake.db.full_{next(_names)}"
+    dynamic.create(store, {"identifier": tid, "query": f"SELECT id FROM {src}", "freshness": "1 HOUR"}, jobs)
+    submitted = len(jobs.jobs)
+
+    quiet = run_refresh(store, jobs, tid, datetime(2026, 2, 1, 1, tzinfo=UTC))
+    assert len(jobs.jobs) == submitted  # no Spark job
+    assert quiet.process.status == ProcessStatus.SUCCESS
+    s = quiet.summary  # also the task's XCom
+    assert (s["refresh_action"], s["trigger"], s["application_id"]) == ("NO_DATA", "SCHEDULED", None)
+    assert s["rows_written"] == 0 and s["partitions_written"] == []
+    assert s["source_snapshots"] == store.processes.list(table_id=tid, limit=2)[1].summary["source_snapshots"]
+
+    insert(spark, src, [(2, "2026-02-01")])
+    busy = run_refresh(store, jobs, tid, datetime(2026, 2, 1, 2, tzinfo=UTC))
+    assert len(jobs.jobs) == submitted + 1
+    assert (busy.summary["refresh_action"], busy.summary["rows_written"]) == ("FULL", 2)
+
+    manual = dynamic.refresh_now(store, tid, runner=jobs)  # a manual refresh always runs
+    assert len(jobs.jobs) == submitted + 2
+    assert manual.summary["trigger"] == "MANUAL"
