@@ -663,9 +663,11 @@ def apply_declarations(
     code-owned table only with ``allow_empty_prune`` (``tablemgmt apply --prune``).
     """
     report = ApplyReport()
-    stored_dynamic = stored_dynamic_definitions(store) if loaded.dynamic_tables else {}
-    check_dynamic_tables([loaded], stored_dynamic)
-    loaded.raise_for_errors()  # a downstream table without upstream, a cycle: nothing is applied
+    if loaded.dynamic_tables:
+        before = len(loaded.errors)
+        if check_dynamic_tables([loaded], stored_dynamic_definitions(store)):
+            # a downstream table without an upstream, a cycle: nothing is applied
+            raise InvalidDeclaration("\n".join(e.message for e in loaded.errors[before:]))
     for catalog in loaded.catalogs:
         if store.catalogs.upsert(catalog, Owner.CODE):
             report.catalogs_changed.append(catalog.name)
