@@ -9,8 +9,27 @@ mode Spark's PythonRunner merges that into spark-submit's stdout; the result lin
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux ``/proc``, 10 ms resolution), else None."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        started_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        return max(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# Taken before anything else is imported: the job reports its own start-up and import time.
+_AGE_AT_START = _process_age()
+_IMPORTS_STARTED = time.perf_counter()
+_PYTHON_STARTED_AT = time.time() - (_AGE_AT_START or 0.0)
 
 # Run as a file, Python puts this directory first on sys.path, where conf.py, java.py ... would
 # shadow top-level modules of the same name. The package is installed; import it absolutely.
@@ -20,7 +39,7 @@ if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == Path(__file__).re
 import argparse  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from airflow_tablemgmt.core.errors import TableNotFound  # noqa: E402
@@ -30,8 +49,18 @@ from airflow_tablemgmt.core.secrets import MASK, is_sensitive  # noqa: E402
 from airflow_tablemgmt.core.tables import CatalogSpec  # noqa: E402
 from airflow_tablemgmt.spark.conf import ICEBERG_EXTENSIONS, catalog_conf  # noqa: E402
 from airflow_tablemgmt.spark.errors import InvalidJobSpec  # noqa: E402
-from airflow_tablemgmt.spark.result import describe_exception, failure_line, success_line  # noqa: E402
+from airflow_tablemgmt.spark.result import (  # noqa: E402
+    Timings,
+    current_timings,
+    describe_exception,
+    describe_timings,
+    failure_line,
+    recording,
+    success_line,
+)
 from airflow_tablemgmt.spark.submit import validated_catalog  # noqa: E402
+
+_IMPORTS_SECONDS = time.perf_counter() - _IMPORTS_STARTED
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -130,12 +159,57 @@ def build_session(catalog: CatalogSpec, app_name: str) -> SparkSession:
     return builder.getOrCreate()
 
 
+@dataclass
+class _Outcome:
+    """What one run produced, before it becomes the result line (``main`` times the session stop first)."""
+
+    code: int
+    action: str
+    table: str | None
+    application_id: str | None
+    duration_seconds: float
+    summary: dict[str, Any] | None = None
+    error_class: str = ""
+    error: str = ""
+    jvm_started_at: float | None = None
+
+    def line(self, timings: Timings) -> str:
+        with timings.phase("result"):
+            if self.summary is not None:
+                self.summary["timings"] = timings.as_dict()
+                return success_line(
+                    self.action,
+                    self.table or "",
+                    self.summary,
+                    duration_seconds=self.duration_seconds,
+                    application_id=self.application_id,
+                    jvm_started_at=self.jvm_started_at,
+                )
+            return failure_line(
+                self.action,
+                self.table,
+                self.error_class,
+                self.error,
+                duration_seconds=self.duration_seconds,
+                application_id=self.application_id,
+                timings=timings.as_dict(),
+            )
+
+
 def run(job: JobSpec, spark: SparkSession | None = None) -> tuple[int, str]:
     """Run ``job`` and return ``(exit code, result line)``. Never raises for a job failure."""
-    from airflow_tablemgmt.spark.maintainers import MAINTAINERS
+    timings = current_timings() or Timings()
+    outcome = _execute(job, spark, timings)
+    return outcome.code, outcome.line(timings)
+
+
+def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Outcome:
+    with timings.phase("imports"):
+        from airflow_tablemgmt.spark.maintainers import MAINTAINERS
 
     table_name: str | None = None
     app_id: str | None = None
+    jvm_started_at: float | None = None
     started = time.monotonic()
     try:
         table = table_of(job)
@@ -147,35 +221,58 @@ def run(job: JobSpec, spark: SparkSession | None = None) -> tuple[int, str]:
                 f"action: {job.action!r} has no Spark maintainer; known: {', '.join(sorted(MAINTAINERS))}"
             )
         if spark is None:
-            spark = build_session(catalog, f"tms-{job.action}-{table}")
+            with timings.phase("session"):
+                spark = build_session(catalog, f"tms-{job.action}-{table}")
+            jvm_started_at = _jvm_started_at(spark)
+            if jvm_started_at is not None and jvm_started_at < _PYTHON_STARTED_AT:
+                # spark-submit started the driver JVM, which started this Python process.
+                timings.add("driver_jvm", _PYTHON_STARTED_AT - jvm_started_at)
         app_id = spark.sparkContext.applicationId
         log.info("spark application %s", app_id)
         # A maintainer that creates its table (a dynamic table's first refresh) runs without it.
-        if not getattr(maintainer, "may_create_table", False) and not spark.catalog.tableExists(str(table)):
-            raise TableNotFound(
-                f"table {table} does not exist in catalog {catalog.name!r} ({_where(catalog)})"
-            )
+        if not getattr(maintainer, "may_create_table", False):
+            with timings.phase("table_load"):
+                exists = spark.catalog.tableExists(str(table))
+            if not exists:
+                raise TableNotFound(
+                    f"table {table} does not exist in catalog {catalog.name!r} ({_where(catalog)})"
+                )
         log.info("%s on %s (process %s, attempt %d)", job.action, table, job.process_id, job.attempt)
         started = time.monotonic()
-        summary: dict[str, Any] = maintainer(spark, table, dict(job.options))
+        inner = ("metrics_before", "procedure", "metrics_after")
+        timed_before = sum(timings.seconds.get(p, 0.0) for p in inner)
+        with recording(timings):
+            summary: dict[str, Any] = maintainer(spark, table, dict(job.options))
         duration = round(time.monotonic() - started, 3)
+        timed_inside = sum(timings.seconds.get(p, 0.0) for p in inner) - timed_before
+        timings.add("maintainer_other", duration - timed_inside)
         summary["duration_seconds"] = duration
         log.info("%s on %s succeeded in %.1fs", job.action, table, duration)
-        return 0, success_line(
-            job.action, table_name, summary, duration_seconds=duration, application_id=app_id
-        )
+        return _Outcome(0, job.action, table_name, app_id, duration, summary, jvm_started_at=jvm_started_at)
     except Exception as e:  # noqa: BLE001 - every failure becomes the result line
         error_class, message = describe_exception(e)
         log.error("%s on %s failed: %s: %s", job.action, table_name, error_class, message)
         log.debug("failure detail", exc_info=True)
-        return 1, failure_line(
+        return _Outcome(
+            1,
             job.action,
             table_name,
-            error_class,
-            message,
-            duration_seconds=round(time.monotonic() - started, 3),
-            application_id=app_id,
+            app_id,
+            round(time.monotonic() - started, 3),
+            error_class=error_class,
+            error=message,
+            jvm_started_at=jvm_started_at,
         )
+
+
+def _jvm_started_at(spark: SparkSession) -> float | None:
+    """When the driver JVM started (epoch seconds), from its RuntimeMXBean."""
+    try:
+        jvm = spark._jvm  # noqa: SLF001 - no public API for the JVM's start time
+        assert jvm is not None
+        return float(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime()) / 1000
+    except Exception:  # noqa: BLE001 - a timing never fails a job
+        return None
 
 
 def _where(catalog: CatalogSpec) -> str:
@@ -194,18 +291,26 @@ def main(argv: list[str] | None = None) -> int:
         print(failure_line(None, None, error_class, message), flush=True)
         return 1
     REDACT.secrets = secret_values(job)
+    timings = Timings()
+    if _AGE_AT_START is not None:
+        timings.add("python_startup", _AGE_AT_START)
+    timings.add("imports", _IMPORTS_SECONDS)
     # Stop only a session this call started: run in-process (tests), a session that was already
     # active belongs to the caller.
     existing = _active_session()
     try:
-        code, line = run(job)
+        with recording(timings):
+            outcome = _execute(job, None, timings)
     finally:
         spark = _active_session()
         if spark is not None and existing is None:
-            spark.stop()
+            with timings.phase("session_stop"):
+                spark.stop()
+    line = outcome.line(timings)
+    log.info("timings: %s", describe_timings(timings.as_dict()))
     # The result line becomes the process summary and the task's XCom: never a secret in it.
     print(redact(line, REDACT.secrets), flush=True)
-    return code
+    return outcome.code
 
 
 def _active_session() -> SparkSession | None:

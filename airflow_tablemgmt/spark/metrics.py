@@ -1,14 +1,28 @@
-"""Table shape from Iceberg's metadata tables: the before/after numbers of every summary."""
+"""Table shape from Iceberg metadata: the before/after numbers of every summary.
+
+The figures come from the table's metadata, read with pyiceberg at the metadata file the job's own
+Iceberg catalog has just loaded (so both see the same table version): the snapshot list, the current
+snapshot's manifest list and its manifests' live entries. No Spark job runs, except to count live
+records when the snapshot has delete files (only a scan that applies them gives that number). When
+pyiceberg cannot read the metadata (a file system only Spark's Hadoop settings can reach, say), the
+same figures come from Spark's metadata tables, as a fallback.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.spark.result import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
 
 METRIC_KEYS = (
     "data_files",
@@ -24,26 +38,180 @@ METRIC_KEYS = (
     "files_per_partition_max",
 )
 
+# DataFileContent values of the Iceberg spec (pyiceberg.manifest.DataFileContent).
+_DATA, _POSITION_DELETES, _EQUALITY_DELETES = 0, 1, 2
+
 
 def metadata_table(table: TableIdentifier, name: str) -> str:
     """`cat`.`ns`.`t`.`<name>` for a metadata table such as ``partitions`` or ``snapshots``."""
     return f"{table.quoted}.{quote(name)}"
 
 
-def table_metrics(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
+def metrics_before(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
+    """:func:`table_metrics` before the action, timed as the run's ``metrics_before``."""
+    with timed("metrics_before"):
+        return table_metrics(spark, table)
+
+
+def metrics_after(spark: SparkSession, table: TableIdentifier, before: dict[str, Any]) -> dict[str, Any]:
+    """:func:`table_metrics` after the action, timed as ``metrics_after``; reuses ``before``'s live
+    record count when the action committed no new snapshot (the rows cannot have changed)."""
+    with timed("metrics_after"):
+        return table_metrics(spark, table, previous=before)
+
+
+def table_metrics(
+    spark: SparkSession, table: TableIdentifier, *, previous: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Files, bytes, rows, delete files, manifests and snapshots of the current table state.
 
     Two row counts, because they differ whenever delete files exist and only one is what users
     mean by "rows": ``live_records`` is what ``SELECT count(*)`` returns (deletes applied) and
     ``physical_rows`` is the sum of the data files' ``record_count`` (rows as written, deleted
     ones included). A compaction that applies deletes lowers ``physical_rows`` and leaves
-    ``live_records`` alone; only expire-data may change ``live_records``.
+    ``live_records`` alone; only expire-data may change ``live_records``. Without delete files the
+    two are the same number; with them, ``live_records`` is counted at the snapshot read (``VERSION
+    AS OF``), or taken from ``previous`` when that was measured at the same snapshot.
 
-    The rest comes from the ``partitions`` metadata table (per-partition file counts, which
-    Iceberg keeps in manifests, so no data is read) plus scalar subqueries for manifests,
-    snapshots and the ``main`` ref. ``files_per_partition_max`` is the most data files any one
-    partition has. Keys are ``METRIC_KEYS``, the same for every action.
+    ``files_per_partition_max`` is the most data files any one partition has (partitions of
+    different specs that coerce to the same values count as one, as in Iceberg's ``partitions``
+    metadata table). Keys are ``METRIC_KEYS``, the same for every action.
     """
+    try:
+        shape = _shape_from_metadata(spark, table)
+    except Exception as e:  # noqa: BLE001 - the metadata tables give the same figures, dearer
+        log.info("metrics of %s from Spark's metadata tables (pyiceberg could not read them: %s)", table, e)
+        return _metrics_from_metadata_tables(spark, table)
+    if shape.delete_files == 0:
+        live = shape.physical_rows
+    elif previous is not None and previous.get("current_snapshot_id") == shape.current_snapshot_id:
+        live = int(previous["live_records"])
+    else:
+        live = _live_records(spark, table, shape.current_snapshot_id)
+    return shape.metrics(live)
+
+
+@dataclass
+class _Shape:
+    """Everything but ``live_records``, read from the metadata without Spark."""
+
+    current_snapshot_id: int | None = None
+    snapshots: int = 0
+    manifests: int = 0
+    # coerced partition -> [data files, data bytes, physical rows, position delete files, equality ...]
+    partitions: dict[tuple[Any, ...], list[int]] = field(default_factory=dict)
+
+    def add(self, partition: tuple[Any, ...], content: int, record_count: int, size: int) -> None:
+        counts = self.partitions.setdefault(partition, [0, 0, 0, 0, 0])
+        if content == _DATA:
+            counts[0] += 1
+            counts[1] += size
+            counts[2] += record_count
+        elif content == _POSITION_DELETES:
+            counts[3] += 1
+        elif content == _EQUALITY_DELETES:
+            counts[4] += 1
+
+    def total(self, i: int) -> int:
+        return sum(c[i] for c in self.partitions.values())
+
+    @property
+    def physical_rows(self) -> int:
+        return self.total(2)
+
+    @property
+    def delete_files(self) -> int:
+        return self.total(3) + self.total(4)
+
+    def metrics(self, live_records: int) -> dict[str, Any]:
+        return {
+            "data_files": self.total(0),
+            "data_bytes": self.total(1),
+            "live_records": live_records,
+            "physical_rows": self.physical_rows,
+            "delete_files": self.delete_files,
+            "position_delete_files": self.total(3),
+            "equality_delete_files": self.total(4),
+            "manifests": self.manifests,
+            "snapshots": self.snapshots,
+            "current_snapshot_id": self.current_snapshot_id,
+            "files_per_partition_max": max((c[0] for c in self.partitions.values()), default=0),
+        }
+
+
+def _shape_from_metadata(spark: SparkSession, table: TableIdentifier) -> _Shape:
+    from pyiceberg.table import StaticTable
+
+    location = metadata_location(spark, table)
+    with _quiet_pyiceberg():
+        static = StaticTable.from_metadata(location, io_properties(spark, table.catalog))
+    metadata = static.metadata
+    main = metadata.refs.get("main")
+    shape = _Shape(
+        current_snapshot_id=main.snapshot_id if main is not None else None,
+        snapshots=len(metadata.snapshots),
+    )
+    snapshot = metadata.snapshot_by_id(shape.current_snapshot_id) if main is not None else None
+    if snapshot is None:
+        return shape
+    manifests = snapshot.manifests(static.io)
+    shape.manifests = len(manifests)
+    field_ids = {spec.spec_id: [f.field_id for f in spec.fields] for spec in metadata.partition_specs}
+    for manifest in manifests:
+        for entry in manifest.fetch_manifest_entry(static.io, discard_deleted=True):
+            f = entry.data_file
+            ids = field_ids.get(f.spec_id, [])
+            # Coerced to the union of all specs: a field a spec lacks is null, and nulls drop out.
+            key = tuple(
+                sorted((fid, f.partition[i]) for i, fid in enumerate(ids) if f.partition[i] is not None)
+            )
+            shape.add(key, int(f.content), int(f.record_count), int(f.file_size_in_bytes))
+    return shape
+
+
+def metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
+    """The metadata file of ``table`` as the session's Iceberg catalog loads it now."""
+    jvm = spark._jvm  # noqa: SLF001 - Iceberg's table API has no Python binding in Spark
+    if jvm is None:
+        raise RuntimeError("the session has no JVM gateway")
+    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession,  # noqa: SLF001
+        table.quoted,
+    )
+    return str(iceberg_table.operations().current().metadataFileLocation())
+
+
+def io_properties(spark: SparkSession, catalog: str) -> dict[str, str]:
+    """The catalog's Iceberg properties as the session has them (``spark.sql.catalog.<name>.*``),
+    minus Spark's own settings: what pyiceberg's FileIO needs (``s3.endpoint`` ...)."""
+    prefix = f"spark.sql.catalog.{catalog}."
+    return {
+        key[len(prefix) :]: value
+        for key, value in spark.sparkContext.getConf().getAll()
+        if key.startswith(prefix) and not key[len(prefix) :].startswith("spark.")
+    }
+
+
+@contextmanager
+def _quiet_pyiceberg() -> Iterator[None]:
+    # pyiceberg warns on every read that it found no catalog config file; the job configures none.
+    logger = logging.getLogger("pyiceberg")
+    level = logger.level
+    logger.setLevel(max(level, logging.ERROR))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _live_records(spark: SparkSession, table: TableIdentifier, snapshot_id: int | None) -> int:
+    at = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
+    return int(spark.sql(f"SELECT count(*) AS n FROM {table.quoted}{at}").collect()[0]["n"])
+
+
+def _metrics_from_metadata_tables(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
+    """The same figures from the ``partitions`` metadata table plus scalar subqueries for manifests,
+    snapshots and the ``main`` ref (several Spark jobs, and a scan for ``live_records``)."""
     row = spark.sql(
         "SELECT "
         f"(SELECT count(*) FROM {metadata_table(table, 'manifests')}) AS manifests, "

@@ -10,6 +10,9 @@ Failure::
     {"tms_result": 1, "status": "FAILED", "action": "...", "table": "...", "application_id": ...,
      "duration_seconds": ..., "error_class": "TABLE_OR_VIEW_NOT_FOUND", "error": "..."}
 
+A success's ``summary`` carries ``timings``: seconds per phase of the run (see :class:`Timings`),
+completed by the submitting side with what only it can see (spark-submit's start, the JVM's exit).
+
 Both sides share this module; it imports no pyspark so the Airflow side can parse results.
 """
 
@@ -17,7 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +62,91 @@ class JobResult:
         return float(value) if value is not None else None
 
 
+# Phases in the order a run goes through them; the log line and the benchmark print them in this order.
+PHASES = (
+    ("hook_setup", "hook set-up"),
+    ("spark_submit", "spark-submit to driver JVM"),
+    ("driver_jvm", "driver JVM to Python"),
+    ("python_startup", "Python start-up"),
+    ("imports", "imports"),
+    ("session", "session"),
+    ("table_load", "table load"),
+    ("metrics_before", "metrics before"),
+    ("procedure", "procedure"),
+    ("metrics_after", "metrics after"),
+    ("maintainer_other", "maintainer other"),
+    ("result", "result"),
+    ("session_stop", "session stop"),
+    ("jvm_exit", "JVM exit"),
+    ("result_parse", "result parse"),
+)
+PHASE_NAMES = tuple(name for name, _ in PHASES)
+
+
+class Timings:
+    """Seconds spent in each phase of one run, summed when a phase repeats, rounded to the ms.
+
+    The job records into the current ``Timings`` (``timed("procedure")``); outside a job (a
+    maintainer called directly) ``timed`` records nothing.
+    """
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def add(self, phase: str, seconds: float) -> None:
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + max(seconds, 0.0), 3)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - started)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.seconds)
+
+
+_CURRENT: ContextVar[Timings | None] = ContextVar("tablemgmt_timings", default=None)
+
+
+@contextmanager
+def recording(timings: Timings) -> Iterator[Timings]:
+    """Make ``timings`` the one :func:`timed` records into, for the duration of the block."""
+    token = _CURRENT.set(timings)
+    try:
+        yield timings
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_timings() -> Timings | None:
+    """The ``Timings`` being recorded into, if any."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def timed(phase: str) -> Iterator[None]:
+    """Time the block as ``phase`` of the current run, if one is recording."""
+    timings = _CURRENT.get()
+    if timings is None:
+        yield
+        return
+    with timings.phase(phase):
+        yield
+
+
+def describe_timings(timings: dict[str, Any]) -> str:
+    """One log line: the phases present, in run order, then any others, then the total."""
+    known = [(name, label) for name, label in PHASES if name in timings]
+    extra = [(name, name) for name in timings if name not in PHASE_NAMES and name != "total"]
+    parts = [f"{label} {float(timings[name]):.2f}s" for name, label in known + extra]
+    if "total" in timings:
+        parts.append(f"total {float(timings['total']):.2f}s")
+    return ", ".join(parts)
+
+
 def success_line(
     action: str,
     table: str,
@@ -63,6 +154,7 @@ def success_line(
     *,
     duration_seconds: float | None = None,
     application_id: str | None = None,
+    jvm_started_at: float | None = None,
 ) -> str:
     payload: dict[str, Any] = {
         RESULT_MARKER: 1,
@@ -73,6 +165,9 @@ def success_line(
         "duration_seconds": duration_seconds,
         "summary": summary,
     }
+    if jvm_started_at is not None:
+        # Epoch seconds; the submitting side subtracts its own start to time spark-submit's launch.
+        payload["jvm_started_at"] = round(jvm_started_at, 3)
     return json.dumps(payload, default=str, separators=(",", ":"))
 
 
@@ -84,6 +179,7 @@ def failure_line(
     *,
     duration_seconds: float | None = None,
     application_id: str | None = None,
+    timings: dict[str, float] | None = None,
 ) -> str:
     payload: dict[str, Any] = {
         RESULT_MARKER: 1,
@@ -95,6 +191,8 @@ def failure_line(
         "error_class": error_class,
         "error": error,
     }
+    if timings:
+        payload["timings"] = timings
     return json.dumps(payload, default=str, separators=(",", ":"))
 
 

@@ -14,8 +14,9 @@ from airflow_tablemgmt.core.actions import (
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import table_metrics
+from airflow_tablemgmt.spark.metrics import metrics_after, metrics_before
 from airflow_tablemgmt.spark.procedures import call_procedure
+from airflow_tablemgmt.spark.result import timed
 from airflow_tablemgmt.spark.schema import resolve_columns
 
 if TYPE_CHECKING:
@@ -56,10 +57,11 @@ def rewrite_files(spark: SparkSession, table: TableIdentifier, options: dict[str
     if s.where:
         args["where"] = literals.string(s.where)
 
-    before = table_metrics(spark, table)
+    before = metrics_before(spark, table)
     log.info("rewriting data files of %s (strategy %s)", table, s.strategy.value)
-    rows = call_procedure(spark, table, "rewrite_data_files", args)
-    after = table_metrics(spark, table)
+    with timed("procedure"):
+        rows = call_procedure(spark, table, "rewrite_data_files", args)
+    after = metrics_after(spark, table, before)
     log.info(
         "rewrote data files of %s: %d -> %d data files", table, before["data_files"], after["data_files"]
     )
@@ -79,10 +81,11 @@ def rewrite_deletes(spark: SparkSession, table: TableIdentifier, options: dict[s
     args = {
         "options": literals.string_map({"min-input-files": s.min_input_files, "rewrite-all": s.rewrite_all})
     }
-    before = table_metrics(spark, table)
+    before = metrics_before(spark, table)
     log.info("rewriting position delete files of %s", table)
-    rows = call_procedure(spark, table, "rewrite_position_delete_files", args)
-    after = table_metrics(spark, table)
+    with timed("procedure"):
+        rows = call_procedure(spark, table, "rewrite_position_delete_files", args)
+    after = metrics_after(spark, table, before)
     log.info(
         "rewrote position delete files of %s: %d -> %d delete files",
         table,
@@ -95,9 +98,12 @@ def rewrite_deletes(spark: SparkSession, table: TableIdentifier, options: dict[s
 def rewrite_manifests(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
     """Regroup manifests by partition with ``rewrite_manifests``."""
     s = parse_settings(RewriteManifestsSettings, options, "rewrite-manifests")
-    before = table_metrics(spark, table)
+    before = metrics_before(spark, table)
     log.info("rewriting manifests of %s", table)
-    rows = call_procedure(spark, table, "rewrite_manifests", {"use_caching": literals.boolean(s.use_caching)})
-    after = table_metrics(spark, table)
+    with timed("procedure"):
+        rows = call_procedure(
+            spark, table, "rewrite_manifests", {"use_caching": literals.boolean(s.use_caching)}
+        )
+    after = metrics_after(spark, table, before)
     log.info("rewrote manifests of %s: %d -> %d manifests", table, before["manifests"], after["manifests"])
     return {**(rows[0] if rows else {}), "before": before, "after": after}

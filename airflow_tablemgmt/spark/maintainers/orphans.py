@@ -17,8 +17,9 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import table_metrics
+from airflow_tablemgmt.spark.metrics import metrics_after, metrics_before
 from airflow_tablemgmt.spark.procedures import call_procedure
+from airflow_tablemgmt.spark.result import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,7 +57,7 @@ def delete_orphans(spark: SparkSession, table: TableIdentifier, options: dict[st
             f"delete-orphans.older-than: {s.older_than} is below the 24-hour floor; "
             "allowed: >= 24 hours, or set allow-below-floor: true to override"
         )
-    before = table_metrics(spark, table)
+    before = metrics_before(spark, table)
     verb = "listing" if s.dry_run else "deleting"
     log.info("%s orphan files of %s older than %s", verb, table, cutoff.isoformat())
     if below_floor:
@@ -66,16 +67,18 @@ def delete_orphans(spark: SparkSession, table: TableIdentifier, options: dict[st
             table,
             s.older_than,
         )
-        paths = _orphans_below_floor(spark, table, cutoff, s.dry_run)
+        with timed("procedure"):
+            paths = _orphans_below_floor(spark, table, cutoff, s.dry_run)
     else:
-        rows = call_procedure(
-            spark,
-            table,
-            "remove_orphan_files",
-            {"older_than": literals.timestamp(cutoff), "dry_run": literals.boolean(s.dry_run)},
-        )
+        with timed("procedure"):
+            rows = call_procedure(
+                spark,
+                table,
+                "remove_orphan_files",
+                {"older_than": literals.timestamp(cutoff), "dry_run": literals.boolean(s.dry_run)},
+            )
         paths = [str(r["orphan_file_location"]) for r in rows]
-    after = table_metrics(spark, table)
+    after = metrics_after(spark, table, before)
     log.info("%s %d orphan files of %s", "found" if s.dry_run else "deleted", len(paths), table)
     summary: dict[str, Any] = {
         "older_than": cutoff.isoformat(),

@@ -10,8 +10,9 @@ from airflow_tablemgmt.core.actions import ExpireSnapshotsSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import table_metrics
+from airflow_tablemgmt.spark.metrics import metrics_after, metrics_before
 from airflow_tablemgmt.spark.procedures import call_procedure
+from airflow_tablemgmt.spark.result import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,22 +50,23 @@ def expire_snapshots(
             table,
             "; ".join(below_floor),
         )
-    before = table_metrics(spark, table)
+    before = metrics_before(spark, table)
     log.info(
         "expiring snapshots of %s older than %s (retaining %d)", table, cutoff.isoformat(), s.retain_last
     )
-    rows = call_procedure(
-        spark,
-        table,
-        "expire_snapshots",
-        {
-            "older_than": literals.timestamp(cutoff),
-            "retain_last": literals.integer(s.retain_last),
-            "max_concurrent_deletes": literals.integer(s.max_concurrent_deletes),
-            "stream_results": literals.boolean(True),
-        },
-    )
-    after = table_metrics(spark, table)
+    with timed("procedure"):
+        rows = call_procedure(
+            spark,
+            table,
+            "expire_snapshots",
+            {
+                "older_than": literals.timestamp(cutoff),
+                "retain_last": literals.integer(s.retain_last),
+                "max_concurrent_deletes": literals.integer(s.max_concurrent_deletes),
+                "stream_results": literals.boolean(True),
+            },
+        )
+    after = metrics_after(spark, table, before)
     out = rows[0] if rows else {}
     deleted = {key: int(out.get(column) or 0) for column, key in _DELETED.items()}
     expired = before["snapshots"] - after["snapshots"]

@@ -9,8 +9,9 @@ from airflow_tablemgmt.core.actions import ComputeStatsSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import table_metrics
+from airflow_tablemgmt.spark.metrics import metrics_after, metrics_before
 from airflow_tablemgmt.spark.procedures import call_procedure
+from airflow_tablemgmt.spark.result import timed
 from airflow_tablemgmt.spark.schema import resolve_columns
 
 if TYPE_CHECKING:
@@ -27,10 +28,11 @@ def compute_stats(spark: SparkSession, table: TableIdentifier, options: dict[str
     if s.columns:
         columns = [f.name for f in resolve_columns(spark, table, s.columns, "compute-stats.columns")]
         args["columns"] = literals.string_array(columns)
-    before = table_metrics(spark, table)
+    before = metrics_before(spark, table)
     log.info("computing statistics of %s (columns: %s)", table, ", ".join(columns) or "all")
-    rows = call_procedure(spark, table, "compute_table_stats", args)
-    after = table_metrics(spark, table)
+    with timed("procedure"):
+        rows = call_procedure(spark, table, "compute_table_stats", args)
+    after = metrics_after(spark, table, before)
     path = rows[0]["statistics_file"] if rows else None
     log.info("statistics of %s: %s", table, path or "nothing to compute (empty table)")
     return {

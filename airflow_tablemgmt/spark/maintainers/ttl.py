@@ -24,7 +24,8 @@ from airflow_tablemgmt.factories.iceberg import DRY_RUN_REASON_OPTION
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.errors import UnsupportedColumnType
 from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import metadata_table, snapshot_summary, table_metrics
+from airflow_tablemgmt.spark.metrics import metadata_table, metrics_after, metrics_before, snapshot_summary
+from airflow_tablemgmt.spark.result import timed
 from airflow_tablemgmt.spark.schema import resolve_columns
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def expire_data(
             table,
             "; ".join(below_floor),
         )
-    before = table_metrics(spark, table)
+    before = metrics_before(spark, table)
     head: dict[str, Any] = {
         "column": field.name,
         "cutoff": cutoff.isoformat(),
@@ -138,8 +139,9 @@ def expire_data(
     if dry_run:
         reason = str(forced_reason) if forced_reason is not None else EXPLICIT_DRY_RUN
         log.info("dry run on %s (%s): counting rows with %s", table, reason, predicate)
-        report = would_delete(spark, table, predicate)
-        after = table_metrics(spark, table)
+        with timed("procedure"):
+            report = would_delete(spark, table, predicate)
+        after = metrics_after(spark, table, before)
         log.info(
             "dry run on %s: would delete %d rows; drop %d data files (%d bytes), rewrite %d (%d bytes), "
             "in %d partitions; nothing was deleted",
@@ -162,8 +164,9 @@ def expire_data(
 
     sql = f"DELETE FROM {table.quoted} WHERE {predicate}"
     log.info("deleting rows of %s older than %s: %s", table, cutoff.isoformat(), sql)
-    spark.sql(sql)
-    after = table_metrics(spark, table)
+    with timed("procedure"):
+        spark.sql(sql)
+    after = metrics_after(spark, table, before)
 
     committed = after["current_snapshot_id"] != before["current_snapshot_id"]
     snap = snapshot_summary(spark, table, after["current_snapshot_id"]) if committed else {}
