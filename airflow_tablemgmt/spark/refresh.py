@@ -14,6 +14,11 @@
   ``partition_values`` (``{column: value}``) exactly the partitions matching them are replaced by the
   query's rows for them — ``INSERT OVERWRITE`` by filter, ``SELECT * FROM (<query>) WHERE col = <value>``
   — and every other partition keeps its files; without, the whole table is replaced in one commit.
+- ``drop`` (``drop --purge``): ``DROP TABLE IF EXISTS … PURGE``; a table already gone is not an error.
+
+``dynamic_options`` (Flink's dynamic options of a refresh, ``RESUME WITH``): keys starting with
+``spark.sql.`` are set on the session for this one job and restored after it; the others are Iceberg
+write options of its overwrite (``write-format``, ``target-file-size-bytes``, ``distribution-mode`` …).
 
 The overwrite is Spark's ``OverwriteByExpression`` (``DataFrameWriterV2.overwrite(condition)``) with
 the filter written out, so it does not depend on ``spark.sql.sources.partitionOverwriteMode``: a
@@ -30,13 +35,15 @@ Source snapshot ids are read *before* the query runs: a commit to a source betwe
 scan can only make the next NO_DATA check see a newer snapshot and refresh once more, never skip data.
 Schema drift — the query's columns (names, types) differ from ``expected_schema`` (or, without it,
 from the table's) — fails the refresh unless ``recreate``, which replaces the table in one commit
-(``CREATE OR REPLACE TABLE … AS SELECT``) with what this refresh writes.
+(``DataFrameWriterV2.createOrReplace``, Iceberg's atomic replace) with what this refresh writes.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +60,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MODES = ("analyse", "create", "refresh")
+MODES = ("analyse", "create", "refresh", "drop")
+# dynamic_options keys with this prefix are session settings for the one refresh; the others are
+# Iceberg write options of its overwrite (``write-format``, ``target-file-size-bytes``, ...).
+SESSION_PREFIX = "spark.sql."
 FULL = "FULL"
 PARTITION = "PARTITION"
 QUERY_ALIAS = "tms_query"
@@ -87,6 +97,15 @@ class RefreshJob:
     expected_schema: list[dict[str, Any]] | None
     recreate: bool
     source_tables: tuple[str, ...]
+    dynamic_options: dict[str, str]
+
+    @property
+    def write_options(self) -> dict[str, str]:
+        return {k: v for k, v in self.dynamic_options.items() if not k.startswith(SESSION_PREFIX)}
+
+    @property
+    def session_options(self) -> dict[str, str]:
+        return {k: v for k, v in self.dynamic_options.items() if k.startswith(SESSION_PREFIX)}
 
 
 def parse_options(options: dict[str, Any]) -> RefreshJob:
@@ -95,7 +114,9 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
     if mode not in MODES:
         raise InvalidJobSpec(f"refresh.mode: {mode!r} is not a mode; allowed: {', '.join(MODES)}")
     query = options.get("query")
-    if not isinstance(query, str) or not query.strip():
+    if mode == "drop" and not query:
+        query = ""
+    elif not isinstance(query, str) or not query.strip():
         raise InvalidJobSpec("refresh.query: a Spark SQL SELECT statement is required")
     query = query.strip()
     # One trailing ';' is a habit, not a second statement.
@@ -136,6 +157,14 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
     sources = options.get("source_tables") or []
     if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
         raise InvalidJobSpec(f"refresh.source_tables: expected a list of table ids, got {sources!r}")
+    dynamic = options.get("dynamic_options") or {}
+    if not isinstance(dynamic, dict):
+        raise InvalidJobSpec(f"refresh.dynamic_options: expected {{option: value}}, got {dynamic!r}")
+    for key, value in dynamic.items():
+        if not isinstance(key, str) or not isinstance(value, (str, int, float, bool)):
+            raise InvalidJobSpec(
+                f"refresh.dynamic_options.{key}: must be a string, number or boolean, got {value!r}"
+            )
     return RefreshJob(
         mode=mode,
         query=query,
@@ -144,6 +173,7 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
         expected_schema=expected,
         recreate=recreate,
         source_tables=tuple(sources),
+        dynamic_options={k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in dynamic.items()},
     )
 
 
@@ -309,10 +339,9 @@ def source_snapshots(spark: SparkSession, sources: list[str]) -> dict[str, int |
     return {source: current_snapshot(spark, source) for source in sources}
 
 
-def _create_statement(table: TableIdentifier, partitioned_by: tuple[str, ...], replace: bool) -> str:
-    verb = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
+def _create_statement(table: TableIdentifier, partitioned_by: tuple[str, ...]) -> str:
     parts = f" PARTITIONED BY ({', '.join(quote(c) for c in partitioned_by)})" if partitioned_by else ""
-    return f"{verb} {table.quoted} USING iceberg{parts} AS "
+    return f"CREATE TABLE {table.quoted} USING iceberg{parts} AS "
 
 
 def _written(spark: SparkSession, table: TableIdentifier, before: int | None) -> tuple[int | None, int]:
@@ -360,15 +389,20 @@ def overwrite(
     snapshots = source_snapshots(spark, sources)  # before the query reads them
     before = current_snapshot(spark, str(table))
     action = PARTITION if condition else FULL
+    rows_df = query_frame(spark, job.query, condition) if condition else df
+    writer = rows_df.writeTo(str(table)).options(**job.write_options)
     if recreate:
         log.warning("recreating %s: %s", table, "; ".join(drift))
-        spark.sql(_create_statement(table, job.partitioned_by, replace=True) + wrapped(job.query, condition))
+        writer = writer.using("iceberg")
+        if job.partitioned_by:
+            writer = writer.partitionedBy(*(F.col(quote(c)) for c in job.partitioned_by))
+        writer.createOrReplace()
     elif condition:
         log.info("overwriting the partitions of %s where %s", table, condition)
-        query_frame(spark, job.query, condition).writeTo(str(table)).overwrite(F.expr(condition))
+        writer.overwrite(F.expr(condition))
     else:
         log.info("overwriting all of %s", table)
-        df.writeTo(str(table)).overwrite(F.lit(True))
+        writer.overwrite(F.lit(True))
     snapshot_id, rows = _written(spark, table, before)
     partitions = [written_values] if condition else _all_partitions(spark, table, job.partitioned_by)
     log.info("%s refresh of %s wrote %d rows in snapshot %s", action, table, rows, snapshot_id)
@@ -383,6 +417,7 @@ def overwrite(
         "schema_changes": drift if recreate else [],
         "schema": schema,
         "source_tables": sources,
+        "dynamic_options": dict(job.dynamic_options),
     }
 
 
@@ -394,7 +429,7 @@ def create(spark: SparkSession, table: TableIdentifier, job: RefreshJob) -> dict
         raise TableExists(
             f"table {table} already exists; a dynamic table is created only where there is none"
         )
-    sql = _create_statement(table, job.partitioned_by, replace=False) + wrapped(job.query) + " LIMIT 0"
+    sql = _create_statement(table, job.partitioned_by) + wrapped(job.query) + " LIMIT 0"
     log.info("creating %s: %s", table, sql)
     spark.sql(sql)
     try:
@@ -408,16 +443,43 @@ def create(spark: SparkSession, table: TableIdentifier, job: RefreshJob) -> dict
         raise
 
 
+def drop(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
+    """``drop --purge``: the table and its files. A table already gone is not an error (a retry)."""
+    existed = bool(spark.catalog.tableExists(str(table)))
+    spark.sql(f"DROP TABLE IF EXISTS {table.quoted} PURGE")
+    log.info("%s %s and purged its files", "dropped" if existed else "no table to drop:", table)
+    return {"dropped": existed, "purged": True}
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` on the session for the block, the previous values (or none) back after it."""
+    previous = {k: spark.conf.get(k, None) for k in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def refresh(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
-    """``MAINTAINERS["refresh"]``: analyse, create or refresh the dynamic table ``table``."""
+    """``MAINTAINERS["refresh"]``: analyse, create, refresh or drop the dynamic table ``table``."""
     job = parse_options(options)
-    if job.mode == "analyse":
-        return analyse(spark, table, options)
-    if job.mode == "create":
-        return create(spark, table, job)
-    if not spark.catalog.tableExists(str(table)):
-        raise TableNotFound(f"table {table} does not exist; a dynamic table is made by its create job")
-    return overwrite(spark, table, job, created=False)
+    if job.mode == "drop":
+        return drop(spark, table)
+    with session_settings(spark, job.session_options):
+        if job.mode == "analyse":
+            return analyse(spark, table, options)
+        if job.mode == "create":
+            return create(spark, table, job)
+        if not spark.catalog.tableExists(str(table)):
+            raise TableNotFound(f"table {table} does not exist; a dynamic table is made by its create job")
+        return overwrite(spark, table, job, created=False)
 
 
 # job_main.run skips its table-exists check: the ``create`` mode makes the table.

@@ -307,3 +307,56 @@ def test_job_main_runs_create_before_the_table_exists(
             0
         ]
     }
+
+
+def test_drop_mode_purges_the_table(make_table: TableFactory, tables: Tables) -> None:
+    src = events(make_table, tables, "(1, DATE'2026-03-01', 'a')")
+    dt = dynamic_table()
+    create(tables, dt, f"SELECT id, day FROM {src}", partitioned_by=["day"])
+    assert any(tables.dir(dt).rglob("*.parquet"))
+
+    assert refresh(tables.spark, dt, {"mode": "drop"}) == {"dropped": True, "purged": True}
+    assert not tables.spark.catalog.tableExists(str(dt))
+    assert not tables.dir(dt).exists() or not any(tables.dir(dt).rglob("*.parquet"))
+    # Dropping what is not there is not an error (a retried purge).
+    assert refresh(tables.spark, dt, {"mode": "drop"}) == {"dropped": False, "purged": True}
+
+
+def test_dynamic_options_apply_to_this_refresh_only(make_table: TableFactory, tables: Tables) -> None:
+    spark = tables.spark
+    src = events(make_table, tables, "(1, DATE'2026-03-01', 'a'), (2, DATE'2026-03-02', 'b')")
+    dt = dynamic_table()
+    query = f"SELECT id, day FROM {src}"
+    create(tables, dt, query, partitioned_by=["day"])
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    flipped = "false" if ansi == "true" else "true"
+
+    summary = refresh(
+        spark,
+        dt,
+        {
+            "query": query,
+            "partitioned_by": ["day"],
+            "partition_values": {"day": "2026-03-02"},
+            "dynamic_options": {"write-format": "avro", "spark.sql.ansi.enabled": flipped},
+        },
+    )
+
+    assert summary["dynamic_options"] == {"write-format": "avro", "spark.sql.ansi.enabled": flipped}
+    formats = spark.sql(
+        f"SELECT cast(`partition`.day AS string) AS day, file_format FROM {dt.quoted}.`data_files` ORDER BY 1"
+    ).collect()
+    assert [(r["day"], r["file_format"]) for r in formats] == [
+        ("2026-03-01", "PARQUET"),
+        ("2026-03-02", "AVRO"),
+    ]
+    assert spark.conf.get("spark.sql.ansi.enabled") == ansi  # restored after the refresh
+    with pytest.raises(
+        InvalidJobSpec,
+        match=r"refresh.dynamic_options.write-format: must be a string, number or boolean, got \['avro'\]",
+    ):
+        refresh(
+            spark,
+            dt,
+            {"query": query, "partitioned_by": ["day"], "dynamic_options": {"write-format": ["avro"]}},
+        )
