@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +20,8 @@ from airflow.exceptions import AirflowException, AirflowNotFoundException
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.spark.submit import JobResult, build_submit_spec, parse_result
+from airflow_tablemgmt.spark.result import describe_timings
+from airflow_tablemgmt.spark.submit import JobResult, SubmitClock, build_submit_spec, parse_result
 
 EMBEDDED_MASTER = "local[*]"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -79,8 +81,10 @@ class SparkJobHook:
         """Submit and wait. Returns the parsed result; a job that died without one is FAILED with
         the tail of Spark's output as the reason."""
         started: list[str] = []
+        clock = SubmitClock()
 
         def on_line(line: str) -> None:
+            clock.line(line)
             if started:
                 return
             # In standalone cluster mode the driver runs on the cluster and its log (with the
@@ -116,11 +120,18 @@ class SparkJobHook:
             )
             self._hook = hook
             exit_error: str | None = None
+            preexec = die_with_parent()
+            clock.launch()
             try:
-                hook.submit(application=spec.application, preexec_fn=die_with_parent())
+                hook.submit(application=spec.application, preexec_fn=preexec)
             except AirflowException as e:
                 exit_error = str(e)
+            clock.exit()
+            parsing = time.perf_counter()
             result = parse_result(hook.lines)
+            if result.raw:
+                timings = clock.complete(result, time.perf_counter() - parsing)
+                hook.log.info("tablemgmt: timings: %s", describe_timings(timings))
             if result.status == "SUCCESS" and exit_error is None:
                 return result
             if result.error:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from airflow_tablemgmt.spark.conf import base_conf, launch_conf, spark_home
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import resolve_java_home
-from airflow_tablemgmt.spark.result import FAILED, JobResult, parse_result
+from airflow_tablemgmt.spark.result import FAILED, RESULT_MARKER, JobResult, describe_timings, parse_result
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ LOG_FILE = "spark-submit.log"
 __all__ = [
     "JOB_MAIN",
     "JobResult",
+    "SubmitClock",
     "SubmitSpec",
     "build_submit_spec",
     "parse_result",
@@ -154,6 +156,54 @@ def write_spec(job: JobSpec, path: Path) -> Path:
     return path
 
 
+class SubmitClock:
+    """The submitting side's part of a run's ``timings``: what only it sees.
+
+    ``hook_setup`` (spec file, command line, connection), ``spark_submit`` (launch to the driver JVM's
+    start, from the job's ``jvm_started_at``; local and client mode, where both clocks are this
+    host's), ``jvm_exit`` (result line printed to spark-submit's exit) and ``result_parse``.
+    """
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.launched: float | None = None
+        self.launched_at: float | None = None
+        self.result_seen: float | None = None
+        self.exited: float | None = None
+
+    def launch(self) -> None:
+        self.launched = time.perf_counter()
+        self.launched_at = time.time()
+
+    def line(self, line: str) -> None:
+        if self.result_seen is None and RESULT_MARKER in line:
+            self.result_seen = time.perf_counter()
+
+    def exit(self) -> None:
+        self.exited = time.perf_counter()
+
+    def complete(self, result: JobResult, parse_seconds: float) -> dict[str, float]:
+        """Add these phases and the ``total`` to ``result.summary["timings"]`` (a success's summary;
+        a failure's ``timings`` sit in its raw result) and return the whole breakdown."""
+        own: dict[str, float] = {"result_parse": parse_seconds}
+        if self.launched is not None:
+            own["hook_setup"] = self.launched - self.started
+        jvm_started_at = result.raw.get("jvm_started_at")
+        if self.launched_at is not None and isinstance(jvm_started_at, (int, float)):
+            launch = float(jvm_started_at) - self.launched_at
+            if launch >= 0:
+                own["spark_submit"] = launch
+        if self.result_seen is not None and self.exited is not None:
+            own["jvm_exit"] = self.exited - self.result_seen
+        own["total"] = time.perf_counter() - self.started
+        target = result.summary if result.ok else result.raw
+        timings = target.get("timings")
+        if not isinstance(timings, dict):
+            timings = target["timings"] = {}
+        timings.update({k: round(max(v, 0.0), 3) for k, v in own.items()})
+        return timings
+
+
 def _tail(path: Path, lines: int = 12) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()
@@ -172,6 +222,7 @@ def run_local(
     ``log`` (that path). A job that dies without a result line, or outlives ``timeout`` seconds,
     comes back as a FAILED result, never as an exception.
     """
+    clock = SubmitClock()
     workdir = Path(workdir)
     spec_path = write_spec(job, workdir / SPEC_FILE)
     spec = build_submit_spec(job, spec_path)
@@ -185,6 +236,7 @@ def run_local(
     # Spark's PythonRunner merges the job's stderr into its stdout; the JVM logs to stderr.
     # Both land in one log file (appends, whole lines); the result is searched in stdout only.
     with log_path.open("a") as jvm_log, log_path.open("a") as job_log:
+        clock.launch()
         proc = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=jvm_log, text=True, start_new_session=True
         )
@@ -192,6 +244,7 @@ def run_local(
         def pump() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
+                clock.line(line)
                 stdout_lines.append(line)
                 job_log.write(line)
                 job_log.flush()
@@ -211,7 +264,11 @@ def run_local(
                 raw={"exit_code": None, "log": str(log_path)},
             )
         reader.join()
+    clock.exit()
+    parsing = time.perf_counter()
     result = parse_result(stdout_lines)
+    if result.raw:
+        log.info("timings: %s", describe_timings(clock.complete(result, time.perf_counter() - parsing)))
     if not result.raw:
         result.error = (
             f"spark-submit exited with code {proc.returncode} without a result line; "

@@ -1,0 +1,387 @@
+"""What a maintenance run costs on top of the Iceberg procedure it runs.
+
+One action on a table of N small files, both ways, in one run:
+
+- **project** — ``tablemgmt run <table> <action>`` in a fresh process: the CLI, the store (SQLite),
+  the process row and lease, ``SparkSubmitHook`` → ``spark-submit`` → ``job_main.py`` with the
+  before/after metrics, the result line back into the store;
+- **bare** — a fresh Python process that imports pyspark, starts a local SparkSession with the same
+  Iceberg jar and the same settings (``base_conf`` + the catalog's, the same master), runs the same
+  ``CALL <catalog>.system.<procedure>(...)`` (the SQL the project's maintainer would run, built here
+  with the project's own ``procedure_sql``), and stops.
+
+Each round runs every action on fresh twin tables (identical data, written once up front), the two
+sides interleaved and their order alternated, so machine load hits both alike. Printed: the ratio and
+the overhead per action (median of the rounds), the breakdown of both sides, and a no-op run
+(``rewrite-files`` on a table with nothing to compact).
+
+Left out: everything an Airflow deployment adds around the job (scheduling latency, the executor and
+task runner, DAG parse at task start, the gate task, XCom); the Python + Airflow import of a fresh
+``tablemgmt`` process is in the project's figure (a worker has already paid it: it is printed apart);
+the store is SQLite (PostgreSQL round-trips differ); the warehouse is the local file system (an object
+store makes metadata reads dearer, for the procedure as for the metrics); cluster deploy modes (a
+YARN/Kubernetes driver start); tables with delete files (their live-record count is a Spark scan).
+
+    .venv/bin/python benchmarks/job_overhead.py [--files 500] [--rounds 3] [--master local[2]]
+        [--actions rewrite-files expire-snapshots delete-orphans] [--workdir DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG, NAMESPACE = "lake", "db"
+ACTIONS = ("rewrite-files", "expire-snapshots", "delete-orphans")
+DAYS, BUCKETS, COMMITS = 4, 4, 4  # bucket(4, user_id) x days(ts): 16 partitions, 4 append commits
+ORPHANS_OLD, ORPHANS_YOUNG = 10, 2
+# Declared options: each action does real work on a table a few minutes old.
+OPTIONS: dict[str, dict[str, Any]] = {
+    "rewrite-files": {},
+    "expire-snapshots": {"older-than": "1s", "retain-last": 1, "allow-below-floor": True},
+    "delete-orphans": {},
+}
+NOOP = "noop"
+
+# The project's job phases, grouped as the bare side can be compared with them.
+GROUPS = (
+    ("start-up: process, imports", ("outside_job",), ("python_and_imports",)),
+    (
+        "spark-submit, JVM, session",
+        ("hook_setup", "spark_submit", "driver_jvm", "python_startup", "imports", "session"),
+        ("session",),
+    ),
+    ("table load", ("table_load",), ()),
+    ("metrics before", ("metrics_before",), ()),
+    ("procedure", ("procedure",), ("procedure",)),
+    ("metrics after", ("metrics_after",), ()),
+    ("maintainer other", ("maintainer_other",), ()),
+    ("result, stop, exit", ("result", "session_stop", "jvm_exit", "result_parse"), ("stop_and_exit",)),
+)
+
+
+# -- child: the bare procedure in a fresh Python -------------------------------------------------------
+def bare(conf_json: str, master: str, sql: str) -> None:
+    """Import pyspark, start a session, run ``sql``, stop. Prints its own phases as one JSON line."""
+    t0 = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    t1 = time.perf_counter()
+    builder = SparkSession.builder.master(master).appName("bare-procedure")
+    for key, value in json.loads(conf_json).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    t2 = time.perf_counter()
+    rows = [r.asDict(recursive=True) for r in spark.sql(sql).collect()]
+    t3 = time.perf_counter()
+    spark.stop()
+    t4 = time.perf_counter()
+    out = {"imports": t1 - t0, "session": t2 - t1, "procedure": t3 - t2, "stop": t4 - t3, "rows": len(rows)}
+    print("BARE " + json.dumps(out, default=str), flush=True)
+
+
+# -- child: the twin tables ---------------------------------------------------------------------------
+def make_tables(warehouse: str, master: str, names_json: str, files: int, rows_per_file: int) -> None:
+    """Create every table in ``names`` (name -> file count) with the same data, in one session."""
+    from pyspark.sql import SparkSession
+
+    from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
+    from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
+
+    builder = SparkSession.builder.master(master).appName("job-overhead-tables")
+    conf = {**base_conf(), **catalog_conf(CatalogSpec(name=CATALOG, warehouse=warehouse))}
+    conf["spark.jars"] = str(iceberg_runtime_jar())
+    conf["spark.ui.showConsoleProgress"] = "false"
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{NAMESPACE}")
+    partitions = DAYS * BUCKETS
+    for name, n_files in json.loads(names_json).items():
+        table = f"{CATALOG}.{NAMESPACE}.{name}"
+        spark.sql(
+            f"CREATE TABLE {table} (id BIGINT, user_id INT, ts TIMESTAMP, kind STRING, amount DOUBLE) "
+            "USING iceberg PARTITIONED BY (bucket(4, user_id), days(ts)) TBLPROPERTIES ("
+            "'format-version'='2', 'write.distribution-mode'='none', 'write.spark.fanout.enabled'='true')"
+        )
+        commits = COMMITS if n_files >= partitions * COMMITS else 1
+        # Each write task holds rows of every partition and leaves one file in each.
+        tasks = max(1, -(-n_files // (partitions * commits)))
+        per_commit = tasks * partitions * rows_per_file
+        for c in range(commits):
+            spark.range(c * per_commit, (c + 1) * per_commit, 1, numPartitions=tasks).selectExpr(
+                "id",
+                "cast(id % 9973 AS int) AS user_id",
+                f"timestamp_seconds(1767225600 + (id % {DAYS}) * 86400 + id % 86400) AS ts",
+                "element_at(array('view', 'click', 'buy'), cast(id % 3 + 1 AS int)) AS kind",
+                "(id % 1000) / 10.0 AS amount",
+            ).writeTo(table).append()
+    spark.stop()
+
+
+# -- parent ------------------------------------------------------------------------------------------
+def _venv_bin() -> Path:
+    return Path(sys.executable).parent
+
+
+def _run(argv: list[str], env: dict[str, str], timeout: float = 1800) -> tuple[float, str, str]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:6])} ... exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return wall, done.stdout, done.stderr
+
+
+def _table(action: str, side: str, round_: int) -> str:
+    return f"{side}_{action.replace('-', '_')}_{round_}"
+
+
+def _load() -> str:
+    """The 1/5/15-minute load averages, as `uptime` prints them."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def _bare_sql(action: str, table: str) -> str:
+    """The CALL the project's maintainer runs for ``action`` with the declared options."""
+    from datetime import UTC, datetime
+
+    from airflow_tablemgmt.core.actions import (
+        DeleteOrphansSettings,
+        ExpireSnapshotsSettings,
+        RewriteFilesSettings,
+    )
+    from airflow_tablemgmt.core.identifiers import TableIdentifier
+    from airflow_tablemgmt.spark import literals
+    from airflow_tablemgmt.spark.procedures import procedure_sql
+
+    ident = TableIdentifier(CATALOG, NAMESPACE, table)
+    now = datetime.now(UTC)
+    if action in ("rewrite-files", NOOP):
+        s = RewriteFilesSettings.model_validate(OPTIONS["rewrite-files"])
+        options = {
+            "target-file-size-bytes": s.target_file_size_bytes,
+            "min-input-files": s.min_input_files,
+            "partial-progress.enabled": s.partial_progress,
+            "max-concurrent-file-group-rewrites": s.max_concurrent_file_group_rewrites,
+            "rewrite-all": s.rewrite_all,
+        }
+        args = {"strategy": literals.string("binpack"), "options": literals.string_map(options)}
+        return procedure_sql(ident, "rewrite_data_files", args)
+    if action == "expire-snapshots":
+        e = ExpireSnapshotsSettings.model_validate(OPTIONS[action])
+        args = {
+            "older_than": literals.timestamp(now - e.older_than),
+            "retain_last": literals.integer(e.retain_last),
+            "max_concurrent_deletes": literals.integer(e.max_concurrent_deletes),
+            "stream_results": literals.boolean(True),
+        }
+        return procedure_sql(ident, "expire_snapshots", args)
+    if action == "delete-orphans":
+        d = DeleteOrphansSettings.model_validate(OPTIONS[action])
+        args = {"older_than": literals.timestamp(now - d.older_than), "dry_run": literals.boolean(d.dry_run)}
+        return procedure_sql(ident, "remove_orphan_files", args)
+    raise ValueError(action)
+
+
+def _plant_orphans(warehouse: Path, table: str) -> None:
+    data = warehouse / NAMESPACE / table / "data"
+    old = time.time() - 5 * 86400
+    for i in range(ORPHANS_OLD):
+        path = data / f"orphan-old-{i}.parquet"
+        path.write_text("orphan")
+        os.utime(path, (old, old))
+    for i in range(ORPHANS_YOUNG):
+        (data / f"orphan-young-{i}.parquet").write_text("orphan")
+
+
+def _declarations(warehouse: Path, tables: dict[str, str]) -> str:
+    """tables.yaml for the project's tables (name -> action)."""
+    lines = [
+        "version: 1",
+        "catalogs:",
+        f"  - name: {CATALOG}",
+        "    type: hadoop",
+        f"    warehouse: {warehouse}",
+    ]
+    lines.append("tables:")
+    for name, action in tables.items():
+        declared = "rewrite-files" if action == NOOP else action
+        lines += [
+            f"  - catalog: {CATALOG}",
+            f"    namespace: {NAMESPACE}",
+            f"    name: {name}",
+            "    actions:",
+        ]
+        lines.append(f"      {declared}: {json.dumps(OPTIONS[declared])}")
+    return "\n".join(lines) + "\n"
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_bare":
+        bare(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_make":
+        make_tables(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--files", type=int, default=500, help="small data files per table (default 500)")
+    p.add_argument("--rows-per-file", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per action (median)")
+    p.add_argument("--actions", nargs="+", default=list(ACTIONS), choices=ACTIONS)
+    p.add_argument("--no-noop", action="store_true", help="skip the no-op run")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--workdir", type=Path, help="default: a new temporary directory")
+    p.add_argument("--keep", action="store_true", help="keep the work directory")
+    p.add_argument("--json", type=Path, help="also write every run's figures here")
+    args = p.parse_args()
+
+    import shutil
+    import tempfile
+
+    from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
+    from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
+    from airflow_tablemgmt.spark.java import resolve_java_home
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="tms-job-overhead-"))
+    work.mkdir(parents=True, exist_ok=True)
+    warehouse = work / "warehouse"
+    store_url = f"sqlite:///{work / 'tablemgmt.db'}"
+    env = {
+        **os.environ,
+        "JAVA_HOME": resolve_java_home(),
+        "PYSPARK_PYTHON": sys.executable,
+        "AIRFLOW_HOME": str(work / "airflow"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": args.master}),
+        "PATH": f"{_venv_bin()}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    bare_conf = {**base_conf(), **catalog_conf(CatalogSpec(name=CATALOG, warehouse=str(warehouse)))}
+    bare_conf["spark.jars"] = str(iceberg_runtime_jar())
+
+    plan = [(a, r) for r in range(args.rounds) for a in args.actions]
+    if not args.no_noop:
+        plan += [(NOOP, r) for r in range(args.rounds)]
+    names = {_table(a, side, r): (16 if a == NOOP else args.files) for a, r in plan for side in ("p", "b")}
+    print(f"# job overhead: {args.files} files, {args.rounds} rounds, master {args.master}, work {work}")
+    print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}", flush=True)
+    started = time.perf_counter()
+    me = str(Path(__file__).resolve())
+    _run([sys.executable, me, "_make", str(warehouse), args.master, json.dumps(names), str(args.files),
+          str(args.rows_per_file)], env)  # fmt: skip
+    for a, r in plan:
+        if a == "delete-orphans":
+            for side in ("p", "b"):
+                _plant_orphans(warehouse, _table(a, side, r))
+    decl = work / "tables.yaml"
+    decl.write_text(_declarations(warehouse, {_table(a, "p", r): a for a, r in plan}))
+    tablemgmt = str(_venv_bin() / "tablemgmt")
+    _run([tablemgmt, "--store-url", store_url, "apply", str(decl)], env)
+    print(f"# {len(names)} tables written in {time.perf_counter() - started:.0f}s", flush=True)
+
+    def run_project(action: str, r: int) -> dict[str, Any]:
+        declared = "rewrite-files" if action == NOOP else action
+        table = f"{CATALOG}.{NAMESPACE}.{_table(action, 'p', r)}"
+        wall, out, _ = _run([tablemgmt, "--store-url", store_url, "run", table, declared, "--json"], env)
+        summary = json.loads(out)["summary"]
+        timings = dict(summary.get("timings") or {})
+        timings["outside_job"] = wall - float(timings.get("total", 0.0))
+        return {"wall": wall, "timings": timings, "summary": summary}
+
+    def run_bare(action: str, r: int) -> dict[str, Any]:
+        sql = _bare_sql(action, _table(action, "b", r))
+        wall, out, _ = _run([sys.executable, me, "_bare", json.dumps(bare_conf), args.master, sql], env)
+        line = next(ln for ln in out.splitlines() if ln.startswith("BARE "))
+        inner = json.loads(line[5:])
+        timings = {"session": inner["session"], "procedure": inner["procedure"]}
+        # The interpreter's start and exit are not visible inside: they go with imports / stop.
+        timings["python_and_imports"] = inner["imports"]
+        timings["stop_and_exit"] = wall - inner["imports"] - inner["session"] - inner["procedure"]
+        return {"wall": wall, "timings": timings}
+
+    # A throw-away bare run warms the page cache (jars, Python) for both sides.
+    run_bare(NOOP, 0) if not args.no_noop else None
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for i, (action, r) in enumerate(plan):
+        sides = [("project", run_project), ("bare", run_bare)]
+        if i % 2:
+            sides.reverse()
+        for side, fn in sides:
+            figures = fn(action, r)
+            results.setdefault(action, {}).setdefault(side, []).append(figures)
+            print(f"#   {action} round {r} {side}: {figures['wall']:.1f}s (load {_load()})", flush=True)
+
+    cli_imports = []
+    for _ in range(3):
+        wall, _, _ = _run([sys.executable, "-c", "import airflow_tablemgmt.cli, airflow_tablemgmt.hooks.spark_job, "
+                           "airflow_tablemgmt.lifecycle"], env)  # fmt: skip
+        cli_imports.append(wall)
+    print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}\n")
+    _report(results, _median(cli_imports))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+    if not args.keep and args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _report(results: dict[str, dict[str, list[dict[str, Any]]]], cli_imports: float) -> None:
+    print(
+        "| action | bare (s) | project (s) | ratio | overhead (s) | project, without CLI start-up (s) | ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for action, sides in results.items():
+        b = _median([f["wall"] for f in sides["bare"]])
+        pr = _median([f["wall"] for f in sides["project"]])
+        pw = pr - cli_imports
+        print(f"| {action} | {b:.1f} | {pr:.1f} | {pr / b:.2f}x | {pr - b:+.1f} | {pw:.1f} | {pw / b:.2f}x |")
+    print(f"\nCLI start-up (fresh Python importing the CLI, the Airflow hook and the lifecycle): {cli_imports:.2f}s "
+          "(median of 3); an Airflow worker has paid it before the task starts.\n")  # fmt: skip
+    print("Breakdown (s, median of the rounds; project phases from the run's summary `timings`):\n")
+    header = "| phase | " + " | ".join(f"{a} project | {a} bare" for a in results) + " |"
+    print(header)
+    print("|---|" + "---:|---:|" * len(results))
+    for label, project_keys, bare_keys in GROUPS:
+        cells = []
+        for sides in results.values():
+            pv = _median(
+                [sum(float(f["timings"].get(k, 0.0)) for k in project_keys) for f in sides["project"]]
+            )
+            bv = _median([sum(float(f["timings"].get(k, 0.0)) for k in bare_keys) for f in sides["bare"]])
+            cells.append(f"{pv:.2f} | {bv:.2f}" if bare_keys else f"{pv:.2f} | —")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    walls = [
+        f"{_median([f['wall'] for f in s['project']]):.2f} | {_median([f['wall'] for f in s['bare']]):.2f}"
+        for s in results.values()
+    ]
+    print("| **wall** | " + " | ".join(walls) + " |")
+    print("\nProject phases in detail (median s):")
+    for action, sides in results.items():
+        keys: list[str] = []
+        for f in sides["project"]:
+            keys += [k for k in f["timings"] if k not in keys]
+        detail = ", ".join(
+            f"{k} {_median([float(f['timings'].get(k, 0.0)) for f in sides['project']]):.2f}" for k in keys
+        )
+        print(f"- {action}: {detail}")
+
+
+if __name__ == "__main__":
+    main()
