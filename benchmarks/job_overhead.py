@@ -24,6 +24,12 @@ YARN/Kubernetes driver start); tables with delete files (their live-record count
 
     .venv/bin/python benchmarks/job_overhead.py [--files 500] [--rounds 3] [--master local[2]]
         [--actions rewrite-files expire-snapshots delete-orphans] [--workdir DIR] [--keep]
+        [--baseline TREE]
+
+``--baseline TREE`` adds a third side, **before**: the same ``tablemgmt run`` with the
+``airflow_tablemgmt`` package taken from TREE (a directory holding an ``airflow_tablemgmt/``, e.g.
+``git archive <commit> airflow_tablemgmt | tar -x -C TREE``) instead of the installed one, on its
+own twin tables and store, interleaved with the other two: a before/after comparison in one run.
 """
 
 from __future__ import annotations
@@ -50,6 +56,15 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "delete-orphans": {},
 }
 NOOP = "noop"
+SIDES = {"project": "p", "bare": "b", "before": "o"}
+# Put in front of the installed (editable) package for the ``before`` side, in every Python it starts
+# (the CLI, and the job that spark-submit runs): a sitecustomize that swaps the import source.
+_BASELINE_SITE = """import os, sys
+_tree = os.environ.get("TMS_BASELINE_TREE")
+if _tree:
+    sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+    sys.path.insert(0, _tree)
+"""
 
 # The project's job phases, grouped as the bare side can be compared with them.
 GROUPS = (
@@ -251,7 +266,10 @@ def main() -> None:
     p.add_argument("--workdir", type=Path, help="default: a new temporary directory")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     p.add_argument("--json", type=Path, help="also write every run's figures here")
+    p.add_argument("--baseline", type=Path, metavar="TREE", help="add a 'before' side from this package tree")
     args = p.parse_args()
+    if args.baseline is not None and not (args.baseline / "airflow_tablemgmt" / "__init__.py").is_file():
+        p.error(f"--baseline: {args.baseline} holds no airflow_tablemgmt/ package")
 
     import shutil
     import tempfile
@@ -264,7 +282,7 @@ def main() -> None:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="tms-job-overhead-"))
     work.mkdir(parents=True, exist_ok=True)
     warehouse = work / "warehouse"
-    store_url = f"sqlite:///{work / 'tablemgmt.db'}"
+    stores = {"project": f"sqlite:///{work / 'tablemgmt.db'}", "before": f"sqlite:///{work / 'before.db'}"}
     env = {
         **os.environ,
         "JAVA_HOME": resolve_java_home(),
@@ -280,7 +298,8 @@ def main() -> None:
     plan = [(a, r) for r in range(args.rounds) for a in args.actions]
     if not args.no_noop:
         plan += [(NOOP, r) for r in range(args.rounds)]
-    names = {_table(a, side, r): (16 if a == NOOP else args.files) for a, r in plan for side in ("p", "b")}
+    sides = ["project", "bare"] + (["before"] if args.baseline else [])
+    names = {_table(a, SIDES[side], r): (16 if a == NOOP else args.files) for a, r in plan for side in sides}
     print(f"# job overhead: {args.files} files, {args.rounds} rounds, master {args.master}, work {work}")
     print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}", flush=True)
     started = time.perf_counter()
@@ -289,18 +308,27 @@ def main() -> None:
           str(args.rows_per_file)], env)  # fmt: skip
     for a, r in plan:
         if a == "delete-orphans":
-            for side in ("p", "b"):
-                _plant_orphans(warehouse, _table(a, side, r))
-    decl = work / "tables.yaml"
-    decl.write_text(_declarations(warehouse, {_table(a, "p", r): a for a, r in plan}))
+            for side in sides:
+                _plant_orphans(warehouse, _table(a, SIDES[side], r))
     tablemgmt = str(_venv_bin() / "tablemgmt")
-    _run([tablemgmt, "--store-url", store_url, "apply", str(decl)], env)
+    envs = {"project": env}
+    if args.baseline:
+        site = work / "baseline-site"
+        site.mkdir(exist_ok=True)
+        (site / "sitecustomize.py").write_text(_BASELINE_SITE)
+        pythonpath = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+        envs["before"] = {**env, "TMS_BASELINE_TREE": str(args.baseline.resolve()), "PYTHONPATH": pythonpath}
+    for side, side_env in envs.items():
+        decl = work / f"tables-{side}.yaml"
+        decl.write_text(_declarations(warehouse, {_table(a, SIDES[side], r): a for a, r in plan}))
+        _run([tablemgmt, "--store-url", stores[side], "apply", str(decl)], side_env)
     print(f"# {len(names)} tables written in {time.perf_counter() - started:.0f}s", flush=True)
 
-    def run_project(action: str, r: int) -> dict[str, Any]:
+    def run_project(action: str, r: int, side: str = "project") -> dict[str, Any]:
         declared = "rewrite-files" if action == NOOP else action
-        table = f"{CATALOG}.{NAMESPACE}.{_table(action, 'p', r)}"
-        wall, out, _ = _run([tablemgmt, "--store-url", store_url, "run", table, declared, "--json"], env)
+        table = f"{CATALOG}.{NAMESPACE}.{_table(action, SIDES[side], r)}"
+        argv = [tablemgmt, "--store-url", stores[side], "run", table, declared, "--json"]
+        wall, out, _ = _run(argv, envs[side])
         summary = json.loads(out)["summary"]
         timings = dict(summary.get("timings") or {})
         timings["outside_job"] = wall - float(timings.get("total", 0.0))
@@ -321,11 +349,11 @@ def main() -> None:
     run_bare(NOOP, 0) if not args.no_noop else None
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for i, (action, r) in enumerate(plan):
-        sides = [("project", run_project), ("bare", run_bare)]
-        if i % 2:
-            sides.reverse()
-        for side, fn in sides:
-            figures = fn(action, r)
+        order = sides[i % len(sides) :] + sides[: i % len(sides)]
+        if i // len(sides) % 2:
+            order.reverse()
+        for side in order:
+            figures = run_bare(action, r) if side == "bare" else run_project(action, r, side)
             results.setdefault(action, {}).setdefault(side, []).append(figures)
             print(f"#   {action} round {r} {side}: {figures['wall']:.1f}s (load {_load()})", flush=True)
 
@@ -342,45 +370,57 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _wall(sides: dict[str, list[dict[str, Any]]], side: str) -> float:
+    return _median([f["wall"] for f in sides[side]])
+
+
+def _phase(figures: list[dict[str, Any]], keys: tuple[str, ...]) -> float:
+    return _median([sum(float(f["timings"].get(k, 0.0)) for k in keys) for f in figures])
+
+
 def _report(results: dict[str, dict[str, list[dict[str, Any]]]], cli_imports: float) -> None:
-    print(
-        "| action | bare (s) | project (s) | ratio | overhead (s) | project, without CLI start-up (s) | ratio |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    before = all("before" in sides for sides in results.values())
+    head = "| action | bare (s) |" + (" before (s) | before ratio |" if before else "")
+    head += " project (s) | ratio | overhead (s) | project without CLI start-up (s) | ratio |"
+    print(head)
+    print("|---|" + "---:|" * (head.count("|") - 2))
     for action, sides in results.items():
-        b = _median([f["wall"] for f in sides["bare"]])
-        pr = _median([f["wall"] for f in sides["project"]])
+        b, pr = _wall(sides, "bare"), _wall(sides, "project")
+        row = f"| {action} | {b:.1f} |"
+        if before:
+            o = _wall(sides, "before")
+            row += f" {o:.1f} | {o / b:.2f}x |"
         pw = pr - cli_imports
-        print(f"| {action} | {b:.1f} | {pr:.1f} | {pr / b:.2f}x | {pr - b:+.1f} | {pw:.1f} | {pw / b:.2f}x |")
-    print(f"\nCLI start-up (fresh Python importing the CLI, the Airflow hook and the lifecycle): {cli_imports:.2f}s "
+        row += f" {pr:.1f} | {pr / b:.2f}x | {pr - b:+.1f} | {pw:.1f} | {pw / b:.2f}x |"
+        print(row)
+    print(f"\nCLI start-up (a fresh Python importing the CLI, the Airflow hook and the lifecycle): {cli_imports:.2f}s "
           "(median of 3); an Airflow worker has paid it before the task starts.\n")  # fmt: skip
-    print("Breakdown (s, median of the rounds; project phases from the run's summary `timings`):\n")
-    header = "| phase | " + " | ".join(f"{a} project | {a} bare" for a in results) + " |"
-    print(header)
-    print("|---|" + "---:|---:|" * len(results))
+    print("Breakdown (s, median of the rounds; the project's phases from its summary `timings`):\n")
+    shown = ["before", "project", "bare"] if before else ["project", "bare"]
+    print("| phase | " + " | ".join(f"{a} {side}" for a in results for side in shown) + " |")
+    print("|---|" + "---:|" * (len(results) * len(shown)))
     for label, project_keys, bare_keys in GROUPS:
         cells = []
         for sides in results.values():
-            pv = _median(
-                [sum(float(f["timings"].get(k, 0.0)) for k in project_keys) for f in sides["project"]]
-            )
-            bv = _median([sum(float(f["timings"].get(k, 0.0)) for k in bare_keys) for f in sides["bare"]])
-            cells.append(f"{pv:.2f} | {bv:.2f}" if bare_keys else f"{pv:.2f} | —")
+            for side in shown:
+                if side == "bare":
+                    cells.append(f"{_phase(sides[side], bare_keys):.2f}" if bare_keys else "—")
+                else:
+                    cells.append(f"{_phase(sides[side], project_keys):.2f}")
         print(f"| {label} | " + " | ".join(cells) + " |")
-    walls = [
-        f"{_median([f['wall'] for f in s['project']]):.2f} | {_median([f['wall'] for f in s['bare']]):.2f}"
-        for s in results.values()
-    ]
-    print("| **wall** | " + " | ".join(walls) + " |")
-    print("\nProject phases in detail (median s):")
+    print(
+        "| **wall** | "
+        + " | ".join(f"{_wall(s, side):.2f}" for s in results.values() for side in shown)
+        + " |"
+    )
+    print("\nPhases in detail (median s):")
     for action, sides in results.items():
-        keys: list[str] = []
-        for f in sides["project"]:
-            keys += [k for k in f["timings"] if k not in keys]
-        detail = ", ".join(
-            f"{k} {_median([float(f['timings'].get(k, 0.0)) for f in sides['project']]):.2f}" for k in keys
-        )
-        print(f"- {action}: {detail}")
+        for side in shown:
+            keys: list[str] = []
+            for f in sides[side]:
+                keys += [k for k in f["timings"] if k not in keys]
+            detail = ", ".join(f"{k} {_phase(sides[side], (k,)):.2f}" for k in keys)
+            print(f"- {action} {side}: {detail}")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,10 @@ def base_conf(local: bool = True) -> dict[str, str]:
     """Session settings every job gets. ``local`` keeps shuffles small for ``local[*]`` masters."""
     conf = {
         "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        # A short batch job: no web UI and no console progress bars (they would fill the task log).
+        # The event log stays Spark's default (off) unless spark-defaults.conf asks for it.
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         # Cutoffs are computed in UTC; literals carry an explicit offset, this keeps output in UTC too.
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": "1g",

@@ -39,6 +39,7 @@ if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == Path(__file__).re
 import argparse  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import threading  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
@@ -295,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     if _AGE_AT_START is not None:
         timings.add("python_startup", _AGE_AT_START)
     timings.add("imports", _IMPORTS_SECONDS)
+    # The maintainers and pyiceberg (the metrics) are imported while the JVM starts the session:
+    # the main thread mostly waits on the JVM then, so on two or more cores the imports come free.
+    threading.Thread(target=_import_ahead, name="tablemgmt-import-ahead", daemon=True).start()
     # Stop only a session this call started: run in-process (tests), a session that was already
     # active belongs to the caller.
     existing = _active_session()
@@ -311,6 +315,15 @@ def main(argv: list[str] | None = None) -> int:
     # The result line becomes the process summary and the task's XCom: never a secret in it.
     print(redact(line, REDACT.secrets), flush=True)
     return outcome.code
+
+
+def _import_ahead() -> None:
+    try:
+        import pyiceberg.table  # noqa: F401
+
+        import airflow_tablemgmt.spark.maintainers  # noqa: F401
+    except Exception:  # noqa: BLE001 - the main thread imports them again and reports what fails
+        log.debug("import ahead failed", exc_info=True)
 
 
 def _active_session() -> SparkSession | None:
