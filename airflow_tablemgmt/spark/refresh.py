@@ -319,8 +319,7 @@ def schema_drift(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -
         for k in new
         if k in old and old[k][1] != new[k][1]
     ]
-    if not changes and [k for k in old] != [k for k in new]:
-        changes.append(f"column order {', '.join(old)} -> {', '.join(new)}")
+    # A new column order is no drift: the overwrite matches columns by name.
     return changes
 
 
@@ -335,8 +334,21 @@ def current_snapshot(spark: SparkSession, table_id: str) -> int | None:
 
 
 def source_snapshots(spark: SparkSession, sources: list[str]) -> dict[str, int | None]:
-    """The current (``main``) snapshot of each source; None for a table without one."""
-    return {source: current_snapshot(spark, source) for source in sources}
+    """The current (``main``) snapshot of each source; None for a table without one.
+
+    A source whose snapshot cannot be read (not ``catalog.namespace.table``, not an Iceberg table) is
+    recorded as None with a warning: the NO_DATA check cannot read it either and so always refreshes.
+    """
+    out: dict[str, int | None] = {}
+    for source in sources:
+        try:
+            out[source] = current_snapshot(spark, source)
+        except Exception as e:
+            if not isinstance(e, InvalidDeclaration) and type(e).__name__ != "AnalysisException":
+                raise
+            log.warning("source %s: no Iceberg snapshot to record (%s)", source, describe_exception(e)[1])
+            out[source] = None
+    return out
 
 
 def _create_statement(table: TableIdentifier, partitioned_by: tuple[str, ...]) -> str:

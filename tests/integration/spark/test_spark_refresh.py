@@ -172,6 +172,9 @@ def test_analyse_reports_schema_and_sources_and_creates_nothing(
         {"name": "top", "type": "bigint", "nullable": True},
     ]
     assert not tables.spark.catalog.tableExists(str(dt))
+    # A query without a source table has none to record (its NO_DATA check always refreshes).
+    constant = refresh(tables.spark, dt, {"mode": "analyse", "query": "SELECT 1 AS x, current_date() AS d"})
+    assert constant["source_tables"] == []
 
 
 def test_analyse_errors_name_the_problem(make_table: TableFactory, tables: Tables) -> None:
@@ -245,6 +248,11 @@ def test_schema_drift_is_rejected_unless_recreate(make_table: TableFactory, tabl
     # Same schema again: a plain refresh, nothing recreated.
     again = refresh(tables.spark, dt, {**options, "expected_schema": summary["schema"]})
     assert again["recreated"] is False
+    # Columns in another order are no drift: the overwrite matches them by name.
+    reordered = f"SELECT max(v) AS last_v, cast(count(*) AS int) AS n, day FROM {src} GROUP BY day"
+    moved = refresh(tables.spark, dt, {**options, "query": reordered, "expected_schema": summary["schema"]})
+    assert moved["recreated"] is False
+    assert rows(tables, dt) == [(date(2026, 3, 1), 1, "a"), (date(2026, 3, 2), 1, "b")]
 
 
 def test_quoted_identifiers_and_values_bound_as_literals(make_table: TableFactory, tables: Tables) -> None:
