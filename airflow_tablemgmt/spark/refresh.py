@@ -288,6 +288,7 @@ def partition_condition(
         clauses.append(f"{quote(field.name)} = {literal}")
         casts.append((field.name, value, type_name, literal))
     row = spark.sql("SELECT " + ", ".join(f"{lit} AS c{i}" for i, (*_, lit) in enumerate(casts))).first()
+    assert row is not None  # a SELECT of literals has one row
     canonical = {}
     for i, (name, value, type_name, _) in enumerate(casts):
         cast = row[f"c{i}"]
@@ -466,17 +467,17 @@ def drop(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
 @contextmanager
 def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
     """``settings`` on the session for the block, the previous values (or none) back after it."""
-    previous = {k: spark.conf.get(k, None) for k in settings}
+    previous: dict[str, str | None] = {k: spark.conf.get(k, None) for k in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
-        for key, value in previous.items():
-            if value is None:
+        for key, old in previous.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
 
 
 def refresh(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
