@@ -79,7 +79,7 @@ GROUPS = (
     ("procedure", ("procedure",), ("procedure",)),
     ("metrics after", ("metrics_after",), ()),
     ("maintainer other", ("maintainer_other",), ()),
-    ("result, stop, exit", ("result", "session_stop", "jvm_exit", "result_parse"), ("stop_and_exit",)),
+    ("result, stop, exit", ("session_stop", "jvm_exit", "result_parse"), ("stop_and_exit",)),
 )
 
 

@@ -175,26 +175,25 @@ class _Outcome:
     jvm_started_at: float | None = None
 
     def line(self, timings: Timings) -> str:
-        with timings.phase("result"):
-            if self.summary is not None:
-                self.summary["timings"] = timings.as_dict()
-                return success_line(
-                    self.action,
-                    self.table or "",
-                    self.summary,
-                    duration_seconds=self.duration_seconds,
-                    application_id=self.application_id,
-                    jvm_started_at=self.jvm_started_at,
-                )
-            return failure_line(
+        if self.summary is not None:
+            self.summary["timings"] = timings.as_dict()
+            return success_line(
                 self.action,
-                self.table,
-                self.error_class,
-                self.error,
+                self.table or "",
+                self.summary,
                 duration_seconds=self.duration_seconds,
                 application_id=self.application_id,
-                timings=timings.as_dict(),
+                jvm_started_at=self.jvm_started_at,
             )
+        return failure_line(
+            self.action,
+            self.table,
+            self.error_class,
+            self.error,
+            duration_seconds=self.duration_seconds,
+            application_id=self.application_id,
+            timings=timings.as_dict(),
+        )
 
 
 def run(job: JobSpec, spark: SparkSession | None = None) -> tuple[int, str]:

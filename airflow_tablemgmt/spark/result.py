@@ -75,7 +75,6 @@ PHASES = (
     ("procedure", "procedure"),
     ("metrics_after", "metrics after"),
     ("maintainer_other", "maintainer other"),
-    ("result", "result"),
     ("session_stop", "session stop"),
     ("jvm_exit", "JVM exit"),
     ("result_parse", "result parse"),

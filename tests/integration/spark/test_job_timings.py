@@ -1,0 +1,86 @@
+"""Where a run's time goes: the ``timings`` of its summary, in process and through spark-submit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.spark import job_main
+from airflow_tablemgmt.spark.result import PHASE_NAMES, parse_result
+from airflow_tablemgmt.spark.submit import run_local
+from tests.integration.spark.spark_tables import TableFactory, Tables
+
+pytestmark = pytest.mark.integration
+
+
+def _job(table: TableIdentifier, catalog: CatalogSpec, action: str, options: dict[str, object]) -> JobSpec:
+    return JobSpec(
+        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
+        catalog=catalog.model_dump(mode="json", by_alias=True),
+        action=action,
+        options=options,
+        process_id=3,
+    )
+
+
+def test_in_process_run_times_the_maintainer_phases(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec
+) -> None:
+    table = make_table("id bigint, p string, v string", partitioned_by="p")
+    tables.small_files(table, files=6)
+
+    code, line = job_main.run(_job(table, catalog, "rewrite-files", {"min-input-files": 2}), tables.spark)
+
+    assert code == 0, line
+    summary = parse_result([line]).summary
+    timings = summary["timings"]
+    assert {
+        "table_load",
+        "metrics_before",
+        "procedure",
+        "metrics_after",
+        "maintainer_other",
+    } <= set(timings)
+    assert "session" not in timings  # the caller's session: not started, not timed
+    assert all(v >= 0 for v in timings.values())
+    inside = timings["metrics_before"] + timings["procedure"] + timings["metrics_after"]
+    assert inside + timings["maintainer_other"] == pytest.approx(summary["duration_seconds"], abs=0.01)
+    assert summary["after"]["data_files"] == 2  # the figures are still all there
+
+
+def test_a_failed_run_reports_how_far_it_got(tables: Tables, catalog: CatalogSpec) -> None:
+    missing = TableIdentifier("lake", "db", "no_such_table_for_timings")
+
+    code, line = job_main.run(_job(missing, catalog, "expire-snapshots", {}), tables.spark)
+
+    assert code == 1
+    payload = json.loads(line)
+    assert payload["error_class"] == "TableNotFound"
+    assert "table_load" in payload["timings"] and "procedure" not in payload["timings"]
+
+
+def test_spark_submit_run_reports_every_phase_and_logs_them(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec, tmp_path: Path
+) -> None:
+    table = make_table("id bigint, p string, v string", partitioned_by="p", prefix="timed")
+    tables.small_files(table, files=3)
+
+    result = run_local(_job(table, catalog, "expire-snapshots", {}), tmp_path, timeout=300)
+
+    assert result.ok, result.error
+    timings = result.summary["timings"]
+    job_side = {"python_startup", "imports", "driver_jvm", "session", "table_load", "metrics_before"}
+    job_side |= {"procedure", "metrics_after", "maintainer_other", "session_stop"}
+    submit_side = {"hook_setup", "spark_submit", "jvm_exit", "result_parse", "total"}
+    assert job_side | submit_side <= set(timings), sorted(timings)
+    assert set(timings) <= set(PHASE_NAMES) | {"total"}
+    # Phases do not overlap: together they fit in the whole (the gaps are unmeasured glue).
+    assert sum(v for k, v in timings.items() if k != "total") <= timings["total"] + 0.05
+    assert timings["procedure"] > 0 and timings["session"] > 0
+    log = (tmp_path / "spark-submit.log").read_text()
+    assert "tablemgmt: timings: driver JVM to Python" in log and "procedure" in log
