@@ -9,7 +9,9 @@
 - ``create``: analyse, ``CREATE TABLE … USING iceberg PARTITIONED BY (<identity columns>) AS SELECT *
   FROM (<query>) LIMIT 0`` (the schema is the query's; Spark makes every column nullable), then the
   first refresh. If anything after the ``CREATE`` fails, the table it created is dropped (``PURGE``):
-  a failed creation leaves nothing behind. A table that already exists is an error, never replaced.
+  a failed creation leaves nothing behind. A table that already exists is an error, never replaced —
+  except the leftover of this job killed between its ``CREATE`` and its first commit (table property
+  ``tablemgmt.dynamic-table = creating``), which a retry drops and creates again.
 - ``refresh``: read the current snapshot of every source table, then overwrite. With
   ``partition_values`` (``{column: value}``) exactly the partitions matching them are replaced by the
   query's rows for them — ``INSERT OVERWRITE`` by filter, ``SELECT * FROM (<query>) WHERE col = <value>``
@@ -69,6 +71,10 @@ PARTITION = "PARTITION"
 QUERY_ALIAS = "tms_query"
 # Partition columns a value can be bound to (Spark type names); others are refreshed whole only.
 VALUE_TYPES = ("string", "date", "tinyint", "smallint", "int", "bigint")
+# Set by ``create``: 'creating' from its CREATE until its first refresh committed, then 'created'. A
+# create that finds its own 'creating' leftover (a job killed in between) replaces it; any other table
+# with the name is an error.
+CREATION_PROPERTY = "tablemgmt.dynamic-table"
 # The partitions_written list of a full refresh is cut here (the count is always exact).
 MAX_PARTITIONS_LISTED = 1000
 _VARCHAR = re.compile(r"^(var)?char\(\d+\)$")
@@ -354,7 +360,14 @@ def source_snapshots(spark: SparkSession, sources: list[str]) -> dict[str, int |
 
 def _create_statement(table: TableIdentifier, partitioned_by: tuple[str, ...]) -> str:
     parts = f" PARTITIONED BY ({', '.join(quote(c) for c in partitioned_by)})" if partitioned_by else ""
-    return f"CREATE TABLE {table.quoted} USING iceberg{parts} AS "
+    props = f" TBLPROPERTIES ({literals.string(CREATION_PROPERTY)} = 'creating')"
+    return f"CREATE TABLE {table.quoted} USING iceberg{parts}{props} AS "
+
+
+def _creation_state(spark: SparkSession, table: TableIdentifier) -> str | None:
+    rows = spark.sql(f"SHOW TBLPROPERTIES {table.quoted} ({literals.string(CREATION_PROPERTY)})").collect()
+    value = rows[0]["value"] if rows else None
+    return value if value in ("creating", "created") else None
 
 
 def _written(spark: SparkSession, table: TableIdentifier, before: int | None) -> tuple[int | None, int]:
@@ -439,14 +452,21 @@ def create(spark: SparkSession, table: TableIdentifier, job: RefreshJob) -> dict
     df = query_frame(spark, job.query)
     partition_fields(df, job.partitioned_by)
     if spark.catalog.tableExists(str(table)):
-        raise TableExists(
-            f"table {table} already exists; a dynamic table is created only where there is none"
-        )
+        if _creation_state(spark, table) != "creating":
+            raise TableExists(
+                f"table {table} already exists; a dynamic table is created only where there is none"
+            )
+        log.warning("%s is left from a creation that did not finish: dropping it to create it again", table)
+        spark.sql(f"DROP TABLE {table.quoted} PURGE")
     sql = _create_statement(table, job.partitioned_by) + wrapped(job.query) + " LIMIT 0"
     log.info("creating %s: %s", table, sql)
     spark.sql(sql)
     try:
-        return {**overwrite(spark, table, job, created=True), "created": True}
+        summary = overwrite(spark, table, job, created=True)
+        spark.sql(
+            f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ({literals.string(CREATION_PROPERTY)} = 'created')"
+        )
+        return {**summary, "created": True}
     except BaseException:
         log.warning("first refresh of %s failed: dropping the table it created", table)
         try:

@@ -21,7 +21,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.job_main import run
-from airflow_tablemgmt.spark.refresh import InvalidQuery, SchemaDrift, TableExists, refresh
+from airflow_tablemgmt.spark.refresh import CREATION_PROPERTY, InvalidQuery, SchemaDrift, TableExists, refresh
 from tests.integration.spark.conftest import CATALOG, NAMESPACE
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
@@ -368,3 +368,24 @@ def test_dynamic_options_apply_to_this_refresh_only(make_table: TableFactory, ta
             dt,
             {"query": query, "partitioned_by": ["day"], "dynamic_options": {"write-format": ["avro"]}},
         )
+
+
+def test_a_retried_creation_replaces_only_its_own_leftover(make_table: TableFactory, tables: Tables) -> None:
+    spark = tables.spark
+    src = events(make_table, tables, "(1, DATE'2026-03-01', 'a')")
+    query = f"SELECT id, v FROM {src}"
+    # A creation killed between its CREATE and its first refresh leaves an empty table marked 'creating'.
+    dt = dynamic_table()
+    spark.sql(
+        f"CREATE TABLE {dt.quoted} (id bigint) USING iceberg TBLPROPERTIES ('{CREATION_PROPERTY}'='creating')"
+    )
+
+    summary = create(tables, dt, query)
+
+    assert summary["created"] is True and rows(tables, dt) == [(1, "a")]
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {dt.quoted}").collect()}
+    assert props[CREATION_PROPERTY] == "created"
+    # A table whose creation finished (or anybody else's table) is never replaced.
+    with pytest.raises(TableExists, match=f"table {dt} already exists"):
+        create(tables, dt, query)
+    assert rows(tables, dt) == [(1, "a")]
