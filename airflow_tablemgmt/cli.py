@@ -67,7 +67,7 @@ def _print(data: Any, as_json: bool) -> None:
         print(yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip())
 
 
-def _table_rows(rows: list[list[str]], header: list[str]) -> str:
+def _table_rows(rows: list[list[Any]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join(fmt.format(*map(str, r)) for r in [header, *rows])

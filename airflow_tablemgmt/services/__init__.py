@@ -15,7 +15,13 @@ from airflow_tablemgmt.services.catalogs import (
     set_catalog,
 )
 from airflow_tablemgmt.services.declarations import apply_file, check_declarations_path
-from airflow_tablemgmt.services.errors import CatalogConflict, DeclarationsRejected, InvalidInput
+from airflow_tablemgmt.services.errors import (
+    CatalogConflict,
+    Conflict,
+    DeclarationsRejected,
+    InvalidInput,
+    NotFound,
+)
 from airflow_tablemgmt.services.processes import (
     CancelResult,
     RunResult,
@@ -43,9 +49,11 @@ __all__ = [
     "CancelResult",
     "CatalogConflict",
     "CatalogResult",
+    "Conflict",
     "CatalogView",
     "DeclarationsRejected",
     "InvalidInput",
+    "NotFound",
     "RegisterRequest",
     "RegisterResult",
     "RunResult",
