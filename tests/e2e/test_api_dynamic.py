@@ -64,7 +64,13 @@ class DynamicApi:
         return f"http://127.0.0.1:{self.dep.api_port}"
 
     def call(
-        self, method: str, path: str, user: str | None = None, body: Any = None, cookie: bool = False
+        self,
+        method: str,
+        path: str,
+        user: str | None = None,
+        body: Any = None,
+        cookie: bool = False,
+        prefix: str = "/tablemgmt/v1",
     ) -> Response:
         headers = {"Content-Type": "application/json"}
         if user is not None:
@@ -73,7 +79,7 @@ class DynamicApi:
             else:
                 headers["Authorization"] = f"Bearer {self.tokens[user]}"
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + "/tablemgmt/v1" + path, data, headers, method=method)
+        req = urllib.request.Request(self.base + prefix + path, data, headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=120) as r:
                 return Response(r.status, json.loads(r.read() or b"null"))
@@ -217,6 +223,30 @@ def test_the_same_periodic_schedule_time_twice_is_the_same_job_and_one_run(api: 
     assert [r for r in _runs(api) if r[0] == first.body["dagRunId"]] and len(
         [r for r in _runs(api) if "2026-03-01" in r[1]]
     ) == 1
+
+
+def test_a_run_airflow_already_has_at_the_schedule_time_becomes_the_jobs_run(api: DynamicApi) -> None:
+    """A run of the refresh DAG at the schedule time may exist before anyone asks for it over REST (the
+    scheduler's own, or one made through Airflow's API, as here): the refresh is then that run (its
+    process opened now), not an error and not a second run."""
+    made = api.call(
+        "POST",
+        f"/dags/{DAG_ID}/dagRuns",
+        "admin",
+        {"dag_run_id": "earlier__2026-04-01", "logical_date": "2026-04-01T00:00:00+00:00"},
+        prefix="/api/v2",
+    )
+    assert made.status == 200, made.body
+    r = api.call(
+        "POST",
+        f"/dynamic-tables/{TABLE}/refresh",
+        "admin",
+        {"isPeriodic": True, "scheduleTime": "2026-04-01 00:00:00"},
+    )
+    assert r.status == 200, r.body
+    assert r.body["dagRunId"] == "earlier__2026-04-01"
+    assert [run for run in _runs(api) if "2026-04-01" in run[1]][0][0] == "earlier__2026-04-01"
+    assert len([run for run in _runs(api) if "2026-04-01" in run[1]]) == 1
 
 
 def test_periodic_refresh_without_schedule_time_is_400_with_flinks_message(api: DynamicApi) -> None:
