@@ -103,7 +103,9 @@ def ui_password(home: Path) -> str:
     return password
 
 
-def next_steps(*, home: Path, table: str, process_ids: Sequence[int], port: int = 8080) -> str:
+def next_steps(
+    *, home: Path, table: str, process_ids: Sequence[int], port: int = 8080, dynamic: str | None = None
+) -> str:
     """What to do after the demo, as shell lines a new user can paste: the environment that reaches
     the demo's store and Airflow, the UI (``make ui``), and the REST calls behind the numbers above."""
     home = home.resolve()
@@ -143,6 +145,18 @@ def next_steps(*, home: Path, table: str, process_ids: Sequence[int], port: int 
         f"  curl -s {auth} '{api}/processes?table={table}'",
         *(f"  curl -s {auth} {api}/processes/{pid}" for pid in process_ids),
     ]
+    if dynamic:
+        refresh = json.dumps({"isPeriodic": True, "scheduleTime": "2030-01-01 00:00:00"})
+        lines += [
+            "",
+            f"The dynamic table {dynamic}: its definition, state and refresh history, and FLIP-435's refresh",
+            "(it answers once the refresh is submitted; the scheduler `make ui` starts runs it):",
+            f"  tablemgmt dt show {dynamic}",
+            f"  tablemgmt dt history {dynamic}",
+            f"  curl -s {auth} {api}/dynamic-tables/{dynamic}/history",
+            f"  curl -s -X POST {auth} -H 'Content-Type: application/json' \\",
+            f"    {api}/dynamic-tables/{dynamic}/refresh -d '{refresh}'",
+        ]
     return "\n".join(lines)
 
 
@@ -155,6 +169,7 @@ def main() -> int:
     p.add_argument("--next-steps", action="store_true", help="print what to do after the demo, and exit")
     p.add_argument("--ui-password", action="store_true", help="print the UI admin's password, and exit")
     p.add_argument("--port", type=int, default=int(os.environ.get("UI_PORT", "8080")))
+    p.add_argument("--dynamic", default=None, help="the demo's dynamic table, for the next steps")
     args = p.parse_args()
     home = Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
     if args.ui_password:
@@ -173,7 +188,8 @@ def main() -> int:
         print(f"no processes recorded for {args.table}", file=sys.stderr)
         return 1
     if args.next_steps:
-        print(next_steps(home=home, table=args.table, process_ids=[pr.id for pr in procs], port=args.port))
+        ids = [pr.id for pr in procs]
+        print(next_steps(home=home, table=args.table, process_ids=ids, port=args.port, dynamic=args.dynamic))
         return 0
     for proc in procs:
         print_process(proc)
