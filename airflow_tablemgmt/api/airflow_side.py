@@ -143,8 +143,8 @@ def existing_run_id(dag_id: str, logical_date: datetime) -> str | None:
 def set_dag_paused(dag_id: str, paused: bool) -> None:
     """The REST side's pauser (suspend / resume a dynamic table): Airflow's own pause flag, as
     ``PATCH /api/v2/dags/{dag_id}`` sets it. A DAG the dag processor has not parsed yet has no flag to
-    set; the table's state in the store still changes, and the DAG file builds a suspended table's DAG
-    paused when it first appears."""
+    set: only a warning; the table's state in the store still changes, and the refresh task skips the
+    scheduled runs of a SUSPENDED table."""
     from airflow.models.dag import DagModel
     from airflow.utils.session import create_session
     from sqlalchemy import update
