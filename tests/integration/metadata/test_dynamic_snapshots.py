@@ -39,7 +39,7 @@ def test_a_commit_to_a_source_is_new_data_and_none_is_not(
 ) -> None:
     orders = meta_tables.create("orders", rows=3)
     empty = meta_tables.create("returns", rows=0)
-    dt = TableIdentifier(meta_catalog.name, NAMESPACE, f"dt_{next(_names)}")
+    dt = TableIdentifier(meta_catalog.name, NAMESPACE, f"nodata_dt_{next(_names)}")
     query = f"SELECT o.id, o.v FROM {orders} o LEFT JOIN {empty} r ON o.id = r.id"
     summary = refresh(meta_tables.spark, dt, {"mode": "create", "query": query})
     recorded = summary["source_snapshots"]

@@ -32,13 +32,13 @@ _names = itertools.count()
 DAILY = "SELECT day, count(*) AS n, sum(id) AS total FROM {src} GROUP BY day"
 
 
-def dynamic_table(prefix: str = "dt") -> TableIdentifier:
+def dynamic_table(prefix: str = "refresh_dt") -> TableIdentifier:
     return TableIdentifier(CATALOG, NAMESPACE, f"{prefix}_{next(_names)}")
 
 
 def events(make_table: TableFactory, tables: Tables, rows: str) -> TableIdentifier:
     """A source ``(id bigint, day date, v string)`` holding ``rows`` (a VALUES list)."""
-    src = make_table("id bigint, day date, v string", prefix="src")
+    src = make_table("id bigint, day date, v string", prefix="refresh_src")
     tables.spark.sql(f"INSERT INTO {src.quoted} VALUES {rows}")
     return src
 
@@ -258,11 +258,11 @@ def test_schema_drift_is_rejected_unless_recreate(make_table: TableFactory, tabl
 def test_quoted_identifiers_and_values_bound_as_literals(make_table: TableFactory, tables: Tables) -> None:
     spark = tables.spark
     tricky = "it's a \\' back\\slash"
-    src = make_table("`order` string, `select` int, id bigint", prefix="src")
+    src = make_table("`order` string, `select` int, id bigint", prefix="refresh_src")
     spark.createDataFrame(
         [(tricky, 7, 1), ("plain", 7, 2), (tricky, 8, 3)], "`order` string, `select` int, id bigint"
     ).writeTo(str(src)).append()
-    dt = TableIdentifier(CATALOG, NAMESPACE, f"select_{next(_names)}")
+    dt = TableIdentifier(CATALOG, NAMESPACE, f"select_dt_{next(_names)}")
     query = f"SELECT `order`, `select`, count(*) AS n FROM {src.quoted} GROUP BY `order`, `select`"
     create(tables, dt, query, partitioned_by=["order", "select"])
     spark.sql(f"INSERT INTO {src.quoted} VALUES ('plain', 7, 4), (?, 7, 5)", args=[tricky])
@@ -292,7 +292,7 @@ def test_quoted_identifiers_and_values_bound_as_literals(make_table: TableFactor
     ):
         refresh(spark, dt, {**base, "partition_values": {"region": "eu"}})
     with pytest.raises(TableNotFound, match="does not exist"):
-        refresh(spark, dynamic_table("missing"), base)
+        refresh(spark, dynamic_table("refresh_missing"), base)
 
 
 def test_job_main_runs_create_before_the_table_exists(
