@@ -152,11 +152,9 @@ class DynamicTableProcessFactory:
                 definition, context.catalog, job_options(definition, "create", dynamic_options=options)
             )
         if params.get("recreate"):  # alter --recreate: the whole table, replaced from the new query
-            return _job(
-                definition,
-                context.catalog,
-                job_options(definition, "refresh", recreate=True, dynamic_options=options),
-            )
+            # No expected schema: the job compares the query with the table as it is, and replaces it.
+            recreate = job_options(definition, "refresh", recreate=True, dynamic_options=options)
+            return _job(definition, context.catalog, {**recreate, "expected_schema": None})
         static = {str(k): str(v) for k, v in dict(params.get("static_partitions") or {}).items()}
         if static:
             values = static

@@ -23,6 +23,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec, Owner
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
 from airflow_tablemgmt.services import dynamic
+from airflow_tablemgmt.services.errors import InvalidInput
 from airflow_tablemgmt.spark import job_main
 from airflow_tablemgmt.spark.result import JobResult, parse_result
 from airflow_tablemgmt.store import Store
@@ -181,3 +182,30 @@ def test_no_data_refresh_records_a_process_and_runs_no_job(
     manual = dynamic.refresh_now(store, tid, runner=jobs)  # a manual refresh always runs
     assert len(jobs.jobs) == submitted + 2
     assert manual.summary["trigger"] == "MANUAL"
+
+
+def test_alter_query_needs_recreate_for_a_new_schema_and_drop_purges(
+    spark: SparkSession, store: Store, jobs: SessionJobs
+) -> None:
+    src = source(spark, [(1, "2026-02-01"), (2, "2026-02-02")])
+    tid = f"lake.db.altered_{next(_names)}"
+    dynamic.create(store, {"identifier": tid, "query": f"SELECT id FROM {src}", "freshness": "1 HOUR"}, jobs)
+
+    same = dynamic.alter(
+        store, tid, query=f"SELECT id FROM {src} WHERE id > 1"
+    )  # same schema: next refresh uses it
+    assert same.process is None and same.table.definition.query.endswith("WHERE id > 1")
+    with pytest.raises(
+        InvalidInput, match=r"query: the new query's schema \(id bigint, day string\) differs"
+    ):
+        dynamic.alter(store, tid, query=f"SELECT id, day FROM {src}", runner=jobs)
+    assert store.dynamic.get(tid).definition.query.endswith("WHERE id > 1")  # unchanged on error
+
+    recreated = dynamic.alter(store, tid, query=f"SELECT id, day FROM {src}", recreate=True, runner=jobs)
+    assert recreated.process is not None and recreated.process.status == ProcessStatus.SUCCESS
+    assert [c.name for c in recreated.table.definition.columns or []] == ["id", "day"]
+    assert spark.table(tid).columns == ["id", "day"] and spark.table(tid).count() == 2
+
+    dynamic.drop(store, tid, purge=True, runner=jobs)
+    assert store.dynamic.find(tid) is None
+    assert not spark.catalog.tableExists(tid)
