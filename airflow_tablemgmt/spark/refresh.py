@@ -35,8 +35,8 @@ The query runs wrapped as ``SELECT * FROM (<query>) AS q``, so a second statemen
 
 Source snapshot ids are read *before* the query runs: a commit to a source between the read and the
 scan can only make the next NO_DATA check see a newer snapshot and refresh once more, never skip data.
-Schema drift — the query's columns (names, types) differ from ``expected_schema`` (or, without it,
-from the table's) — fails the refresh unless ``recreate``, which replaces the table in one commit
+Schema drift — the query's columns (names, types as Iceberg keeps them; order and nullability aside)
+differ from the table's — fails the refresh unless ``recreate``, which replaces the table in one commit
 (``DataFrameWriterV2.createOrReplace``, Iceberg's atomic replace) with what this refresh writes.
 """
 
@@ -78,6 +78,8 @@ CREATION_PROPERTY = "tablemgmt.dynamic-table"
 # The partitions_written list of a full refresh is cut here (the count is always exact).
 MAX_PARTITIONS_LISTED = 1000
 _VARCHAR = re.compile(r"^(var)?char\(\d+\)$")
+_VARCHAR_ANYWHERE = re.compile(r"\b(var)?char\(\d+\)")
+_NARROW_INT = re.compile(r"\b(tinyint|smallint)\b")
 
 
 class InvalidQuery(InvalidDeclaration):
@@ -307,12 +309,8 @@ def partition_condition(
 
 
 def _normal_type(type_name: str) -> str:
-    # What an Iceberg column reads back as: Iceberg has no byte/short/char/varchar types.
-    if type_name in ("tinyint", "smallint"):
-        return "int"
-    if _VARCHAR.match(type_name):
-        return "string"
-    return type_name
+    # What a column reads back as from Iceberg, which has no byte/short/char/varchar types (nested too).
+    return _NARROW_INT.sub("int", _VARCHAR_ANYWHERE.sub("string", type_name))
 
 
 def schema_drift(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> list[str]:
@@ -400,9 +398,11 @@ def overwrite(
     fields = partition_fields(df, job.partitioned_by)
     schema = schema_of(df)
     sources = source_tables_of(df)  # the plan's, not the declaration's: an altered query may read others
-    table_schema = schema_of(spark.table(table.quoted))
-    reference = job.expected_schema if job.expected_schema is not None and not created else table_schema
-    drift = schema_drift(reference, schema)
+    # The table is what the rows go into: its schema is the reference. The stored one (expected_schema)
+    # only explains a difference the table does not have (the table was replaced meanwhile).
+    drift = schema_drift(schema_of(spark.table(table.quoted)), schema)
+    if job.expected_schema is not None and not drift and schema_drift(job.expected_schema, schema):
+        log.warning("%s: the stored schema differs from the query's, the table's does not", table)
     recreate = bool(drift) and not created
     if recreate and not job.recreate:
         raise SchemaDrift(

@@ -241,7 +241,9 @@ def test_schema_drift_is_rejected_unless_recreate(make_table: TableFactory, tabl
         refresh(tables.spark, dt, options)
     assert [c for c in tables.spark.table(dt.quoted).columns] == ["day", "n"]
 
-    summary = refresh(tables.spark, dt, {**options, "recreate": True})
+    # As alter --recreate sends it: the stored schema is already the new query's; the table's is not.
+    new_schema = refresh(tables.spark, dt, {**options, "mode": "analyse"})["schema"]
+    summary = refresh(tables.spark, dt, {**options, "recreate": True, "expected_schema": new_schema})
     assert summary["recreated"] is True
     assert tables.spark.table(dt.quoted).columns == ["day", "n", "last_v"]
     assert rows(tables, dt) == [(date(2026, 3, 1), 1, "a"), (date(2026, 3, 2), 1, "b")]
