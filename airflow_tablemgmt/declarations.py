@@ -676,9 +676,7 @@ def apply_declarations(
     for table_id, outcome in store.tables.upsert_many(plain, Owner.CODE).items():
         getattr(report, outcome).append(table_id)
     if loaded.dynamic_tables:
-        for table_id, outcome in store.dynamic.upsert_many(  # type: ignore[attr-defined]
-            loaded.dynamic_tables, Owner.CODE
-        ).items():
+        for table_id, outcome in store.dynamic.upsert_many(loaded.dynamic_tables, Owner.CODE).items():
             getattr(report, outcome).append(table_id)
     if prune and loaded.may_prune(allow_empty_prune=allow_empty_prune):
         # Tables another declarations file wrote (by its sync record) are that file's to prune.
@@ -696,4 +694,4 @@ def apply_declarations(
 
 def stored_dynamic_definitions(store: Store) -> dict[str, DynamicTableSpec]:
     """The store's dynamic tables' definitions by id (live ones)."""
-    return {dt.id: dt.definition for dt in store.dynamic.list()}  # type: ignore[attr-defined]
+    return {dt.id: dt.definition for dt in store.dynamic.list()}

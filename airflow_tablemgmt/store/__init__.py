@@ -25,20 +25,6 @@ from airflow_tablemgmt.store.repositories import (
     UpsertResult,
 )
 
-
-def _dynamic_tables(self: Store) -> DynamicTableRepository:
-    """The store's dynamic tables (rows of ``tms_table`` with a ``dynamic`` document)."""
-    repo: DynamicTableRepository | None = self.__dict__.get("_dynamic")
-    if repo is None:
-        repo = self.__dict__["_dynamic"] = DynamicTableRepository(self.engine)
-    self._ensure_schema()
-    return repo
-
-
-# Wired here rather than in engine.py's constructor, so the repository ships in its own module;
-# ``store.dynamic`` reads like ``store.tables``.
-Store.dynamic = property(_dynamic_tables)  # type: ignore[attr-defined]
-
 __all__ = [
     "CatalogManagedByCode",
     "DynamicTable",

@@ -31,6 +31,7 @@ from airflow_tablemgmt.core.tables import Owner
 from airflow_tablemgmt.store.clock import utcnow
 from airflow_tablemgmt.store.models import TableRow
 from airflow_tablemgmt.store.tables import (
+    _CHUNK,
     UpsertResult,
     _columns_of,
     _not_found_message,
@@ -161,62 +162,75 @@ class DynamicTableRepository:
         """
         owner = Owner(owner)
         definition = _spec_class().model_validate(_definition_doc(definition))
-        doc = _definition_doc(definition)
         table_id = definition.id
         for _ in range(_RETRIES):
             columns = _columns_of(_validated(definition.table_spec(self._live_ids())))
             with self._engine.connect() as conn:
                 row = conn.execute(select(_T).where(_T.c.table_id == table_id)).first()
-            now = utcnow()
-            fresh = _document(doc, state or CREATING)
-            if row is None:
-                try:
-                    with self._engine.begin() as conn:
-                        conn.execute(
-                            insert(_T).values(
-                                table_id=table_id, managed_by=str(owner), created_at=now, updated_at=now,
-                                dynamic=fresh, **columns,
-                            )
-                        )  # fmt: skip
-                    return "created"
-                except IntegrityError:
-                    continue
-            live = row.deleted_at is None
-            if live and row.dynamic is None:
-                raise NotADynamicTable(
-                    f"table {table_id} is registered as a plain table; remove it first "
-                    f"(`tablemgmt remove {table_id}`) to declare a dynamic table of that name"
-                )
-            if live and row.managed_by == Owner.CODE and owner == Owner.STORE:
-                raise TableManagedByCode(table_id)
-            if live:
-                current = dict(row.dynamic)
-                if (
-                    row.managed_by == owner
-                    and row.spec == columns["spec"]
-                    and current.get("definition") == doc
-                ):
-                    if state is None or current.get("state") == state:
-                        return "unchanged"
-                new_doc = {**current, "definition": doc, "version": int(current.get("version", 0)) + 1}
-                if state is not None:
-                    new_doc["state"] = state
-            else:
-                new_doc = fresh
-            values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None, dynamic=new_doc)
-            if not live:
-                values["created_at"] = now
-            with self._engine.begin() as conn:
-                changed = conn.execute(update(_T).where(*_unchanged_since(row)).values(**values)).rowcount
+            plan = _plan(row, definition, columns, owner, state, utcnow())
+            if plan.result == "unchanged":
+                return "unchanged"
+            try:
+                with self._engine.begin() as conn:
+                    if plan.insert is not None:
+                        conn.execute(insert(_T).values(**plan.insert))
+                        return plan.result
+                    assert row is not None and plan.update is not None
+                    changed = conn.execute(
+                        update(_T).where(*_unchanged_since(row)).values(**plan.update)
+                    ).rowcount
+            except IntegrityError:
+                continue
             if changed == 1:
-                return "updated" if live else "created"
+                return plan.result
         raise TableMgmtError(f"dynamic table {table_id}: gave up after {_RETRIES} concurrent modifications")
 
     def upsert_many(
         self, definitions: Collection[DynamicTableSpec], owner: Owner = Owner.CODE
     ) -> dict[str, UpsertResult]:
-        """:meth:`upsert` for each definition (the YAML sync); new tables start CREATING."""
-        return {d.id: self.upsert(d, owner) for d in definitions}
+        """:meth:`upsert` for each definition (the YAML sync), new tables starting CREATING, in one
+        transaction: the live ids and the existing rows are read once (one ``SELECT ... IN`` per chunk),
+        new tables are inserted with one batched statement, changed ones updated under :meth:`upsert`'s
+        guard. The same refusals as :meth:`upsert`, raised before anything is written. A row another
+        writer changed meanwhile (guard missed, or a concurrent insert) falls back to :meth:`upsert`.
+        """
+        owner = Owner(owner)
+        spec_class = _spec_class()
+        defs = [spec_class.model_validate(_definition_doc(d)) for d in definitions]
+        if not defs:
+            return {}
+        # Every table of the batch is live once it is written: a downstream table's upstream may be
+        # declared in the same file.
+        live_ids = self._live_ids() | {d.id for d in defs}
+        ids = [d.id for d in defs]
+        rows: dict[str, Row[Any]] = {}
+        with self._engine.connect() as conn:
+            for i in range(0, len(ids), _CHUNK):
+                for row in conn.execute(select(_T).where(_T.c.table_id.in_(ids[i : i + _CHUNK]))):
+                    rows[row.table_id] = row
+        now = utcnow()
+        plans = [
+            (d, _plan(rows.get(d.id), d, _columns_of(_validated(d.table_spec(live_ids))), owner, None, now))
+            for d in defs
+        ]
+        results: dict[str, UpsertResult] = {}
+        retry: builtins.list[DynamicTableSpec] = []
+        try:
+            with self._engine.begin() as conn:
+                inserts = [p.insert for _, p in plans if p.insert is not None]
+                for i in range(0, len(inserts), _CHUNK):
+                    conn.execute(insert(_T), inserts[i : i + _CHUNK])  # executemany: batched INSERTs
+                for d, p in plans:
+                    results[d.id] = p.result
+                    if p.update is not None:
+                        where = _unchanged_since(rows[d.id])
+                        if conn.execute(update(_T).where(*where).values(**p.update)).rowcount != 1:
+                            retry.append(d)
+        except IntegrityError:  # another writer inserted one of the new tables first
+            return {d.id: self.upsert(d, owner) for d in defs}
+        for d in retry:
+            results[d.id] = self.upsert(d, owner)
+        return results
 
     def set_state(
         self,
@@ -322,6 +336,64 @@ class DynamicTableRepository:
 
 def _version_absent() -> Any:
     return _T.c.dynamic["version"].as_integer().is_(None)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What :meth:`DynamicTableRepository.upsert` writes for one definition: an INSERT, a guarded
+    UPDATE, or nothing (``unchanged``)."""
+
+    result: UpsertResult
+    insert: dict[str, Any] | None = None
+    update: dict[str, Any] | None = None
+
+
+def _plan(
+    row: Row[Any] | None,
+    definition: DynamicTableSpec,
+    columns: dict[str, Any],
+    owner: Owner,
+    state: str | None,
+    now: datetime,
+) -> _Plan:
+    """Decide the write for ``definition`` given its current ``row``; raises the upsert's refusals."""
+    doc = _definition_doc(definition)
+    table_id = definition.id
+    fresh = _document(doc, state or CREATING)
+    if row is None:
+        return _Plan(
+            "created",
+            insert=dict(
+                table_id=table_id,
+                managed_by=str(owner),
+                created_at=now,
+                updated_at=now,
+                dynamic=fresh,
+                **columns,
+            ),
+        )
+    live = row.deleted_at is None
+    if live and row.dynamic is None:
+        raise NotADynamicTable(
+            f"table {table_id} is registered as a plain table; remove it first "
+            f"(`tablemgmt remove {table_id}`) to declare a dynamic table of that name"
+        )
+    if live and row.managed_by == Owner.CODE and owner == Owner.STORE:
+        raise TableManagedByCode(table_id)
+    if live:
+        current = dict(row.dynamic)
+        if row.managed_by == owner and row.spec == columns["spec"] and current.get("definition") == doc:
+            if state is None or current.get("state") == state:
+                return _Plan("unchanged")
+        new_doc = {**current, "definition": doc, "version": int(current.get("version", 0)) + 1}
+        if state is not None:
+            new_doc["state"] = state
+    else:
+        new_doc = fresh
+    values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None, dynamic=new_doc)
+    if not live:
+        values["created_at"] = now
+    return _Plan("updated" if live else "created", update=values)
 
 
 def _document(definition: dict[str, Any], state: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModu
 from sqlalchemy.pool import StaticPool
 
 from airflow_tablemgmt.store.catalogs import CatalogRepository
+from airflow_tablemgmt.store.dynamic import DynamicTableRepository
 from airflow_tablemgmt.store.errors import StoreNotFound, StoreSchemaOutdated, StoreUnavailable
 from airflow_tablemgmt.store.leases import LeaseRepository
 from airflow_tablemgmt.store.models import SCHEMA_REVISION, VERSION_TABLE
@@ -88,6 +89,7 @@ class Store:
         self._schema_ready = False
         self._catalogs = CatalogRepository(self._engine)
         self._tables = TableRepository(self._engine)
+        self._dynamic = DynamicTableRepository(self._engine)
         self._processes = ProcessRepository(self._engine)
         self._leases = LeaseRepository(self._engine)
         _LIVE_STORES.add(self)
@@ -223,6 +225,12 @@ class Store:
     def tables(self) -> TableRepository:
         self._ensure_schema()
         return self._tables
+
+    @property
+    def dynamic(self) -> DynamicTableRepository:
+        """Dynamic tables: rows of ``tms_table`` with a ``dynamic`` document."""
+        self._ensure_schema()
+        return self._dynamic
 
     @property
     def processes(self) -> ProcessRepository:
