@@ -46,8 +46,7 @@ CATALOG = "bench"
 # driver JVM, the JVM to Python, Python start-up, imports, the session (executors granted by the master).
 SPARK_START = {
     "hook_setup",
-    "submit_to_jvm",
-    "spark_submit_to_driver_jvm",
+    "spark_submit",
     "driver_jvm",
     "python_startup",
     "imports",
