@@ -162,3 +162,28 @@ def test_warehouse_and_jdbc_url_translation() -> None:
     assert sqlalchemy_url("postgresql://x/y") == "postgresql://x/y"
     with pytest.raises(InvalidDeclaration, match="'oracle'.*supported: mysql, postgresql, sqlite"):
         sqlalchemy_url("jdbc:oracle:thin:@h:1521/x")
+
+
+def test_metadata_json_is_read_as_pyiceberg_reads_it(
+    meta_tables: IcebergTables, meta_catalog: CatalogSpec
+) -> None:
+    """A local metadata file is read as JSON (no pyiceberg model); the state must be pyiceberg's,
+    ancestry and operations included, for appends, a compaction (``replace``) and a delete."""
+    import json
+
+    from pyiceberg.table import StaticTable
+
+    from airflow_tablemgmt.metadata.iceberg import _state_of, _state_of_document
+
+    table = meta_tables.create("json_state", rows=4)
+    meta_tables.insert(table, rows=3)
+    meta_tables.spark.sql(
+        f"CALL {table.catalog}.system.rewrite_data_files(table => '{table.namespace}.{table.name}', options => map('min-input-files', '2'))"
+    )
+    meta_tables.spark.sql(f"DELETE FROM {table} WHERE id = 0")
+    pointer = SnapshotReader(meta_catalog).metadata_pointer(table)
+    expected = _state_of(StaticTable.from_metadata(pointer).metadata)
+    got = _state_of_document(json.loads(Path(pointer).read_text()))
+    assert got == expected
+    assert [op for _, op in got.ancestry][:2] != [None, None] and "replace" in [op for _, op in got.ancestry]
+    assert SnapshotReader(meta_catalog).current_state(table) == expected
