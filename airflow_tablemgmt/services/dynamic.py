@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 
 from airflow_tablemgmt.core.errors import (
+    IllegalTransition,
     InvalidDeclaration,
     JobFailed,
     TableManagedByCode,
@@ -546,6 +547,16 @@ def check_refresh(
     return instant, partitions, options
 
 
+_RUN_NOT_CREATED = "the refresh DAG run could not be created"
+
+
+def _run_never_created(process: Process) -> bool:
+    """A refresh process that failed because Airflow refused its DAG run (so nothing ever ran)."""
+    return process.status == ProcessStatus.FAILED and (process.failure_reason or "").startswith(
+        _RUN_NOT_CREATED
+    )
+
+
 def refresh(
     store: Store,
     table_id: str,
@@ -569,21 +580,30 @@ def refresh(
         static_partitions=static_partitions, dynamic_options=dynamic_options,
     )  # fmt: skip
     dag_id = dag_id_for(table_id, REFRESH)
-    existing = store.processes.find(table_id, REFRESH, instant)
-    if existing is not None:
-        return RefreshRequested(existing, dag_id, existing.run_id, dict(cluster_info or {}), reused=True)
     params = refresh_parameters("MANUAL", is_periodic, instant, partitions, options)
     conf = {k: params[k] for k in ("trigger", "is_periodic", "static_partitions", "dynamic_options")}
     conf["schedule_time"] = params["schedule_time"]
-    process, created = store.processes.open(table_id, REFRESH, instant, parameters=params, dag_id=dag_id)
-    if not created:
-        return RefreshRequested(process, dag_id, process.run_id, dict(cluster_info or {}), reused=True)
+    existing = store.processes.find(table_id, REFRESH, instant)
+    if existing is not None and not _run_never_created(existing):
+        return RefreshRequested(existing, dag_id, existing.run_id, dict(cluster_info or {}), reused=True)
+    if existing is not None:
+        # Airflow refused the run last time: nothing ran, so asking again triggers it now (the same
+        # process, its next attempt) rather than answering with that failure forever.
+        try:
+            process = store.processes.new_attempt(existing.id, expected=ProcessStatus.FAILED)
+        except IllegalTransition:  # another request re-opened it first
+            current = store.processes.get(existing.id)
+            return RefreshRequested(current, dag_id, current.run_id, dict(cluster_info or {}), reused=True)
+    else:
+        process, created = store.processes.open(table_id, REFRESH, instant, parameters=params, dag_id=dag_id)
+        if not created:
+            return RefreshRequested(process, dag_id, process.run_id, dict(cluster_info or {}), reused=True)
     try:
         run_id = trigger(dag_id, instant, conf)
     except Exception as e:
         store.processes.transition(
             process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING, attempt=process.attempt,
-            failure_reason=f"the refresh DAG run could not be created: {e}",
+            failure_reason=f"{_RUN_NOT_CREATED}: {e}",
         )  # fmt: skip
         raise
     return RefreshRequested(store.processes.get(process.id), dag_id, run_id, dict(cluster_info or {}))

@@ -126,6 +126,27 @@ def test_failed_trigger_fails_the_process(dstore: Store) -> None:
     assert p.status == ProcessStatus.FAILED and "no such DAG yet" in (p.failure_reason or "")
 
 
+def test_a_refresh_whose_run_could_not_be_created_is_asked_again(dstore: Store, airflow: Airflow) -> None:
+    """The same periodic scheduleTime asked again after Airflow refused the run must trigger it now,
+    not answer with the failed job forever."""
+
+    def refuse(dag_id: str, logical_date: datetime, conf: Mapping[str, Any]) -> str:
+        raise RuntimeError("api-server busy")
+
+    with pytest.raises(RuntimeError):
+        dynamic.refresh(
+            dstore, TID, is_periodic=True, schedule_time="2026-02-02 00:00:00",
+            static_partitions=None, dynamic_options=None, trigger=refuse,
+        )  # fmt: skip
+    again = refresh(dstore, airflow)
+    assert not again.reused and again.process.status == ProcessStatus.PENDING
+    assert again.process.attempt == 2 and again.process.failure_reason is None
+    assert len(airflow.runs) == 1
+    [p] = dstore.processes.list(table_id=TID)  # still one process for the instant
+    assert p.id == again.process.id
+    assert refresh(dstore, airflow).reused and len(airflow.runs) == 1
+
+
 def test_suspend_twice_is_an_error_and_resume_clears_the_count(dstore: Store, airflow: Airflow) -> None:
     dstore.dynamic.record_result(TID, success=False, scheduled=True, reason="x")
     dt = dynamic.suspend(dstore, TID, airflow.pause)
