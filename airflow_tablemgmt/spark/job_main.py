@@ -59,7 +59,8 @@ from airflow_tablemgmt.spark.result import (  # noqa: E402
     recording,
     success_line,
 )
-from airflow_tablemgmt.spark.submit import validated_catalog  # noqa: E402
+from airflow_tablemgmt.spark.submit import app_name, validated_catalog  # noqa: E402
+from airflow_tablemgmt.spark.watchdog import ExecutorWatchdog, NoExecutors  # noqa: E402
 
 _IMPORTS_SECONDS = time.perf_counter() - _IMPORTS_STARTED
 
@@ -210,6 +211,7 @@ def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Out
     table_name: str | None = None
     app_id: str | None = None
     jvm_started_at: float | None = None
+    watchdog: ExecutorWatchdog | None = None
     started = time.monotonic()
     try:
         table = table_of(job)
@@ -222,13 +224,16 @@ def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Out
             )
         if spark is None:
             with timings.phase("session"):
-                spark = build_session(catalog, f"tms-{job.action}-{table}")
+                spark = build_session(catalog, app_name(job))
             jvm_started_at = _jvm_started_at(spark)
             if jvm_started_at is not None and jvm_started_at < _PYTHON_STARTED_AT:
                 # spark-submit started the driver JVM, which started this Python process.
                 timings.add("driver_jvm", _PYTHON_STARTED_AT - jvm_started_at)
         app_id = spark.sparkContext.applicationId
         log.info("spark application %s", app_id)
+        watchdog = ExecutorWatchdog(spark.sparkContext)
+        if watchdog.applies:
+            watchdog.start()
         # A maintainer that creates its table (a dynamic table's first refresh) runs without it.
         if not getattr(maintainer, "may_create_table", False):
             with timings.phase("table_load"):
@@ -251,6 +256,8 @@ def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Out
         return _Outcome(0, job.action, table_name, app_id, duration, summary, jvm_started_at=jvm_started_at)
     except Exception as e:  # noqa: BLE001 - every failure becomes the result line
         error_class, message = describe_exception(e)
+        if watchdog is not None and watchdog.reason is not None:
+            error_class, message = NoExecutors.__name__, watchdog.reason
         log.error("%s on %s failed: %s: %s", job.action, table_name, error_class, message)
         log.debug("failure detail", exc_info=True)
         return _Outcome(
@@ -263,6 +270,9 @@ def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Out
             error=message,
             jvm_started_at=jvm_started_at,
         )
+    finally:
+        if watchdog is not None:
+            watchdog.stop()
 
 
 def _jvm_started_at(spark: SparkSession) -> float | None:
