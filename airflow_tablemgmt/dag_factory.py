@@ -355,6 +355,9 @@ def build_dag(
             f"Declared settings: `{table.actions.get(action) or {}}`"
         ),
         is_paused_upon_creation=False,
+        # The DAG file puts every DAG in its module namespace (register_dags), where DagBag finds it;
+        # auto-registering it as well would hash each DAG once more (its schedule's repr) on exit.
+        auto_register=False,
     ) as dag:
         maintain = TableMaintenanceOperator(
             task_id="maintain",
@@ -366,7 +369,10 @@ def build_dag(
         if plan.gate:
             gate_type = EventGateOperator if plan.trigger == "event" else SnapshotGateOperator
             gate = gate_type(task_id="check_snapshot", table=table_id, action=action, **task_args)
-            gate >> maintain
+            # What `gate >> maintain` records for two tasks already in one DAG (Airflow's
+            # DAGNode._set_relatives), without hashing the DAG per task to check that they share it.
+            gate.downstream_task_ids.add(maintain.task_id)
+            maintain.upstream_task_ids.add(gate.task_id)
     return dag
 
 
