@@ -137,10 +137,18 @@ class SchedulePlan:
         )
 
 
-def event_plans(table: TableSpec, factories: FactoryRegistry) -> dict[str, SchedulePlan]:
-    """The table's event-driven actions and their plans (sorted by action), i.e. what its watcher serves."""
+def event_plans(
+    table: TableSpec,
+    factories: FactoryRegistry,
+    action_settings: list[tuple[str, ActionSettings]] | None = None,
+) -> dict[str, SchedulePlan]:
+    """The table's event-driven actions and their plans (sorted by action), i.e. what its watcher serves.
+
+    ``action_settings``: ``table.enabled_action_settings()``, when the caller has it already."""
     plans: dict[str, SchedulePlan] = {}
-    for action, settings in table.enabled_action_settings():
+    if action_settings is None:
+        action_settings = table.enabled_action_settings()
+    for action, settings in action_settings:
         strategy = factories.for_action(table.format, action).trigger_strategy(table.format, action)
         plan = SchedulePlan.resolve(settings, strategy)
         if plan.trigger == "event":
@@ -449,14 +457,15 @@ def build_dags(
                 continue
             catalog = (catalogs or {}).get(table.catalog)
             asset = None
+            action_settings = table.enabled_action_settings()  # validates each action's settings
             try:
-                plans = event_plans(table, factories)
+                plans = event_plans(table, factories, action_settings)
                 if plans and catalog is not None:
                     asset = table_asset(table, catalog, plans)
                     watchers += 1
             except Exception:  # noqa: BLE001 - build_dag below reports this table's error per action
                 pass
-            for action, settings in table.enabled_action_settings():
+            for action, settings in action_settings:
                 if wanted is not None and action != wanted[1]:
                     continue
                 try:

@@ -52,12 +52,34 @@ def catalog_json(catalog: dict[str, Any] | CatalogSpec) -> dict[str, Any]:
     Secrets must still be references: a ``CatalogSpec`` whose references were already resolved
     (``resolve_catalog_spec``) is refused, so a resolved value never reaches Airflow's trigger table.
     """
+    if isinstance(catalog, CatalogSpec):
+        hit = _catalog_forms.get(id(catalog))
+        if hit is not None and hit[0] is catalog:
+            return _copy_form(hit[1])
     spec = catalog if isinstance(catalog, CatalogSpec) else CatalogSpec.model_validate(catalog)
     try:
         check_secret_properties(spec.properties, "catalog.properties")
     except ValueError as e:
         raise InvalidDeclaration(str(e)) from None
-    return spec.model_dump(mode="json", by_alias=True)
+    form = spec.model_dump(mode="json", by_alias=True)
+    if spec is catalog:
+        if len(_catalog_forms) >= _CATALOG_FORMS_MAX:
+            _catalog_forms.clear()
+        _catalog_forms[id(spec)] = (spec, form)
+        return _copy_form(form)
+    return form
+
+
+# A CatalogSpec (frozen) -> its checked JSON form: a full parse builds one watcher per table over a
+# handful of catalog objects, so each is checked and dumped once, not once per table. Keyed by
+# identity, holding the spec so that its id stays its own; bounded for long-lived processes.
+_catalog_forms: dict[int, tuple[CatalogSpec, dict[str, Any]]] = {}
+_CATALOG_FORMS_MAX = 256
+
+
+def _copy_form(form: dict[str, Any]) -> dict[str, Any]:
+    """Each trigger gets its own dicts (its kwargs are the trigger's own to keep)."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in form.items()}
 
 
 def resolved_reader(catalog: dict[str, Any]) -> SnapshotReader:

@@ -262,3 +262,47 @@ def test_an_event_gate_skips_an_action_the_event_does_not_name() -> None:
     # Held back by compute-stats' own throttle: skipped before the store or the table is read.
     with pytest.raises(AirflowSkipException, match="compute-stats.*not due"):
         gate.execute({"triggering_asset_events": {"tablemgmt.lake.db.sk": [Event()]}})
+
+
+def test_factory_dags_serialize_as_when_linked_and_registered_the_usual_way() -> None:
+    """The factory links the gate to ``maintain`` by task ids and leaves DAGs out of Airflow's
+    auto-registration (the DAG file registers them): what Airflow serializes must be what
+    ``gate >> maintain`` in a registered DAG gives."""
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    tables = [
+        table("ev", {"rewrite-files": {}, "compute-stats": {}}),
+        table("sc", {"rewrite-files": {"trigger": "schedule"}, "expire-snapshots": {}}),
+    ]
+    dags = build_dags(tables, load_factories(), catalogs=CATALOGS).dags
+    gated = [dag for dag in dags.values() if "check_snapshot" in dag.task_dict]
+    assert len(gated) == 3 and len(dags) == 4
+    for dag in gated:
+        fast = DagSerialization.to_dict(dag)
+        gate, maintain = dag.get_task("check_snapshot"), dag.get_task("maintain")
+        assert (gate.downstream_task_ids, maintain.upstream_task_ids) == ({"maintain"}, {"check_snapshot"})
+        gate.downstream_task_ids.clear()
+        maintain.upstream_task_ids.clear()
+        gate >> maintain
+        dag.auto_register = True
+        assert DagSerialization.to_dict(dag) == fast, dag.dag_id
+        rebuilt = DagSerialization.from_dict(fast)
+        assert rebuilt.get_task("maintain").upstream_task_ids == {"check_snapshot"}
+
+
+def test_watchers_of_one_catalog_each_keep_their_own_checked_catalog() -> None:
+    """The catalog's checked JSON form is computed once per catalog object for all its watchers; each
+    trigger still owns its kwargs, and a catalog with a plaintext secret is refused every time."""
+    from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
+
+    lake = CatalogSpec(name="lake", warehouse="/tmp/wh", properties={"token": "env:TMS_TOKEN"})
+    a, b = (TableSnapshotTrigger(table_id=f"lake.db.{n}", catalog=lake) for n in ("a", "b"))
+    assert a.catalog == b.catalog == lake.model_dump(mode="json", by_alias=True)
+    a.catalog["properties"]["token"] = "changed"
+    a.catalog["warehouse"] = "/elsewhere"
+    assert b.catalog == TableSnapshotTrigger(table_id="lake.db.c", catalog=lake).catalog
+    assert b.catalog["properties"] == {"token": "env:TMS_TOKEN"} and b.catalog["warehouse"] == "/tmp/wh"
+    plain = lake.model_copy(update={"properties": {"token": "s3cr3t"}})  # as if resolved: not a reference
+    for _ in range(2):
+        with pytest.raises(InvalidDeclaration, match="token"):
+            TableSnapshotTrigger(table_id="lake.db.a", catalog=plain)
