@@ -20,6 +20,8 @@ class SnapshotGateOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("table", "action")
     ui_color = "#eaf2f8"
+    # On the class, set on an instance only when it differs (see TableMaintenanceOperator).
+    tablemgmt_conn_id: str = TableMgmtHook.default_conn_name
 
     def __init__(
         self,
@@ -32,7 +34,8 @@ class SnapshotGateOperator(BaseOperator):
         super().__init__(**kwargs)
         self.table = table
         self.action = action
-        self.tablemgmt_conn_id = tablemgmt_conn_id
+        if tablemgmt_conn_id != type(self).tablemgmt_conn_id:
+            self.tablemgmt_conn_id = tablemgmt_conn_id
 
     def execute(self, context: Any) -> int | None:
         from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec

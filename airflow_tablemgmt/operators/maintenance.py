@@ -48,6 +48,18 @@ class TableMaintenanceOperator(BaseOperator):
     template_fields: Sequence[str] = ("table", "action")
     ui_color = "#d6eaf8"
 
+    # The defaults live on the class and an instance stores only what differs: every attribute an
+    # operator sets goes through BaseOperator.__setattr__, and a full parse builds one of these per
+    # DAG (``benchmarks/dag_parse.py``).
+    tablemgmt_conn_id: str = TableMgmtHook.default_conn_name
+    spark_conn_id: str = "spark_default"
+    lease_wait: timedelta = timedelta(hours=1)
+    lease_poll: timedelta = timedelta(seconds=30)
+    lease_ttl: timedelta = lifecycle.LEASE_TTL
+    heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY
+    stale_after: timedelta = lifecycle.STALE_AFTER
+    _runner: ProcessRunner | None = None
+
     def __init__(
         self,
         *,
@@ -65,14 +77,17 @@ class TableMaintenanceOperator(BaseOperator):
         super().__init__(**kwargs)
         self.table = table
         self.action = action
-        self.tablemgmt_conn_id = tablemgmt_conn_id
-        self.spark_conn_id = spark_conn_id
-        self.lease_wait = lease_wait
-        self.lease_poll = lease_poll
-        self.lease_ttl = lease_ttl
-        self.heartbeat_every = heartbeat_every
-        self.stale_after = stale_after
-        self._runner: ProcessRunner | None = None
+        for name, value in (
+            ("tablemgmt_conn_id", tablemgmt_conn_id),
+            ("spark_conn_id", spark_conn_id),
+            ("lease_wait", lease_wait),
+            ("lease_poll", lease_poll),
+            ("lease_ttl", lease_ttl),
+            ("heartbeat_every", heartbeat_every),
+            ("stale_after", stale_after),
+        ):
+            if value != getattr(type(self), name):
+                setattr(self, name, value)
 
     def make_submitter(self) -> Submitter:
         """What runs the job: spark-submit through ``spark_conn_id``."""
