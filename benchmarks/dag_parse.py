@@ -77,7 +77,9 @@ t1 = time.perf_counter()
 bag = DagBag(dag_folder=sys.argv[1])
 t_parse = time.perf_counter() - t1
 assert not bag.import_errors, bag.import_errors
-out = {"dags": len(bag.dags), "parse_s": t_parse, "import_s": t_import, "phases": phases}
+import airflow_tablemgmt
+out = {"dags": len(bag.dags), "parse_s": t_parse, "import_s": t_import, "phases": phases,
+       "package": airflow_tablemgmt.__file__}
 if sys.argv[2] == "serialize":
     from airflow.serialization.serialized_objects import DagSerialization
     t2 = time.perf_counter(); size = 0
@@ -178,6 +180,10 @@ def measure(source: str, n: int, repeat: int, serialize: bool) -> dict[str, obje
         single = [child(dags, single_env, "parse") for _ in range(repeat)]
         single_breakdown = child(dags, {**single_env, "BENCH_BREAKDOWN": "1"}, "parse")
         assert full[0]["dags"] == n and single[0]["dags"] == 1, (full[0], single[0])
+        # The measured processes parse with this checkout's package, not another install of it.
+        packages = {str(r["package"]) for r in [*first, *full, *single]}
+        if any(not p.startswith(str(ROOT)) for p in packages):
+            raise SystemExit(f"measured {packages}, not {ROOT}'s package: put {ROOT} first on PYTHONPATH")
         assert not first or first[0]["dags"] == n, first[0]
 
         def med(runs: list[dict[str, object]], key: str) -> float | None:
