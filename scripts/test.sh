@@ -10,4 +10,4 @@ export AIRFLOW__CORE__LOAD_EXAMPLES=False
 # The editable package is not in site-packages: compile it once, so the many Airflow subprocesses
 # of the e2e tests do not each recompile it (a no-op when PYTHONDONTWRITEBYTECODE is unset).
 "$BIN/python" -m compileall -q airflow_tablemgmt >/dev/null
-"$BIN/pytest" -q -p no:cacheprovider "$@" tests
+"$BIN/pytest" -q -p no:cacheprovider --durations=25 "$@" tests
