@@ -12,7 +12,7 @@ refreshed at ``scheduleTime`` is ``format(scheduleTime - freshness)`` in the tab
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any
@@ -283,7 +283,12 @@ def referenced_tables(query: str, candidates: Collection[str]) -> set[str]:
     wanted = {c.lower(): c for c in candidates}
     if not wanted:
         return set()
-    found: set[str] = set()
+    names = (".".join(parts) for parts in _dotted_names(query))
+    return {wanted[name.lower()] for name in names if name.lower() in wanted}
+
+
+def _dotted_names(query: str) -> Iterator[tuple[str, ...]]:
+    """The parts of each whole dotted identifier of the query (``a.b.c``, backticks removed), as written."""
     tokens = _tokens(query)
     i = 0
     while i < len(tokens):
@@ -295,32 +300,14 @@ def referenced_tables(query: str, candidates: Collection[str]) -> set[str]:
         while j + 1 < len(tokens) and tokens[j][0] == "dot" and tokens[j + 1][0] == "ident":
             parts.append(_unquote(tokens[j + 1][1]))
             j += 2
-        hit = wanted.get(".".join(parts).lower())
-        if hit is not None:
-            found.add(hit)
+        yield tuple(parts)
         i = j
-    return found
 
 
 def named_tables(query: str) -> set[str]:
     """Every ``catalog.namespace.table`` the query names (a whole three-part dotted identifier,
     backticks removed), as written. Textual: it also finds a three-part column reference."""
-    found: set[str] = set()
-    tokens = _tokens(query)
-    i = 0
-    while i < len(tokens):
-        if tokens[i][0] != "ident" or (i > 0 and tokens[i - 1][0] == "dot"):
-            i += 1
-            continue
-        parts = [_unquote(tokens[i][1])]
-        j = i + 1
-        while j + 1 < len(tokens) and tokens[j][0] == "dot" and tokens[j + 1][0] == "ident":
-            parts.append(_unquote(tokens[j + 1][1]))
-            j += 2
-        if len(parts) == 3:
-            found.add(".".join(parts))
-        i = j
-    return found
+    return {".".join(parts) for parts in _dotted_names(query) if len(parts) == 3}
 
 
 def find_cycle(edges: Mapping[str, Collection[str]]) -> list[str] | None:
