@@ -355,21 +355,17 @@ def _parse_tables(
             msg = f"{source}: tables[{i}] (table {name}): {type(e).__name__}: {_short(e)}"
             out.errors.append(DeclarationError(source, name, msg))
             continue
-        if spec.catalog not in catalog_names:
-            out.errors.append(
-                DeclarationError(
-                    source,
-                    name,
-                    f"{source}: tables[{i}].catalog (table {name}): {spec.catalog!r} is not declared"
-                    f"{' (its declaration has errors)' if spec.catalog in broken_catalogs else ''}; "
-                    f"declared catalogs: {', '.join(sorted(catalog_names)) or 'none'}",
-                )
-            )
-            continue
-        if spec.id in seen:
-            out.errors.append(
-                DeclarationError(source, name, f"{source}: tables[{i}] (table {name}): declared twice")
-            )
+        problem = _placement_problem(
+            f"{source}: tables[{i}]",
+            f"table {name}",
+            spec.catalog,
+            spec.id,
+            catalog_names,
+            broken_catalogs,
+            seen,
+        )
+        if problem is not None:
+            out.errors.append(DeclarationError(source, name, problem))
             continue
         seen.add(spec.id)
         out.tables.append(spec)
@@ -409,21 +405,11 @@ def _parse_dynamic(out: LoadedDeclarations, raw_entries: list[Any], known_catalo
             msg = f"{where} (dynamic table {name}): {type(e).__name__}: {_short(e)}"
             out.errors.append(DeclarationError(source, name, msg))
             continue
-        if spec.catalog not in catalog_names:
-            out.errors.append(
-                DeclarationError(
-                    source,
-                    name,
-                    f"{where}.catalog (dynamic table {name}): {spec.catalog!r} is not declared"
-                    f"{' (its declaration has errors)' if spec.catalog in broken_catalogs else ''}; "
-                    f"declared catalogs: {', '.join(sorted(catalog_names)) or 'none'}",
-                )
-            )
-            continue
-        if spec.id in seen:
-            out.errors.append(
-                DeclarationError(source, name, f"{where} (dynamic table {name}): declared twice")
-            )
+        problem = _placement_problem(
+            where, f"dynamic table {name}", spec.catalog, spec.id, catalog_names, broken_catalogs, seen
+        )
+        if problem is not None:
+            out.errors.append(DeclarationError(source, name, problem))
             continue
         seen.add(spec.id)
         out.tables.append(view)
@@ -695,3 +681,25 @@ def apply_declarations(
 def stored_dynamic_definitions(store: Store) -> dict[str, DynamicTableSpec]:
     """The store's dynamic tables' definitions by id (live ones)."""
     return {dt.id: dt.definition for dt in store.dynamic.list()}
+
+
+def _placement_problem(
+    where: str,
+    what: str,
+    catalog: str,
+    table_id: str,
+    catalog_names: Collection[str],
+    broken_catalogs: Collection[str],
+    seen: Collection[str],
+) -> str | None:
+    """Why an entry that validated on its own cannot be placed: its catalog is not declared, or
+    its table was declared before (``where``: ``"<file>: tables[3]"``; ``what``: ``"table a.b.c"``)."""
+    if catalog not in catalog_names:
+        return (
+            f"{where}.catalog ({what}): {catalog!r} is not declared"
+            f"{' (its declaration has errors)' if catalog in broken_catalogs else ''}; "
+            f"declared catalogs: {', '.join(sorted(catalog_names)) or 'none'}"
+        )
+    if table_id in seen:
+        return f"{where} ({what}): declared twice"
+    return None
