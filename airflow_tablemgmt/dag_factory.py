@@ -437,9 +437,13 @@ def build_dags(
     only_dag_id: str | None = None,
     declaration_errors: Iterable[str] = (),
     catalogs: dict[str, CatalogSpec] | None = None,
+    prebuilt: Mapping[str, int] | None = None,
 ) -> BuildResult:
     """Build every (table, enabled action) DAG, or only ``only_dag_id``. Errors are collected per
-    table, never raised, and surface as one :class:`BrokenDeclarationsDAG`."""
+    table, never raised, and surface as one :class:`BrokenDeclarationsDAG`.
+
+    ``prebuilt``: table id -> its snapshot watchers, for tables whose DAGs the caller already has
+    (``dag_cache``): not built here, but still seen by dynamic tables and the capacity warning."""
     result = BuildResult(errors=list(declaration_errors))
     result.errors.extend(
         f"process factory plugin {name!r} failed to load: {err}" for name, err in factories.errors.items()
@@ -453,7 +457,7 @@ def build_dags(
     with cyclic_gc_paused(freeze_if=lambda: wanted is None and len(result.dags) >= FREEZE_AT_DAGS):
         for table in tables:
             table_id = table.id
-            if wanted is not None and table_id != wanted[0]:
+            if (wanted is not None and table_id != wanted[0]) or (prebuilt and table_id in prebuilt):
                 continue
             catalog = (catalogs or {}).get(table.catalog)
             asset = None
@@ -477,7 +481,7 @@ def build_dags(
     if wanted is None and only_dag_id is None:
         # Airflow itself only says so at INFO, per triggerer loop ("reached the maximum capacity"),
         # and a trigger left unassigned never runs, so it cannot say it either: the full parse can.
-        warning = watcher_capacity_warning(watchers, *_triggerer_slots())
+        warning = watcher_capacity_warning(watchers + sum((prebuilt or {}).values()), *_triggerer_slots())
         if warning:
             log.warning(warning)
     if result.errors and (only_dag_id is None or only_dag_id == BROKEN_DAG_ID):
