@@ -22,6 +22,7 @@ import json
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -137,21 +138,86 @@ class _Watch:
 
 # State-store calls in flight at once, per event loop (the triggerer runs one). Each call is a request
 # the triggerer's supervisor serves one at a time, in order, on the same channel that carries trigger
-# events to it: thousands of watchers starting together would otherwise queue thousands of requests
-# ahead of every event (measured: a commit on a running watcher not reported for minutes while
-# 10,000 watchers started). With a bound, an event waits behind at most this many requests.
+# events to it (measured: ≈ 5 requests/s with 10,000 triggers, the supervisor's loop serving one per
+# turn): thousands of watchers starting together would otherwise queue thousands of requests ahead of
+# every event. With a bound, an event waits behind at most this many requests. Start-up reads and
+# first-observation writes are *background* calls and keep one slot free for the *urgent* ones (the
+# state of a watcher that has just seen a change, the write after an event), which go first.
 STATE_STORE_CONCURRENCY: Final = 4
-_state_store_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+
+
+class _Ticket:
+    """One caller's place in the gate's queue; ``urgent`` may be raised while it waits."""
+
+    __slots__ = ("future", "urgent")
+
+    def __init__(self, urgent: bool = False) -> None:
+        self.urgent = urgent
+        self.future: asyncio.Future[None] | None = None
+
+
+class _StateStoreGate:
+    """At most ``limit`` calls in flight, background calls at most ``limit - 1``; urgent ones first."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_flight = 0
+        self._urgent: deque[_Ticket] = deque()
+        self._background: deque[_Ticket] = deque()
+
+    def _room(self, urgent: bool) -> bool:
+        return self.in_flight < (self.limit if urgent else self.limit - 1)
+
+    async def acquire(self, ticket: _Ticket) -> None:
+        if self._room(ticket.urgent) and not self._urgent and (ticket.urgent or not self._background):
+            self.in_flight += 1
+            return
+        ticket.future = asyncio.get_running_loop().create_future()
+        (self._urgent if ticket.urgent else self._background).append(ticket)
+        try:
+            await ticket.future
+        except asyncio.CancelledError:
+            if ticket.future.done() and not ticket.future.cancelled():
+                self.release()  # granted as it was cancelled: hand the slot on
+            else:
+                ticket.future.cancel()
+            raise
+        finally:
+            ticket.future = None
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self._wake()
+
+    def promote(self, ticket: _Ticket) -> None:
+        """Move a waiting background call ahead of every other background call."""
+        if not ticket.urgent:
+            ticket.urgent = True
+            if ticket.future is not None and not ticket.future.done():
+                self._urgent.append(ticket)
+                self._wake()
+
+    def _wake(self) -> None:
+        for queue, urgent in ((self._urgent, True), (self._background, False)):
+            while queue and self._room(urgent) and (urgent or not self._urgent):
+                ticket = queue.popleft()
+                if ticket.future is None or ticket.future.done() or (ticket.urgent and not urgent):
+                    continue  # gone, or promoted: served from the urgent queue
+                self.in_flight += 1
+                ticket.future.set_result(None)
+
+
+_state_store_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _StateStoreGate] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def state_store_gate() -> asyncio.Semaphore:
+def state_store_gate() -> _StateStoreGate:
     """The running loop's bound on concurrent asset-state-store calls (see STATE_STORE_CONCURRENCY)."""
     loop = asyncio.get_running_loop()
     gate = _state_store_gates.get(loop)
     if gate is None:
-        gate = _state_store_gates[loop] = asyncio.Semaphore(STATE_STORE_CONCURRENCY)
+        gate = _state_store_gates[loop] = _StateStoreGate(STATE_STORE_CONCURRENCY)
     return gate
 
 
@@ -221,6 +287,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
         self.data_changes_only = bool(data_changes_only)
         self.actions = actions
         self._reader: SnapshotReader | None = None
+        self._store_usable = True
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         kwargs: dict[str, Any] = {
@@ -268,94 +335,186 @@ class TableSnapshotTrigger(BaseEventTrigger):
         and a triggerer carrying 10,000 tables starts 10,000 of these at once)."""
         return f"tablemgmt.watch.{self.table_id}"
 
-    async def _recall_watches(self, watches: list[_Watch]) -> None:
+    def _store(self) -> Any:
+        return getattr(self, "asset_state_store", None) if self._store_usable else None
+
+    def _keys(self) -> tuple[str, ...]:
+        return (self.state_key, self.fired_at_key) if self.actions is None else (self.watch_key,)
+
+    def _saved_form(self, watches: list[_Watch]) -> dict[str, Any]:
+        """What the state store should hold now, by key (keys with nothing to hold left out)."""
         if self.actions is None:
             [watch] = watches
-            value = await self._recall_value(self.state_key)
+            form: dict[str, Any] = {}
+            if isinstance(watch.remembered, int):  # the store cannot hold None: memory only
+                form[self.state_key] = watch.remembered
+            if watch.fired_at is not None:
+                form[self.fired_at_key] = watch.fired_at
+            return form
+        state = {
+            watch.action: {"snapshot_id": watch.remembered, "event_at": watch.fired_at}
+            for watch in watches
+            if not isinstance(watch.remembered, _Unset)
+        }
+        return {self.watch_key: state} if state else {}
+
+    async def _read_saved(self, ticket: _Ticket) -> dict[str, object]:
+        """The store's answer for every key of this watcher (one call per key, through the gate)."""
+        return {key: await self._recall_value(key, ticket) for key in self._keys()}
+
+    def _apply_saved(self, watches: list[_Watch], saved: dict[str, object], baseline: int | None) -> None:
+        """Set each watch from what the store remembered. A watch with nothing remembered starts from
+        the constructor's ``last_snapshot_id``, else from ``baseline`` (the watcher's first poll)."""
+        if self.actions is None:
+            [watch] = watches
+            value, fired_at = saved.get(self.state_key), saved.get(self.fired_at_key)
             if value is not None:
                 watch.remembered = int(value)  # type: ignore[call-overload]
-            fired_at = await self._recall_value(self.fired_at_key)
             watch.fired_at = float(fired_at) if fired_at is not None else None  # type: ignore[arg-type]
         else:
-            saved = await self._recall_value(self.watch_key)
-            saved = saved if isinstance(saved, dict) else {}
+            entries = saved.get(self.watch_key)
+            entries = entries if isinstance(entries, dict) else {}
             for watch in watches:
-                entry = saved.get(watch.action)
+                entry = entries.get(watch.action)
                 if isinstance(entry, dict):
                     if "snapshot_id" in entry:
                         sid = entry["snapshot_id"]
                         watch.remembered = None if sid is None else int(sid)
                     if entry.get("event_at") is not None:
                         watch.fired_at = float(entry["event_at"])
+        self._stored = {key: value for key, value in saved.items() if value is not None}
         for watch in watches:
-            if isinstance(watch.remembered, _Unset) and self.last_snapshot_id is not None:
-                watch.remembered = self.last_snapshot_id
+            if isinstance(watch.remembered, _Unset):
+                watch.remembered = baseline if self.last_snapshot_id is None else self.last_snapshot_id
 
-    async def _persist(self, watches: list[_Watch], fired: bool) -> None:
-        if self.actions is None:
-            [watch] = watches
-            if isinstance(watch.remembered, int):  # the store cannot hold None: memory only
-                await self._store_value(self.state_key, watch.remembered)
-            if fired and watch.fired_at is not None:
-                await self._store_value(self.fired_at_key, watch.fired_at)
+    def _schedule_write(self, watches: list[_Watch], urgent: bool) -> None:
+        """Write what changed, without holding up polling: one writer task per watcher, which writes
+        the latest state when its turn comes (so changes queued behind the gate coalesce) and only
+        keys whose value differs from what the store holds. ``urgent``: after an event (ahead of
+        every start-up call); otherwise a first observation or a rewrite recorded without an event."""
+        if self._store() is None:
             return
-        state = {
-            watch.action: {"snapshot_id": watch.remembered, "event_at": watch.fired_at}
-            for watch in watches
-            if not isinstance(watch.remembered, _Unset)
-        }
-        await self._store_value(self.watch_key, state)
+        self._dirty = True
+        if self._writer is None or self._writer.done():
+            self._write_ticket = _Ticket(urgent)
+            self._writer = asyncio.create_task(self._write_loop(watches))
+        elif urgent:
+            state_store_gate().promote(self._write_ticket)
+
+    async def _write_loop(self, watches: list[_Watch]) -> None:
+        while self._dirty:
+            self._dirty = False
+            for key in self._keys():
+                await self._store_latest(key, watches)
+
+    async def _store_latest(self, key: str, watches: list[_Watch]) -> None:
+        store = self._store()
+        if store is None or self._saved_form(watches).get(key, UNSET) == self._stored.get(key, UNSET):
+            return
+        gate = state_store_gate()
+        await gate.acquire(self._write_ticket)
+        try:
+            value = self._saved_form(watches).get(key, UNSET)  # the latest, computed in our turn
+            if isinstance(value, _Unset) or value == self._stored.get(key, UNSET):
+                return
+            await store.aset(key, value)
+            self._stored[key] = value
+        except Exception as e:  # noqa: BLE001 - the store is an optimisation, never a reason to stop
+            self.log.warning("asset_state_store write failed for %s: %s", self.table_id, e)
+        finally:
+            gate.release()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Poll from the start. With a state store, what it remembers is read in the background (at
+        most STATE_STORE_CONCURRENCY calls in flight per triggerer, start-up reads queued behind
+        urgent calls) while the watcher polls against its first observation, the *baseline*:
+
+        * the answer arrives first: each action's remembered snapshot is compared with the current
+          one as before (a commit made while no triggerer watched is reported; one already reported
+          is not); nothing remembered means the baseline is the first observation (written back in
+          the background, only if it differs from what the store holds);
+        * the table changes first: the read of this watcher goes ahead of every start-up read, and
+          its answer decides what is reported, with the remembered previous snapshot and throttle.
+        """
         table = TableIdentifier.parse(self.table_id)
         watches = self._watches()
-        await self._recall_watches(watches)
-        problem: str | None = None
-        while True:
-            try:
-                state = await asyncio.to_thread(self._current_state, table)
-            except (TableNotFound, OSError, SecretResolutionError) as e:
-                # A watcher outlives outages and a table that is not created yet: say so once, keep polling.
-                if str(e) != problem:
-                    problem = str(e)
-                    self.log.warning("snapshot check of %s failed, will retry: %s", self.table_id, e)
-                await asyncio.sleep(self.poll_interval)
-                continue
-            problem = None
-            sleep = self.poll_interval
-            due: list[tuple[_Watch, int | None]] = []
-            changed = False
+        self._store_usable, self._stored, self._dirty = True, {}, False
+        self._writer: asyncio.Task[None] | None = None
+        self._write_ticket = _Ticket()
+        recall_ticket = _Ticket()
+        recall: asyncio.Task[dict[str, object]] | None = None
+        if getattr(self, "asset_state_store", None) is not None:
+            recall = asyncio.create_task(self._read_saved(recall_ticket))
+        elif self.last_snapshot_id is not None:
             for watch in watches:
-                step = self._step(watch, state)
-                if step is None:
+                watch.remembered = self.last_snapshot_id
+        baseline: int | None | _Unset = UNSET
+        problem: str | None = None
+        try:
+            while True:
+                try:
+                    state = await asyncio.to_thread(self._current_state, table)
+                except (TableNotFound, OSError, SecretResolutionError) as e:
+                    # A watcher outlives outages and a table that is not created yet: say so once, keep polling.
+                    if str(e) != problem:
+                        problem = str(e)
+                        self.log.warning("snapshot check of %s failed, will retry: %s", self.table_id, e)
+                    await asyncio.sleep(self.poll_interval)
                     continue
-                if step is True:
-                    changed = True
-                elif step > 0:
-                    sleep = min(sleep, step)
-                else:
-                    assert not isinstance(watch.remembered, _Unset)
-                    due.append((watch, watch.remembered))
-            if due:
-                current = state.snapshot_id
-                now = time.time()
-                payload: dict[str, Any] = {
-                    "table": self.table_id,
-                    "snapshot_id": current,
-                    "previous_snapshot_id": due[0][1],
-                }
-                if self.actions is not None:
-                    payload["actions"] = {watch.action: previous for watch, previous in due}
-                for watch, _ in due:
-                    watch.remembered, watch.held_back, watch.fired_at = current, None, now
-                self.log.info(
-                    "%s: new snapshot %s (was %s)%s", self.table_id, current, due[0][1],
-                    "" if self.actions is None else f" for {', '.join(payload['actions'])}",
-                )  # fmt: skip
-                yield TriggerEvent(payload)
-            if due or changed:
-                await self._persist(watches, fired=bool(due))
-            await asyncio.sleep(sleep)
+                problem = None
+                if recall is not None:
+                    if isinstance(baseline, _Unset):
+                        baseline = state.snapshot_id
+                        self.log.info("watching %s from snapshot %s", self.table_id, baseline)
+                    if not recall.done():
+                        if state.snapshot_id == baseline:  # nothing new since this watcher started
+                            await asyncio.sleep(self.poll_interval)
+                            continue
+                        state_store_gate().promote(recall_ticket)  # changed: its remembered state now
+                    saved = await recall
+                    recall = None
+                    self._apply_saved(watches, saved, baseline)
+                    self._schedule_write(watches, urgent=False)  # a first observation the store lacks
+                sleep = self.poll_interval
+                due: list[tuple[_Watch, int | None]] = []
+                changed = False
+                for watch in watches:
+                    step = self._step(watch, state)
+                    if step is None:
+                        continue
+                    if step is True:
+                        changed = True
+                    elif step > 0:
+                        sleep = min(sleep, step)
+                    else:
+                        assert not isinstance(watch.remembered, _Unset)
+                        due.append((watch, watch.remembered))
+                if due:
+                    current = state.snapshot_id
+                    now = time.time()
+                    payload: dict[str, Any] = {
+                        "table": self.table_id,
+                        "snapshot_id": current,
+                        "previous_snapshot_id": due[0][1],
+                    }
+                    if self.actions is not None:
+                        payload["actions"] = {watch.action: previous for watch, previous in due}
+                    for watch, _ in due:
+                        watch.remembered, watch.held_back, watch.fired_at = current, None, now
+                    self.log.info(
+                        "%s: new snapshot %s (was %s)%s", self.table_id, current, due[0][1],
+                        "" if self.actions is None else f" for {', '.join(payload['actions'])}",
+                    )  # fmt: skip
+                    yield TriggerEvent(payload)
+                if due or changed:
+                    # After the event was handed over: delivery is at least once.
+                    self._schedule_write(watches, urgent=bool(due))
+                await asyncio.sleep(sleep)
+        finally:
+            if recall is not None:
+                recall.cancel()
+            if self._writer is not None and not self._write_ticket.urgent:
+                self._writer.cancel()  # a first observation only; an event's write is let finish
 
     def _step(self, watch: _Watch, state: SnapshotState) -> float | bool | None:
         """One poll's outcome for one watch: None (nothing new), True (a snapshot recorded without an
@@ -390,30 +549,24 @@ class TableSnapshotTrigger(BaseEventTrigger):
         # triggerer log is read by people.
         return self.actions is None or watch.action == next(iter(self.actions))
 
-    async def _recall_value(self, key: str) -> object:
-        store = getattr(self, "asset_state_store", None)
+    async def _recall_value(self, key: str, ticket: _Ticket) -> object:
+        store = self._store()
         if store is None:
             return None
+        gate = state_store_gate()
+        await gate.acquire(ticket)
         try:
-            async with state_store_gate():
-                return await store.aget(key)
+            return await store.aget(key)
         except ValueError as e:  # several watched assets: the single-asset accessors refuse
+            self._store_usable = False
             self.log.warning(
                 "asset_state_store not usable for %s (%s); remembering in memory", self.table_id, e
             )
         except Exception as e:  # noqa: BLE001 - the store is an optimisation, never a reason to stop
             self.log.warning("asset_state_store read failed for %s: %s", self.table_id, e)
+        finally:
+            gate.release()
         return None
-
-    async def _store_value(self, key: str, value: Any) -> None:
-        store = getattr(self, "asset_state_store", None)
-        if store is None:
-            return
-        try:
-            async with state_store_gate():
-                await store.aset(key, value)
-        except Exception as e:  # noqa: BLE001
-            self.log.warning("asset_state_store write failed for %s: %s", self.table_id, e)
 
 
 class TableSnapshotChangedTrigger(BaseTrigger):

@@ -196,10 +196,11 @@ def test_watchers_starting_together_keep_few_state_store_calls_in_flight(trig_ca
             )  # fmt: skip
             trigger.asset_state_store = store  # type: ignore[assignment]
             tasks.append(asyncio.ensure_future(next_event(trigger.run(), timeout=EVENT_WAIT)))
-        await asyncio.wait_for(until(lambda: store.in_flight == STATE_STORE_CONCURRENCY), EVENT_WAIT)
+        # Start-up reads keep one of the gate's slots free for urgent calls (an event's write).
+        await asyncio.wait_for(until(lambda: store.in_flight == STATE_STORE_CONCURRENCY - 1), EVENT_WAIT)
         for _ in range(20):  # every other watcher has had its turn to run: none got past the bound
             await asyncio.sleep(0)
-        assert store.in_flight == STATE_STORE_CONCURRENCY
+        assert store.in_flight == STATE_STORE_CONCURRENCY - 1
         store.release.set()
         await asyncio.wait_for(until(lambda: store.calls == 40), EVENT_WAIT)
         for task in tasks:
@@ -207,4 +208,4 @@ def test_watchers_starting_together_keep_few_state_store_calls_in_flight(trig_ca
         return store
 
     store = asyncio.run(scenario())
-    assert store.most == STATE_STORE_CONCURRENCY
+    assert store.most == STATE_STORE_CONCURRENCY - 1
