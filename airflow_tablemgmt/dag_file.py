@@ -408,6 +408,17 @@ def load_registry_and_build(
     for f in files:
         catalogs.update({c.name: c for c in f.catalogs})
     errors += [u.message for u in unreadable_catalogs if u.name not in catalogs]
+    if wanted is None and only_dag_id is None:
+        from airflow_tablemgmt.dag_cache import build_with_cache
+
+        # Unchanged tables' DAGs come from the per-host cache of built DAGs; the others are built.
+        return build_with_cache(
+            sorted(specs.values(), key=lambda s: s.id),
+            default_factories(),
+            declaration_errors=errors,
+            catalogs=catalogs,
+            tables_yaml=tables_yaml,
+        )
     return build_dags(
         sorted(specs.values(), key=lambda s: s.id),
         default_factories(),
