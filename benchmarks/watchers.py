@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -52,6 +53,7 @@ from tests.e2e.test_real_scheduler import (  # noqa: E402
 
 CATALOG = "wlake"
 NAMESPACE = "db"
+WATCHING = re.compile(rb"watching (wlake\.db\.t\d+) from snapshot")
 ACTIONS = ("rewrite-files", "rewrite-deletes", "rewrite-manifests", "compute-stats")
 
 DAG_FILE = '''
@@ -194,9 +196,13 @@ def measure(
     per_loop: int,
     ready_timeout: float,
     work: Path,
+    restart: bool = False,
 ) -> dict:
     names = [f"t{i:05d}" for i in range(n_tables)]
-    sample = sorted(random.sample(names, n_sample))
+    # A second sample for the restart phase: an action reports a table at most once per its
+    # min interval (rewrite-manifests: a day), so the same tables cannot be committed on again.
+    picked = random.sample(names, 2 * n_sample if restart else n_sample)
+    sample, sample_after = sorted(picked[:n_sample]), sorted(picked[n_sample:])
     warehouse = work / "wh"
     t0 = time.monotonic()
     create_tables(warehouse, names)
@@ -206,7 +212,7 @@ def measure(
     try:
         cfg = {
             "catalog": CATALOG, "namespace": NAMESPACE, "warehouse": str(warehouse), "tables": names,
-            "sample": sample, "actions": list(ACTIONS), "poll": f"{poll:g}s",
+            "sample": sample + sample_after, "actions": list(ACTIONS), "poll": f"{poll:g}s",
         }  # fmt: skip
         (dep.home / "dags" / "watchers.json").write_text(json.dumps(cfg))
         (dep.home / "dags" / "watchers_dags.py").write_text(DAG_FILE)
@@ -215,7 +221,8 @@ def measure(
         # The scheduler starts once the DAGs are in: on SQLite the first write of thousands of DAGs
         # holds the database long enough for a scheduler's heartbeat to fail ("database is locked").
         dep.start("dag-processor", "dag-processor")
-        expected_dags = n_tables - n_sample + n_sample * len(ACTIONS)
+        n_four = len(sample) + len(sample_after)
+        expected_dags = n_tables - n_four + n_four * len(ACTIONS)
 
         def parsed() -> int | None:
             dep.check_alive()
@@ -236,61 +243,25 @@ def measure(
         out["asset_watchers"] = dep.query("SELECT count(*) FROM asset_watcher")[0][0]
         dep.start("scheduler", "scheduler")
 
-        dep.start("triggerer", "triggerer")
-        t_trig = time.monotonic()
+        pid = start_triggerer(dep, n_tables, ready_timeout, out, "")
+        out["state_recorded_at_ready"] = state_recorded(dep)
+        out["rss_mb"] = tree_rss_mb(pid)
 
-        def all_watching() -> int | None:
-            dep.check_alive()
-            rows = dep.query("SELECT count(*) FROM asset_state_store WHERE key LIKE 'tablemgmt.watch.%'")
-            return rows[0][0] if rows[0][0] >= n_tables else None
-
-        try:
-            _wait_for("every watcher's first observation", all_watching, timeout=ready_timeout, every=3)
-        except AssertionError:  # measure anyway, and say how far the start-up got
-            pass
-        out["all_watching_s"] = time.monotonic() - t_trig
-        out["watching"] = dep.query(
-            "SELECT count(*) FROM asset_state_store WHERE key LIKE 'tablemgmt.watch.%'"
-        )[0][0]
-        out["assigned"] = dep.query("SELECT count(*) FROM trigger WHERE triggerer_id IS NOT NULL")[0][0]
-        pid = dep.procs["triggerer"].pid
-
-        time.sleep(min(30.0, idle_window))  # let start-up work drain before the idle window
+        time.sleep(10.0)  # the last watchers' first polls
         cpu0, w0 = tree_cpu(pid), time.monotonic()
         time.sleep(idle_window)  # the measurement window itself, not a wait for an outcome
         out["idle_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
         out["uptime_idle"] = uptime()
 
-        last_run = dep.query("SELECT coalesce(max(id), 0) FROM dag_run")[0][0]
-        cpu0, w0 = tree_cpu(pid), time.monotonic()
-        committed: dict[str, float] = {}
-        for name in sample:
-            time.sleep(random.uniform(0, poll))  # a random phase of the watchers' poll
-            commit(warehouse, name)
-            committed[name] = time.time()
-
-        def started() -> dict[str, list[float]] | None:
-            dep.check_alive()
-            found: dict[str, list[float]] = {}
-            for name, at in committed.items():
-                rows = dep.query(
-                    "SELECT start_date FROM dag_run WHERE dag_id LIKE :d AND run_type = 'asset_triggered' "
-                    "AND id > :last AND start_date IS NOT NULL",
-                    d=f"bench__{name}__%",
-                    last=last_run,
-                )
-                if len(rows) < len(ACTIONS):
-                    return None
-                found[name] = [_utc(r[0]).timestamp() - at for r in rows]
-            return found
-
-        runs = _wait_for("every sample table's four runs to start", started, timeout=900, every=1)
-        out["commit_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
-        out["latencies"] = sorted(x for xs in runs.values() for x in xs)
-        events = dep.query("SELECT count(*) FROM asset_event WHERE id > 0 AND extra LIKE '%from_trigger%'")[
-            0
-        ][0]
-        out["asset_events"] = events
+        out.update(commit_latency(dep, warehouse, sample, poll, pid, ""))
+        out["state_recorded_after_commits"] = state_recorded(dep)
+        if restart:
+            # A restarted triggerer: every watcher reads its remembered state once (in the background).
+            dep.procs["triggerer"].send_signal(signal.SIGTERM)
+            dep.procs["triggerer"].wait(timeout=120)
+            pid = start_triggerer(dep, n_tables, ready_timeout, out, "restart_")
+            out.update(commit_latency(dep, warehouse, sample_after, poll, pid, "restart_"))
+        out["state_recorded_end"] = state_recorded(dep)
         out["uptime_end"] = uptime()
         return out
     except BaseException:
@@ -300,22 +271,104 @@ def measure(
         dep.stop()
 
 
+def watching(dep: AirflowDeployment, since: int) -> int:
+    """Watchers that have polled their table since byte ``since`` of the triggerer's log: each logs
+    ``watching <table> from snapshot <id>`` at its first poll."""
+    with dep.log("triggerer").open("rb") as f:
+        f.seek(since)
+        return len(set(WATCHING.findall(f.read())))
+
+
+def state_recorded(dep: AirflowDeployment) -> int:
+    return dep.query("SELECT count(*) FROM asset_state_store WHERE key LIKE 'tablemgmt.watch.%'")[0][0]
+
+
+def start_triggerer(dep: AirflowDeployment, n_tables: int, ready_timeout: float, out: dict, tag: str) -> int:
+    since = dep.log("triggerer").stat().st_size if dep.log("triggerer").exists() else 0
+    dep.start("triggerer", "triggerer")
+    t_trig = time.monotonic()
+
+    def all_watching() -> int | None:
+        dep.check_alive()
+        n = watching(dep, since)
+        return n if n >= n_tables else None
+
+    try:
+        _wait_for("every watcher's first poll", all_watching, timeout=ready_timeout, every=2)
+    except AssertionError:  # measure anyway, and say how far the start-up got
+        pass
+    out[f"{tag}all_watching_s"] = time.monotonic() - t_trig
+    out[f"{tag}watching"] = watching(dep, since)
+    out[f"{tag}assigned"] = dep.query("SELECT count(*) FROM trigger WHERE triggerer_id IS NOT NULL")[0][0]
+    return dep.procs["triggerer"].pid
+
+
+def tree_rss_mb(pid: int) -> float:
+    import psutil
+
+    proc = psutil.Process(pid)
+    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
+
+
+def commit_latency(
+    dep: AirflowDeployment, warehouse: Path, sample: list[str], poll: float, pid: int, tag: str
+) -> dict[str, Any]:
+    """One commit on each sample table at a random phase of the poll; seconds to each run's start."""
+    out: dict[str, Any] = {}
+    last_run = dep.query("SELECT coalesce(max(id), 0) FROM dag_run")[0][0]
+    cpu0, w0 = tree_cpu(pid), time.monotonic()
+    committed: dict[str, float] = {}
+    for name in sample:
+        time.sleep(random.uniform(0, poll))  # a random phase of the watchers' poll
+        commit(warehouse, name)
+        committed[name] = time.time()
+
+    def started() -> dict[str, list[float]] | None:
+        dep.check_alive()
+        found: dict[str, list[float]] = {}
+        for name, at in committed.items():
+            rows = dep.query(
+                "SELECT start_date FROM dag_run WHERE dag_id LIKE :d AND run_type = 'asset_triggered' "
+                "AND id > :last AND start_date IS NOT NULL",
+                d=f"bench__{name}__%",
+                last=last_run,
+            )
+            if len(rows) < len(ACTIONS):
+                return None
+            found[name] = [_utc(r[0]).timestamp() - at for r in rows]
+        return found
+
+    runs = _wait_for("every sample table's four runs to start", started, timeout=900, every=1)
+    out[f"{tag}commit_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
+    out[f"{tag}latencies"] = sorted(x for xs in runs.values() for x in xs)
+    events = dep.query("SELECT count(*) FROM asset_event WHERE id > 0 AND extra LIKE '%from_trigger%'")[0][0]
+    out[f"{tag}asset_events"] = events
+    return out
+
+
+def latency_cell(xs: list[float]) -> str:
+    p90 = xs[min(len(xs) - 1, int(0.9 * len(xs)))]
+    return f"{statistics.median(xs):.1f} / {p90:.1f} / {max(xs):.1f} s ({len(xs)})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--tables", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--sample", type=int, default=20)
-    parser.add_argument(
-        "--poll", type=float, default=10.0, help="poll-interval of every action (default 10 s)"
-    )
+    parser.add_argument("--poll", type=float, default=8.0, help="poll-interval of every action (default 8 s)")
     parser.add_argument("--idle-window", type=float, default=60.0, help="seconds of idle CPU measurement")
     parser.add_argument(
         "--per-loop", type=int, default=50, help="[triggerer] max_trigger_to_select_per_loop (Airflow: 50)"
     )
     parser.add_argument(
         "--ready-timeout", type=float, default=3600.0,
-        help="seconds to wait for every watcher's first recorded observation before measuring anyway",
+        help="seconds to wait for every watcher's first poll before measuring anyway",
+    )  # fmt: skip
+    parser.add_argument(
+        "--restart", action="store_true",
+        help="then restart the triggerer: time until all watch again and commit latency right after",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
@@ -328,35 +381,41 @@ def main() -> None:
         flush=True,
     )
     print(
-        "| tables | (table, action) pairs | watcher triggers (rows) | asset→watcher links | watching (state recorded) | "
-        "triggerer CPU idle-polling | triggerer CPU during commits | commit→run start median / p90 / max "
-        "(runs) |"
+        "| tables | watcher triggers (rows) | all watching (first poll) | state recorded then | "
+        "triggerer RSS | triggerer CPU idle-polling | triggerer CPU during commits | "
+        "commit→run start median / p90 / max (runs) | after a restart: all watching | "
+        "after a restart: commit→run start |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     notes = []
     for n in args.tables:
         with tempfile.TemporaryDirectory(prefix="tms-watchers-") as work:
             r = measure(
-                n,
-                min(args.sample, n),
-                args.poll,
-                args.idle_window,
-                args.per_loop,
-                args.ready_timeout,
-                Path(work),
+                n, min(args.sample, n // 2), args.poll, args.idle_window, args.per_loop, args.ready_timeout,
+                Path(work), restart=args.restart,
+            )  # fmt: skip
+        restarted = (
+            (
+                f"{r['restart_watching']:,} after {r['restart_all_watching_s']:.0f} s",
+                latency_cell(r["restart_latencies"]),
             )
-        xs = r["latencies"]
-        p90 = xs[min(len(xs) - 1, int(0.9 * len(xs)))]
+            if args.restart
+            else ("—", "—")
+        )
         print(
-            f"| {r['tables']:,} | {r['tables'] * len(ACTIONS):,} | {r['trigger_rows_total']:,} | "
-            f"{r['asset_watchers']:,} | {r['watching']:,} after {r['all_watching_s']:.0f} s | {r['idle_cpu_pct']:.1f} % | "
-            f"{r['commit_cpu_pct']:.1f} % | {statistics.median(xs):.1f} / {p90:.1f} / {max(xs):.1f} s "
-            f"({len(xs)}) |",
+            f"| {r['tables']:,} | {r['trigger_rows_total']:,} | {r['watching']:,} after {r['all_watching_s']:.0f} s | "
+            f"{r['state_recorded_at_ready']:,} | {r['rss_mb']:.0f} MB | {r['idle_cpu_pct']:.1f} % | "
+            f"{r['commit_cpu_pct']:.1f} % | {latency_cell(r['latencies'])} | {restarted[0]} | {restarted[1]} |",
             flush=True,
         )
         notes.append(
-            f"{r['tables']:,} tables: {json.dumps({k: v for k, v in r.items() if k != 'latencies'})}\n"
-            f"  latencies (s): {[round(x, 1) for x in xs]}"
+            f"{r['tables']:,} tables: {json.dumps({k: v for k, v in r.items() if 'latencies' not in k})}\n"
+            f"  latencies (s): {[round(x, 1) for x in r['latencies']]}"
+            + (
+                f"\n  after restart (s): {[round(x, 1) for x in r['restart_latencies']]}"
+                if args.restart
+                else ""
+            )
         )
     print("\n" + "\n".join(notes))
 
