@@ -17,6 +17,7 @@ Observability never fails a task: every emit is wrapped, and an error is logged 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +104,11 @@ def _part(value: str) -> str:
 
 
 def _emit(kind: str, name: str, value: float, tags: dict[str, str], *legacy_vars: str) -> None:
+    if not _state["ready"] and "airflow" not in sys.modules:
+        from airflow_tablemgmt.hooks.airflow_settings import metrics_may_be_on
+
+        if not metrics_may_be_on():  # Airflow's Stats would be a no-op: do not import Airflow for it
+            return
     stats = _stats()
     names = [f"{PREFIX}.{name}"]
     if _state["legacy"] and legacy_vars:
@@ -144,8 +150,8 @@ def process_finished(process: Process, duration_s: float) -> None:
     if status != "success":
         return
     summary = process.summary or {}
-    before = summary.get("before") if isinstance(summary.get("before"), dict) else {}
-    after = summary.get("after") if isinstance(summary.get("after"), dict) else {}
+    before: dict[str, Any] = summary["before"] if isinstance(summary.get("before"), dict) else {}
+    after: dict[str, Any] = summary["after"] if isinstance(summary.get("after"), dict) else {}
     for name, figures in (("files_before", before), ("files_after", after)):
         files = _num(figures.get("data_files"))
         if files is not None:

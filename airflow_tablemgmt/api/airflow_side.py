@@ -150,9 +150,10 @@ def set_dag_paused(dag_id: str, paused: bool) -> None:
     from sqlalchemy import update
 
     with create_session() as session:
-        changed = session.execute(
+        result: Any = session.execute(
             update(DagModel).where(DagModel.dag_id == dag_id).values(is_paused=paused)
-        ).rowcount
+        )
+        changed = result.rowcount
     if not changed:
         log.warning("Airflow has no DAG %s yet: nothing to %s", dag_id, "pause" if paused else "unpause")
 

@@ -147,8 +147,8 @@ class TableRepository:
             now = utcnow()
             new_rows: builtins.list[dict[str, Any]] = []
             for table_id, columns in prepared:
-                row = existing.get(table_id)
-                if row is None:
+                found = existing.get(table_id)
+                if found is None:
                     new_rows.append(
                         dict(
                             columns, table_id=table_id, managed_by=str(owner), created_at=now, updated_at=now
@@ -156,16 +156,16 @@ class TableRepository:
                     )
                     out[table_id] = "created"
                     continue
-                live = row.deleted_at is None
-                if live and row.managed_by == owner and row.spec == columns["spec"]:
+                live = found.deleted_at is None
+                if live and found.managed_by == owner and found.spec == columns["spec"]:
                     out[table_id] = "unchanged"
                     continue
-                if live and row.managed_by != owner:
+                if live and found.managed_by != owner:
                     log.warning("table %s: dags/tables.yaml takes it over from the store", table_id)
                 values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None)
                 if not live:
                     values["created_at"] = now
-                if conn.execute(update(_T).where(*_unchanged_since(row)).values(**values)).rowcount != 1:
+                if conn.execute(update(_T).where(*_unchanged_since(found)).values(**values)).rowcount != 1:
                     raise _Contended(table_id)
                 out[table_id] = "updated" if live else "created"
             for i in range(0, len(new_rows), _CHUNK):
