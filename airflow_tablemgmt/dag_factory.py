@@ -25,7 +25,6 @@ from airflow.sdk import (
     CronTriggerTimetable,
     DeltaTriggerTimetable,
 )
-from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_tablemgmt.core.actions import ActionSettings, RefreshSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
@@ -33,7 +32,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
-from airflow_tablemgmt.operators.gate import SnapshotGateOperator
+from airflow_tablemgmt.operators.gate import event_names_action as event_names_action  # re-exported
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 
 log = logging.getLogger(__name__)
@@ -90,8 +89,8 @@ FALLBACK_INTERVAL = Interval(every=timedelta(days=1))
 class SchedulePlan:
     """How one (table, action) is scheduled, resolved from its settings and its factory's strategy.
 
-    * ``schedule``: the DAG runs every ``interval``; with ``gate`` a first task skips the run when
-      the table has no new snapshot.
+    * ``schedule``: the DAG runs every ``interval``; with ``gate`` the ``maintain`` task first skips
+      the run when the table has no new snapshot.
     * ``event``: an asset watcher in the triggerer polls the snapshot every ``poll_interval`` and
       starts a run for a new data-changing snapshot, at most once per ``interval``; beside it a
       time-based run every ``fallback`` (catches what a stopped triggerer missed). The gate is on.
@@ -99,7 +98,7 @@ class SchedulePlan:
       refresh of any of its upstream dynamic tables (their refresh assets, :func:`refresh_asset`).
 
     Default: ``event`` for snapshot-driven actions, because a watcher poll costs a small fraction
-    of a gate task's check (``benchmarks/gate_cost.py`` measures both; figures in
+    of a scheduled run's check (a task start) (``benchmarks/gate_cost.py`` measures both; figures in
     ``benchmarks/README.md``), ``schedule`` for the others.
     """
 
@@ -165,7 +164,8 @@ def table_asset(table: TableSpec, catalog: CatalogSpec, plans: dict[str, Schedul
     trigger per action. The trigger polls at the shortest of the actions' poll intervals and keeps
     each action's throttle (``min_interval`` = its interval) and remembered snapshot apart; its event
     names the actions it is for, and every action DAG of the table is scheduled on this asset, its
-    gate (:class:`EventGateOperator`) skipping events that are not for it.
+    ``maintain`` task's event gate (:func:`~airflow_tablemgmt.operators.gate.check_event`) skipping
+    events that are not for it.
 
     Built from the table's whole action set, never from one action, so a task start (which builds
     one DAG) produces the same asset as the DAG processor's full parse.
@@ -216,49 +216,6 @@ def after_refreshes(upstream: Iterable[str], dynamic_ids: Mapping[str, str] | No
         ids = known or ids
     assets = [refresh_asset(u) for u in ids]
     return assets[0] if len(assets) == 1 else AssetAny(*assets)
-
-
-def event_names_action(triggering_asset_events: Mapping[Any, Iterable[Any]], action: str) -> bool:
-    """Whether the asset events that started a run ask for ``action``.
-
-    True for a run without events (the fallback schedule, a manual run) and for an event that names
-    no actions (a one-watcher trigger, an event posted by hand): only a per-table watcher's event
-    says which actions it is for, and Airflow delivers it to every DAG scheduled on the table asset.
-    """
-    for events in triggering_asset_events.values():
-        for event in events:
-            extra = getattr(event, "extra", None) or {}
-            payload = extra.get("payload") if isinstance(extra, dict) else None
-            actions = payload.get("actions") if isinstance(payload, dict) else None
-            if actions is None or action in actions:
-                return True
-    return not any(True for events in triggering_asset_events.values() for _ in events)
-
-
-class EventGateOperator(SnapshotGateOperator):
-    """The snapshot gate of an event-driven action: an event of the table's watcher that is not for
-    this action (held back by this action's own interval) skips the run before anything is read;
-    otherwise the usual snapshot check decides. When the held-back change's interval has passed the
-    watcher sends an event for this action."""
-
-    def execute(self, context: Any) -> int | None:
-        events = context.get("triggering_asset_events") or {}
-        if not event_names_action(events, self.action):
-            named = sorted(
-                {
-                    name
-                    for evs in events.values()
-                    for ev in evs
-                    for name in (
-                        ((getattr(ev, "extra", None) or {}).get("payload") or {}).get("actions") or {}
-                    )
-                }
-            )
-            raise AirflowSkipException(
-                f"tablemgmt: {self.table}: the snapshot event is for {', '.join(named)}; {self.action} is "
-                "not due (held back by its own interval, it gets its own event when that has passed)"
-            )
-        return super().execute(context)
 
 
 def watcher_capacity_warning(watchers: int, capacity: int, triggerers: int = 1) -> str | None:
@@ -367,20 +324,17 @@ def build_dag(
         # auto-registering it as well would hash each DAG once more (its schedule's repr) on exit.
         auto_register=False,
     ) as dag:
-        maintain = TableMaintenanceOperator(
+        # One task: the snapshot gate (and an event-driven run's "is this event for me") is the
+        # start of maintain, not a task of its own: a second operator per DAG was about a third of
+        # a full parse, and a second task start per run with work.
+        TableMaintenanceOperator(
             task_id="maintain",
             table=table_id,
             action=action,
             lease_wait=settings.lease_wait,
+            gate=("event" if plan.trigger == "event" else "snapshot") if plan.gate else None,
             **task_args,
         )
-        if plan.gate:
-            gate_type = EventGateOperator if plan.trigger == "event" else SnapshotGateOperator
-            gate = gate_type(task_id="check_snapshot", table=table_id, action=action, **task_args)
-            # What `gate >> maintain` records for two tasks already in one DAG (Airflow's
-            # DAGNode._set_relatives), without hashing the DAG per task to check that they share it.
-            gate.downstream_task_ids.add(maintain.task_id)
-            maintain.upstream_task_ids.add(gate.task_id)
     return dag
 
 

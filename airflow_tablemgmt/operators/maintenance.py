@@ -17,6 +17,7 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
+from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
 
 #: A PENDING row is reaped only after this long without a sign of life (or 4 x ``lease_poll``,
 #: whichever is longer): a task waiting for a lease stamps its row only each time it polls, and a
@@ -40,6 +41,13 @@ class TableMaintenanceOperator(BaseOperator):
     When another job holds the table's lease the task defers (freeing its worker slot) and tries
     again every ``lease_poll`` until ``lease_wait`` has passed, then fails naming the holder.
 
+    ``gate`` (what the DAG factory sets for snapshot-driven actions): before anything else the task
+    makes the snapshot gate's check (:mod:`airflow_tablemgmt.operators.gate`) and ends as *skipped*
+    when the table has no snapshot newer than the last success (``"snapshot"``), or, first, when the
+    watcher event that started the run is for other actions of the table (``"event"``). A skipped
+    run opens no process and takes no lease. A run whose process exists already (a retry, a resume)
+    is not checked again: it resumes its process.
+
     On start it reaps processes whose worker is gone (no heartbeat for ``stale_after``; PENDING
     rows after :data:`PENDING_STALE_AFTER`). A canceled process fails the task without retries
     (:class:`AirflowFailException`); ``on_kill`` kills the Spark job and records KILLED.
@@ -58,6 +66,7 @@ class TableMaintenanceOperator(BaseOperator):
     lease_ttl: timedelta = lifecycle.LEASE_TTL
     heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY
     stale_after: timedelta = lifecycle.STALE_AFTER
+    gate: str | None = None
     _runner: ProcessRunner | None = None
 
     def __init__(
@@ -72,8 +81,11 @@ class TableMaintenanceOperator(BaseOperator):
         lease_ttl: timedelta = lifecycle.LEASE_TTL,
         heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY,
         stale_after: timedelta = lifecycle.STALE_AFTER,
+        gate: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if gate not in GATES:
+            raise ValueError(f"gate: must be one of 'snapshot', 'event' or None, not {gate!r}")
         super().__init__(**kwargs)
         self.table = table
         self.action = action
@@ -85,6 +97,7 @@ class TableMaintenanceOperator(BaseOperator):
             ("lease_ttl", lease_ttl),
             ("heartbeat_every", heartbeat_every),
             ("stale_after", stale_after),
+            ("gate", gate),
         ):
             if value != getattr(type(self), name):
                 setattr(self, name, value)
@@ -94,7 +107,20 @@ class TableMaintenanceOperator(BaseOperator):
         return SparkJobHook(self.spark_conn_id)
 
     def execute(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        gated = self.gate is not None and event is None  # a resume after a lease wait was checked
+        if gated and self.gate == "event":
+            check_event(self.table, self.action, context)
         store = TableMgmtHook(self.tablemgmt_conn_id).get_store()
+        if gated:
+            existing = store.processes.find(self.table, self.action, run_instant(context))
+            if existing is None:
+                check_snapshot(store, self.table, self.action, self.log)
+            else:
+                self.log.info(
+                    "tablemgmt: this run's process %s exists (%s); resuming it without a snapshot check",
+                    existing.id,
+                    existing.status,
+                )
         self._runner = ProcessRunner(
             store, default_factories(), self.make_submitter(),
             lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,

@@ -64,7 +64,8 @@ def test_on_new_snapshot_adds_the_gate_and_event_trigger_adds_a_watcher() -> Non
     t = table("ev", {"rewrite-files": {"trigger": "event", "poll-interval": "2s"}, "expire-snapshots": {}})
     res = build_dags([t], load_factories(), catalogs=CATALOGS)
     rf = res.dags["tms__lake.db.ev__rewrite-files"]
-    assert [tk.task_id for tk in rf.topological_sort()] == ["check_snapshot", "maintain"]
+    # One task: maintain makes the gate's checks itself (the event's actions, then the snapshot).
+    assert [tk.task_id for tk in rf.tasks] == ["maintain"] and rf.get_task("maintain").gate == "event"
     assert type(rf.timetable).__name__ == "AssetOrTimeSchedule"
     asset = rf.timetable.asset_condition
     [watcher] = asset.watchers
@@ -78,6 +79,7 @@ def test_on_new_snapshot_adds_the_gate_and_event_trigger_adds_a_watcher() -> Non
     assert type(fallback).__name__ == "DeltaTriggerTimetable" and fallback.delta == timedelta(days=1)
     es = res.dags["tms__lake.db.ev__expire-snapshots"]
     assert [tk.task_id for tk in es.tasks] == ["maintain"]  # not snapshot-driven by default
+    assert es.get_task("maintain").gate is None
 
 
 def test_event_trigger_without_catalog_is_a_named_error() -> None:
@@ -130,9 +132,9 @@ def test_schedule_plan_defaults(
     dag = build_dags([t], load_factories(), catalogs=CATALOGS).dags["tms__lake.db.plan__rewrite-files"]
     kind = type(dag.timetable).__name__
     assert kind == ("AssetOrTimeSchedule" if trigger == "event" else "DeltaTriggerTimetable")
-    assert [tk.task_id for tk in dag.topological_sort()] == (
-        ["check_snapshot", "maintain"] if gate else ["maintain"]
-    )
+    [task] = dag.tasks
+    assert task.task_id == "maintain"
+    assert task.gate == (("event" if trigger == "event" else "snapshot") if gate else None)
 
 
 def test_non_snapshot_actions_stay_on_their_interval_and_bad_fallback_is_named() -> None:
@@ -249,45 +251,91 @@ def test_a_watcher_event_starts_only_the_actions_it_names(events: dict, expected
     assert event_names_action(triggering, "rewrite-files") is expected
 
 
-def test_an_event_gate_skips_an_action_the_event_does_not_name() -> None:
+def test_maintain_skips_an_action_the_event_does_not_name_before_reading_anything() -> None:
     from airflow.sdk.exceptions import AirflowSkipException
 
     t = table("sk", {name: {} for name in SNAPSHOT_DRIVEN})
     dag = build_dags([t], load_factories(), catalogs=CATALOGS).dags[dag_id_for("lake.db.sk", "compute-stats")]
-    gate = dag.get_task("check_snapshot")
+    maintain = dag.get_task("maintain")
 
     class Event:
         extra = {"from_trigger": True, "payload": {"table": "lake.db.sk", "actions": {"rewrite-files": 7}}}
 
-    # Held back by compute-stats' own throttle: skipped before the store or the table is read.
-    with pytest.raises(AirflowSkipException, match="compute-stats.*not due"):
-        gate.execute({"triggering_asset_events": {"tablemgmt.lake.db.sk": [Event()]}})
+    # Held back by compute-stats' own throttle: skipped before the store or the table is read (the
+    # task's connection names no store here, so reading one would fail, not skip).
+    with pytest.raises(AirflowSkipException, match="event is for rewrite-files; compute-stats is not due"):
+        maintain.execute({"triggering_asset_events": {"tablemgmt.lake.db.sk": [Event()]}})
 
 
-def test_factory_dags_serialize_as_when_linked_and_registered_the_usual_way() -> None:
-    """The factory links the gate to ``maintain`` by task ids and leaves DAGs out of Airflow's
-    auto-registration (the DAG file registers them): what Airflow serializes must be what
-    ``gate >> maintain`` in a registered DAG gives."""
+def test_maintain_refuses_an_unknown_gate() -> None:
+    from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
+
+    with pytest.raises(ValueError, match="gate: must be one of 'snapshot', 'event' or None, not 'always'"):
+        TableMaintenanceOperator(task_id="maintain", table="lake.db.t", action="rewrite-files", gate="always")
+
+
+def _plain_dag(fast: Any) -> Any:
+    """The DAG ``fast`` (a factory DAG) built the straightforward way: DAG() reading its defaults
+    from the config and auto-registering, the operator given every setting the factory gave."""
+    from airflow.sdk import DAG
+
+    from airflow_tablemgmt.dag_factory import START_DATE
+    from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
+
+    m = fast.get_task("maintain")
+    with DAG(
+        dag_id=fast.dag_id,
+        schedule=fast.timetable,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        max_active_tasks=fast.max_active_tasks,
+        tags=sorted(fast.tags),
+        description=fast.description,
+        doc_md=fast.doc_md,
+        is_paused_upon_creation=False,
+    ) as dag:
+        TableMaintenanceOperator(
+            task_id="maintain", table=m.table, action=m.action, lease_wait=m.lease_wait, gate=m.gate,
+            owner=m.owner, retries=m.retries, retry_delay=m.retry_delay, priority_weight=m.priority_weight,
+            **({"pool": m.pool} if m.pool != "default_pool" else {}),
+            **({"outlets": m.outlets} if m.outlets else {}),
+        )  # fmt: skip
+    dag.fileloc = fast.fileloc  # where the DAG was built; DagBag sets it to the DAG file's path
+    return dag
+
+
+def test_factory_dags_serialize_as_the_straightforward_construction_does() -> None:
+    """What the factory saves per DAG (config read once, no auto-registration, one task) must not
+    change what Airflow serializes, for every kind of DAG it builds."""
     from airflow.serialization.serialized_objects import DagSerialization
 
+    from airflow_tablemgmt.core.dynamic import parse_dynamic_table
+
     tables = [
-        table("ev", {"rewrite-files": {}, "compute-stats": {}}),
-        table("sc", {"rewrite-files": {"trigger": "schedule"}, "expire-snapshots": {}}),
+        table("ev", {"rewrite-files": {"poll-interval": "3s"}, "compute-stats": {"interval": "6h"}}),
+        table("sc", {"rewrite-files": {"trigger": "schedule", "interval": "0 3 * * *"}, "expire-snapshots": {}}),
+        table("pl", {"rewrite-manifests": {"on-new-snapshot": False}, "delete-orphans": {"retries": 3}},
+              owner="team-c", priority=5, queue="maint"),  # fmt: skip
     ]
-    dags = build_dags(tables, load_factories(), catalogs=CATALOGS).dags
-    gated = [dag for dag in dags.values() if "check_snapshot" in dag.task_dict]
-    assert len(gated) == 3 and len(dags) == 4
-    for dag in gated:
-        fast = DagSerialization.to_dict(dag)
-        gate, maintain = dag.get_task("check_snapshot"), dag.get_task("maintain")
-        assert (gate.downstream_task_ids, maintain.upstream_task_ids) == ({"maintain"}, {"check_snapshot"})
-        gate.downstream_task_ids.clear()
-        maintain.upstream_task_ids.clear()
-        gate >> maintain
-        dag.auto_register = True
-        assert DagSerialization.to_dict(dag) == fast, dag.dag_id
-        rebuilt = DagSerialization.from_dict(fast)
-        assert rebuilt.get_task("maintain").upstream_task_ids == {"check_snapshot"}
+    dynamic = [
+        parse_dynamic_table({"identifier": "lake.db.dt_a", "freshness": "5 MINUTE",
+                             "query": "SELECT * FROM lake.db.ev"}),
+        parse_dynamic_table({"identifier": "lake.db.dt_b", "freshness": "downstream",
+                             "query": "SELECT * FROM lake.db.dt_a"}),
+    ]  # fmt: skip
+    specs = [*tables, *(d.table_spec() for d in dynamic)]
+    result = build_dags(specs, load_factories(), catalogs=CATALOGS)
+    assert result.errors == []
+    kinds = {(type(d.timetable).__name__, d.get_task("maintain").gate) for d in result.dags.values()}
+    assert kinds >= {
+        ("AssetOrTimeSchedule", "event"),
+        ("CronTriggerTimetable", "snapshot"),
+        ("DeltaTriggerTimetable", None),
+        ("AssetTriggeredTimetable", None),  # a refresh after its upstream's
+    }, kinds
+    for dag in result.dags.values():
+        assert DagSerialization.to_dict(dag) == DagSerialization.to_dict(_plain_dag(dag)), dag.dag_id
 
 
 def test_watchers_of_one_catalog_each_keep_their_own_checked_catalog() -> None:

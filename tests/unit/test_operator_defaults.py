@@ -23,7 +23,7 @@ def test_operator_arguments_win_over_class_defaults_and_survive_a_copy() -> None
         plain = TableMaintenanceOperator(task_id="plain", **T)
         given = TableMaintenanceOperator(
             task_id="given", tablemgmt_conn_id="tms_x", spark_conn_id="spark_x",
-            lease_wait=timedelta(minutes=2), lease_poll=timedelta(seconds=5), **T,
+            lease_wait=timedelta(minutes=2), lease_poll=timedelta(seconds=5), gate="event", **T,
         )  # fmt: skip
         sub = SlowPoll(task_id="sub", **T)  # the argument's default, as before: 30 s
         gate = SnapshotGateOperator(task_id="gate", tablemgmt_conn_id="tms_x", **T)
@@ -34,10 +34,12 @@ def test_operator_arguments_win_over_class_defaults_and_survive_a_copy() -> None
         timedelta(seconds=30),
         None,
     )
-    assert "lease_poll" not in vars(plain)  # read from the class
+    assert "lease_poll" not in vars(plain) and "gate" not in vars(plain)  # read from the class
+    assert plain.gate is None
     for op in (given, copy.deepcopy(given)):
         assert (op.tablemgmt_conn_id, op.spark_conn_id) == ("tms_x", "spark_x")
         assert (op.lease_wait, op.lease_poll) == (timedelta(minutes=2), timedelta(seconds=5))
+        assert op.gate == "event"
     assert plain.lease_poll == timedelta(seconds=30)  # another instance's value never leaks
     assert sub.lease_poll == timedelta(seconds=30)
     assert (gate.tablemgmt_conn_id, gate_plain.tablemgmt_conn_id) == ("tms_x", "tablemgmt_default")
