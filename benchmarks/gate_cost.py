@@ -1,10 +1,11 @@
-"""What snapshot-driven scheduling costs at 1,000 tables checked hourly: a gate task vs a triggerer watcher.
+"""What snapshot-driven scheduling costs at 1,000 tables checked hourly: a scheduled check vs a triggerer watcher.
 
-(a) Task-based gate (DESIGN.md data flow step 3, a first task that checks the table): every check is a
-    task start. Measured as a fresh Python process that imports ``airflow.sdk``, reads a registry of
-    ``--registry`` tables, builds only its own DAG through ``dag_factory.build_dags`` under a parsing
-    context (``_AIRFLOW_PARSING_CONTEXT_DAG_ID``, as a worker does), and runs one ``SnapshotReader``
-    check — ``--runs`` runs after one untimed warm-up, median CPU (user+sys of the child) and wall.
+(a) Scheduled check (DESIGN.md data flow step 3; ``trigger: schedule``): every check is a task start, the
+    start of the DAG's one ``maintain`` task, whose first step is the snapshot check (a run with nothing
+    to do ends there, skipped; one with work goes on in the same task). Measured as a fresh Python
+    process that imports ``airflow.sdk``, reads a registry of ``--registry`` tables, builds only its
+    own DAG through ``dag_factory.build_dags`` under a parsing context
+    (``_AIRFLOW_PARSING_CONTEXT_DAG_ID``, as a worker does), and runs one ``SnapshotReader`` check — ``--runs`` runs after one untimed warm-up, median CPU (user+sys of the child) and wall.
     A real ``airflow tasks run`` also starts the supervisor, talks to the API server and loads the store,
     so this is a lower bound of a task start.
 (b) Watcher-based gate (``TableSnapshotTrigger`` in the triggerer): ``--checks`` checks run concurrently
@@ -43,7 +44,8 @@ TABLES_AT_SCALE = 1_000
 HOURLY_CHECKS_PER_DAY = 24
 DAY = 86_400
 
-# The gate task as a worker would run it; phases are timed inside the child.
+# The start of a scheduled `maintain` task, up to its snapshot check, as a worker would run it; phases
+# are timed inside the child.
 CHILD = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
@@ -55,7 +57,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec, parse_table
 from airflow_tablemgmt.dag_factory import build_dags
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
-# trigger: schedule — the mode in which every check is a gate task start.
+# trigger: schedule — the mode in which every check is a task start.
 registry = [
     parse_table({"catalog": "bench", "namespace": "db", "name": f"t_{i}",
                  "actions": {"rewrite-files": {"trigger": "schedule"}}})
@@ -106,7 +108,7 @@ def run_gate_task(warehouse: str, table: str, registry: int, airflow_home: str) 
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
-        raise RuntimeError(f"gate task process failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"scheduled-check process failed:\n{out.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return TaskRun(wall, cpu, json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -142,11 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tables", type=int, default=100, help="real tables, reused cyclically (default 100)")
     p.add_argument("--checks", type=int, default=1000, help="checks per event-loop round (default 1000)")
-    p.add_argument("--runs", type=int, default=5, help="gate-task process runs (default 5)")
+    p.add_argument("--runs", type=int, default=5, help="scheduled-check process runs (default 5)")
     p.add_argument("--rounds", type=int, default=5, help="event-loop rounds per case (default 5)")
-    p.add_argument(
-        "--registry", type=int, default=1000, help="tables in the gate task's registry (default 1000)"
-    )
+    p.add_argument("--registry", type=int, default=1000, help="tables in the task's registry (default 1000)")
     args = p.parse_args(argv)
 
     bench = load_snapshot_check()
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark.stop()
         print(f"created {len(names)} tables in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
 
-        # (a) gate task: one warm-up run (writes airflow.cfg, .pyc), then timed runs on different tables.
+        # (a) scheduled check: one warm-up run (writes airflow.cfg, .pyc), then timed runs on different tables.
         home = str(Path(tmp) / "airflow-home")
         os.makedirs(home)
         run_gate_task(warehouse, names[0], args.registry, home)
@@ -203,12 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         "| gate | CPU ms / check | wall ms / check | checks / table / day | CPU s / day (1,000 tables) "
-        "| CPU s / hour | task gate ÷ this |"
+        "| CPU s / hour | task start ÷ this |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     print(
         row(
-            "(a) gate task (fresh process), hourly — worker",
+            "(a) scheduled check (`maintain` task start, fresh process), hourly — worker",
             task_cpu * 1000,
             task_wall * 1000,
             HOURLY_CHECKS_PER_DAY,
@@ -248,15 +248,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     )
     # What each `trigger` setting costs per day at 1,000 tables of one hourly snapshot-driven action.
-    # schedule: every hourly run starts the gate task. event (the default): the watcher's polls plus
-    # the daily fallback run's gate task; a real change costs one cold check more in either mode.
+    # schedule: every hourly run starts the maintain task, which checks. event (the default): the
+    # watcher's polls plus the daily fallback run's task start; a real change costs one cold check more in either mode.
     event_day = (warm_cpu_ms / 1000 * (DAY // 10) + task_cpu) * TABLES_AT_SCALE
     print(
         "\n| `trigger` (1,000 tables, hourly action, no changes) | worker CPU s / day | triggerer CPU s / day | total | ÷ event |"
     )
     print("|---|---:|---:|---:|---:|")
     print(
-        f"| schedule: hourly gate task | {task_day:,.0f} | 0 | {task_day:,.0f} | {task_day / event_day:,.1f}× |"
+        f"| schedule: hourly check (a task start) | {task_day:,.0f} | 0 | {task_day:,.0f} | {task_day / event_day:,.1f}× |"
     )
     poll_day = warm_cpu_ms / 1000 * (DAY // 10) * TABLES_AT_SCALE
     fallback_day = task_cpu * TABLES_AT_SCALE
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cold_day = cold_cpu_ms / 1000 * TABLES_AT_SCALE * HOURLY_CHECKS_PER_DAY
     print(
         "\nDefault chosen from these figures: trigger: event for snapshot-driven actions (TableSnapshotTrigger in "
-        f"the triggerer) — a gate task costs {task_day / cold_day:,.0f}× the watcher's CPU even if every table "
+        f"the triggerer) — a scheduled check (a task start) costs {task_day / cold_day:,.0f}× the watcher's CPU even if every table "
         f"changed every hour; at 1,000 tables the 10 s poll costs {per_hour_10s:,.1f} CPU s per triggerer hour "
         f"({per_hour_10s / 36:.2f}% of a core), the 2 s poll {per_hour_2s:,.0f} s, a 60 s poll {per_hour_60s:,.1f} s."
     )
