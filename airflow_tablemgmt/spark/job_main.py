@@ -234,10 +234,13 @@ def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Out
         watchdog = ExecutorWatchdog(spark.sparkContext)
         if watchdog.applies:
             watchdog.start()
+        from airflow_tablemgmt.spark.metrics import forget_loaded, load_table
+
+        forget_loaded()
         # A maintainer that creates its table (a dynamic table's first refresh) runs without it.
         if not getattr(maintainer, "may_create_table", False):
             with timings.phase("table_load"):
-                exists = spark.catalog.tableExists(str(table))
+                exists = load_table(spark, table)
             if not exists:
                 raise TableNotFound(
                     f"table {table} does not exist in catalog {catalog.name!r} ({_where(catalog)})"

@@ -169,8 +169,40 @@ def _shape_from_metadata(spark: SparkSession, table: TableIdentifier) -> _Shape:
     return shape
 
 
+# The metadata file the job's table load found, per table: the first metrics read uses it instead of
+# loading the table a second time. Taken once (the read after the action must load the table again).
+_LOADED: dict[str, str] = {}
+
+
+def load_table(spark: SparkSession, table: TableIdentifier) -> bool:
+    """Load ``table`` through the session's Iceberg catalog, as the job's ``table_load``: False when it
+    does not exist. Its metadata file is kept for the metrics before the action (one catalog load where
+    there were two). Where Iceberg's own load fails for another reason, Spark's catalog answers."""
+    forget_loaded()
+    try:
+        location = _load_metadata_location(spark, table)
+    except Exception as e:  # noqa: BLE001 - py4j wraps Java's exceptions
+        if "NoSuchTableException" in f"{type(e).__name__}: {e}":
+            return False
+        log.info("loading %s through Iceberg failed (%s); asking Spark's catalog", table, str(e)[:200])
+        return bool(spark.catalog.tableExists(str(table)))
+    _LOADED[table.quoted] = location
+    return True
+
+
+def forget_loaded() -> None:
+    """Drop what an earlier table load found (a job that does not load its table must not use it)."""
+    _LOADED.clear()
+
+
 def metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
-    """The metadata file of ``table`` as the session's Iceberg catalog loads it now."""
+    """The metadata file of ``table`` as the session's Iceberg catalog loads it now (or as the job's
+    table load found it moments ago, once)."""
+    known = _LOADED.pop(table.quoted, None)
+    return known if known is not None else _load_metadata_location(spark, table)
+
+
+def _load_metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
     jvm = spark._jvm  # noqa: SLF001 - Iceberg's table API has no Python binding in Spark
     if jvm is None:
         raise RuntimeError("the session has no JVM gateway")
