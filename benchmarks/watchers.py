@@ -341,9 +341,49 @@ def commit_latency(
     runs = _wait_for("every sample table's four runs to start", started, timeout=900, every=1)
     out[f"{tag}commit_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
     out[f"{tag}latencies"] = sorted(x for xs in runs.values() for x in xs)
+    out[f"{tag}phases"] = phases(dep, committed, last_run)
     events = dep.query("SELECT count(*) FROM asset_event WHERE id > 0 AND extra LIKE '%from_trigger%'")[0][0]
     out[f"{tag}asset_events"] = events
     return out
+
+
+def phases(dep: AirflowDeployment, committed: dict[str, float], last_run: int) -> dict[str, list[float]]:
+    """Where each commit's time went (medians over the sample, seconds): commit -> the watcher's
+    "new snapshot" log line (poll phase + read), -> the asset event in Airflow's DB (the triggerer's
+    supervisor), -> the first run queued (the scheduler), -> that run's start."""
+    text = dep.log("triggerer").read_text(errors="replace")
+    found: dict[str, list[float]] = {"detect": [], "event": [], "queue": [], "start": []}
+    for name, at in committed.items():
+        table = f"{CATALOG}.{NAMESPACE}.{name}"
+        seen = [
+            _utc(m.group(1)).timestamp()
+            for m in re.finditer(rf"^(\S+) \[info\s*\] {re.escape(table)}: new snapshot", text, re.M)
+        ]
+        seen = [t for t in seen if t >= at - 1]
+        events = dep.query(
+            "SELECT min(timestamp) FROM asset_event WHERE extra LIKE :t AND extra LIKE '%from_trigger%'",
+            t=f'%"{table}"%',
+        )
+        runs = dep.query(
+            "SELECT min(queued_at), min(start_date) FROM dag_run WHERE dag_id LIKE :d AND id > :last "
+            "AND run_type = 'asset_triggered'",
+            d=f"bench__{name}__%",
+            last=last_run,
+        )
+        if not seen or events[0][0] is None or runs[0][0] is None:
+            continue
+        detected, evented = min(seen), _utc(events[0][0]).timestamp()
+        queued, started = _utc(runs[0][0]).timestamp(), _utc(runs[0][1]).timestamp()
+        for key, value in (
+            ("detect", detected - at), ("event", evented - detected), ("queue", queued - evented),
+            ("start", started - queued),
+        ):  # fmt: skip
+            found[key].append(value)
+    return found
+
+
+def phases_cell(found: dict[str, list[float]]) -> str:
+    return ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in found.items() if v)
 
 
 def latency_cell(xs: list[float]) -> str:
@@ -409,8 +449,9 @@ def main() -> None:
             flush=True,
         )
         notes.append(
-            f"{r['tables']:,} tables: {json.dumps({k: v for k, v in r.items() if 'latencies' not in k})}\n"
-            f"  latencies (s): {[round(x, 1) for x in r['latencies']]}"
+            f"{r['tables']:,} tables: {json.dumps({k: v for k, v in r.items() if 'latencies' not in k and 'phases' not in k})}\n"
+            f"  latencies (s): {[round(x, 1) for x in r['latencies']]}\n"
+            f"  medians by phase (s): {phases_cell(r['phases'])}"
             + (
                 f"\n  after restart (s): {[round(x, 1) for x in r['restart_latencies']]}"
                 if args.restart
