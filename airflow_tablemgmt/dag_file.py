@@ -446,7 +446,7 @@ def _one_table(
     paths, path_errors = declaration_paths(tables_yaml)
     if path_errors:
         errors += [e.message for e in path_errors]
-    records = _records(store).get_many([str(p) for p in paths])
+    records = _records_of_one(store, [str(p) for p in paths], table_id)
     everywhere = {c for r in records.values() for c in r.catalogs}
     stale: list[tuple[str, LoadedDeclarations]] = []
     for path in paths:
@@ -475,6 +475,40 @@ def _one_table(
                 return [], spec
         errors += [e.message for e in loaded.errors if e.table in (table_id, "<file>")]
     return errors, (row.spec if row is not None else None)
+
+
+def _records_of_one(store: Any, sources: list[str], table_id: str) -> dict[str, DeclarationFileRecord]:
+    """The files' sync records with only ``table_id``'s entry, extracted by the database (a record
+    lists every table of its file: decoding 10,000 entries was most of a task start's registry read)."""
+    from sqlalchemy import select
+
+    from airflow_tablemgmt.store.models import DeclarationFileRow
+
+    if not sources:
+        return {}
+    t = DeclarationFileRow.__table__
+    store.tables  # noqa: B018 - brings the schema up to date first
+    query = select(
+        t.c.source,
+        t.c.digest,
+        t.c.context,
+        t.c.declares_tables,
+        t.c.catalogs,
+        t.c.entries[table_id].label("entry"),
+    ).where(t.c.source.in_(sources))
+    with store.engine.connect() as conn:
+        rows = conn.execute(query).all()
+    return {
+        r.source: DeclarationFileRecord(
+            source=r.source,
+            digest=r.digest,
+            context=r.context,
+            declares_tables=bool(r.declares_tables),
+            catalogs=list(r.catalogs or []),
+            entries={table_id: (str(r.entry[0]), str(r.entry[1]))} if r.entry else {},
+        )
+        for r in rows
+    }
 
 
 def register_dags(namespace: dict[str, Any], tables_yaml: str | Path | None = None) -> BuildResult:

@@ -8,21 +8,34 @@ event-triggered DAG: asset + watcher, a ``check_snapshot`` gate and the ``mainta
 * ``store``: every table registered in the store (as ``tablemgmt register`` does); no tables.yaml.
 * ``mix``: half in tables.yaml, half in the store.
 
-Then Airflow's own ``DagBag`` parses the shipped DAG file, each time in a fresh process:
+Then Airflow's own ``DagBag`` parses the shipped DAG file, each time in a fresh process, with the
+per-host cache of built DAGs (``airflow_tablemgmt/dag_cache.py``) in ``$AIRFLOW_HOME`` as deployed:
 
-* **first parse**: the store holds none of the YAML tables yet (a fresh copy for each run), so the
-  parse loads, validates and writes the whole file — what the dag-processor does once after a
-  deployment or an edit. Not applicable to ``store``.
-* **full parse**: the file already synced — every later dag-processor parse.
+* **first parse**: the store holds none of the YAML tables yet (a fresh copy for each run) and there
+  is no cache file, so the parse loads, validates and writes the whole file, builds every DAG and
+  writes the cache — what the dag-processor does once after a first deployment. Not applicable to
+  ``store``.
+* **cold-cache parse**: the store in sync, no cache file (a new host, or an upgrade of this package,
+  Airflow or its configuration, which discards the cache): every DAG built, the cache written.
+* **full parse**: the parse after those (store in sync, cache warm) — every later dag-processor
+  parse. Each run checks that every table came from the cache.
+* **full parse, one table edited**: one table's declaration changed before each run (its YAML entry,
+  or its store row for ``store``): that one table is validated, synced and built (checked), the
+  other tables come from the cache, and the cache file is rewritten.
+* **full parse, cache off**: ``[tablemgmt] dag_cache_dir = off``: every DAG built, as before the cache.
 * **single-DAG parse**: the parsing context names one DAG (``_AIRFLOW_PARSING_CONTEXT_DAG_ID``), as
-  when a task starts.
+  when a task starts (the cache is not read).
 
 Each figure is the median of ``--repeat`` processes. A breakdown run (one more process per
 phase, with timers around the DAG file's own steps) prints where a parse spends its time: YAML
 load (with catalogs), table validation, store read (rows + catalogs + sync records), store write
-(the sync), Airflow's DAG construction. Left out of every figure: importing Airflow (printed
+(the sync), cache read (the cache's keys, reading the file and unpickling the hits), Airflow's DAG
+construction (``build_dags``: only the cache's misses when the cache is on), cache write (pickling
+the built tables, writing the file). Left out of every figure: importing Airflow (printed
 separately), serializing the DAGs (``--serialize`` adds it), and the dag-processor's own work
-after the parse (writing serialized DAGs to Airflow's database).
+after the parse (serializing the DAGs and writing them to Airflow's database, which the cache does
+not change); the wall clock of a process is its CPU time only on an idle machine, so run it on one
+(the load average is printed).
 
     .venv/bin/python benchmarks/dag_parse.py [--source yaml|store|mix|both|all] [--sizes 100 1000 10000]
                                              [--repeat 3] [--serialize]
@@ -41,6 +54,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The package the measured processes import: a copy of this checkout's, taken when the benchmark
+# starts (set in main), so edits made while it runs neither mix into its figures nor, by changing
+# the code's digest, discard the DAG cache between two runs.
+SRC = ROOT
 
 CHILD = r"""
 import json, os, sys, time
@@ -57,29 +74,36 @@ if os.environ.get("BENCH_BREAKDOWN"):
     def timed(owner, name, phase):
         real = getattr(owner, name)
         def wrapper(*a, **k):
-            t = time.perf_counter()
+            t = time.process_time()
             try:
                 return real(*a, **k)
             finally:
-                phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t
+                phases[phase] = phases.get(phase, 0.0) + time.process_time() - t
         setattr(owner, name, wrapper)
 
     timed(dag_file, "begin_parse", "yaml load")
     timed(dag_file, "finish_parse", "validation")
+    import airflow_tablemgmt.dag_cache as dag_cache
     timed(dag_file, "build_dags", "airflow DAG construction")
+    timed(dag_cache, "build_dags", "airflow DAG construction")
     timed(dag_file, "_sync_yaml", "store write (sync)")
     for owner, names in ((TableRepository, ("list_with_errors", "get_registered")),
                          (CatalogRepository, ("list_with_errors",)),
                          (DeclarationFileRepository, ("get_many",))):
         for n in names:
             timed(owner, n, "store read")
-t1 = time.perf_counter()
+t1 = time.perf_counter(); c1 = time.process_time()
 bag = DagBag(dag_folder=sys.argv[1])
-t_parse = time.perf_counter() - t1
+t_parse = time.perf_counter() - t1; c_parse = time.process_time() - c1
 assert not bag.import_errors, bag.import_errors
 import airflow_tablemgmt
-out = {"dags": len(bag.dags), "parse_s": t_parse, "import_s": t_import, "phases": phases,
-       "package": airflow_tablemgmt.__file__}
+from airflow_tablemgmt import dag_cache
+stats = dag_cache.last_stats
+if os.environ.get("BENCH_BREAKDOWN") and stats.path:
+    phases["cache read"] = stats.read_s
+    phases["cache write"] = stats.write_s
+out = {"dags": len(bag.dags), "parse_s": t_parse, "parse_cpu_s": c_parse, "import_s": t_import, "phases": phases,
+       "package": airflow_tablemgmt.__file__, "cache": [stats.hits, len(stats.built), stats.path, stats.discarded]}
 if sys.argv[2] == "serialize":
     from airflow.serialization.serialized_objects import DagSerialization
     t2 = time.perf_counter(); size = 0
@@ -89,11 +113,35 @@ if sys.argv[2] == "serialize":
 print("RESULT " + json.dumps(out))
 """
 
-PHASES = ["yaml load", "validation", "store read", "store write (sync)", "airflow DAG construction"]
+PHASES = [
+    "yaml load",
+    "validation",
+    "store read",
+    "store write (sync)",
+    "cache read",
+    "airflow DAG construction",
+    "cache write",
+]
 
 
-def table_doc(i: int) -> dict[str, object]:
-    return {"catalog": "lake", "namespace": "bench", "name": f"t{i:05d}", "actions": {"rewrite-files": {"min-input-files": 2}}}  # fmt: skip
+def table_doc(i: int, min_input_files: int = 2) -> dict[str, object]:
+    return {"catalog": "lake", "namespace": "bench", "name": f"t{i:05d}", "actions": {"rewrite-files": {"min-input-files": min_input_files}}}  # fmt: skip
+
+
+def edit_one_table(dags: Path, store_url: str, in_yaml: range, in_store: range, k: int) -> None:
+    """Change one table's declaration (``min-input-files: 3 + k``): its first YAML entry, else a store row."""
+    if len(in_yaml):
+        y = dags / "tables.yaml"
+        text = y.read_text()
+        head, sep, tail = text.partition("rewrite-files: {min-input-files: ")
+        y.write_text(head + sep + str(3 + k) + tail[tail.index("}") :])
+        return
+    from airflow_tablemgmt.core.tables import Owner, parse_table
+    from airflow_tablemgmt.store import Store
+
+    store = Store(store_url)
+    store.tables.upsert(parse_table(table_doc(in_store[0], 3 + k)), Owner.STORE)
+    store.dispose()
 
 
 def write_yaml(path: Path, indexes: range) -> None:
@@ -136,7 +184,7 @@ def measure(source: str, n: int, repeat: int, serialize: bool) -> dict[str, obje
     try:
         dags = tmp / "dags"
         dags.mkdir()
-        shutil.copy(ROOT / "dags" / "tablemgmt_dags.py", dags)
+        shutil.copy(SRC / "dags" / "tablemgmt_dags.py", dags)
         in_yaml = range(0, n) if source == "yaml" else range(0, n // 2) if source == "mix" else range(0)
         in_store = range(in_yaml.stop, n)
         db = tmp / "tablemgmt.db"
@@ -160,18 +208,48 @@ def measure(source: str, n: int, repeat: int, serialize: bool) -> dict[str, obje
                 Path(f"{db}{suffix}").unlink(missing_ok=True)
             shutil.copy(pristine, db)
 
+        cache_dir = tmp / "tablemgmt" / "dag-cache"
+
+        def cold_cache() -> None:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+
+        def expect(run: dict[str, object], hits: int | None, built: int | None) -> dict[str, object]:
+            got = run["cache"]  # [hits, built, path]
+            if (hits is not None and got[0] != hits) or (built is not None and got[1] != built):  # type: ignore[index]
+                raise SystemExit(f"expected {hits} cache hits and {built} built, got {got}")
+            return run
+
         first: list[dict[str, object]] = []
         if len(in_yaml):
             for _ in range(repeat):
                 fresh_store()
-                first.append(child(dags, env, "parse"))
+                cold_cache()
+                first.append(expect(child(dags, env, "parse"), 0, n))
             fresh_store()
+            cold_cache()
             first_breakdown = child(dags, {**env, "BENCH_BREAKDOWN": "1"}, "parse")
         else:
             first_breakdown = {}
         child(dags, env, "parse")  # sync (a no-op for the store source)
-        full = [child(dags, env, "serialize" if serialize else "parse") for _ in range(repeat)]
-        full_breakdown = child(dags, {**env, "BENCH_BREAKDOWN": "1"}, "parse")
+        cold: list[dict[str, object]] = []
+        for _ in range(repeat):
+            cold_cache()
+            cold.append(expect(child(dags, env, "parse"), 0, n))
+        full = [expect(child(dags, env, "serialize" if serialize else "parse"), n, 0) for _ in range(repeat)]
+        full_breakdown = expect(child(dags, {**env, "BENCH_BREAKDOWN": "1"}, "parse"), n, 0)
+        edited: list[dict[str, object]] = []
+        for k in range(repeat + 1):
+            edit_one_table(dags, url, in_yaml, in_store, k)
+            run = expect(
+                child(dags, {**env, "BENCH_BREAKDOWN": "1"} if k == repeat else env, "parse"), n - 1, 1
+            )
+            if k == repeat:
+                edited_breakdown = run
+            else:
+                edited.append(run)
+        off_env = {**env, "AIRFLOW__TABLEMGMT__DAG_CACHE_DIR": "off"}
+        off = [child(dags, off_env, "parse") for _ in range(repeat)]
+        off_breakdown = child(dags, {**off_env, "BENCH_BREAKDOWN": "1"}, "parse")
         single_env = {
             **env,
             "_AIRFLOW_PARSING_CONTEXT_DAG_ID": f"tms__lake.bench.t{n // 2 - 1:05d}__rewrite-files",
@@ -180,10 +258,11 @@ def measure(source: str, n: int, repeat: int, serialize: bool) -> dict[str, obje
         single = [child(dags, single_env, "parse") for _ in range(repeat)]
         single_breakdown = child(dags, {**single_env, "BENCH_BREAKDOWN": "1"}, "parse")
         assert full[0]["dags"] == n and single[0]["dags"] == 1, (full[0], single[0])
+        assert all(r["dags"] == n for r in [*cold, *edited, *off]), "a parse lost DAGs"
         # The measured processes parse with this checkout's package, not another install of it.
-        packages = {str(r["package"]) for r in [*first, *full, *single]}
-        if any(not p.startswith(str(ROOT)) for p in packages):
-            raise SystemExit(f"measured {packages}, not {ROOT}'s package: put {ROOT} first on PYTHONPATH")
+        packages = {str(r["package"]) for r in [*first, *cold, *full, *edited, *off, *single]}
+        if any(not p.startswith(str(SRC)) for p in packages):
+            raise SystemExit(f"measured {packages}, not the copy of {ROOT}'s package in {SRC}")
         assert not first or first[0]["dags"] == n, first[0]
 
         def med(runs: list[dict[str, object]], key: str) -> float | None:
@@ -193,12 +272,27 @@ def measure(source: str, n: int, repeat: int, serialize: bool) -> dict[str, obje
             "source": source,
             "n": n,
             "first": med(first, "parse_s"),
+            "first_cpu": med(first, "parse_cpu_s"),
+            "cold": med(cold, "parse_s"),
+            "cold_cpu": med(cold, "parse_cpu_s"),
             "full": med(full, "parse_s"),
+            "full_cpu": med(full, "parse_cpu_s"),
+            "edited": med(edited, "parse_s"),
+            "edited_cpu": med(edited, "parse_cpu_s"),
+            "off": med(off, "parse_s"),
+            "off_cpu": med(off, "parse_cpu_s"),
             "single": med(single, "parse_s"),
+            "single_cpu": med(single, "parse_cpu_s"),
             "import": med(single, "import_s"),
             "serialize": med(full, "serialize_s") if serialize else None,
             "size": full[0].get("serialized_bytes"),
-            "breakdown": {"first": first_breakdown, "full": full_breakdown, "single": single_breakdown},
+            "breakdown": {
+                "first": first_breakdown,
+                "full": full_breakdown,
+                "one edited": edited_breakdown,
+                "cache off": off_breakdown,
+                "single": single_breakdown,
+            },
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -206,6 +300,12 @@ def measure(source: str, n: int, repeat: int, serialize: bool) -> dict[str, obje
 
 def fmt(v: float | None, digits: int = 2) -> str:
     return "—" if v is None else f"{v:.{digits}f}"
+
+
+def both(r: dict[str, object], key: str, digits: int = 2) -> str:
+    """``wall (CPU)`` of one parse: on a loaded machine the CPU time is the figure to compare."""
+    wall, cpu = r[key], r[f"{key}_cpu"]
+    return "—" if wall is None else f"{fmt(wall, digits)} ({fmt(cpu, digits)})"  # type: ignore[arg-type]
 
 
 def main() -> None:
@@ -218,34 +318,46 @@ def main() -> None:
     sources = {"both": ["yaml", "store"], "all": ["yaml", "store", "mix"]}.get(args.source, [args.source])
     # As a deployed Airflow runs: bytecode of this package cached (site-packages is compiled by
     # `make install`), so a parse does not include compiling our modules.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "airflow_tablemgmt")], check=True)
-    rows = [measure(s, n, args.repeat, args.serialize) for s in sources for n in args.sizes]
+    global SRC
+    SRC = Path(tempfile.mkdtemp(prefix="tms-bench-src-"))
+    try:
+        shutil.copytree(ROOT / "airflow_tablemgmt", SRC / "airflow_tablemgmt", ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+        shutil.copytree(ROOT / "dags", SRC / "dags")
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(SRC / "airflow_tablemgmt")], check=True)
+        rows = [measure(s, n, args.repeat, args.serialize) for s in sources for n in args.sizes]
+    finally:
+        shutil.rmtree(SRC, ignore_errors=True)
     load = os.getloadavg()
     print(
         f"load average before printing: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)\n"
     )
     ser = " serialize (s) | serialized size |" if args.serialize else ""
-    print(f"| source | table-actions | first parse (s) | full parse (s) | single-DAG parse (s) |{ser} airflow import (s, not in parse) |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|" + ("---:|---:|" if args.serialize else "") + "---:|")
+    print("Each cell: median wall clock (median CPU time of the parsing process), seconds.\n")
+    print(f"| source | table-actions | first parse (s) | cold-cache parse (s) | full parse (s) | full parse, one table edited (s) | full parse, cache off (s) | single-DAG parse (s) |{ser} airflow import (s, not in parse) |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.serialize else "") + "---:|")
     for r in rows:
         extra = f" {fmt(r['serialize'])} | {(r['size'] or 0) / 1e6:.1f} MB |" if args.serialize else ""  # type: ignore[operator]
         print(
-            f"| {r['source']} | {r['n']:,} | {fmt(r['first'])} | {fmt(r['full'])} | {fmt(r['single'], 3)} |{extra}"
-            f" {fmt(r['import'])} |"
+            f"| {r['source']} | {r['n']:,} | {both(r, 'first')} | {both(r, 'cold')} | {both(r, 'full')} |"
+            f" {both(r, 'edited')} | {both(r, 'off')} | {both(r, 'single', 3)} |{extra} {fmt(r['import'])} |"
         )
     print(
-        "\nWhere the time goes (s), from one more run of each parse with timers around the DAG file's steps:\n"
+        "\nWhere the time goes (CPU s of the parsing process), from one more run of each parse with timers"
+        " around the DAG file's steps:\n"
     )
     print(
-        "| source | table-actions | parse | run total | " + " | ".join(PHASES) + " | rest (DagBag, imports) |"
+        "| source | table-actions | parse | run total (CPU) | "
+        + " | ".join(PHASES)
+        + " | rest (DagBag, imports) |"
     )
     print("|---|---:|---|---:|" + "---:|" * (len(PHASES) + 1))
     for r in rows:
-        for kind in ("first", "full", "single"):
+        for kind in ("first", "full", "one edited", "cache off", "single"):
             run = r["breakdown"][kind]  # type: ignore[index]
             if not run:
                 continue
-            phases, total = run["phases"], float(run["parse_s"])
+            phases, total = run["phases"], float(run["parse_cpu_s"])
             cells = " | ".join(fmt(phases.get(ph), 3) if ph in phases else "—" for ph in PHASES)
             rest = total - sum(phases.values())
             print(f"| {r['source']} | {r['n']:,} | {kind} | {fmt(total)} | {cells} | {fmt(rest, 3)} |")

@@ -91,6 +91,16 @@ def the_file(cache: Path) -> Path:
     return f
 
 
+def cached_tables(cache: Path) -> dict[str, dict]:  # type: ignore[type-arg]
+    """Table id -> its cached DAGs, as the file holds them."""
+    out = {}
+    for blob, meta in pickle.loads(the_file(cache).read_bytes())["shards"].values():
+        dags = pickle.loads(blob)
+        assert set(dags) == set(meta)
+        out.update(dags)
+    return out
+
+
 def test_a_hit_gives_the_dags_a_fresh_build_gives(cache: Path, yaml: Path, store: Store) -> None:
     first = parse(yaml, store)
     assert sorted(dag_cache.last_stats.built) == sorted({d.split("__")[1] for d in first.dags})
@@ -147,10 +157,15 @@ def test_default_location_is_under_airflow_home_with_private_modes(
 
 def test_a_yaml_edit_rebuilds_that_table_only(cache: Path, yaml: Path, store: Store) -> None:
     parse(yaml, store)
+    before = pickle.loads(the_file(cache).read_bytes())["shards"]
     yaml.write_text(YAML.replace("name: plain, actions: {rewrite-files: {}}", "name: plain, actions: {rewrite-files: {retries: 4}}"))  # fmt: skip
     result = parse(yaml, store)
     assert dag_cache.last_stats.built == ["lake.s.plain"] and dag_cache.last_stats.wrote
     assert result.dags["tms__lake.s.plain__rewrite-files"].get_task("maintain").retries == 4
+    # Only the edited table's shard was pickled again.
+    after = pickle.loads(the_file(cache).read_bytes())["shards"]
+    assert after.keys() == before.keys()
+    assert {n for n in after if after[n] != before[n]} == {dag_cache.shard_of("lake.s.plain")}
     again = parse(yaml, store)
     assert dag_cache.last_stats.built == [] and not dag_cache.last_stats.wrote
     assert again.dags["tms__lake.s.plain__rewrite-files"].get_task("maintain").retries == 4
@@ -266,7 +281,7 @@ def test_a_removed_table_leaves_the_parse_and_the_cache(cache: Path, yaml: Path,
     result = parse(yaml, store)
     assert dag_cache.last_stats.removed == ["lake.s.plain"] and dag_cache.last_stats.wrote
     assert not any("lake.s.plain" in d for d in result.dags)
-    entries = pickle.loads(the_file(cache).read_bytes())["entries"]
+    entries = cached_tables(cache)
     assert "lake.s.plain" not in entries and EVERY in entries
 
 
@@ -281,14 +296,15 @@ def _damage(path: Path, how: str) -> None:
         os.chown(path, os.getuid() + 4242, -1)
     elif how == "not-a-cache":
         path.write_bytes(pickle.dumps({"format": 999}))
-    elif how == "bad-entry":
+    elif how == "bad-shard":
         content = pickle.loads(path.read_bytes())
-        content["entries"][EVERY] = (content["entries"][EVERY][0], 1, b"\x80\x05garbage")
+        n = dag_cache.shard_of(EVERY)
+        content["shards"][n] = (b"\x80\x05garbage", content["shards"][n][1])
         path.write_bytes(pickle.dumps(content))
 
 
 @pytest.mark.parametrize(
-    "how", ["corrupt", "truncated", "world-writable", "foreign-owned", "not-a-cache", "bad-entry"]
+    "how", ["corrupt", "truncated", "world-writable", "foreign-owned", "not-a-cache", "bad-shard"]
 )
 def test_a_bad_cache_file_is_a_warning_a_full_build_and_rewritten(
     cache: Path, yaml: Path, store: Store, caplog: pytest.LogCaptureFixture, how: str
@@ -341,10 +357,8 @@ def test_broken_declarations_are_reported_the_same_on_a_hit(cache: Path, yaml: P
     assert miss.errors and hit.errors == miss.errors
     assert hit.dags[BROKEN_DAG_ID].description == miss.dags[BROKEN_DAG_ID].description
     assert list(hit.dags)[-1] == BROKEN_DAG_ID
-    entries = pickle.loads(the_file(cache).read_bytes())["entries"]
-    assert BROKEN_DAG_ID not in entries and all(
-        BROKEN_DAG_ID not in pickle.loads(e[2]) for e in entries.values()
-    )
+    entries = cached_tables(cache)
+    assert len(entries) == 8 and all(BROKEN_DAG_ID not in dags for dags in entries.values())
 
 
 def test_a_table_whose_build_fails_is_never_cached(cache: Path, yaml: Path, store: Store) -> None:
@@ -355,7 +369,7 @@ def test_a_table_whose_build_fails_is_never_cached(cache: Path, yaml: Path, stor
     assert "other.s.stored" not in dag_cache.last_stats.built
     assert "nowhere.s.lost" in dag_cache.last_stats.built
     assert any("nowhere.s.lost" in e for e in second.errors) and second.errors == first.errors
-    assert "nowhere.s.lost" not in pickle.loads(the_file(cache).read_bytes())["entries"]
+    assert "nowhere.s.lost" not in cached_tables(cache)
 
 
 def test_the_watcher_capacity_warning_counts_cached_tables(
