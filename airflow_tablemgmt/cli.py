@@ -242,12 +242,29 @@ def cmd_clear(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_without_airflow() -> None:
+    """Progress lines (``tablemgmt: submitting ...``, Spark's output) on stderr when Airflow, which
+    would have configured logging on import, has not been imported (a run with ``--store-url`` and a
+    Spark connection from the environment needs no Airflow)."""
+    import logging
+
+    root = logging.getLogger()
+    if "airflow" in sys.modules or root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     instant = services.parse_instant(args.instant)
     with _logs_to_stderr():
         stale = timedelta(seconds=args.stale_after) if args.stale_after else None
+        store = _store(args)
+        _log_without_airflow()
         result = services.run_now(
-            _store(args),
+            store,
             args.table,
             args.action,
             instant,

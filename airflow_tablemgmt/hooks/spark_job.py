@@ -1,9 +1,17 @@
-"""SparkJobHook: submits a table-maintenance JobSpec through SparkSubmitHook and parses its result."""
+"""SparkJobHook: submits a table-maintenance JobSpec through SparkSubmitHook and parses its result.
+
+Airflow is imported only when it is needed: in a process that has not imported it (the ``tablemgmt``
+CLI) and whose Spark connection Airflow would provably take from an ``AIRFLOW_CONN_<ID>`` JSON value
+(see :func:`connection_from_environment`), the job is submitted with the same ``spark-submit``
+command line that ``SparkSubmitHook`` builds, without Airflow's import (seconds of start-up).
+"""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
+import logging
 import os
 import re
 import signal
@@ -13,15 +21,16 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow.exceptions import AirflowException, AirflowNotFoundException
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
 from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.hooks.airflow_settings import secrets_backend_may_be_configured
 from airflow_tablemgmt.spark.result import describe_timings
 from airflow_tablemgmt.spark.submit import JobResult, SubmitClock, build_submit_spec, parse_result
+
+log = logging.getLogger(__name__)
 
 EMBEDDED_MASTER = "local[*]"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -32,41 +41,222 @@ _ERROR_TAIL = 40
 _KILL_TIMEOUT_S = 120
 
 
-class _CapturingSparkSubmitHook(SparkSubmitHook):
-    """SparkSubmitHook that keeps the lines it streams to the task log, so the job's result line and
-    the tail of any error can be read back, and that defaults to ``local[*]`` (not yarn) when the
-    connection does not exist."""
+def _airflow_hook_class() -> type:
+    """``_CapturingSparkSubmitHook``, defined on first use (it imports Airflow)."""
+    cached = globals().get("_HOOK_CLASS")
+    if cached is not None:
+        return cached
+    from airflow.exceptions import AirflowException, AirflowNotFoundException
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    def __init__(self, *args: Any, on_line: Callable[[str], None] | None = None, **kwargs: Any) -> None:
-        self.lines: deque[str] = deque(maxlen=2000)
-        self.on_line = on_line
-        super().__init__(*args, **kwargs)
+    class _CapturingSparkSubmitHook(SparkSubmitHook):
+        """SparkSubmitHook that keeps the lines it streams to the task log, so the job's result line and
+        the tail of any error can be read back, and that defaults to ``local[*]`` (not yarn) when the
+        connection does not exist."""
 
-    def _resolve_connection(self) -> dict[str, Any]:
+        def __init__(self, *args: Any, on_line: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+            self.lines: deque[str] = deque(maxlen=2000)
+            self.on_line = on_line
+            super().__init__(*args, **kwargs)
+
+        def _resolve_connection(self) -> dict[str, Any]:
+            try:
+                self.get_connection(self._conn_id)
+                found = True
+            except (AirflowNotFoundException, AirflowException):
+                found = False
+            data = super()._resolve_connection()
+            if not found:
+                self.log.info("connection %s not found; running Spark on %s", self._conn_id, EMBEDDED_MASTER)
+                data["master"] = EMBEDDED_MASTER
+            return data
+
+        def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+            def tee() -> Iterator[Any]:
+                for raw in itr:
+                    line = raw.rstrip("\n")
+                    self.lines.append(line)
+                    if self.on_line is not None:
+                        try:
+                            self.on_line(line)
+                        except Exception:  # noqa: BLE001 - observability never fails a task
+                            self.log.warning("progress callback failed", exc_info=True)
+                    yield raw
+
+            super()._process_spark_submit_log(tee())
+
+    globals()["_HOOK_CLASS"] = _CapturingSparkSubmitHook
+    return _CapturingSparkSubmitHook
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_CapturingSparkSubmitHook":
+        return _airflow_hook_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# What SparkSubmitHook accepts (airflow.providers.apache.spark.hooks.spark_submit).
+_DEFAULT_SPARK_BINARY = "spark-submit"
+_ALLOWED_SPARK_BINARIES = (_DEFAULT_SPARK_BINARY, "spark2-submit", "spark3-submit")
+# The keyword arguments of Airflow's Connection, which ``Connection.from_json`` passes the JSON keys to.
+_CONNECTION_FIELDS = frozenset(
+    {"conn_id", "conn_type", "description", "host", "schema", "login", "password", "port", "extra"}
+)
+
+
+@dataclass(frozen=True)
+class SparkConnection:
+    """What SparkSubmitHook's ``_resolve_connection`` makes of a connection, for the plain cases."""
+
+    master: str
+    spark_binary: str = _DEFAULT_SPARK_BINARY
+    queue: str | None = None
+    deploy_mode: str | None = None
+
+
+def connection_from_environment(conn_id: str) -> SparkConnection | None:
+    """The Spark connection ``conn_id`` as Airflow would resolve it, when that is decidable without
+    importing Airflow; else None (and Airflow is asked).
+
+    Decidable when ``AIRFLOW_CONN_<CONN_ID>`` holds a JSON connection and no secrets backend is
+    configured: Airflow then finds the connection in that variable before its metadata database (a
+    server process) or the execution API (a worker), and a CLI process looks nowhere else. Only what
+    SparkSubmitHook runs unchanged is taken: a local or standalone master in client mode; YARN,
+    Kubernetes, cluster deploy mode, Kerberos settings, a URI-form value or anything unusual are left
+    to Airflow.
+    """
+    value = os.environ.get("AIRFLOW_CONN_" + conn_id.upper(), "").strip()
+    if not value.startswith("{") or "___" in conn_id or secrets_backend_may_be_configured():
+        return None
+    try:
+        fields = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(fields, dict) or not set(fields) <= _CONNECTION_FIELDS:
+        return None
+    extra = fields.get("extra")
+    if isinstance(extra, str) and extra:
         try:
-            self.get_connection(self._conn_id)
-            found = True
-        except (AirflowNotFoundException, AirflowException):
-            found = False
-        data = super()._resolve_connection()
-        if not found:
-            self.log.info("connection %s not found; running Spark on %s", self._conn_id, EMBEDDED_MASTER)
-            data["master"] = EMBEDDED_MASTER
-        return data
+            extra = json.loads(extra)
+        except ValueError:
+            return None
+    extra = extra or {}
+    conn_type, host, port = fields.get("conn_type"), fields.get("host"), fields.get("port")
+    if not isinstance(extra, dict) or not isinstance(conn_type, str) or not conn_type:
+        return None
+    if host is not None and not isinstance(host, str):
+        return None
+    if port:
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            return None
+    conn_type = "postgres" if conn_type == "postgresql" else conn_type.replace("-", "_")
+    # SparkSubmitHook._resolve_connection, as of apache-airflow-providers-apache-spark 5.x.
+    if conn_type == "spark" and host and ("://" in host or not port):
+        master = host
+    else:
+        master = f"{conn_type}://{host or ''}"
+    if port:
+        master = f"{master}:{port}"
+    deploy_mode = extra.get("deploy-mode")
+    binary = extra.get("spark-binary", _DEFAULT_SPARK_BINARY)
+    queue = extra.get("queue")
+    if (
+        "yarn" in master
+        or "k8s" in master
+        or deploy_mode not in (None, "client")
+        or binary not in _ALLOWED_SPARK_BINARIES
+        or not isinstance(queue, (str, type(None)))
+        or any(k in extra for k in ("spark-home", "principal", "keytab"))
+    ):
+        return None
+    return SparkConnection(master=master, spark_binary=binary, queue=queue or None, deploy_mode=deploy_mode)
 
-    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
-        def tee() -> Iterator[Any]:
-            for raw in itr:
-                line = raw.rstrip("\n")
-                self.lines.append(line)
-                if self.on_line is not None:
-                    try:
-                        self.on_line(line)
-                    except Exception:  # noqa: BLE001 - observability never fails a task
-                        self.log.warning("progress callback failed", exc_info=True)
-                yield raw
 
-        super()._process_spark_submit_log(tee())
+def _mask_cmd(cmd: list[str]) -> str:
+    """The command line with values of ``*secret*`` / ``*password*`` settings masked (SparkSubmitHook's rule)."""
+    return re.sub(
+        r"(\S*?(?:secret|password)\S*?(?:=|\s+)(['\"]?))(?:(?!\2\s).)*(\2)",
+        r"\1******\3",
+        " ".join(cmd),
+        flags=re.I,
+    )
+
+
+class _SubmitFailed(Exception):
+    """spark-submit exited non-zero (SparkSubmitHook raises AirflowException with this message)."""
+
+
+class _DirectSparkSubmit:
+    """Runs the command SparkSubmitHook would run for a :class:`SparkConnection` (the same arguments
+    in the same order, the same environment, stdout and stderr merged, each line logged), without
+    importing Airflow. The interface SparkJobHook uses of ``_CapturingSparkSubmitHook``."""
+
+    _should_track_driver_status = False
+
+    def __init__(
+        self,
+        connection: SparkConnection,
+        *,
+        conf: dict[str, str],
+        jars: str | None,
+        packages: str | None,
+        name: str,
+        application_args: list[str],
+        env_vars: dict[str, str],
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        self.connection = connection
+        self.conf, self.jars, self.packages, self.name = conf, jars, packages, name
+        self.application_args, self.env_vars, self.on_line = application_args, env_vars, on_line
+        self.lines: deque[str] = deque(maxlen=2000)
+        self.log = log
+        self._proc: subprocess.Popen[str] | None = None
+
+    def command(self, application: str) -> list[str]:
+        c = self.connection
+        args = [c.spark_binary, "--master", c.master]
+        for key, value in self.conf.items():
+            args += ["--conf", f"{key}={value}"]
+        if self.jars:
+            args += ["--jars", self.jars]
+        if self.packages:
+            args += ["--packages", self.packages]
+        if self.name:
+            args += ["--name", self.name]
+        if c.queue:
+            args += ["--queue", c.queue]
+        if c.deploy_mode:
+            args += ["--deploy-mode", c.deploy_mode]
+        return [*args, application, *self.application_args]
+
+    def submit(self, application: str, preexec_fn: Callable[[], None] | None = None) -> None:
+        cmd = self.command(application)
+        log.info("Spark-Submit cmd: %s", _mask_cmd(cmd))
+        env = {**os.environ, **self.env_vars} if self.env_vars else None
+        self._proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=-1, text=True, env=env,
+            preexec_fn=preexec_fn,  # noqa: PLW1509 - die_with_parent: two system calls, no locks
+        )  # fmt: skip
+        assert self._proc.stdout is not None
+        for raw in self._proc.stdout:
+            line = raw.rstrip("\n")
+            self.lines.append(line)
+            if self.on_line is not None:
+                try:
+                    self.on_line(line)
+                except Exception:  # noqa: BLE001 - observability never fails a task
+                    log.warning("progress callback failed", exc_info=True)
+            log.info(line.strip())
+        returncode = self._proc.wait()
+        if returncode:
+            raise _SubmitFailed(f"Cannot execute: {_mask_cmd(cmd)}. Error code is: {returncode}.")
+
+    def on_kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            log.info("Sending kill signal to %s", self.connection.spark_binary)
+            self._proc.kill()
 
 
 class SparkJobHook:
@@ -75,7 +265,14 @@ class SparkJobHook:
     def __init__(self, spark_conn_id: str = "spark_default", workdir: str | None = None) -> None:
         self.spark_conn_id = spark_conn_id
         self.workdir = workdir
-        self._hook: _CapturingSparkSubmitHook | None = None
+        self._hook: Any = None
+
+    def _direct_connection(self) -> SparkConnection | None:
+        """The connection, when this process has not imported Airflow and need not (see
+        :func:`connection_from_environment`); None means: through Airflow's SparkSubmitHook."""
+        if "airflow" in sys.modules:
+            return None
+        return connection_from_environment(self.spark_conn_id)
 
     def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
         """Submit and wait. Returns the parsed result; a job that died without one is FAILED with
@@ -108,23 +305,32 @@ class SparkJobHook:
 
             write_spec(replace(job, catalog=resolve_catalog(job.catalog)), spec_path)
             spec = build_submit_spec(job, spec_path)
-            hook = _CapturingSparkSubmitHook(
-                conf=spec.conf,
-                conn_id=self.spark_conn_id,
-                jars=",".join(spec.jars) or None,
-                packages=",".join(spec.packages) or None,
-                name=spec.name,
-                application_args=spec.application_args,
-                env_vars=spec.env,
-                on_line=on_line,
-            )
+            kwargs: dict[str, Any] = {
+                "conf": spec.conf,
+                "jars": ",".join(spec.jars) or None,
+                "packages": ",".join(spec.packages) or None,
+                "name": spec.name,
+                "application_args": spec.application_args,
+                "env_vars": spec.env,
+                "on_line": on_line,
+            }
+            direct = self._direct_connection()
+            hook: Any
+            if direct is not None:
+                hook = _DirectSparkSubmit(direct, **kwargs)
+                failed: type[Exception] = _SubmitFailed
+            else:
+                hook = _airflow_hook_class()(conn_id=self.spark_conn_id, **kwargs)
+                from airflow.exceptions import AirflowException
+
+                failed = AirflowException
             self._hook = hook
             exit_error: str | None = None
             preexec = die_with_parent()
             clock.launch()
             try:
                 hook.submit(application=spec.application, preexec_fn=preexec)
-            except AirflowException as e:
+            except failed as e:
                 exit_error = str(e)
             clock.exit()
             parsing = time.perf_counter()
@@ -154,7 +360,9 @@ class SparkJobHook:
         """
         if not _DRIVER_ID.fullmatch(application_id):
             return False
-        hook = _CapturingSparkSubmitHook(conn_id=self.spark_conn_id)
+        if self._direct_connection() is not None:  # local or client mode: no driver to kill
+            return False
+        hook = _airflow_hook_class()(conn_id=self.spark_conn_id)
         if not hook._should_track_driver_status:
             return False
         hook._driver_id = application_id

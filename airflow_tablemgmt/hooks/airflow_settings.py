@@ -1,0 +1,71 @@
+"""Airflow settings read without importing Airflow, for the few decisions that can be made that way.
+
+Importing Airflow costs seconds (its configuration, logging and task runner come with it). A process
+that has not imported it, the ``tablemgmt`` CLI, only needs to know whether some settings are set at
+all: a secrets backend (which Airflow asks before the environment), a metrics exporter (without one,
+Airflow's Stats are a no-op). Read where Airflow reads them: ``AIRFLOW__<SECTION>__<KEY>`` (and its
+``_CMD`` / ``_SECRET`` forms), then the config file (``$AIRFLOW_CONFIG``, else
+``$AIRFLOW_HOME/airflow.cfg``, else ``~/airflow/airflow.cfg``). Whatever cannot be read plainly (a
+command, a secret, an unreadable file) is reported as :data:`UNKNOWN`, and the caller then asks Airflow.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+from pathlib import Path
+
+UNKNOWN = "<unknown>"
+_FALSE = frozenset({"", "false", "f", "0", "no", "off"})
+
+
+def _config_file() -> configparser.ConfigParser | None:
+    home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
+    path = Path(os.environ.get("AIRFLOW_CONFIG") or os.path.join(home, "airflow.cfg")).expanduser()
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    if path.exists():
+        try:
+            parser.read(path, encoding="utf-8")
+        except (OSError, configparser.Error, UnicodeDecodeError):
+            return None
+    return parser
+
+
+def setting(section: str, key: str) -> str | None:
+    """The setting's value as Airflow would read it, None when it is not set, :data:`UNKNOWN` when only
+    Airflow can tell (a ``_cmd`` / ``_secret`` form, an unreadable config file)."""
+    env = f"AIRFLOW__{section.upper()}__{key.upper()}"
+    if env in os.environ:
+        return os.environ[env]
+    if os.environ.get(env + "_CMD") or os.environ.get(env + "_SECRET"):
+        return UNKNOWN
+    parser = _config_file()
+    if parser is None:
+        return UNKNOWN
+    if not parser.has_section(section):
+        return None
+    if parser.get(section, key + "_cmd", fallback="") or parser.get(section, key + "_secret", fallback=""):
+        return UNKNOWN
+    return parser.get(section, key, fallback=None)
+
+
+def may_be_set(section: str, key: str) -> bool:
+    """Whether the setting may hold a value (an empty one counts as unset)."""
+    value = setting(section, key)
+    return value is not None and value.strip() != ""
+
+
+def may_be_true(section: str, key: str) -> bool:
+    """Whether the boolean setting may be true (unset means its default, false)."""
+    value = setting(section, key)
+    return value is not None and value.strip().lower() not in _FALSE
+
+
+def secrets_backend_may_be_configured() -> bool:
+    """A secrets backend for servers (``[secrets] backend``) or workers (``[workers] secrets_backend``)."""
+    return may_be_set("secrets", "backend") or may_be_set("workers", "secrets_backend")
+
+
+def metrics_may_be_on() -> bool:
+    """Whether Airflow's Stats may export anything: StatsD, DogStatsD or OpenTelemetry switched on."""
+    return any(may_be_true("metrics", k) for k in ("statsd_on", "statsd_datadog_enabled", "otel_on"))
