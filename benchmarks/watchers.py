@@ -53,7 +53,7 @@ from tests.e2e.test_real_scheduler import (  # noqa: E402
 
 CATALOG = "wlake"
 NAMESPACE = "db"
-WATCHING = re.compile(rb"watching (wlake\.db\.t\d+) from snapshot")
+WATCHING = re.compile(rb"(\d+) snapshot watchers have started polling")
 ACTIONS = ("rewrite-files", "rewrite-deletes", "rewrite-manifests", "compute-stats")
 
 DAG_FILE = '''
@@ -197,7 +197,10 @@ def measure(
     ready_timeout: float,
     work: Path,
     restart: bool = False,
+    reuse: Path | None = None,
 ) -> dict:
+    if reuse is not None:
+        return measure_reused(n_tables, poll, idle_window, per_loop, ready_timeout, reuse, restart)
     names = [f"t{i:05d}" for i in range(n_tables)]
     # A second sample for the restart phase: an action reports a table at most once per its
     # min interval (rewrite-manifests: a day), so the same tables cannot be committed on again.
@@ -239,31 +242,9 @@ def measure(
             return rows[0][0] if rows[0][0] >= n_tables else None
 
         out["trigger_rows"] = _wait_for("watcher triggers", triggers_registered, timeout=600, every=2)
-        out["trigger_rows_total"] = dep.query("SELECT count(*) FROM trigger")[0][0]
-        out["asset_watchers"] = dep.query("SELECT count(*) FROM asset_watcher")[0][0]
-        dep.start("scheduler", "scheduler")
-
-        pid = start_triggerer(dep, n_tables, ready_timeout, out, "")
-        out["state_recorded_at_ready"] = state_recorded(dep)
-        out["rss_mb"] = tree_rss_mb(pid)
-
-        time.sleep(10.0)  # the last watchers' first polls
-        cpu0, w0 = tree_cpu(pid), time.monotonic()
-        time.sleep(idle_window)  # the measurement window itself, not a wait for an outcome
-        out["idle_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
-        out["uptime_idle"] = uptime()
-
-        out.update(commit_latency(dep, warehouse, sample, poll, pid, ""))
-        out["state_recorded_after_commits"] = state_recorded(dep)
-        if restart:
-            # A restarted triggerer: every watcher reads its remembered state once (in the background).
-            dep.procs["triggerer"].send_signal(signal.SIGTERM)
-            dep.procs["triggerer"].wait(timeout=120)
-            pid = start_triggerer(dep, n_tables, ready_timeout, out, "restart_")
-            out.update(commit_latency(dep, warehouse, sample_after, poll, pid, "restart_"))
-        out["state_recorded_end"] = state_recorded(dep)
-        out["uptime_end"] = uptime()
-        return out
+        return run_phases(
+            dep, out, warehouse, sample, sample_after, n_tables, poll, idle_window, ready_timeout, restart
+        )
     except BaseException:
         dep.print_log_tails(30)
         raise
@@ -271,12 +252,88 @@ def measure(
         dep.stop()
 
 
+def measure_reused(
+    n_tables: int,
+    poll: float,
+    idle_window: float,
+    per_loop: int,
+    ready_timeout: float,
+    old: Path,
+    restart: bool,
+) -> dict:
+    """Measure on the tables and parsed DAGs that an earlier run left in ``old`` (its ``--keep``
+    directory): a copy of its metadata DB, no dag-processor, the state store emptied."""
+    import shutil
+
+    cfg = json.loads((old / "airflow" / "dags" / "watchers.json").read_text())
+    assert len(cfg["tables"]) == n_tables, f"{old} holds {len(cfg['tables'])} tables, not {n_tables}"
+    half = len(cfg["sample"]) // 2 if restart else len(cfg["sample"])
+    sample, sample_after = cfg["sample"][:half], cfg["sample"][half:]
+    home = old / f"airflow-{int(time.time())}"
+    dep = deployment(home, capacity=n_tables + 100, per_loop=per_loop)
+    shutil.copy(old / "airflow" / "airflow.db", home / "airflow.db")
+    out: dict[str, Any] = {"tables": n_tables, "reused": str(old)}
+    try:
+        dep.query("DELETE FROM asset_state_store")
+        dep.query("UPDATE trigger SET triggerer_id = NULL")
+        dep.start("api-server", "api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")
+        return run_phases(
+            dep,
+            out,
+            Path(cfg["warehouse"]),
+            sample,
+            sample_after,
+            n_tables,
+            poll,
+            idle_window,
+            ready_timeout,
+            restart,
+        )
+    except BaseException:
+        dep.print_log_tails(30)
+        raise
+    finally:
+        dep.stop()
+
+
+def run_phases(
+    dep: AirflowDeployment, out: dict[str, Any], warehouse: Path, sample: list[str], sample_after: list[str],
+    n_tables: int, poll: float, idle_window: float, ready_timeout: float, restart: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """Scheduler and triggerer on the registered watchers: start-up, idle CPU, commit latency, restart."""
+    out["trigger_rows_total"] = dep.query("SELECT count(*) FROM trigger")[0][0]
+    out["asset_watchers"] = dep.query("SELECT count(*) FROM asset_watcher")[0][0]
+    dep.start("scheduler", "scheduler")
+
+    pid = start_triggerer(dep, n_tables, ready_timeout, out, "")
+    out["state_recorded_at_ready"] = state_recorded(dep)
+    out["rss_mb"] = tree_rss_mb(pid)
+
+    time.sleep(10.0)  # the last watchers' first polls
+    cpu0, w0 = tree_cpu(pid), time.monotonic()
+    time.sleep(idle_window)  # the measurement window itself, not a wait for an outcome
+    out["idle_cpu_pct"] = 100 * (tree_cpu(pid) - cpu0) / (time.monotonic() - w0)
+    out["uptime_idle"] = uptime()
+
+    out.update(commit_latency(dep, warehouse, sample, poll, pid, ""))
+    out["state_recorded_after_commits"] = state_recorded(dep)
+    if restart:
+        # A restarted triggerer: every watcher reads its remembered state once (in the background).
+        dep.procs["triggerer"].send_signal(signal.SIGTERM)
+        dep.procs["triggerer"].wait(timeout=120)
+        pid = start_triggerer(dep, n_tables, ready_timeout, out, "restart_")
+        out.update(commit_latency(dep, warehouse, sample_after, poll, pid, "restart_"))
+    out["state_recorded_end"] = state_recorded(dep)
+    out["uptime_end"] = uptime()
+    return out
+
+
 def watching(dep: AirflowDeployment, since: int) -> int:
-    """Watchers that have polled their table since byte ``since`` of the triggerer's log: each logs
-    ``watching <table> from snapshot <id>`` at its first poll."""
+    """Watchers that have polled their table, as the triggerer started at byte ``since`` of its log
+    counts them (``<n> snapshot watchers have started polling``, at most every 5 s)."""
     with dep.log("triggerer").open("rb") as f:
         f.seek(since)
-        return len(set(WATCHING.findall(f.read())))
+        return max((int(n) for n in WATCHING.findall(f.read())), default=0)
 
 
 def state_recorded(dep: AirflowDeployment) -> int:
@@ -410,6 +467,14 @@ def main() -> None:
         "--restart", action="store_true",
         help="then restart the triggerer: time until all watch again and commit latency right after",
     )  # fmt: skip
+    parser.add_argument(
+        "--keep", type=Path, default=None,
+        help="keep each run's tables and metadata DB under KEEP/tables-<n> (for --reuse)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reuse", type=Path, default=None,
+        help="measure again on a kept KEEP/tables-<n> (no table creation, no parse; one --tables value)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     # A TERM (or a background job's ignored INT) must still stop the deployment: exit through finally.
@@ -429,11 +494,19 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     notes = []
     for n in args.tables:
-        with tempfile.TemporaryDirectory(prefix="tms-watchers-") as work:
+        if args.reuse is not None:
             r = measure(
-                n, min(args.sample, n // 2), args.poll, args.idle_window, args.per_loop, args.ready_timeout,
-                Path(work), restart=args.restart,
+                n, 0, args.poll, args.idle_window, args.per_loop, args.ready_timeout, args.reuse,
+                restart=args.restart, reuse=args.reuse,
             )  # fmt: skip
+        else:
+            with tempfile.TemporaryDirectory(prefix="tms-watchers-") as tmp:
+                work = args.keep / f"tables-{n}" if args.keep is not None else Path(tmp)
+                work.mkdir(parents=True, exist_ok=True)
+                r = measure(
+                    n, min(args.sample, n // 2), args.poll, args.idle_window, args.per_loop,
+                    args.ready_timeout, work, restart=args.restart,
+                )  # fmt: skip
         restarted = (
             (
                 f"{r['restart_watching']:,} after {r['restart_all_watching_s']:.0f} s",

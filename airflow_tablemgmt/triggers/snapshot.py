@@ -221,6 +221,37 @@ def state_store_gate() -> _StateStoreGate:
     return gate
 
 
+POLLING_SUMMARY_SECONDS: Final = 5.0
+
+
+class _PollingCounter:
+    """Watchers of this event loop that have polled their table at least once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.reported = 0
+        self.pending: asyncio.TimerHandle | None = None
+
+    def report(self, log: Any) -> None:
+        self.pending = None
+        if self.count != self.reported:
+            self.reported = self.count
+            log.info("%d snapshot watchers have started polling in this triggerer", self.count)
+
+
+_polling_counters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _PollingCounter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _polling_counter() -> _PollingCounter:
+    loop = asyncio.get_running_loop()
+    counter = _polling_counters.get(loop)
+    if counter is None:
+        counter = _polling_counters[loop] = _PollingCounter()
+    return counter
+
+
 class TableSnapshotTrigger(BaseEventTrigger):
     """Emit an event when ``table_id`` gets a new current snapshot (for ``AssetWatcher``).
 
@@ -468,7 +499,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
                 if recall is not None:
                     if isinstance(baseline, _Unset):
                         baseline = state.snapshot_id
-                        self.log.info("watching %s from snapshot %s", self.table_id, baseline)
+                        self._polling(baseline)
                     if not recall.done():
                         if state.snapshot_id == baseline:  # nothing new since this watcher started
                             await asyncio.sleep(self.poll_interval)
@@ -525,7 +556,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
         current = state.snapshot_id
         if isinstance(watch.remembered, _Unset):
             if self._logs(watch):
-                self.log.info("watching %s from snapshot %s", self.table_id, current)
+                self._polling(current)
             watch.remembered = current
             return True
         if current == watch.remembered:
@@ -546,6 +577,19 @@ class TableSnapshotTrigger(BaseEventTrigger):
                 watch.min_interval,
             )  # fmt: skip
         return wait
+
+    def _polling(self, snapshot_id: int | None) -> None:
+        """This watcher's first poll: one debug line per table, and a count of this triggerer's
+        polling watchers at info, at most once per POLLING_SUMMARY_SECONDS. Every log line of a
+        trigger is relayed by the triggerer's supervisor in the same loop that serves state-store
+        calls and events; one info line per table held 10,000 watchers back for minutes."""
+        self.log.debug("watching %s from snapshot %s", self.table_id, snapshot_id)
+        counter = _polling_counter()
+        counter.count += 1
+        if counter.pending is None:
+            counter.pending = asyncio.get_running_loop().call_later(
+                POLLING_SUMMARY_SECONDS, counter.report, self.log
+            )
 
     def _logs(self, watch: _Watch) -> bool:
         # One log line per table and observation, not one per action: at 10,000 tables the
