@@ -1,9 +1,14 @@
-"""Test-wide Airflow settings: an isolated AIRFLOW_HOME, set before anything imports airflow."""
+"""Test-wide Airflow settings: an isolated AIRFLOW_HOME, set before anything imports airflow.
+
+Also the fault suite's figures table at the end of the run: the figures come with the test reports
+(tests/faults/conftest.py), so the table is complete when pytest-xdist ran the tests in other processes.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any
 
 _HOME = tempfile.mkdtemp(prefix="tms-airflow-home-")
 os.environ["AIRFLOW_HOME"] = _HOME
@@ -13,3 +18,22 @@ os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = '{"conn_type": "spark", "host": "local[2]"}'
 os.environ["TABLEMGMT_STORE_URL"] = f"sqlite:///{os.path.join(_HOME, 'tablemgmt.db')}"
 os.makedirs(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], exist_ok=True)
+
+_FAULT_FIGURES: list[dict[str, Any]] = []
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    if report.when == "teardown":  # the figures fixture has finished by then
+        # tests.faults.conftest.FIGURES_PROPERTY (not imported: this runs for every test)
+        _FAULT_FIGURES.extend(
+            value for name, value in report.user_properties if name == "tablemgmt_fault_figures"
+        )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _FAULT_FIGURES:
+        from tests.faults.conftest import ROUNDS, Figures, figures_table
+
+        terminalreporter.section(f"fault-injection figures (TABLEMGMT_FAULT_ROUNDS={ROUNDS})")
+        for line in figures_table([Figures(**f) for f in _FAULT_FIGURES]):
+            terminalreporter.write_line(line)

@@ -3,9 +3,10 @@ appenders, hostile inputs.
 
 Every test is marked ``faults``. Loops run ``TABLEMGMT_FAULT_ROUNDS`` times (default 2, so `make test`
 stays fast; ``TABLEMGMT_FAULT_ROUNDS=20`` for the full counts). Each test records its figures with the
-``figures`` fixture; they are printed as a markdown table at the end of the run and, when
-``TABLEMGMT_FAULT_REPORT`` names a file, appended to it as JSON lines (``benchmarks/fault_report.py``
-reads them).
+``figures`` fixture; they travel with the test's report (a user property, so they reach the main
+process when pytest-xdist runs the test elsewhere), are printed as a markdown table at the end of the
+run (tests/conftest.py) and, when ``TABLEMGMT_FAULT_REPORT`` names a file, appended to it as JSON lines
+(``benchmarks/fault_report.py`` reads them).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class Figures:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
-_RECORDED: list[Figures] = []
+#: The user property a test's figures travel under (tests/conftest.py collects them from the reports).
+FIGURES_PROPERTY = "tablemgmt_fault_figures"
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ def figures(request: pytest.FixtureRequest) -> Iterator[Figures]:
     started = time.monotonic()
     yield fig
     fig.wall_s = round(time.monotonic() - started, 1)
-    _RECORDED.append(fig)
+    request.node.user_properties.append((FIGURES_PROPERTY, asdict(fig)))
     report = os.environ.get("TABLEMGMT_FAULT_REPORT")
     if report:
         with open(report, "a", encoding="utf-8") as out:
@@ -72,13 +74,6 @@ def figures_table(rows: list[Figures]) -> list[str]:
             f"| {f.concurrent_jobs} | {f.late_writes_applied} | {f.wall_s} |"
         )
     return lines
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _RECORDED:
-        terminalreporter.section(f"fault-injection figures (TABLEMGMT_FAULT_ROUNDS={ROUNDS})")
-        for line in figures_table(_RECORDED):
-            terminalreporter.write_line(line)
 
 
 # -- PostgreSQL, directly and through a proxy the test can cut ---------------------------------
