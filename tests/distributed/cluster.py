@@ -153,9 +153,15 @@ class PgDatabases:
 
 @dataclass
 class SparkStandalone:
-    """A master and its workers, each ``spark-class`` in the foreground (the JVM is the process)."""
+    """A master and its workers, each ``spark-class`` in the foreground (the JVM is the process).
+
+    ``app_cores``: the cores the master gives an application that does not ask for a number
+    (``spark.deploy.defaultCores``); unset, an application takes every free core, and a second one
+    waits for executors until the first ends.
+    """
 
     root: Path
+    app_cores: int | None = None
     port: int = field(default_factory=_free_port)
     ui_port: int = field(default_factory=_free_port)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -169,14 +175,14 @@ class SparkStandalone:
 
         return {**os.environ, **submit_env(), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
 
-    def _start(self, name: str, *args: str) -> None:
+    def _start(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         from airflow_tablemgmt.spark.conf import spark_home
 
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
         out = (self.root / "logs" / f"{name}.log").open("ab")
         self.procs[name] = subprocess.Popen(
             [str(Path(spark_home()) / "bin" / "spark-class"), *args],
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -185,9 +191,11 @@ class SparkStandalone:
         out.close()
 
     def start_master(self) -> None:
+        opts = f"-Dspark.deploy.defaultCores={self.app_cores}" if self.app_cores else ""
         self._start(
             "master", "org.apache.spark.deploy.master.Master",
             "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.ui_port),
+            env={"SPARK_MASTER_OPTS": opts} if opts else None,
         )  # fmt: skip
 
     def start_worker(self, name: str = "worker", cores: int = 2, memory: str = "2g") -> None:

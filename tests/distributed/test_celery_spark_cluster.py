@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.distributed import timing_policy
 from tests.distributed.cluster import (
     CeleryDeployment,
     PgDatabases,
@@ -45,7 +46,7 @@ REFRESH_DAG_ID = f"tms__{DYNAMIC}__refresh"
 
 # Runs start only through run-now: a yearly cron with no immediate run, no gate task (rewrite-all
 # gives every run work to do). Retries come 5 s after a failure; the lease wait outlasts a lost
-# worker's lease (2 min TTL).
+# worker's lease (30 s TTL here: timing_policy.py; 2 min by default).
 TABLES_YAML = """
 version: 1
 catalogs:
@@ -73,6 +74,8 @@ dynamic-tables:
 """
 
 # Timing only, for a test that must finish in minutes; every other setting is docker/airflow.env's.
+# Also timing only: the operators' heartbeat, stale-after, lease TTL and lease poll (an Airflow cluster
+# policy, timing_policy.py, installed as the deployment's airflow_local_settings.py).
 TEST_TIMING = {
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
@@ -179,8 +182,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     timings: dict[str, float] = {}
     tmp = tmp_path_factory.mktemp("distributed")
     pg = PgDatabases.create("airflow", "store")
-    spark = SparkStandalone(tmp / "spark")
+    # One core per application: the scheduled compaction and the dynamic table's first refresh start
+    # together, and each gets an executor on the 2-core worker at once instead of the second waiting
+    # for the first to end (on a loaded machine, past the executor watchdog's 60 s).
+    spark = SparkStandalone(tmp / "spark", app_cores=1)
     airflow = CeleryDeployment.create(tmp / "airflow", pg, spark.url, overrides=TEST_TIMING)
+    (airflow.dep.home / "config").mkdir()
+    shutil.copy(timing_policy.__file__, airflow.dep.home / "config" / "airflow_local_settings.py")
     try:
         spark.start_master()
         spark.start_worker()
@@ -369,6 +377,11 @@ def test_killed_celery_worker_compaction_is_retried_on_the_other_worker(cluster:
         process, app = _wait_running_on_cluster(cluster, run_id)
         state, try_number, pid = cluster.task(run_id) or ("?", 0, None)
         assert (state, try_number) == ("running", 1) and pid, (state, try_number, pid)
+        # The deployment's timing policy is in force: the lease the killed worker leaves lapses within
+        # timing_policy.LEASE_TTL of its last renewal (not the default 2 min).
+        store = cluster.store()
+        lease = store.leases.get(TABLE)
+        assert lease is not None and lease.expires_at - store.leases.now() <= timing_policy.LEASE_TTL, lease
         victim = cluster.airflow.worker_of(int(pid))
         assert victim is not None, f"task process {pid} belongs to none of {cluster.airflow.workers}"
         survivor = next(w for w in cluster.airflow.workers if w != victim)
