@@ -171,7 +171,11 @@ def populate(store_url: str, indexes: range) -> None:
 
 def child(dags: Path, env: dict[str, str], mode: str) -> dict[str, object]:
     res = subprocess.run(
-        [sys.executable, "-c", CHILD, str(dags), mode], capture_output=True, text=True, env=env
+        [sys.executable, "-c", CHILD, str(dags), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=dags.parent,
     )
     line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:

@@ -78,7 +78,9 @@ def folder(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def dagbag(dags: Path, env: dict[str, str]) -> dict:  # type: ignore[type-arg]
-    res = subprocess.run([sys.executable, "-c", CHILD, str(dags)], capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD, str(dags)], capture_output=True, text=True, env=env, cwd=dags.parent
+    )
     line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, res.stderr[-3000:]
     out = json.loads(line[len("RESULT ") :])
@@ -118,6 +120,7 @@ def test_two_parses_writing_the_cache_at_once_leave_one_whole_file(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
+                cwd=dags.parent,
             )
             for _ in range(2)
         ]
