@@ -32,7 +32,10 @@ class ExecutorWatchdog(threading.Thread):
     """Cancel the application's jobs when it has had no executor for ``after`` seconds.
 
     Does nothing for ``local`` masters (the driver is its own executor). ``reason`` is set when it
-    cancelled; the job turns that into its failure.
+    cancelled; the job turns that into its failure. Once it has fired it cancels again every ``every``
+    seconds until stopped: a cancel that lands before the job submitted any Spark work (still planning,
+    loading the table) cancels nothing, and the work submitted after it would otherwise wait for
+    executors forever.
     """
 
     def __init__(
@@ -80,7 +83,16 @@ class ExecutorWatchdog(threading.Thread):
                     "its jobs were cancelled"
                 )
                 log.error("tablemgmt: %s", self.reason)
+                self._cancel_until_stopped()
+                return
+
+    def _cancel_until_stopped(self) -> None:
+        while True:
+            try:
                 self.sc.cancelAllJobs()
+            except Exception:  # noqa: BLE001 - a stopping context: nothing left to cancel
+                return
+            if self._halt.wait(self.every):
                 return
 
     def stop(self) -> None:
