@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -406,3 +407,14 @@ def _run_scenario(dep: AirflowDeployment, tmp_path: Path, t0: float) -> None:
     assert later == [], f"the maintenance commit started another run: {later}"
     queued = dep.query("SELECT 1 FROM asset_dag_run_queue WHERE target_dag_id = :dag_id", dag_id=DAG_ID)
     assert queued == []
+
+    # The dag-processor's later parses took the table's DAGs from the cache of built DAGs (its
+    # environment is stable from one parse to the next, so the cache key holds).
+    parse_logs = "".join(
+        p.read_text(errors="replace")
+        for p in (dep.home / "logs" / "dag_processor").rglob("tablemgmt_dags.py.log")
+    )
+    hits = [
+        int(m) for m in re.findall(r"tablemgmt DAG cache .*?: (\d+) table\(s\) from the cache", parse_logs)
+    ]
+    assert any(h >= 1 for h in hits), f"no parse used the DAG cache: {hits}"
