@@ -74,13 +74,7 @@ def _airflow_hook_class() -> type:
         def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
             def tee() -> Iterator[Any]:
                 for raw in itr:
-                    line = raw.rstrip("\n")
-                    self.lines.append(line)
-                    if self.on_line is not None:
-                        try:
-                            self.on_line(line)
-                        except Exception:  # noqa: BLE001 - observability never fails a task
-                            self.log.warning("progress callback failed", exc_info=True)
+                    _keep_line(raw.rstrip("\n"), self.lines, self.on_line, self.log)
                     yield raw
 
             super()._process_spark_submit_log(tee())
@@ -242,12 +236,7 @@ class _DirectSparkSubmit:
         assert self._proc.stdout is not None
         for raw in self._proc.stdout:
             line = raw.rstrip("\n")
-            self.lines.append(line)
-            if self.on_line is not None:
-                try:
-                    self.on_line(line)
-                except Exception:  # noqa: BLE001 - observability never fails a task
-                    log.warning("progress callback failed", exc_info=True)
+            _keep_line(line, self.lines, self.on_line, log)
             log.info(line.strip())
         returncode = self._proc.wait()
         if returncode:
@@ -377,6 +366,17 @@ class SparkJobHook:
         hook.log.info("tablemgmt: kill of driver %s %s", application_id,
                       "acknowledged" if acknowledged else f"not acknowledged: {out[-500:]}")  # fmt: skip
         return acknowledged
+
+
+def _keep_line(line: str, lines: deque[str], on_line: Callable[[str], None] | None, logger: Any) -> None:
+    """Keep a line of spark-submit's output (for the result and an error's tail) and pass it to the
+    progress callback, whose failure is only logged."""
+    lines.append(line)
+    if on_line is not None:
+        try:
+            on_line(line)
+        except Exception:  # noqa: BLE001 - observability never fails a task
+            logger.warning("progress callback failed", exc_info=True)
 
 
 def die_with_parent() -> Callable[[], None] | None:
