@@ -252,6 +252,18 @@ def measure(
         dep.stop()
 
 
+def _execute(dep: AirflowDeployment, sql: str) -> None:
+    """Run one statement that returns no rows on the deployment's metadata DB, committed."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(dep.db_url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(sql))
+    finally:
+        engine.dispose()
+
+
 def measure_reused(
     n_tables: int,
     poll: float,
@@ -274,8 +286,8 @@ def measure_reused(
     shutil.copy(old / "airflow" / "airflow.db", home / "airflow.db")
     out: dict[str, Any] = {"tables": n_tables, "reused": str(old)}
     try:
-        dep.query("DELETE FROM asset_state_store")
-        dep.query("UPDATE trigger SET triggerer_id = NULL")
+        _execute(dep, "DELETE FROM asset_state_store")
+        _execute(dep, "UPDATE trigger SET triggerer_id = NULL")
         dep.start("api-server", "api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")
         return run_phases(
             dep,
