@@ -69,3 +69,22 @@ def secrets_backend_may_be_configured() -> bool:
 def metrics_may_be_on() -> bool:
     """Whether Airflow's Stats may export anything: StatsD, DogStatsD or OpenTelemetry switched on."""
     return any(may_be_true("metrics", k) for k in ("statsd_on", "statsd_datadog_enabled", "otel_on"))
+
+
+def setting_or_airflow(section: str, key: str) -> str | None:
+    """The setting's value; Airflow's configuration is asked only when it cannot be read plainly."""
+    value = setting(section, key)
+    if value != UNKNOWN:
+        return value
+    from airflow.configuration import conf
+
+    return conf.get(section, key, fallback=None)
+
+
+def jvm_class_cache_settings() -> tuple[bool, str | None]:
+    """``[tablemgmt] jvm_class_cache`` (default true) and ``[tablemgmt] jvm_class_cache_dir`` (None: the
+    default directory)."""
+    enabled = setting_or_airflow("tablemgmt", "jvm_class_cache")
+    directory = setting_or_airflow("tablemgmt", "jvm_class_cache_dir")
+    on = enabled is None or not enabled.strip() or enabled.strip().lower() not in _FALSE
+    return on, (directory.strip() or None) if directory else None

@@ -26,7 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.hooks.airflow_settings import secrets_backend_may_be_configured
+from airflow_tablemgmt.hooks.airflow_settings import (
+    jvm_class_cache_settings,
+    secrets_backend_may_be_configured,
+)
+from airflow_tablemgmt.spark.class_cache import DriverClassCache
 from airflow_tablemgmt.spark.result import describe_timings
 from airflow_tablemgmt.spark.submit import JobResult, SubmitClock, build_submit_spec, parse_result
 
@@ -314,6 +318,7 @@ class SparkJobHook:
 
                 failed = AirflowException
             self._hook = hook
+            cache = self._class_cache(hook, spec.conf, spec.jars, kwargs["packages"], spec.env)
             exit_error: str | None = None
             preexec = die_with_parent()
             clock.launch()
@@ -321,9 +326,24 @@ class SparkJobHook:
                 hook.submit(application=spec.application, preexec_fn=preexec)
             except failed as e:
                 exit_error = str(e)
+            except BaseException:
+                if cache is not None:
+                    cache.release()
+                raise
             clock.exit()
             parsing = time.perf_counter()
             result = parse_result(hook.lines)
+            dump_failed = False
+            if cache is not None:
+                note, dump_failed = cache.finish(
+                    list(hook.lines), succeeded=result.ok and exit_error is None, result_seen=bool(result.raw)
+                )
+                if note:
+                    (hook.log.warning if dump_failed or "removed" in note else hook.log.info)(
+                        "tablemgmt: %s", note
+                    )
+            if dump_failed and result.ok:  # the job's work is done; only the archive was not written
+                exit_error = None
             if result.raw:
                 timings = clock.complete(result, time.perf_counter() - parsing)
                 hook.log.info("tablemgmt: timings: %s", describe_timings(timings))
@@ -336,6 +356,39 @@ class SparkJobHook:
                 error=_error_tail(list(hook.lines), exit_error),
                 error_class="SparkSubmitFailed",
             )
+
+    @staticmethod
+    def _class_cache(
+        hook: Any, conf: dict[str, str], jars: list[str], packages: str | None, env: dict[str, str]
+    ) -> DriverClassCache | None:
+        """Decide on the driver's class-data archive (see ``spark/class_cache.py``) and put its JVM
+        options into the hook's conf; None when it does not apply. Cluster deploy mode is read from the
+        connection the hook resolved."""
+        from airflow_tablemgmt.spark import class_cache
+
+        if isinstance(hook, _DirectSparkSubmit):
+            deploy_mode = hook.connection.deploy_mode
+        else:
+            deploy_mode = hook._connection.get("deploy_mode")
+        enabled, directory = jvm_class_cache_settings()
+        settings = class_cache.ClassCacheSettings(enabled=enabled)
+        if directory:
+            settings = class_cache.ClassCacheSettings(enabled=enabled, directory=Path(directory).expanduser())
+        cache, submitted = class_cache.plan(
+            settings=settings,
+            conf=conf,
+            jars=jars,
+            packages=packages,
+            env=env,
+            cluster=deploy_mode == "cluster",
+        )
+        hook.log.info("tablemgmt: %s", cache.describe())
+        if submitted is not conf:
+            if isinstance(hook, _DirectSparkSubmit):
+                hook.conf = submitted
+            else:
+                hook._conf = submitted
+        return cache if cache.mode != "off" else None
 
     def kill(self) -> None:
         if self._hook is not None:
