@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.exc import DBAPIError
 
@@ -30,8 +30,10 @@ from airflow_tablemgmt.core.errors import (
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
-from airflow_tablemgmt.spark.submit import JobResult
 from airflow_tablemgmt.store import Store
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.spark.submit import JobResult
 
 log = logging.getLogger(__name__)
 S = ProcessStatus
@@ -145,12 +147,14 @@ class ProcessRunner:
         #: What the factory's ``on_finished`` returned for the last run (a dynamic table's state).
         self.finished_state: Any = None
         self._failed_here = False
+        self._factory: Any = None  # the factory of the current run, once chosen
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
         """Run (or resume, or reuse) the process for ``req``. A database error becomes
         :class:`StoreUnreachable` naming the store (host:port, never the password)."""
         self._failed_here = False
+        self._factory = None
         try:
             outcome = self._run(req)
         except JobFailed as e:
@@ -172,8 +176,10 @@ class ProcessRunner:
         """Tell the factory how the process ended (a dynamic table counts failures, fills its schema).
         Never fails the run: the process row already holds the outcome."""
         try:
-            table = self.store.tables.get(req.table_id)
-            factory = self.factories.for_action(table.format, req.action)
+            factory = self._factory  # the one that made the job; a failure before that looks it up
+            if factory is None:
+                table = self.store.tables.get(req.table_id)
+                factory = self.factories.for_action(table.format, req.action)
             hook = getattr(factory, "on_finished", None)
             if hook is None:
                 return
@@ -193,7 +199,7 @@ class ProcessRunner:
         table = self.store.tables.get(req.table_id)
         catalog = self.store.catalogs.get(table.catalog)
         action = ACTIONS.get(req.action)
-        factory = self.factories.for_action(table.format, action.name)
+        factory = self._factory = self.factories.for_action(table.format, action.name)
         params = dict(req.parameters or {})
         if req.try_number is not None:
             params["airflow_try"] = req.try_number

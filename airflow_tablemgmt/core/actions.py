@@ -32,7 +32,11 @@ def _kebab(name: str) -> str:
 class ActionSettings(BaseModel):
     """Scheduling knobs shared by every action. ``None`` means "the factory's default"."""
 
-    model_config = ConfigDict(alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True)
+    # defer_build: a model's validator is built when it first validates, not at import, so a process
+    # that validates one table's actions (a maintenance run, the Spark job) builds only those models.
+    model_config = ConfigDict(
+        alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True, defer_build=True
+    )
 
     enabled: bool = True
     interval: str | None = Field(default=None, description="duration ('6h') or cron ('0 3 * * *')")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
-from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.core.triggers import TriggerStrategy
+
+if TYPE_CHECKING:  # annotations only: the Spark job's driver imports JobSpec without pydantic's models
+    from airflow_tablemgmt.core.formats import TableFormat
+    from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+    from airflow_tablemgmt.core.triggers import TriggerStrategy
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,10 @@ def _kebab(name: str) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True)
+    # defer_build: validators are built on first use, not at import (see core.actions.ActionSettings).
+    model_config = ConfigDict(
+        alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True, defer_build=True
+    )
 
 
 class CatalogType(StrEnum):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 # The option through which the job learns why it must not delete (see spark/maintainers/ttl.py,
 # which takes it out before validating; declarations cannot set it).
 DRY_RUN_REASON_OPTION = "dry-run-reason"
-_DURATION: TypeAdapter[timedelta] = TypeAdapter(Duration)
 
 # Defaults chosen so a freshly registered table gets sensible upkeep without tuning:
 # compaction-type work only when something was written (on_new_snapshot), cleanup daily.
@@ -124,8 +124,14 @@ def first_run_reason(options: dict[str, Any], context: TriggerContext) -> str | 
     )
 
 
+@lru_cache(maxsize=1)
+def _duration() -> TypeAdapter[timedelta]:
+    """Built on first use: only expire-data's first-run policy compares durations."""
+    return TypeAdapter(Duration)
+
+
 def _same_duration(previous: object, current: str) -> bool:
     try:
-        return bool(_DURATION.validate_python(previous) == _DURATION.validate_python(current))
+        return bool(_duration().validate_python(previous) == _duration().validate_python(current))
     except Exception:  # noqa: BLE001 - an unreadable old value counts as a change (the safe side)
         return False

@@ -134,12 +134,13 @@ def run_now(
     Table and action are checked before Spark (and Airflow's hook machinery) is touched.
     """
     ACTIONS.get(action)
-    store.tables.get(table_id)
-    from airflow_tablemgmt.factories.discovery import default_factories
+    spec = store.tables.get(table_id)
+    from airflow_tablemgmt.factories.discovery import factories_for
     from airflow_tablemgmt.hooks.spark_job import SparkJobHook
     from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
 
     kwargs: dict[str, Any] = {"stale_after": stale_after} if stale_after else {}
-    runner = ProcessRunner(store, default_factories(), SparkJobHook(spark_conn_id), **kwargs)
+    factories = factories_for(spec.format, action)
+    runner = ProcessRunner(store, factories, SparkJobHook(spark_conn_id), **kwargs)
     outcome = runner.run(RunRequest(table_id, action, instant, holder=holder))
     return RunResult(outcome.process, outcome.reused, outcome.summary)

@@ -2,11 +2,14 @@
 
 SQL lives only here. Nothing in this package imports Airflow: the hook that resolves the
 ``tablemgmt_default`` connection just calls ``Store.for_url(url)``.
+
+The dynamic-table repository is imported on first use (a maintenance run never needs it).
 """
 
 from __future__ import annotations
 
-from airflow_tablemgmt.store.dynamic import DynamicTable, DynamicTableRepository
+from typing import TYPE_CHECKING, Any
+
 from airflow_tablemgmt.store.engine import Store
 from airflow_tablemgmt.store.errors import (
     CatalogManagedByCode,
@@ -25,6 +28,9 @@ from airflow_tablemgmt.store.repositories import (
     UpsertResult,
 )
 
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store.dynamic import DynamicTable, DynamicTableRepository
+
 __all__ = [
     "CatalogManagedByCode",
     "DynamicTable",
@@ -42,3 +48,11 @@ __all__ = [
     "TableRepository",
     "UpsertResult",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("DynamicTable", "DynamicTableRepository"):
+        from airflow_tablemgmt.store import dynamic
+
+        return getattr(dynamic, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,6 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModu
 from sqlalchemy.pool import StaticPool
 
 from airflow_tablemgmt.store.catalogs import CatalogRepository
-from airflow_tablemgmt.store.dynamic import DynamicTableRepository
 from airflow_tablemgmt.store.errors import StoreNotFound, StoreSchemaOutdated, StoreUnavailable
 from airflow_tablemgmt.store.leases import LeaseRepository
 from airflow_tablemgmt.store.models import SCHEMA_REVISION, VERSION_TABLE
@@ -41,6 +40,8 @@ from airflow_tablemgmt.store.tables import TableRepository
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+    from airflow_tablemgmt.store.dynamic import DynamicTableRepository
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class Store:
         self._schema_ready = False
         self._catalogs = CatalogRepository(self._engine)
         self._tables = TableRepository(self._engine)
-        self._dynamic = DynamicTableRepository(self._engine)
+        self._dynamic: DynamicTableRepository | None = None  # built on first use
         self._processes = ProcessRepository(self._engine)
         self._leases = LeaseRepository(self._engine)
         _LIVE_STORES.add(self)
@@ -230,6 +231,10 @@ class Store:
     def dynamic(self) -> DynamicTableRepository:
         """Dynamic tables: rows of ``tms_table`` with a ``dynamic`` document."""
         self._ensure_schema()
+        if self._dynamic is None:
+            from airflow_tablemgmt.store.dynamic import DynamicTableRepository
+
+            self._dynamic = DynamicTableRepository(self._engine)
         return self._dynamic
 
     @property

@@ -1,18 +1,32 @@
 """The store's tables. Every name is prefixed ``tms_`` so the schema can share a database.
 
-These classes describe the schema (and are what Alembic compares migrations against); the
+These tables describe the schema (and are what Alembic compares migrations against); the
 repositories query them with Core statements and hand out ``core`` dataclasses, never rows.
 Enumerations (owner, status, format) are plain strings validated in Python, so adding a value
 never needs a migration.
+
+They are SQLAlchemy Core ``Table`` objects, not ORM classes: nothing maps rows to objects, and the
+ORM's import alone (about 40 ms) is start-up time every ``tablemgmt run`` and task process would pay.
+Each ``*Row`` class holds its table as ``__table__`` (where the ORM would put it), and ``Base.metadata``
+is the schema's ``MetaData``.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 from airflow_tablemgmt.store.sqltypes import UtcDateTime, big_id, json_document
 
@@ -36,82 +50,98 @@ ID_LEN = 128  # core.identifiers allows at most 128 characters per part
 TABLE_ID_LEN = 3 * ID_LEN + 2
 
 
-class Base(DeclarativeBase):
+class Base:
+    """The schema: ``Base.metadata`` holds every table below."""
+
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-class CatalogRow(Base):
-    __tablename__ = "tms_catalog"
-
-    name: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True)
-    type: Mapped[str] = mapped_column(String(32))
-    warehouse: Mapped[str | None] = mapped_column(String(2048))
-    properties: Mapped[dict[str, Any]] = mapped_column(json_document())
-    owner: Mapped[str] = mapped_column(String(8))
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+def _required(name: str, type_: Any, **kwargs: Any) -> Column[Any]:
+    return Column(name, type_, nullable=False, **kwargs)
 
 
-class TableRow(Base):
-    __tablename__ = "tms_table"
-
-    id: Mapped[int] = mapped_column(big_id(), primary_key=True, autoincrement=True)
-    table_id: Mapped[str] = mapped_column(String(TABLE_ID_LEN), unique=True)
-    catalog: Mapped[str] = mapped_column(String(ID_LEN))
-    namespace: Mapped[str] = mapped_column(String(ID_LEN))
-    name: Mapped[str] = mapped_column(String(ID_LEN))
-    format: Mapped[str] = mapped_column(String(32))
-    owner_team: Mapped[str] = mapped_column(String(255))  # TableSpec.owner: the DAGs' owner
-    managed_by: Mapped[str] = mapped_column(String(8))  # core.tables.Owner: who may change the row
-    queue: Mapped[str] = mapped_column(String(ID_LEN))
-    priority: Mapped[int] = mapped_column(Integer)
-    actions: Mapped[dict[str, Any]] = mapped_column(json_document())
-    spec: Mapped[dict[str, Any]] = mapped_column(json_document())  # TableSpec, by alias, mode=json
-    dynamic: Mapped[dict[str, Any] | None] = mapped_column(json_document())  # dynamic-table definition
-    deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+def _optional(name: str, type_: Any) -> Column[Any]:
+    return Column(name, type_, nullable=True)
 
 
-class ProcessRow(Base):
-    __tablename__ = "tms_process"
-    __table_args__ = (
+class CatalogRow:
+    __table__ = Table(
+        "tms_catalog",
+        Base.metadata,
+        Column("name", String(ID_LEN), primary_key=True),
+        _required("type", String(32)),
+        _optional("warehouse", String(2048)),
+        _required("properties", json_document()),
+        _required("owner", String(8)),
+        _required("created_at", UtcDateTime()),
+        _required("updated_at", UtcDateTime()),
+    )
+
+
+class TableRow:
+    __table__ = Table(
+        "tms_table",
+        Base.metadata,
+        Column("id", big_id(), primary_key=True, autoincrement=True),
+        _required("table_id", String(TABLE_ID_LEN), unique=True),
+        _required("catalog", String(ID_LEN)),
+        _required("namespace", String(ID_LEN)),
+        _required("name", String(ID_LEN)),
+        _required("format", String(32)),
+        _required("owner_team", String(255)),  # TableSpec.owner: the DAGs' owner
+        _required("managed_by", String(8)),  # core.tables.Owner: who may change the row
+        _required("queue", String(ID_LEN)),
+        _required("priority", Integer),
+        _required("actions", json_document()),
+        _required("spec", json_document()),  # TableSpec, by alias, mode=json
+        _optional("dynamic", json_document()),  # dynamic-table definition
+        _optional("deleted_at", UtcDateTime()),
+        _required("created_at", UtcDateTime()),
+        _required("updated_at", UtcDateTime()),
+    )
+
+
+class ProcessRow:
+    __table__ = Table(
+        "tms_process",
+        Base.metadata,
+        Column("id", big_id(), primary_key=True, autoincrement=True),
+        _required("table_id", String(TABLE_ID_LEN)),
+        _required("action", String(64)),
+        _required("instant", UtcDateTime()),
+        _required("status", String(16)),
+        _required("attempt", Integer),
+        _required("engine", String(32)),
+        _optional("external_id", String(255)),  # Spark application id
+        _optional("snapshot_id", BigInteger),  # table snapshot the process saw
+        _required("parameters", json_document()),
+        _optional("summary", json_document()),
+        _optional("failure_reason", Text),
+        _optional("dag_id", String(250)),
+        _optional("run_id", String(250)),
+        _optional("task_id", String(250)),
+        _required("created_at", UtcDateTime()),
+        _optional("started_at", UtcDateTime()),
+        _optional("finished_at", UtcDateTime()),
+        _optional("heartbeat_at", UtcDateTime()),
         UniqueConstraint("table_id", "action", "instant"),
         Index("ix_tms_process_table_id_action_status", "table_id", "action", "status"),
         Index("ix_tms_process_status", "status"),
     )
 
-    id: Mapped[int] = mapped_column(big_id(), primary_key=True, autoincrement=True)
-    table_id: Mapped[str] = mapped_column(String(TABLE_ID_LEN))
-    action: Mapped[str] = mapped_column(String(64))
-    instant: Mapped[datetime] = mapped_column(UtcDateTime())
-    status: Mapped[str] = mapped_column(String(16))
-    attempt: Mapped[int] = mapped_column(Integer)
-    engine: Mapped[str] = mapped_column(String(32))
-    external_id: Mapped[str | None] = mapped_column(String(255))  # Spark application id
-    snapshot_id: Mapped[int | None] = mapped_column(BigInteger)  # table snapshot the process saw
-    parameters: Mapped[dict[str, Any]] = mapped_column(json_document())
-    summary: Mapped[dict[str, Any] | None] = mapped_column(json_document())
-    failure_reason: Mapped[str | None] = mapped_column(Text)
-    dag_id: Mapped[str | None] = mapped_column(String(250))
-    run_id: Mapped[str | None] = mapped_column(String(250))
-    task_id: Mapped[str | None] = mapped_column(String(250))
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
-    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
-    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
-    heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+class LeaseRow:
+    __table__ = Table(
+        "tms_lease",
+        Base.metadata,
+        Column("table_id", String(TABLE_ID_LEN), primary_key=True),
+        _required("holder", String(255)),
+        _required("acquired_at", UtcDateTime()),
+        _required("expires_at", UtcDateTime()),
+    )
 
 
-class LeaseRow(Base):
-    __tablename__ = "tms_lease"
-
-    table_id: Mapped[str] = mapped_column(String(TABLE_ID_LEN), primary_key=True)
-    holder: Mapped[str] = mapped_column(String(255))
-    acquired_at: Mapped[datetime] = mapped_column(UtcDateTime())
-    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())
-
-
-class DeclarationFileRow(Base):
+class DeclarationFileRow:
     """What the last clean sync of one declarations file (``tables.yaml``, ``tables.d/*.yaml``) wrote.
 
     A parse that finds the file's bytes (``digest``) and validation context (``context``: the
@@ -120,13 +150,15 @@ class DeclarationFileRow(Base):
     ``updated_at`` of the row that sync left, so a row changed since is never reused.
     """
 
-    __tablename__ = "tms_declaration_file"
-
-    source: Mapped[str] = mapped_column(String(1024), primary_key=True)
-    digest: Mapped[str] = mapped_column(String(64))
-    context: Mapped[str] = mapped_column(String(64))
-    declares_tables: Mapped[bool] = mapped_column(Boolean)
-    catalogs: Mapped[list[str]] = mapped_column(json_document())
-    entries: Mapped[dict[str, Any]] = mapped_column(json_document())  # table_id -> [entry hash, updated_at]
-    errors: Mapped[list[Any]] = mapped_column(json_document())  # [[table, message], ...]
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    __table__ = Table(
+        "tms_declaration_file",
+        Base.metadata,
+        Column("source", String(1024), primary_key=True),
+        _required("digest", String(64)),
+        _required("context", String(64)),
+        _required("declares_tables", Boolean),
+        _required("catalogs", json_document()),
+        _required("entries", json_document()),  # table_id -> [entry hash, updated_at]
+        _required("errors", json_document()),  # [[table, message], ...]
+        _required("updated_at", UtcDateTime()),
+    )

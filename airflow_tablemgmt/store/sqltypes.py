@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 
@@ -44,9 +43,31 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+class JsonDocument(TypeDecorator[Any]):
+    """JSON on SQLite, JSONB on PostgreSQL; Python ``None`` is stored as SQL NULL, not JSON ``null``.
+
+    What ``JSON().with_variant(JSONB(), "postgresql")`` declares, except that PostgreSQL's dialect
+    package (JSONB's home, with every PostgreSQL driver's dialect module) is imported only when a
+    PostgreSQL connection asks for the type: a process on a SQLite store never pays for it.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def __init__(self) -> None:
+        super().__init__(none_as_null=True)
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB(none_as_null=True))
+        return dialect.type_descriptor(JSON(none_as_null=True))
+
+
 def json_document() -> TypeEngine[Any]:
-    """JSON on SQLite, JSONB on PostgreSQL; Python ``None`` is stored as SQL NULL, not JSON ``null``."""
-    return JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+    """A JSON document column's type (see :class:`JsonDocument`)."""
+    return JsonDocument()
 
 
 def big_id() -> TypeEngine[int]:
