@@ -1,0 +1,142 @@
+"""The driver's class-data archive with a real spark-submit: the first run creates it, later runs map it.
+
+Proof of use is the driver JVM's own class-loading log (``-Xlog:class+load``, set through the catalog's
+``spark.driver.extraJavaOptions``, which also shows the user's options are kept): classes loaded from
+the dynamic archive are reported as ``source: shared objects file (top)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+from airflow_tablemgmt.spark.submit import JobResult
+from tests.integration.spark.spark_tables import TableFactory, Tables
+
+pytestmark = pytest.mark.integration
+
+FROM_ARCHIVE = "source: shared objects file (top)"
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "jvm"
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", "true")
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR", str(directory))
+    return directory
+
+
+def _job(table: TableIdentifier, catalog: CatalogSpec, class_log: Path | None = None) -> JobSpec:
+    properties = (
+        {"spark.driver.extraJavaOptions": f"-Xlog:class+load=info:file={class_log}"} if class_log else {}
+    )
+    spec = CatalogSpec(name=catalog.name, warehouse=catalog.warehouse, properties=properties)
+    return JobSpec(
+        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
+        catalog=spec.model_dump(mode="json", by_alias=True),
+        action="expire-snapshots",
+        options={},
+        process_id=1,
+    )
+
+
+def _table(make_table: TableFactory, tables: Tables) -> TableIdentifier:
+    table = make_table("id bigint, p string, v string", partitioned_by="p", prefix="cds")
+    tables.small_files(table, files=2)
+    return table
+
+
+def _archives(directory: Path) -> list[Path]:
+    return sorted(directory.glob("driver-*.jsa"))
+
+
+def test_the_first_run_creates_the_archive_and_the_next_maps_it(
+    make_table: TableFactory,
+    tables: Tables,
+    catalog: CatalogSpec,
+    cache_dir: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caplog.set_level(logging.INFO)
+    table = _table(make_table, tables)
+    class_log = tmp_path / "classes.log"
+    job = _job(table, catalog, class_log)
+
+    first = SparkJobHook("spark_default", workdir=str(tmp_path)).submit(job)
+
+    assert first.ok, first.error
+    (archive,) = _archives(cache_dir)
+    assert archive.stat().st_size == int(archive.name.rsplit("-", 1)[1].removesuffix(".jsa"))
+    assert sorted(p.name for p in cache_dir.iterdir()) == [archive.name]  # no temp file, no lock
+    assert FROM_ARCHIVE not in class_log.read_text()  # the user's option reached the JVM: kept
+    assert "JVM class cache: creating" in caplog.text + capfd.readouterr().out
+
+    # Through Airflow's SparkSubmitHook this time: the same archive, mapped.
+    hook = SparkJobHook("spark_default", workdir=str(tmp_path))
+    monkeypatch.setattr(hook, "_direct_connection", lambda: None)
+    class_log.unlink()
+    second = hook.submit(job)
+
+    assert second.ok, second.error
+    task_log = caplog.text + capfd.readouterr().out
+    assert f"JVM class cache: using {archive}" in task_log
+    loaded = class_log.read_text()
+    assert loaded.count(FROM_ARCHIVE) > 1000, loaded[-2000:]
+    assert _archives(cache_dir) == [archive]
+
+
+def test_a_truncated_archive_does_not_fail_the_job(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec, cache_dir: Path, tmp_path: Path
+) -> None:
+    table = _table(make_table, tables)
+    job = _job(table, catalog)
+    assert SparkJobHook("spark_default", workdir=str(tmp_path)).submit(job).ok
+    (archive,) = _archives(cache_dir)
+    with archive.open("r+b") as f:  # what a full disk or an interrupted copy leaves
+        f.truncate(archive.stat().st_size // 2)
+
+    result = SparkJobHook("spark_default", workdir=str(tmp_path)).submit(job)
+
+    assert result.ok, result.error
+    (replaced,) = _archives(cache_dir)  # removed, and this run created it again
+    assert replaced.stat().st_size == int(replaced.name.rsplit("-", 1)[1].removesuffix(".jsa"))
+
+
+def test_two_concurrent_first_runs_both_succeed_and_one_creates(
+    make_table: TableFactory,
+    tables: Tables,
+    catalog: CatalogSpec,
+    cache_dir: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.INFO)
+    jobs = [_job(_table(make_table, tables), catalog) for _ in range(2)]
+    results: list[JobResult] = []
+
+    def run(job: JobSpec) -> None:
+        results.append(SparkJobHook("spark_default", workdir=str(tmp_path)).submit(job))
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+
+    assert [r.ok for r in results] == [True, True], [r.error for r in results]
+    task_log = caplog.text + capfd.readouterr().out  # the Airflow hook's path logs through structlog
+    assert task_log.count("JVM class cache: creating") == 1
+    assert task_log.count("another run is creating the archive") == 1
+    assert len(_archives(cache_dir)) == 1
+    assert [p.suffix for p in cache_dir.iterdir()] == [".jsa"]
