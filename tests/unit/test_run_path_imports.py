@@ -83,16 +83,18 @@ report()
 _RUN_TO_LAUNCH = (
     _REPORT
     + """
-import os, subprocess
+import gc, os, subprocess
 class _StopAtLaunch(subprocess.Popen):
     def __init__(self, args, *a, **k):
         if any("spark-submit" in str(x) for x in args):
-            report({"argv": [str(x) for x in args]})
+            report({"argv": [str(x) for x in args], "collector_on": gc.isenabled(),
+                    "frozen": gc.get_freeze_count()})
             os._exit(0)
         super().__init__(args, *a, **k)
 subprocess.Popen = _StopAtLaunch
 from airflow_tablemgmt.cli import main
-sys.exit(main(sys.argv[1:]))
+sys.argv = ["tablemgmt", *sys.argv[1:]]
+sys.exit(main())  # argv None: this process's own command line, as the tablemgmt script runs it
 """
 )
 
@@ -138,6 +140,8 @@ def test_a_run_reaches_spark_submit_without_loading_heavy_modules(registered: st
     assert Path(argv[0]).name == "spark-submit" and argv[-2:-1] == ["--spec"]  # the real job launch
     assert _heavy(report["modules"]) == []
     assert [name for name, built in report["built"].items() if built] == []
+    # the start-up's objects are out of the collector's reach, and it is back on for the job
+    assert report["collector_on"] and report["frozen"] > 10_000
     store = Store(registered)
     (process,) = store.processes.list(table_id="lake.db.orders")
     assert (process.action, str(process.status)) == ("rewrite-files", "SUBMITTED")  # the run was real
