@@ -259,12 +259,16 @@ def _log_without_airflow() -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # From its module: ``services.run_now`` is also a submodule's name, which shadows the function
+    # once something imports that submodule.
+    from airflow_tablemgmt.services.processes import run_now
+
     instant = services.parse_instant(args.instant)
     with _logs_to_stderr():
         stale = timedelta(seconds=args.stale_after) if args.stale_after else None
         store = _store(args)
         _log_without_airflow()
-        result = services.run_now(
+        result = run_now(
             store,
             args.table,
             args.action,
