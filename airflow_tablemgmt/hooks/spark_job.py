@@ -381,6 +381,9 @@ class SparkJobHook:
             packages=packages,
             env=env,
             cluster=deploy_mode == "cluster",
+            # ~50 ms (a CRC of the ~130 MB archive) buys a fallback to no sharing, instead of a crash or
+            # wrong class metadata, when the file was damaged after it was written.
+            verify=True,
         )
         hook.log.info("tablemgmt: %s", cache.describe())
         if submitted is not conf:
