@@ -5,6 +5,13 @@ SparkSession, runs the action's maintainer, and prints exactly one JSON result l
 (see ``spark.result``). Everything else it says goes to stderr through ``logging`` (in client
 mode Spark's PythonRunner merges that into spark-submit's stdout; the result line is found by its
 ``"tms_result": 1`` marker, not by position). Exit code 0 on success, 1 on failure.
+
+The session starts in a background thread as soon as the spec is valid. The main thread meanwhile
+imports the maintainers and, for a hadoop table, reads the table's current metadata and its figures
+before the action without Spark (``spark.early_read``), so that work takes no time of its own. Where
+that read has no plain answer, the job loads the table through Spark once the session is up, as it
+always did. The timings are the main thread's: ``session`` is what it still waited for the session
+after that work (the log says how long the start took in all).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == Path(__file__).re
     del sys.path[0]
 
 import argparse  # noqa: E402
+import importlib  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import threading  # noqa: E402
@@ -161,6 +169,47 @@ def build_session(catalog: CatalogSpec, app_name: str) -> SparkSession:
     return builder.getOrCreate()
 
 
+class BackgroundSession:
+    """:func:`build_session` in a thread of its own, so the job's main thread works while the JVM
+    starts the session. Whatever starting it raises is raised again by :meth:`wait`."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._session: SparkSession | None = None
+        self._error: BaseException | None = None
+        self.seconds: float | None = None
+
+    def start(self, catalog: CatalogSpec, name: str) -> None:
+        self._thread = threading.Thread(
+            target=self._build, args=(catalog, name), name="tablemgmt-session", daemon=True
+        )
+        self._thread.start()
+
+    def _build(self, catalog: CatalogSpec, name: str) -> None:
+        started = time.perf_counter()
+        try:
+            self._session = build_session(catalog, name)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread by wait()
+            self._error = e
+        finally:
+            self.seconds = time.perf_counter() - started
+
+    def wait(self) -> SparkSession:
+        """The session once it is up; raises what starting it raised."""
+        session = self.join()
+        if self._error is not None:
+            raise self._error
+        if session is None:
+            raise RuntimeError("the SparkSession was never started")
+        return session
+
+    def join(self) -> SparkSession | None:
+        """Wait for the start to end (if one began): the session, if it came up."""
+        if self._thread is not None:
+            self._thread.join()
+        return self._session
+
+
 @dataclass
 class _Outcome:
     """What one run produced, before it becomes the result line (``main`` times the session stop first)."""
@@ -198,16 +247,19 @@ class _Outcome:
 
 
 def run(job: JobSpec, spark: SparkSession | None = None) -> tuple[int, str]:
-    """Run ``job`` and return ``(exit code, result line)``. Never raises for a job failure."""
+    """Run ``job`` and return ``(exit code, result line)``. Never raises for a job failure.
+
+    Without ``spark`` the job starts a session, and leaves it running."""
     timings = current_timings() or Timings()
-    outcome = _execute(job, spark, timings)
+    outcome = _execute(job, spark, timings, BackgroundSession())
     return outcome.code, outcome.line(timings)
 
 
-def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Outcome:
-    with timings.phase("imports"):
-        from airflow_tablemgmt.spark.maintainers import MAINTAINERS
-
+def _execute(
+    job: JobSpec, spark: SparkSession | None, timings: Timings, background: BackgroundSession
+) -> _Outcome:
+    """Run ``job`` on ``spark``, or on a session ``background`` starts once the spec is valid (the
+    caller stops it: ``background.join()``)."""
     table_name: str | None = None
     app_id: str | None = None
     jvm_started_at: float | None = None
@@ -217,14 +269,29 @@ def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Out
         table = table_of(job)
         table_name = str(table)
         catalog = catalog_of(job, table)
+        if spark is None:
+            background.start(catalog, app_name(job))
+        with timings.phase("imports"):
+            from airflow_tablemgmt.spark import early_read
+            from airflow_tablemgmt.spark.maintainers import MAINTAINERS
+            from airflow_tablemgmt.spark.metrics import forget_loaded, load_table, use_early_read
+
+            _import_quietly("pyiceberg.table")  # the metrics' reader
         maintainer = MAINTAINERS.get(job.action)
         if maintainer is None:
             raise InvalidJobSpec(
                 f"action: {job.action!r} has no Spark maintainer; known: {', '.join(sorted(MAINTAINERS))}"
             )
+        # A maintainer that creates its table (a dynamic table's first refresh) runs without it.
+        needs_table = not getattr(maintainer, "may_create_table", False)
+        early: early_read.EarlyRead | None = None
+        if needs_table:
+            with timings.phase("metrics_before"):
+                early = early_read.read_early(catalog, table)
         if spark is None:
             with timings.phase("session"):
-                spark = build_session(catalog, app_name(job))
+                spark = background.wait()
+            log.info("session started in %.2fs", background.seconds or 0.0)
             jvm_started_at = _jvm_started_at(spark)
             if jvm_started_at is not None and jvm_started_at < _PYTHON_STARTED_AT:
                 # spark-submit started the driver JVM, which started this Python process.
@@ -234,17 +301,18 @@ def _execute(job: JobSpec, spark: SparkSession | None, timings: Timings) -> _Out
         watchdog = ExecutorWatchdog(spark.sparkContext)
         if watchdog.applies:
             watchdog.start()
-        from airflow_tablemgmt.spark.metrics import forget_loaded, load_table
-
         forget_loaded()
-        # A maintainer that creates its table (a dynamic table's first refresh) runs without it.
-        if not getattr(maintainer, "may_create_table", False):
-            with timings.phase("table_load"):
-                exists = load_table(spark, table)
-            if not exists:
-                raise TableNotFound(
-                    f"table {table} does not exist in catalog {catalog.name!r} ({_where(catalog)})"
-                )
+        if needs_table:
+            if early is not None and early.agrees_with(spark):
+                use_early_read(early)
+            else:
+                # The early read had no plain answer: Spark's catalog decides, a missing table included.
+                with timings.phase("table_load"):
+                    exists = load_table(spark, table)
+                if not exists:
+                    raise TableNotFound(
+                        f"table {table} does not exist in catalog {catalog.name!r} ({_where(catalog)})"
+                    )
         log.info("%s on %s (process %s, attempt %d)", job.action, table, job.process_id, job.attempt)
         started = time.monotonic()
         inner = ("metrics_before", "procedure", "metrics_after")
@@ -308,17 +376,16 @@ def main(argv: list[str] | None = None) -> int:
     if _AGE_AT_START is not None:
         timings.add("python_startup", _AGE_AT_START)
     timings.add("imports", _IMPORTS_SECONDS)
-    # The maintainers and pyiceberg (the metrics) are imported while the JVM starts the session:
-    # the main thread mostly waits on the JVM then, so on two or more cores the imports come free.
-    threading.Thread(target=_import_ahead, name="tablemgmt-import-ahead", daemon=True).start()
     # Stop only a session this call started: run in-process (tests), a session that was already
     # active belongs to the caller.
     existing = _active_session()
+    background = BackgroundSession()
     try:
         with recording(timings):
-            outcome = _execute(job, None, timings)
+            outcome = _execute(job, None, timings, background)
     finally:
-        spark = _active_session()
+        # Also when the job failed before it waited for the session: it is stopped once it is up.
+        spark = background.join()
         if spark is not None and existing is None:
             with timings.phase("session_stop"):
                 spark.stop()
@@ -329,13 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     return outcome.code
 
 
-def _import_ahead() -> None:
+def _import_quietly(module: str) -> None:
     try:
-        import pyiceberg.table  # noqa: F401
-
-        import airflow_tablemgmt.spark.maintainers  # noqa: F401
-    except Exception:  # noqa: BLE001 - the main thread imports them again and reports what fails
-        log.debug("import ahead failed", exc_info=True)
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - the metrics fall back to Spark's metadata tables without it
+        log.debug("importing %s failed", module, exc_info=True)
 
 
 def _active_session() -> SparkSession | None:

@@ -6,12 +6,16 @@ snapshot's manifest list and its manifests' live entries. No Spark job runs, exc
 records when the snapshot has delete files (only a scan that applies them gives that number). When
 pyiceberg cannot read the metadata (a file system only Spark's Hadoop settings can reach, say), the
 same figures come from Spark's metadata tables, as a fallback.
+
+For a hadoop table the job may have read the figures before its session existed
+(``spark.early_read``); the metrics before the action then use that read, once, as long as the table's
+current metadata file is still the one it read (a commit since then is read again).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +25,8 @@ from airflow_tablemgmt.spark.result import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from airflow_tablemgmt.spark.early_read import EarlyRead
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +98,8 @@ def table_metrics(
 
 
 @dataclass
-class _Shape:
-    """Everything but ``live_records``, read from the metadata without Spark."""
+class TableShape:
+    """Everything but ``live_records``, read from a metadata file without Spark."""
 
     current_snapshot_id: int | None = None
     snapshots: int = 0
@@ -139,19 +145,35 @@ class _Shape:
         }
 
 
-def _shape_from_metadata(spark: SparkSession, table: TableIdentifier) -> _Shape:
+def _shape_from_metadata(spark: SparkSession, table: TableIdentifier) -> TableShape:
+    early = _EARLY.pop(table.quoted, None)
+    if early is None:
+        location = metadata_location(spark, table)
+    else:
+        now = early.current_location()
+        if now == early.location:
+            return early.shape
+        # Committed to since the job read it: the figures before are the table the action finds.
+        log.info(
+            "%s changed since the job read it (%s, now %s): reading it again", table, early.location, now
+        )
+        location = now if now is not None else _load_metadata_location(spark, table)
+    return read_shape(location, io_properties(spark, table.catalog))
+
+
+def read_shape(location: str, properties: dict[str, str]) -> TableShape:
+    """The shape of the table at metadata file ``location``, read with pyiceberg (FileIO ``properties``)."""
     from pyiceberg.table import StaticTable
 
-    location = metadata_location(spark, table)
     with _quiet_pyiceberg():
-        static = StaticTable.from_metadata(location, io_properties(spark, table.catalog))
+        static = StaticTable.from_metadata(location, properties)
     metadata = static.metadata
     main = metadata.refs.get("main")
-    shape = _Shape(
+    shape = TableShape(
         current_snapshot_id=main.snapshot_id if main is not None else None,
         snapshots=len(metadata.snapshots),
     )
-    snapshot = metadata.snapshot_by_id(shape.current_snapshot_id) if main is not None else None
+    snapshot = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
     if snapshot is None:
         return shape
     manifests = snapshot.manifests(static.io)
@@ -172,6 +194,8 @@ def _shape_from_metadata(spark: SparkSession, table: TableIdentifier) -> _Shape:
 # The metadata file the job's table load found, per table: the first metrics read uses it instead of
 # loading the table a second time. Taken once (the read after the action must load the table again).
 _LOADED: dict[str, str] = {}
+# The job's read before its session existed, per table: the first metrics read uses its figures.
+_EARLY: dict[str, EarlyRead] = {}
 
 
 def load_table(spark: SparkSession, table: TableIdentifier) -> bool:
@@ -190,9 +214,17 @@ def load_table(spark: SparkSession, table: TableIdentifier) -> bool:
     return True
 
 
+def use_early_read(early: EarlyRead) -> None:
+    """Let the first metrics read of ``early.table`` use ``early``, the job's read of it without Spark
+    (it stands in for the table load: the job checked its session's catalog agrees with it)."""
+    forget_loaded()
+    _EARLY[early.table.quoted] = early
+
+
 def forget_loaded() -> None:
     """Drop what an earlier table load found (a job that does not load its table must not use it)."""
     _LOADED.clear()
+    _EARLY.clear()
 
 
 def metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
@@ -216,10 +248,21 @@ def _load_metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
 def io_properties(spark: SparkSession, catalog: str) -> dict[str, str]:
     """The catalog's Iceberg properties as the session has them (``spark.sql.catalog.<name>.*``),
     minus Spark's own settings: what pyiceberg's FileIO needs (``s3.endpoint`` ...)."""
+    return io_settings(catalog_settings(spark.sparkContext.getConf().getAll(), catalog), catalog)
+
+
+def catalog_settings(pairs: Iterable[tuple[str, str]], catalog: str) -> dict[str, str]:
+    """The Spark settings of catalog ``catalog`` among ``pairs``: ``spark.sql.catalog.<name>[.*]``."""
+    key = f"spark.sql.catalog.{catalog}"
+    return {k: v for k, v in pairs if k == key or k.startswith(f"{key}.")}
+
+
+def io_settings(settings: dict[str, str], catalog: str) -> dict[str, str]:
+    """:func:`catalog_settings` as Iceberg catalog properties (prefix off), minus Spark's own settings."""
     prefix = f"spark.sql.catalog.{catalog}."
     return {
         key[len(prefix) :]: value
-        for key, value in spark.sparkContext.getConf().getAll()
+        for key, value in settings.items()
         if key.startswith(prefix) and not key[len(prefix) :].startswith("spark.")
     }
 

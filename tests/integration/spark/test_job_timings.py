@@ -39,17 +39,15 @@ def test_in_process_run_times_the_maintainer_phases(
     assert code == 0, line
     summary = parse_result([line]).summary
     timings = summary["timings"]
-    assert {
-        "table_load",
-        "metrics_before",
-        "procedure",
-        "metrics_after",
-        "maintainer_other",
-    } <= set(timings)
+    assert {"metrics_before", "procedure", "metrics_after", "maintainer_other"} <= set(timings)
+    # The hadoop table was read without Spark (its figures before included): no Spark-side load.
+    assert "table_load" not in timings
     assert "session" not in timings  # the caller's session: not started, not timed
     assert all(v >= 0 for v in timings.values())
-    inside = timings["metrics_before"] + timings["procedure"] + timings["metrics_after"]
-    assert inside + timings["maintainer_other"] == pytest.approx(summary["duration_seconds"], abs=0.01)
+    # The maintainer's own time is its phases plus the rest; the early read (metrics_before) came first.
+    inside = timings["procedure"] + timings["metrics_after"] + timings["maintainer_other"]
+    assert inside <= summary["duration_seconds"] + 0.01
+    assert inside + timings["metrics_before"] >= summary["duration_seconds"] - 0.01
     assert summary["after"]["data_files"] == 2  # the figures are still all there
 
 
@@ -61,6 +59,7 @@ def test_a_failed_run_reports_how_far_it_got(tables: Tables, catalog: CatalogSpe
     assert code == 1
     payload = json.loads(line)
     assert payload["error_class"] == "TableNotFound"
+    # The early read found nothing plain; Spark's table load said the table is missing.
     assert "table_load" in payload["timings"] and "procedure" not in payload["timings"]
 
 
@@ -74,7 +73,8 @@ def test_spark_submit_run_reports_every_phase_and_logs_them(
 
     assert result.ok, result.error
     timings = result.summary["timings"]
-    job_side = {"python_startup", "imports", "driver_jvm", "session", "table_load", "metrics_before"}
+    # No table_load: the job read its hadoop table while the session started.
+    job_side = {"python_startup", "imports", "driver_jvm", "session", "metrics_before"}
     job_side |= {"procedure", "metrics_after", "maintainer_other", "session_stop"}
     submit_side = {"hook_setup", "spark_submit", "jvm_exit", "result_parse", "total"}
     assert job_side | submit_side <= set(timings), sorted(timings)
