@@ -370,7 +370,11 @@ class SparkJobHook:
             deploy_mode = hook.connection.deploy_mode
         else:
             deploy_mode = hook._connection.get("deploy_mode")
-        enabled, directory = jvm_class_cache_settings()
+        try:
+            enabled, directory = jvm_class_cache_settings()
+        except Exception as e:  # noqa: BLE001 - an optimisation never fails a job
+            hook.log.info("tablemgmt: JVM class cache: off (its settings could not be read: %s)", e)
+            return None
         settings = class_cache.ClassCacheSettings(enabled=enabled)
         if directory:
             settings = class_cache.ClassCacheSettings(enabled=enabled, directory=Path(directory).expanduser())

@@ -285,3 +285,49 @@ def test_older_setups_archives_are_pruned(settings: ClassCacheSettings, env: dic
         os.utime(old, (1_000_000 + i, 1_000_000 + i))
     archive = _create(settings, env)
     assert _files(settings) == sorted([archive.name, "driver-old2-5.jsa"])
+
+
+def _command(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **connection: str | None) -> list[str]:
+    """The spark-submit command line SparkJobHook's direct path would run."""
+    from airflow_tablemgmt.hooks.spark_job import SparkConnection, SparkJobHook, _DirectSparkSubmit
+
+    hook = _DirectSparkSubmit(
+        SparkConnection(master="local[2]", **connection),  # type: ignore[arg-type]
+        conf=dict(CONF),
+        jars=None,
+        packages=None,
+        name="tms",
+        application_args=[],
+        env_vars=env,
+    )
+    cache = SparkJobHook._class_cache(hook, dict(CONF), [], None, env)
+    if cache is not None:
+        cache.release()
+    return hook.command("/x/job_main.py")
+
+
+def test_the_settings_reach_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, settings: ClassCacheSettings, env: dict[str, str]
+) -> None:
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR", str(settings.directory))
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", "true")
+    archive = _create(settings, env)
+    assert f"{JAVA_OPTIONS}=-XX:SharedArchiveFile={archive} -XX:+VerifySharedSpaces" in _command(
+        monkeypatch, env
+    )
+    # cluster deploy mode: the driver runs elsewhere
+    assert not any(JAVA_OPTIONS in a for a in _command(monkeypatch, env, deploy_mode="cluster"))
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", "False")
+    assert not any(JAVA_OPTIONS in a for a in _command(monkeypatch, env))
+
+
+def test_the_settings_default_to_on_in_the_users_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_tablemgmt.hooks.airflow_settings import jvm_class_cache_settings
+
+    monkeypatch.delenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", raising=False)
+    monkeypatch.delenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR", raising=False)
+    assert jvm_class_cache_settings() == (True, None)
+    assert ClassCacheSettings().directory == Path("~/.cache/airflow-tablemgmt/jvm").expanduser()
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", "off")
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR", "/srv/jvm")
+    assert jvm_class_cache_settings() == (False, "/srv/jvm")
