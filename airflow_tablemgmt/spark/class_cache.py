@@ -501,7 +501,14 @@ def _remove_dead_temps(directory: Path) -> None:
 def _prune(directory: Path, keep: Path) -> None:
     """Keep the newest :data:`KEEP_ARCHIVES` archives (``keep`` always); a JVM that maps a removed one
     keeps it until it exits."""
-    archives = sorted(directory.glob("driver-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+
+    def mtime(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:  # removed meanwhile by another run's prune
+            return 0.0
+
+    archives = sorted(directory.glob("driver-*.jsa"), key=mtime, reverse=True)
     kept = 1
     for archive in archives:
         if archive == keep:
