@@ -43,6 +43,53 @@ _PYTHON_STARTED_AT = time.time() - (_AGE_AT_START or 0.0)
 if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     del sys.path[0]
 
+
+def installed_spark_zips(path: list[str]) -> list[str]:
+    """The entries of ``path`` that are spark-submit's ``pyspark.zip`` / ``py4j-<v>-src.zip`` of the
+    installed pyspark package itself (a pip-installed pyspark is its own SPARK_HOME), with the installed
+    py4j at the zip's version: the same code as the installed packages, minus their compiled bytecode.
+    A separate Spark distribution's zips are not the installed package's and are kept."""
+    package = _installed_package_dir("pyspark")
+    if package is None:
+        return []
+    lib = package / "python" / "lib"
+    found = []
+    for entry in path:
+        p = Path(entry)
+        if not entry.endswith(".zip") or p.parent.resolve() != lib.resolve():
+            continue
+        if p.name == "pyspark.zip":
+            found.append(entry)
+        elif p.name.startswith("py4j-") and p.name.endswith("-src.zip"):
+            if _installed_version("py4j") == p.name[len("py4j-") : -len("-src.zip")]:
+                found.append(entry)
+    return found
+
+
+def _installed_package_dir(name: str) -> Path | None:
+    """The directory of the installed (site-packages) package ``name``, never one inside a zip."""
+    import importlib.machinery
+
+    found = importlib.machinery.PathFinder.find_spec(name, [p for p in sys.path if not p.endswith(".zip")])
+    origin = getattr(found, "origin", None)
+    if not origin or ".zip" in origin:
+        return None
+    return Path(origin).resolve().parent
+
+
+def _installed_version(name: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+# Before anything imports pyspark: from the zips it would be compiled again on every run (≈ 0.25 s).
+for _zip in installed_spark_zips(sys.path):
+    sys.path.remove(_zip)
+
 import argparse  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
