@@ -10,6 +10,11 @@ One action on a table of N small files, both ways, in one run:
   ``CALL <catalog>.system.<procedure>(...)`` (the SQL the project's maintainer would run, built here
   with the project's own ``procedure_sql``), and stops.
 
+Before the rounds, one project run on a table of its own: a host's first job writes the driver JVM's
+class archive (``spark/class_cache.py``, ≈ 10 s once), which every measured project run then maps. The
+bare side maps none unless ``--bare-class-cache`` is given: then it maps that same archive, and the ratio
+is the project's own cost over a hand-written job that also set up class data sharing.
+
 Each round runs every action on fresh twin tables (identical data, written once up front), the two
 sides interleaved and their order alternated, so machine load hits both alike. Printed: the ratio and
 the overhead per action (median of the rounds), the breakdown of both sides, and a no-op run
@@ -26,12 +31,13 @@ import on top (printed apart too; an Airflow worker has paid it before the task 
 Left out: everything an Airflow deployment adds around the job (scheduling latency, the executor and
 task runner, DAG parse at task start, the gate task, XCom); the store is SQLite (PostgreSQL
 round-trips differ); the warehouse is the local file system (an object store makes metadata reads
-dearer, for the procedure as for the metrics); cluster deploy modes (a YARN/Kubernetes driver start);
-tables with delete files (their live-record count is a Spark scan).
+dearer, for the procedure as for the metrics, and the job's early metadata read is for local warehouses
+only); cluster deploy modes (a YARN/Kubernetes driver start, no class archive); a host's first run (it
+writes the class archive); tables with delete files (their live-record count is a Spark scan).
 
     .venv/bin/python benchmarks/job_overhead.py [--files 500] [--rounds 3] [--master local[2]]
         [--actions rewrite-files expire-snapshots delete-orphans] [--workdir DIR] [--keep]
-        [--baseline TREE]
+        [--baseline TREE] [--bare-class-cache]
 
 ``--baseline TREE`` adds a third side, **before**: the same ``tablemgmt run`` with the
 ``airflow_tablemgmt`` package taken from TREE (a directory holding an ``airflow_tablemgmt/``, e.g.
