@@ -65,9 +65,14 @@ class EarlyRead:
         return current_metadata_file(self.io, self.meta_dir)
 
     def agrees_with(self, spark: SparkSession) -> bool:
-        """Whether the session's catalog has exactly the settings the read assumed."""
+        """Whether the session's catalog has exactly the settings the read assumed.
+
+        The session's own (SQL) configuration is what its catalogs are made from: the settings it started
+        with plus any set on it since, so not the SparkContext's start-up configuration. ``SET`` lists
+        it (a command, no Spark job); a sensitive value comes back redacted and so never agrees."""
         name = self.table.catalog
-        actual = catalog_settings(spark.sparkContext.getConf().getAll(), name)
+        rows = spark.sql("SET").collect()
+        actual = catalog_settings(((str(r[0]), str(r[1])) for r in rows), name)
         if actual != self.settings:
             differ = sorted(
                 k for k in actual.keys() | self.settings.keys() if actual.get(k) != self.settings.get(k)

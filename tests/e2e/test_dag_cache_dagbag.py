@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,15 @@ from tests.e2e.conftest import ROOT
 pytestmark = pytest.mark.e2e
 
 CHILD = r"""
-import hashlib, json, sys
+import hashlib, json, os, sys, time
 from airflow.dag_processing.dagbag import DagBag
 from airflow.serialization.serialized_objects import DagSerialization
 from airflow_tablemgmt import dag_cache
+if len(sys.argv) > 2:  # a start line: parse only once every racer has imported Airflow
+    open(f"{sys.argv[2]}.{os.getpid()}.ready", "w").close()
+    deadline = time.monotonic() + 300
+    while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:
+        time.sleep(0.01)
 bag = DagBag(dag_folder=sys.argv[1])
 ser = {i: DagSerialization.to_dict(d) for i, d in sorted(bag.dags.items())}
 s = dag_cache.last_stats
@@ -114,9 +120,12 @@ def test_two_parses_writing_the_cache_at_once_leave_one_whole_file(
     cache = tmp_path / "cache"
     for round in range(3):
         shutil.rmtree(cache, ignore_errors=True)
+        # Both parses start from the same line: one must not find the other's finished cache (it would
+        # read it, rightly, and the round would race nothing).
+        start = tmp_path / f"start-{round}"
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(dags)],
+                [sys.executable, "-c", CHILD, str(dags), str(start)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
@@ -124,6 +133,11 @@ def test_two_parses_writing_the_cache_at_once_leave_one_whole_file(
             )
             for _ in range(2)
         ]
+        deadline = time.monotonic() + 300
+        while len(list(tmp_path.glob(f"start-{round}.*.ready"))) < 2 and time.monotonic() < deadline:
+            assert all(p.poll() is None for p in procs), "a racer ended before the start line"
+            time.sleep(0.05)
+        start.touch()
         outs = [p.communicate(timeout=600) for p in procs]
         for p, (out, err) in zip(procs, outs, strict=True):
             assert p.returncode == 0, err.decode()[-3000:]

@@ -143,6 +143,24 @@ def test_a_catalog_the_session_has_otherwise_is_loaded_through_spark(
     assert "table_load" in payload["summary"]["timings"]
 
 
+def test_the_sessions_own_catalog_settings_decide_not_its_start_up_configuration(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec
+) -> None:
+    # A session's catalogs come from its SQL configuration: what it started with and what was set on it
+    # since (a shared session, a notebook). The SparkContext's start-up configuration misses the latter.
+    table = make_table("id bigint, p string, v string", partitioned_by="p")
+    tables.small_files(table, files=2)
+    early = early_read.read_early(catalog, table)
+    assert early is not None and early.agrees_with(tables.spark)
+    key = f"spark.sql.catalog.{catalog.name}.client.region"
+    tables.spark.conf.set(key, "nowhere-1")
+    try:
+        assert not early.agrees_with(tables.spark)
+    finally:
+        tables.spark.conf.unset(key)
+    assert early.agrees_with(tables.spark)
+
+
 @pytest.mark.parametrize("action", ["rewrite-files", "expire-snapshots"])
 def test_a_commit_between_the_early_read_and_the_procedure_is_in_the_before_figures(
     make_table: TableFactory,
