@@ -264,15 +264,7 @@ def _non_empty(directory: Path) -> bool:
 
 
 def _java_major(java: Path) -> int | None:
-    release = java.resolve().parent.parent / "release"
-    try:
-        m = re.search(r'^JAVA_VERSION="(\d+)(?:\.(\d+))?', release.read_text(), re.M)
-    except OSError:
-        m = None
-    if m:
-        major = int(m.group(1))
-        return int(m.group(2) or 0) if major == 1 else major
-    from airflow_tablemgmt.spark.java import java_major
+    from airflow_tablemgmt.spark.java import java_major  # its release file first, then `java -version`
 
     return java_major(java)
 
