@@ -10,6 +10,24 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from airflow_tablemgmt.core.factory import JobSpec
+    from airflow_tablemgmt.core.tables import CatalogSpec
+
+
+def job_spec(
+    table: TableIdentifier, catalog: CatalogSpec, action: str, options: dict[str, object], process_id: int = 7
+) -> JobSpec:
+    """The JobSpec a worker hands the job for ``action`` on ``table`` with these (already parsed) options."""
+    from airflow_tablemgmt.core.factory import JobSpec
+
+    return JobSpec(
+        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
+        catalog=catalog.model_dump(mode="json", by_alias=True),
+        action=action,
+        options=options,
+        process_id=process_id,
+    )
+
 
 class TableFactory(Protocol):
     """Creates a new, empty Iceberg table with a unique name in ``lake.db``."""

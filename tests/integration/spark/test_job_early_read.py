@@ -21,19 +21,13 @@ from airflow_tablemgmt.spark import early_read, job_main
 from airflow_tablemgmt.spark.metrics import _metrics_from_metadata_tables
 from airflow_tablemgmt.spark.result import NO_RESULT, parse_result
 from airflow_tablemgmt.spark.submit import run_local
-from tests.integration.spark.spark_tables import TableFactory, Tables
+from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
 
 pytestmark = pytest.mark.integration
 
 
 def _job(table: TableIdentifier, catalog: CatalogSpec, action: str, options: dict[str, Any]) -> JobSpec:
-    return JobSpec(
-        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
-        catalog=catalog.model_dump(mode="json", by_alias=True),
-        action=action,
-        options=options,
-        process_id=7,
-    )
+    return job_spec(table, catalog, action, options)
 
 
 def _run(job: JobSpec, tables: Tables) -> tuple[int, dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,19 +14,13 @@ from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark import job_main
 from airflow_tablemgmt.spark.result import PHASE_NAMES, parse_result
 from airflow_tablemgmt.spark.submit import run_local
-from tests.integration.spark.spark_tables import TableFactory, Tables
+from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
 
 pytestmark = pytest.mark.integration
 
 
-def _job(table: TableIdentifier, catalog: CatalogSpec, action: str, options: dict[str, object]) -> JobSpec:
-    return JobSpec(
-        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
-        catalog=catalog.model_dump(mode="json", by_alias=True),
-        action=action,
-        options=options,
-        process_id=3,
-    )
+def _job(table: TableIdentifier, catalog: CatalogSpec, action: str, options: dict[str, Any]) -> JobSpec:
+    return job_spec(table, catalog, action, options, process_id=3)
 
 
 def test_in_process_run_times_the_maintainer_phases(

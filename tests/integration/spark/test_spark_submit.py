@@ -12,20 +12,14 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.result import describe_exception
 from airflow_tablemgmt.spark.submit import run_local
-from tests.integration.spark.spark_tables import TableFactory, Tables
+from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
 
 pytestmark = pytest.mark.integration
 
 
 def _job(table: TableIdentifier, catalog: CatalogSpec, action: str, raw: dict[str, object]) -> JobSpec:
     options = ACTIONS.get(action).settings(raw).options()  # exactly what a factory hands over
-    return JobSpec(
-        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
-        catalog=catalog.model_dump(mode="json", by_alias=True),
-        action=action,
-        options=options,
-        process_id=7,
-    )
+    return job_spec(table, catalog, action, options)
 
 
 def test_rewrite_files_via_spark_submit(
