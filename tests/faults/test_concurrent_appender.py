@@ -128,7 +128,8 @@ class Appender:
             self._stop.wait(0.25)  # pace the writer: leave the action's Spark jobs some of the 2 cores
 
 
-OVERLAP_TRIES = 5
+OVERLAP_TRIES = 8
+OVERLAP_SHIFT_S = 0.1
 
 
 def live_ids(spark: SparkSession) -> list[int]:
@@ -145,10 +146,12 @@ def test_no_committed_row_is_lost_while_maintenance_runs(spark: SparkSession, fi
     for r in range(ROUNDS_HERE):
         for action, options in ACTIONS:
             # A fast action (expire-data takes well under a second) can finish between two appends;
-            # run it again (at most OVERLAP_TRIES times) until a committed append lands while it runs.
-            for _ in range(OVERLAP_TRIES):
+            # run it again (at most OVERLAP_TRIES times) until a committed append lands while it runs,
+            # each try starting a little later after an append's commit (its phase in the writer's cycle).
+            for attempt in range(OVERLAP_TRIES):
                 with Appender(spark, 10_000_000 + next(batches) * 100_000) as appender:
                     appender.wait_for_commits(1)  # the writer is under way before the action starts
+                    time.sleep(attempt * OVERLAP_SHIFT_S)
                     started = time.monotonic()
                     summary = MAINTAINERS[action](spark, TABLE, dict(options))
                     ended = time.monotonic()
