@@ -51,9 +51,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote, validate_identifier
+from airflow_tablemgmt.core.query_policy import FORCED_SESSION, session_option_refusal
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.metrics import metadata_table, snapshot_summary
+from airflow_tablemgmt.spark.query_policy import check_plan, check_statement, sanitized_failure
 from airflow_tablemgmt.spark.result import describe_exception
 
 if TYPE_CHECKING:
@@ -173,6 +175,8 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
             raise InvalidJobSpec(
                 f"refresh.dynamic_options.{key}: must be a string, number or boolean, got {value!r}"
             )
+        if refusal := session_option_refusal(key, "refresh.dynamic_options"):
+            raise InvalidJobSpec(refusal)
     return RefreshJob(
         mode=mode,
         query=query,
@@ -193,11 +197,15 @@ def wrapped(query: str, condition: str | None = None) -> str:
     return f"SELECT * FROM ({query}) AS {QUERY_ALIAS}{where}"
 
 
-def query_frame(spark: SparkSession, query: str, condition: str | None = None) -> DataFrame:
-    """The analysed query (nothing runs yet). A query that is not one SELECT fails as InvalidQuery."""
+def query_frame(
+    spark: SparkSession, query: str, condition: str | None = None, *, catalogs: frozenset[str]
+) -> DataFrame:
+    """The analysed query (nothing runs yet), checked by ``query_policy`` against ``catalogs``. A query
+    that is not one SELECT fails as InvalidQuery; one the policy refuses as QueryNotAllowed."""
+    check_statement(spark, query, catalogs)
     parsed = _parse_query(spark, query)
     try:
-        return spark.sql(wrapped(query, condition))
+        df = spark.sql(wrapped(query, condition))
     except Exception as e:
         if type(e).__name__ not in ("AnalysisException", "ParseException"):
             raise
@@ -209,6 +217,8 @@ def query_frame(spark: SparkSession, query: str, condition: str | None = None) -
                 f"{parsed} ({message.splitlines()[0]})"
             ) from None
         raise InvalidQuery(f"query: {message}") from None
+    check_plan(df, catalogs)
+    return df
 
 
 def _parse_query(spark: SparkSession, query: str) -> str | None:
@@ -266,7 +276,7 @@ def partition_fields(df: DataFrame, partitioned_by: tuple[str, ...]) -> list[Str
 
 def analyse(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
     job = parse_options({**options, "mode": "analyse"})
-    df = query_frame(spark, job.query)
+    df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
     partition_fields(df, job.partitioned_by)
     return {"schema": schema_of(df), "source_tables": source_tables_of(df)}
 
@@ -394,7 +404,7 @@ def overwrite(
     """The refresh proper: snapshots of the sources, then one overwrite commit."""
     from pyspark.sql import functions as F
 
-    df = query_frame(spark, job.query)
+    df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
     fields = partition_fields(df, job.partitioned_by)
     schema = schema_of(df)
     sources = source_tables_of(df)  # the plan's, not the declaration's: an altered query may read others
@@ -415,7 +425,9 @@ def overwrite(
     snapshots = source_snapshots(spark, sources)  # before the query reads them
     before = current_snapshot(spark, str(table))
     action = PARTITION if condition else FULL
-    rows_df = query_frame(spark, job.query, condition) if condition else df
+    rows_df = (
+        query_frame(spark, job.query, condition, catalogs=frozenset({table.catalog})) if condition else df
+    )
     writer = rows_df.writeTo(str(table)).options(**job.write_options)
     if recreate:
         log.warning("recreating %s: %s", table, "; ".join(drift))
@@ -449,7 +461,7 @@ def overwrite(
 
 def create(spark: SparkSession, table: TableIdentifier, job: RefreshJob) -> dict[str, Any]:
     """Create the table from the query, then refresh it; drop it again if anything fails."""
-    df = query_frame(spark, job.query)
+    df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
     partition_fields(df, job.partitioned_by)
     if spark.catalog.tableExists(str(table)):
         if _creation_state(spark, table) != "creating":
@@ -505,7 +517,9 @@ def refresh(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]
     job = parse_options(options)
     if job.mode == "drop":
         return drop(spark, table)
-    with session_settings(spark, job.session_options):
+    # The user's query runs below: a failure Spark raised while running it is logged here in full (the
+    # task log) and reported as a sanitized QueryFailed (the process row, the API).
+    with session_settings(spark, {**job.session_options, **FORCED_SESSION}), sanitized_failure(log):
         if job.mode == "analyse":
             return analyse(spark, table, options)
         if job.mode == "create":
