@@ -30,6 +30,7 @@ from airflow_tablemgmt.core.errors import (
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
+from airflow_tablemgmt.lifecycle_beat import heartbeat, start_watchdog
 from airflow_tablemgmt.store import Store
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class ProcessRunner:
         self.finished_state: Any = None
         self._failed_here = False
         self._factory: Any = None  # the factory of the current run, once chosen
+        self._lease_taken_at = time.monotonic()
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
@@ -246,6 +248,7 @@ class ProcessRunner:
 
         holder = f"{_attempt_prefix(process)}{req.holder}:{self._token}"
         needs_lease = action.mutates
+        self._lease_taken_at = time.monotonic()  # before the call: the watchdog errs early
         if needs_lease and not self.store.leases.acquire(req.table_id, holder, self.lease_ttl):
             lease = self.store.leases.get(req.table_id)
             if lease is not None and lease.holder.startswith(_attempt_prefix(process)):
@@ -371,8 +374,11 @@ class ProcessRunner:
                     self._halt(process, "superseded", f"superseded while its job started ({e})")
 
         stop = threading.Event()
+        watchdog = start_watchdog(self, process, req.table_id, self._lease_taken_at) if needs_lease else None
         beat = threading.Thread(
-            target=self._heartbeat, args=(process, req.table_id, holder, needs_lease, stop), daemon=True
+            target=heartbeat,
+            args=(self, process, req.table_id, holder, needs_lease, stop, watchdog),
+            daemon=True,
         )
         beat.start()
         # Store round-trips and set-up before the job (process row, lease, transitions): a share of
@@ -382,6 +388,8 @@ class ProcessRunner:
             result = self.submitter.submit(job, on_started=on_started)
         except BaseException as e:
             stop.set()
+            if watchdog is not None:
+                watchdog.stop()
             beat.join(self.heartbeat_every.total_seconds() + 5)
             if self._stop is None and not self._killed.is_set():
                 self._fail(process, f"{type(e).__name__}: {e}")
@@ -389,6 +397,8 @@ class ProcessRunner:
             raise
         finally:
             stop.set()
+            if watchdog is not None:
+                watchdog.stop()
         beat.join(self.heartbeat_every.total_seconds() + 5)
         job_returned = time.perf_counter()
         self._current = None
@@ -474,44 +484,9 @@ class ProcessRunner:
         except IllegalTransition:
             log.info("tablemgmt: process %s already closed", process.id)
 
-    def _heartbeat(
-        self, process: Process, table_id: str, holder: str, needs_lease: bool, stop: threading.Event
-    ) -> None:
-        """Stamp the row and renew the lease; on losing either, or on a cancel request, kill the job.
-
-        A store that stays unreachable for ``lease_ttl - 2 * heartbeat_every`` counts as lost: by
-        then the lease may lapse and another worker may start, so this one must already be gone.
-        """
-        every = self.heartbeat_every.total_seconds()
-        give_up_after = max(every, self.lease_ttl.total_seconds() - 2 * every)
-        last_ok = time.monotonic()
-        while not stop.wait(every):
-            try:
-                status = self.store.processes.heartbeat(process.id, process.attempt)
-                if status == S.CANCELING:
-                    current = self.store.processes.get(process.id)
-                    self._halt(
-                        process, "canceled", f"canceled: {current.failure_reason or 'cancel requested'}"
-                    )
-                    return
-                if needs_lease and not self.store.leases.renew(table_id, holder, self.lease_ttl):
-                    lease = self.store.leases.get(table_id)
-                    who = f"{lease.holder}" if lease else "nobody (released)"
-                    self._halt(process, "superseded", f"lost the lease on {table_id} (now held by {who})")
-                    return
-                last_ok = time.monotonic()
-            except IllegalTransition as e:
-                self._halt(process, "superseded", f"superseded: {e}")
-                return
-            except Exception:  # noqa: BLE001 - a transient store error; give up only near the lease TTL
-                log.warning("tablemgmt: heartbeat for process %s failed", process.id, exc_info=True)
-                if time.monotonic() - last_ok >= give_up_after:
-                    reason = f"the store was unreachable for {give_up_after:g}s, so its lease may lapse"
-                    self._halt(process, "superseded", reason)
-                    return
-
     def _halt(self, process: Process, kind: str, reason: str) -> None:
-        self._stop = _Stop(kind, reason)
+        if self._stop is None:  # the first reason to stop is the one recorded
+            self._stop = _Stop(kind, reason)
         log.warning("tablemgmt: process %s attempt %s: %s; killing its Spark application", process.id,
                     process.attempt, reason)  # fmt: skip
         try:

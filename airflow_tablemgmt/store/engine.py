@@ -37,6 +37,7 @@ from airflow_tablemgmt.store.leases import LeaseRepository
 from airflow_tablemgmt.store.models import SCHEMA_REVISION, VERSION_TABLE
 from airflow_tablemgmt.store.processes import ProcessRepository
 from airflow_tablemgmt.store.tables import TableRepository
+from airflow_tablemgmt.store.timeouts import SQLITE_BUSY_TIMEOUT_MS, apply_pg_timeouts
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Serializes concurrent upgrades on PostgreSQL ("tms_migr" as a 64-bit key).
 _PG_MIGRATION_LOCK = int.from_bytes(b"tms_migr", "big")
 _LIVE_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
@@ -346,6 +346,7 @@ def _create_engine(url: URL, kwargs: dict[str, Any], *, create: bool = True) -> 
         ) from None
     if url.get_backend_name() != "sqlite":
         kwargs.setdefault("pool_pre_ping", True)
+        apply_pg_timeouts(url, kwargs)
         try:
             return create_engine(url, **kwargs)
         except ImportError as e:

@@ -2,7 +2,11 @@
 
 ``cut()`` closes every open connection and answers new ones by closing them at once (the client sees
 "server closed the connection unexpectedly", as after a network partition or a database restart);
-``restore()`` routes again. Threads, not asyncio: the code under test is synchronous.
+``restore()`` routes again. ``hang()`` stops forwarding without closing anything (a stalled route or a
+frozen peer: the client's writes are accepted by the proxy's socket, so neither TCP keepalives nor
+``tcp_user_timeout`` see a problem, and a blocked query waits for an answer that does not come);
+``resume()`` forwards again, what was held first. Threads, not asyncio: the code under test is
+synchronous.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ class TcpProxy:
         self.port: int = self._listener.getsockname()[1]
         self._routing = threading.Event()
         self._routing.set()
+        self._flowing = threading.Event()
+        self._flowing.set()
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         self._closed = False
@@ -42,8 +48,19 @@ class TcpProxy:
     def restore(self) -> None:
         self._routing.set()
 
+    def hang(self) -> None:
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
+    @property
+    def hanging(self) -> bool:
+        return not self._flowing.is_set()
+
     def close(self) -> None:
         self._closed = True
+        self._flowing.set()
         self.cut()
         _close(self._listener)
 
@@ -71,6 +88,7 @@ class TcpProxy:
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                self._flowing.wait()  # hung: hold the bytes, close nothing
                 if not self._routing.is_set():
                     break
                 dst.sendall(data)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_tablemgmt import lifecycle
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
@@ -71,11 +72,24 @@ def test_workers_racing_on_one_instant_run_one_job(pg: PgStores, figures: Figure
 
 
 @pytest.mark.timeout(60 + 60 * ROUNDS)
-def test_a_stalled_worker_past_its_lease_changes_nothing(pg: PgStores, figures: Figures) -> None:
+def test_a_stalled_worker_past_its_lease_changes_nothing(
+    pg: PgStores, figures: Figures, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Worker A stalls (process frozen: no heartbeat) before Spark reports its application id; its
     lease lapses and B takes the process over. When A wakes up, its writes must not land on B's
     attempt, and A's job must not commit."""
     store_a, store_b, observer = pg.direct(), pg.direct(), pg.direct()
+    frozen: list[object] = []
+    real_watchdog = lifecycle.start_watchdog
+
+    def watchdog(runner, *args):  # type: ignore[no-untyped-def]
+        # A frozen process's lease watchdog is frozen too (it would otherwise stop A's job early).
+        dog = real_watchdog(runner, *args)
+        if runner in frozen:
+            dog.stop()
+        return dog
+
+    monkeypatch.setattr(lifecycle, "start_watchdog", watchdog)
     register(observer, TABLE, ACTION, "/tmp/tms-faults-wh")
 
     def one_round(r: int) -> None:
@@ -85,6 +99,7 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(pg: PgStores, figures: 
         job_b = SteeredJob("B", log, stall_start=True)
         # A frozen: its heartbeat thread never gets to run; its lease is short.
         run_a = runner(store_a, job_a, heartbeat_every=timedelta(hours=1), lease_ttl=timedelta(seconds=1))
+        frozen.append(run_a)
         t_a, out_a = in_thread(lambda: run_a.run(req))
         assert job_a.entered.wait(WAIT)
         row = observer.processes.find(TABLE, ACTION, req.instant)

@@ -1,0 +1,97 @@
+"""The running worker's two guards: the heartbeat thread and the lease watchdog beside it.
+
+The heartbeat stamps the process row and renews the table's lease every ``heartbeat_every``; on a
+cancel request, a superseded attempt, a lost lease or a store that keeps *failing* for nearly a lease
+TTL it stops the job (``runner._halt``). A store that *hangs* blocks the heartbeat inside its call,
+so the :class:`~airflow_tablemgmt.lease_watchdog.LeaseWatchdog` (which never touches the store)
+stops the job when no renewal has succeeded for ``lease_ttl - heartbeat_every``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from airflow_tablemgmt.core.errors import IllegalTransition
+from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.lease_watchdog import LeaseWatchdog
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.lifecycle import ProcessRunner
+
+log = logging.getLogger("airflow_tablemgmt.lifecycle")
+
+
+def watchdog_deadline(runner: ProcessRunner) -> float:
+    """Seconds without a successful renewal after which the worker kills its own job: the lease TTL
+    minus one heartbeat interval (the margin for the kill), never below half the TTL."""
+    ttl = runner.lease_ttl.total_seconds()
+    return max(ttl - runner.heartbeat_every.total_seconds(), ttl / 2)
+
+
+def start_watchdog(runner: ProcessRunner, process: Process, table_id: str, taken_at: float) -> LeaseWatchdog:
+    """Watch the lease taken (or last renewed) at monotonic ``taken_at``."""
+
+    def expired(silent: float) -> None:
+        if runner._stop is not None:
+            return  # already stopping (a cancel, a lost lease): its reason stands
+        runner._halt(
+            process,
+            "superseded",
+            f"no lease renewal on {table_id} succeeded for {silent:.1f}s (lease_ttl "
+            f"{runner.lease_ttl.total_seconds():g}s): the store hangs or is unreachable, and the lease "
+            "may lapse before this job could finish",
+        )
+
+    dog = LeaseWatchdog(watchdog_deadline(runner), expired, name=f"process-{process.id}")
+    return dog.start(renewed_at=taken_at)
+
+
+def heartbeat(
+    runner: ProcessRunner,
+    process: Process,
+    table_id: str,
+    holder: str,
+    needs_lease: bool,
+    stop: threading.Event,
+    watchdog: LeaseWatchdog | None,
+) -> None:
+    """Stamp the row and renew the lease; on losing either, or on a cancel request, kill the job.
+
+    A store that stays unreachable (calls that fail) for ``lease_ttl - 2 * heartbeat_every`` counts
+    as lost: by then the lease may lapse and another worker may start, so this one must be gone.
+    """
+    store = runner.store
+    every = runner.heartbeat_every.total_seconds()
+    give_up_after = max(every, runner.lease_ttl.total_seconds() - 2 * every)
+    last_ok = time.monotonic()
+    while not stop.wait(every):
+        sent = time.monotonic()
+        try:
+            status = store.processes.heartbeat(process.id, process.attempt)
+            if status == ProcessStatus.CANCELING:
+                current = store.processes.get(process.id)
+                reason = f"canceled: {current.failure_reason or 'cancel requested'}"
+                runner._halt(process, "canceled", reason)
+                return
+            if needs_lease and not store.leases.renew(table_id, holder, runner.lease_ttl):
+                lease = store.leases.get(table_id)
+                who = f"{lease.holder}" if lease else "nobody (released)"
+                runner._halt(process, "superseded", f"lost the lease on {table_id} (now held by {who})")
+                return
+            if watchdog is not None:
+                watchdog.renewed(sent)
+            last_ok = time.monotonic()
+        except IllegalTransition as e:
+            runner._halt(process, "superseded", f"superseded: {e}")
+            return
+        except Exception:  # noqa: BLE001 - a transient store error; give up only near the lease TTL
+            log.warning("tablemgmt: heartbeat for process %s failed", process.id, exc_info=True)
+            if time.monotonic() - last_ok >= give_up_after:
+                reason = f"the store was unreachable for {give_up_after:g}s, so its lease may lapse"
+                runner._halt(process, "superseded", reason)
+                return
+        if watchdog is not None and watchdog.fired.is_set():
+            return
