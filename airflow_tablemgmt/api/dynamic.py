@@ -30,6 +30,7 @@ from airflow_tablemgmt.api.schemas import (
     AlterIn,
     ClusterInfoOut,
     DroppedOut,
+    DynamicTableCreatedOut,
     DynamicTableIn,
     DynamicTableOut,
     DynamicTablePage,
@@ -180,15 +181,31 @@ def list_dynamic_tables(
     )
 
 
-@router.post("", response_model=DynamicTableOut, status_code=201, responses=_WRITE)
-def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
-    """Declare a dynamic table: Spark analyses the query, creates the Iceberg table (schema and partition
-    spec from the query) and runs the first refresh (trigger CREATION) before this answers; a failure
-    leaves nothing behind. Needs edit permission on the table's refresh DAG."""
+@router.post("", response_model=DynamicTableCreatedOut, status_code=202, responses=_WRITE)
+def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableCreatedOut:
+    """Declare a dynamic table: the definition is validated and stored (state CREATING) and its creation
+    is queued; Spark analyses the query, creates the Iceberg table and runs the first refresh (trigger
+    CREATION) in the refresh DAG's task on a worker, never in the api-server. Follow ``process_id``
+    (GET /processes/{id}) or GET /dynamic-tables/{id}. Needs edit permission on the refresh DAG."""
+    from airflow_tablemgmt.services import dynamic_create
+
     definition = body.definition()
-    airflow.authorize("PUT", refresh_dag_id(_svc().parse_definition(definition).id), False)
-    dt, _process = _svc().create(store, definition)
-    return table_out(store, dt.id, airflow, "created")
+    dag_id = refresh_dag_id(_svc().parse_definition(definition).id)
+    airflow.authorize("PUT", dag_id, False)
+    dt = dynamic_create.declare(store, definition)
+    paused = airflow.dag_state(dag_id)[0]
+    queued = None
+    if paused is not None:  # Airflow knows the DAG (a table created again after a drop): run it now
+        if paused:
+            airflow.pause(dag_id, False)
+        queued = dynamic_create.queue_creation(store, dt.id, airflow.trigger)
+    out = table_out(store, dt.id, airflow, "created")
+    return DynamicTableCreatedOut(
+        **out.model_dump(),
+        creation="triggered" if queued is not None else "waiting for the DAG",
+        process_id=queued.process.id if queued is not None else None,
+        dag_run_id=queued.run_id if queued is not None else None,
+    )
 
 
 @router.get("/{table_id}", response_model=DynamicTableOut, responses={404: {}})
@@ -273,14 +290,22 @@ def resume(
 
 @router.patch("/{table_id}", response_model=DynamicTableOut, responses=_WRITE)
 def alter(table_id: TableId, body: AlterIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
-    """Change the freshness (the DAG is rescheduled) or the query (Spark analyses it now; the next
-    refresh uses it; a different schema is an error unless ``recreate``). A table declared in
+    """Change the freshness (the DAG is rescheduled). A new query is a 422: the api-server never runs
+    Spark on user SQL (``tablemgmt dt alter --query`` on a worker host does). A table declared in
     tables.yaml answers 409."""
     _svc().get(store, table_id)
     airflow.authorize("PUT", refresh_dag_id(table_id), False)
     if body.freshness is None and body.query is None:
         raise ApiError(422, "body", "body: give freshness, query or both; nothing to alter")
-    _svc().alter(store, table_id, freshness=body.freshness, query=body.query, recreate=body.recreate)
+    if body.query is not None:  # Spark would analyse it here, in the api-server: user SQL runs on workers
+        raise ApiError(
+            422,
+            "query",
+            "query: the REST API does not change a dynamic table's query (Spark analyses a query only where "
+            "refreshes run, never in the api-server); drop the table and POST it again with the new query, "
+            "or run `tablemgmt dt alter --query` on a worker host",
+        )
+    _svc().alter(store, table_id, freshness=body.freshness)
     return table_out(store, table_id, airflow, "altered")
 
 

@@ -283,6 +283,18 @@ class DynamicTableOut(DynamicTableSummaryOut):
     outcome: Literal["created", "altered", "suspended", "resumed"] | None = None
 
 
+class DynamicTableCreatedOut(DynamicTableOut):
+    """A dynamic table declared (CREATING); its creation runs on a worker, in the refresh DAG's task."""
+
+    creation: Literal["triggered", "waiting for the DAG"] = Field(
+        description="triggered: the creation's DAG run is queued (process_id, dag_run_id); waiting for the "
+        "DAG: Airflow has not parsed the refresh DAG yet, its first run creates the table (or POST "
+        "…/refresh once it has)"
+    )
+    process_id: int | None = Field(default=None, description="the creation's process (GET /processes/{id})")
+    dag_run_id: str | None = None
+
+
 class DroppedOut(BaseModel):
     table: str
     dropped: bool

@@ -262,21 +262,14 @@ def create(
     *,
     spark_conn_id: str = "spark_default",
 ) -> tuple[DynamicTable, Process]:
-    """Validate, create the Iceberg table and run its first refresh (trigger CREATION) now, through the
-    same process path as every run; on success the table is ACTIVE with the schema and source tables
+    """Validate, create the Iceberg table and run its first refresh (trigger CREATION) now, here (the
+    CLI's path; REST queues it on a worker: ``services.dynamic_create``), through the same process
+    path as every run; on success the table is ACTIVE with the schema and source tables
     Spark found. On failure nothing is left: the Spark job drops what it created, the registration is
     removed, and the error says why (the failed process stays in the history)."""
-    from airflow_tablemgmt.store.dynamic import CREATING
+    from airflow_tablemgmt.services.dynamic_create import declare
 
-    definition = parse_definition(definition_dict)
-    store.catalogs.get(definition.catalog)  # CatalogNotFound names the registered ones
-    existing = store.dynamic.find(definition.id)
-    if existing is not None:
-        raise Conflict(f"dynamic table {definition.id} already exists ({existing.state}); alter or drop it")
-    if definition.id in {t.spec.id for t in store.tables.list()}:
-        raise Conflict(f"table {definition.id} is registered as a plain table; remove it first")
-    check_upstreams(store, definition)
-    store.dynamic.upsert(definition, owner, state=CREATING)
+    definition = declare(store, definition_dict, owner).definition
     instant = datetime.now(UTC).replace(microsecond=0)
     params = refresh_parameters("CREATION", False, instant, {}, {})
     try:
