@@ -29,6 +29,7 @@ from airflow_tablemgmt.core.errors import (
 )
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
 from airflow_tablemgmt.lifecycle_beat import heartbeat, start_watchdog
 from airflow_tablemgmt.store import Store
@@ -345,6 +346,7 @@ class ProcessRunner:
                 process.id, S.SUBMITTED, expected=S.PENDING, attempt=attempt,
                 parameters={**process.parameters, "options": job.options},
                 dag_id=req.dag_id, run_id=req.run_id, task_id=req.task_id,
+                heartbeat_every_s=self.heartbeat_every.total_seconds(),
             )  # fmt: skip
         except IllegalTransition:
             log.info("tablemgmt: process %s was claimed by another worker; waiting for it", process.id)
@@ -519,7 +521,8 @@ class ProcessRunner:
 
     def _stale(self, p: Process) -> bool:
         beat = p.heartbeat_at or p.started_at or p.created_at
-        return beat is None or self.store.processes.now() - beat > self.stale_after
+        bound = stale_bound(self.stale_after, p.heartbeat_every_s)
+        return beat is None or self.store.processes.now() - beat > bound
 
     def _close_orphan(self, process: Process) -> Process:
         """Close a lost attempt as FAILED. Its lease is left alone: the lost worker's job may still be

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 def process_out(p: Process) -> ProcessOut:
     data: dict[str, Any] = dict(p.__dict__)
+    data.pop("heartbeat_every_s", None)  # the reaper's input, not part of the API's process
     data["snapshot_id"] = str(p.snapshot_id) if p.snapshot_id is not None else None
     return ProcessOut(**data)
 

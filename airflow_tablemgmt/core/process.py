@@ -86,6 +86,9 @@ class Process:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     heartbeat_at: datetime | None = None
+    #: The heartbeat interval (seconds) the worker running this attempt promised; the reaper judges
+    #: the row by it (:func:`core.timing.stale_bound`).
+    heartbeat_every_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

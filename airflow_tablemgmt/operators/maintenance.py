@@ -13,6 +13,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_tablemgmt import lifecycle, observability
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
+from airflow_tablemgmt.core.timing import check_timing
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
@@ -86,6 +87,10 @@ class TableMaintenanceOperator(BaseOperator):
     ) -> None:
         if gate not in GATES:
             raise ValueError(f"gate: must be one of 'snapshot', 'event' or None, not {gate!r}")
+        check_timing(
+            lease_ttl=lease_ttl, heartbeat_every=heartbeat_every, stale_after=stale_after,
+            where=f"TableMaintenanceOperator {kwargs.get('task_id', '')}".rstrip(),
+        )  # fmt: skip
         super().__init__(**kwargs)
         self.table = table
         self.action = action
@@ -107,6 +112,11 @@ class TableMaintenanceOperator(BaseOperator):
         return SparkJobHook(self.spark_conn_id)
 
     def execute(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        # Again here: a cluster policy or a subclass may have changed them after the constructor.
+        check_timing(
+            lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,
+            where=f"TableMaintenanceOperator {self.task_id}",
+        )  # fmt: skip
         gated = self.gate is not None and event is None  # a resume after a lease wait was checked
         if gated and self.gate == "event":
             check_event(self.table, self.action, context)

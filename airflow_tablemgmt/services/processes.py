@@ -133,6 +133,12 @@ def run_now(
 
     Table and action are checked before Spark (and Airflow's hook machinery) is touched.
     """
+    if stale_after:  # checked against the defaults the run uses for the other two
+        from airflow_tablemgmt.core.timing import check_timing
+        from airflow_tablemgmt.lifecycle import HEARTBEAT_EVERY, LEASE_TTL
+
+        check_timing(lease_ttl=LEASE_TTL, heartbeat_every=HEARTBEAT_EVERY, stale_after=stale_after,
+                     where="--stale-after")  # fmt: skip
     ACTIONS.get(action)
     spec = store.tables.get(table_id)
     from airflow_tablemgmt.factories.discovery import factories_for

@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 
 from airflow_tablemgmt.core.errors import IllegalTransition, ProcessNotFound
 from airflow_tablemgmt.core.process import ACTIVE, TERMINAL, Process, ProcessStatus, check_transition
+from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.store.clock import as_utc, db_now
 from airflow_tablemgmt.store.models import ProcessRow
 
@@ -41,6 +42,7 @@ TRANSITION_FIELDS = frozenset(
         "dag_id",
         "run_id",
         "task_id",
+        "heartbeat_every_s",
     }
 )
 _TIMESTAMP_FIELDS = frozenset({"started_at", "finished_at", "heartbeat_at"})
@@ -192,6 +194,7 @@ class ProcessRepository:
                     started_at=None,
                     finished_at=None,
                     heartbeat_at=db_now(conn),
+                    heartbeat_every_s=None,
                 )
             ).rowcount
             if changed != 1:
@@ -236,7 +239,8 @@ class ProcessRepository:
         """Close every active process whose worker is gone; returns what it closed.
 
         SUBMITTED / RUNNING / CANCELING rows whose last sign of life (``heartbeat_at``, else
-        ``started_at``/``created_at``) is older than ``stale_after`` by the database's clock are
+        ``started_at``/``created_at``) is older than ``stale_after`` by the database's clock (or than
+        two beats at the interval the row's worker promised, ``heartbeat_every_s``, if longer) are
         closed: CANCELING -> CANCELED, the others -> FAILED, with a reason naming the last
         heartbeat. PENDING rows are judged against ``pending_after`` (default: 10 x
         ``stale_after``): a PENDING row has no job yet, and a task that waits for a lease
@@ -265,7 +269,12 @@ class ProcessRepository:
             candidates = [_to_process(r) for r in conn.execute(stmt)]
         for p in candidates:
             beat = p.heartbeat_at or p.started_at or p.created_at
-            bound = pending_after if p.status == ProcessStatus.PENDING else stale_after
+            if p.status == ProcessStatus.PENDING:
+                bound = pending_after
+            else:  # judged by the interval its own worker promised, never less than stale_after
+                bound = stale_bound(stale_after, p.heartbeat_every_s)
+                if beat is not None and beat >= now - bound:
+                    continue
             to = ProcessStatus.CANCELED if p.status == ProcessStatus.CANCELING else ProcessStatus.FAILED
             what = "the cancel request was never picked up" if to == ProcessStatus.CANCELED else "worker lost"
             reason = (
@@ -404,4 +413,5 @@ def _to_process(row: Row[Any]) -> Process:
         started_at=row.started_at,
         finished_at=row.finished_at,
         heartbeat_at=row.heartbeat_at,
+        heartbeat_every_s=row.heartbeat_every_s,
     )

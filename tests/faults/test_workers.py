@@ -80,16 +80,23 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(
     attempt, and A's job must not commit."""
     store_a, store_b, observer = pg.direct(), pg.direct(), pg.direct()
     frozen: list[object] = []
-    real_watchdog = lifecycle.start_watchdog
+    real_watchdog, real_heartbeat = lifecycle.start_watchdog, lifecycle.heartbeat
 
+    # A frozen process: neither its heartbeat thread nor its lease watchdog gets to run.
     def watchdog(runner, *args):  # type: ignore[no-untyped-def]
-        # A frozen process's lease watchdog is frozen too (it would otherwise stop A's job early).
         dog = real_watchdog(runner, *args)
         if runner in frozen:
             dog.stop()
         return dog
 
+    def heartbeat(runner, process, table_id, holder, needs_lease, stop, dog):  # type: ignore[no-untyped-def]
+        if runner in frozen:
+            stop.wait()
+            return
+        real_heartbeat(runner, process, table_id, holder, needs_lease, stop, dog)
+
     monkeypatch.setattr(lifecycle, "start_watchdog", watchdog)
+    monkeypatch.setattr(lifecycle, "heartbeat", heartbeat)
     register(observer, TABLE, ACTION, "/tmp/tms-faults-wh")
 
     def one_round(r: int) -> None:
@@ -97,8 +104,8 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(
         req = RunRequest(TABLE, ACTION, instant(r), holder="stall")
         job_a = SteeredJob("A", log, stall_start=True)
         job_b = SteeredJob("B", log, stall_start=True)
-        # A frozen: its heartbeat thread never gets to run; its lease is short.
-        run_a = runner(store_a, job_a, heartbeat_every=timedelta(hours=1), lease_ttl=timedelta(seconds=1))
+        # A frozen (see above); its lease is short.
+        run_a = runner(store_a, job_a, heartbeat_every=timedelta(seconds=0.2), lease_ttl=timedelta(seconds=1))
         frozen.append(run_a)
         t_a, out_a = in_thread(lambda: run_a.run(req))
         assert job_a.entered.wait(WAIT)
