@@ -128,7 +128,7 @@ def make_tables(warehouse: str, master: str, names_json: str, files: int, rows_p
 
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-    from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
+    from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
 
     builder = SparkSession.builder.master(master).appName("job-overhead-tables")
     conf = {**base_conf(), **catalog_conf(CatalogSpec(name=CATALOG, warehouse=warehouse))}
@@ -310,8 +310,8 @@ def main() -> None:
 
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-    from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
     from airflow_tablemgmt.spark.java import resolve_java_home
+    from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="tms-job-overhead-"))
     work.mkdir(parents=True, exist_ok=True)

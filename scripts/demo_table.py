@@ -13,9 +13,10 @@ import time
 
 def spark_session(warehouse: str, catalog: str = "demo"):  # type: ignore[no-untyped-def]
     from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
     from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-    from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
     from airflow_tablemgmt.spark.java import resolve_java_home
+    from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
 
     os.environ.setdefault("JAVA_HOME", resolve_java_home())
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -24,11 +25,7 @@ def spark_session(warehouse: str, catalog: str = "demo"):  # type: ignore[no-unt
     builder = SparkSession.builder.master("local[2]").appName("tablemgmt-demo-data")
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     conf = {**base_conf(), **catalog_conf(CatalogSpec(name=catalog, type="hadoop", warehouse=warehouse))}
-    jar = iceberg_runtime_jar()
-    if jar is not None:
-        conf["spark.jars"] = str(jar)
-    else:
-        conf["spark.jars.packages"] = ICEBERG_MAVEN
+    conf["spark.jars"] = str(iceberg_runtime_jar(artifact_settings()))  # the wheel's, the jar cache's, or fetched from Maven
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

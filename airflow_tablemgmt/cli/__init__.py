@@ -663,6 +663,9 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--json", action="store_true")
     rn.set_defaults(func=cmd_run)
     _add_dt_parser(sub)
+    from airflow_tablemgmt.cli import jars
+
+    jars.add_parser(sub)
     return p
 
 

@@ -15,6 +15,9 @@ import configparser
 import os
 from pathlib import Path
 
+from airflow_tablemgmt.spark.launch.artifacts import ArtifactSettings
+from airflow_tablemgmt.spark.launch.environment import parse_allow_list
+
 UNKNOWN = "<unknown>"
 _FALSE = frozenset({"", "false", "f", "0", "no", "off"})
 
@@ -88,3 +91,23 @@ def jvm_class_cache_settings() -> tuple[bool, str | None]:
     directory = setting_or_airflow("tablemgmt", "jvm_class_cache_dir")
     on = enabled is None or not enabled.strip() or enabled.strip().lower() not in _FALSE
     return on, (directory.strip() or None) if directory else None
+
+
+def artifact_settings() -> ArtifactSettings:
+    """``[tablemgmt] jars_dir`` (default: the user's cache directory), ``maven_repository`` (default Maven
+    Central) and ``jars_offline`` (default false)."""
+    directory = (setting_or_airflow("tablemgmt", "jars_dir") or "").strip()
+    repository = (setting_or_airflow("tablemgmt", "maven_repository") or "").strip()
+    offline = (setting_or_airflow("tablemgmt", "jars_offline") or "").strip().lower()
+    defaults = ArtifactSettings()
+    return ArtifactSettings(
+        directory=Path(directory).expanduser() if directory else defaults.directory,
+        repository=repository or defaults.repository,
+        offline=offline not in _FALSE,
+    )
+
+
+def job_env_allow() -> tuple[str, ...]:
+    """``[tablemgmt] job_env_allow``: environment variables a Spark job may inherit beyond the built-in
+    allow-list (``spark/launch/environment.py``)."""
+    return parse_allow_list(setting_or_airflow("tablemgmt", "job_env_allow"))

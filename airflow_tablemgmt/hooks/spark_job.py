@@ -27,10 +27,13 @@ from typing import Any
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.hooks.airflow_settings import (
+    artifact_settings,
+    job_env_allow,
     jvm_class_cache_settings,
     secrets_backend_may_be_configured,
 )
 from airflow_tablemgmt.spark.class_cache import DriverClassCache
+from airflow_tablemgmt.spark.launch.environment import job_environment
 from airflow_tablemgmt.spark.result import describe_timings
 from airflow_tablemgmt.spark.submit import JobResult, SubmitClock, build_submit_spec, parse_result
 
@@ -58,10 +61,23 @@ def _airflow_hook_class() -> type:
         the tail of any error can be read back, and that defaults to ``local[*]`` (not yarn) when the
         connection does not exist."""
 
-        def __init__(self, *args: Any, on_line: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *args: Any,
+            on_line: Callable[[str], None] | None = None,
+            env_vars: dict[str, str] | None = None,
+            **kwargs: Any,
+        ) -> None:
             self.lines: deque[str] = deque(maxlen=2000)
             self.on_line = on_line
+            # SparkSubmitHook starts spark-submit with its whole environment plus env_vars; ours is the
+            # allow-list (spark/launch/environment.py), handed to Popen directly.
+            self.job_env = job_environment(env_vars or {}, job_env_allow())
             super().__init__(*args, **kwargs)
+
+        def submit(self, application: str = "", **kwargs: Any) -> None:
+            kwargs["env"] = self.job_env
+            super().submit(application, **kwargs)
 
         def _resolve_connection(self) -> dict[str, Any]:
             try:
@@ -232,7 +248,7 @@ class _DirectSparkSubmit:
     def submit(self, application: str, preexec_fn: Callable[[], None] | None = None) -> None:
         cmd = self.command(application)
         log.info("Spark-Submit cmd: %s", _mask_cmd(cmd))
-        env = {**os.environ, **self.env_vars} if self.env_vars else None
+        env = job_environment(self.env_vars, job_env_allow())
         self._proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=-1, text=True, env=env,
             preexec_fn=preexec_fn,  # noqa: PLW1509 - die_with_parent: two system calls, no locks
@@ -297,7 +313,7 @@ class SparkJobHook:
             from airflow_tablemgmt.spark.submit import write_spec
 
             write_spec(replace(job, catalog=resolve_catalog(job.catalog)), spec_path)
-            spec = build_submit_spec(job, spec_path)
+            spec = build_submit_spec(job, spec_path, artifacts=artifact_settings())
             kwargs: dict[str, Any] = {
                 "conf": spec.conf,
                 "jars": ",".join(spec.jars) or None,

@@ -23,10 +23,12 @@ from pydantic import ValidationError
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.spark.class_cache import spark_defaults
 from airflow_tablemgmt.spark.conf import base_conf, launch_conf, spark_home
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import resolve_java_home
+from airflow_tablemgmt.spark.launch.artifacts import ArtifactSettings, catalog_needs, jar_paths
+from airflow_tablemgmt.spark.launch.environment import job_environment
 from airflow_tablemgmt.spark.result import FAILED, RESULT_MARKER, JobResult, describe_timings, parse_result
 
 log = logging.getLogger(__name__)
@@ -121,21 +123,56 @@ def submit_env(java_home: str | None = None) -> dict[str, str]:
     }
 
 
-def build_submit_spec(job: JobSpec, spec_path: Path, *, local: bool = True) -> SubmitSpec:
+USER_JARS = "spark.jars"
+USER_PACKAGES = "spark.jars.packages"
+
+
+def merge_user_jars(
+    conf: dict[str, str], defaults: dict[str, str], ours: list[str]
+) -> tuple[dict[str, str], list[str], list[str]]:
+    """``(conf, jars, packages)`` for spark-submit, keeping the user's own jars and packages.
+
+    spark-submit's ``--jars`` / ``--packages`` replace ``spark.jars`` / ``spark.jars.packages`` from
+    ``--conf`` and from ``spark-defaults.conf`` (and a ``--conf`` replaces the defaults file's value), so
+    the user's effective value is read with that precedence and passed on beside ours; the two keys leave
+    ``conf``. Repeats are dropped, order kept (ours first).
+    """
+    conf = dict(conf)
+
+    def users(key: str) -> list[str]:
+        value = conf.pop(key, None)
+        value = defaults.get(key, "") if value is None else value
+        return [p.strip() for p in value.split(",") if p.strip()]
+
+    jars = list(dict.fromkeys([*ours, *users(USER_JARS)]))
+    packages = list(dict.fromkeys(users(USER_PACKAGES)))
+    return conf, jars, packages
+
+
+def build_submit_spec(
+    job: JobSpec, spec_path: Path, *, local: bool = True, artifacts: ArtifactSettings | None = None
+) -> SubmitSpec:
     """Describe the submission of ``job`` whose JSON spec is (or will be) at ``spec_path``.
 
     The catalog's properties are not on the command line (``ps`` and SparkSubmitHook's log would show
-    them): ``job_main`` reads them from the spec file and sets them on its session builder.
+    them): ``job_main`` reads them from the spec file and sets them on its session builder. The jars the
+    catalog needs come from the artifact resolver (``spark/launch/artifacts.py``) as local paths; the
+    user's own ``spark.jars`` / ``spark.jars.packages`` are kept beside them.
     """
     catalog = _catalog(job)
-    jar = iceberg_runtime_jar()
+    env = submit_env()
+    conf, jars, packages = merge_user_jars(
+        {**base_conf(local=local), **launch_conf(catalog)},
+        spark_defaults(env),
+        jar_paths(catalog_needs(catalog), artifacts),
+    )
     return SubmitSpec(
         application=str(JOB_MAIN),
         application_args=["--spec", str(Path(spec_path).resolve())],
-        conf={**base_conf(local=local), **launch_conf(catalog)},
-        jars=[str(jar)] if jar is not None else [],
-        packages=[] if jar is not None else [ICEBERG_MAVEN],
-        env=submit_env(),
+        conf=conf,
+        jars=jars,
+        packages=packages,
+        env=env,
         name=app_name(job),
     )
 
@@ -228,7 +265,7 @@ def run_local(
     spec = build_submit_spec(job, spec_path)
     spark_submit = str(Path(spec.env["SPARK_HOME"]) / "bin" / "spark-submit")
     argv = spec.argv(spark_submit, master)
-    env = {**os.environ, **spec.env}
+    env = job_environment(spec.env)
     log_path = workdir / LOG_FILE
     log_path.write_text("")
     stdout_lines: list[str] = []

@@ -1,7 +1,8 @@
 """Under ``CI=true`` a Spark/Iceberg suite whose prerequisite is missing fails instead of skipping (issue 9, item 20).
 
 Each case runs one real test of a Spark/Iceberg suite in a child pytest whose import path puts an
-empty ``snowpark_connect_deps_iceberg`` package first, so the Iceberg runtime jar is "not installed".
+empty ``snowpark_connect_deps_iceberg`` package first and an empty jar cache with downloads off, so the
+Iceberg runtime jar is not available.
 The child fails in the fixture, before any JVM starts.
 """
 
@@ -29,6 +30,9 @@ def child_pytest(shadow: Path, ci: str | None) -> subprocess.CompletedProcess[st
     if ci is not None:
         env["CI"] = ci
     env["PYTHONPATH"] = os.pathsep.join([str(shadow), str(ROOT)])
+    # Nor in an (empty) jar cache, with downloads from Maven off: an offline worker without the wheel.
+    env["AIRFLOW__TABLEMGMT__JARS_DIR"] = str(shadow / "jars")
+    env["AIRFLOW__TABLEMGMT__JARS_OFFLINE"] = "true"
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *SUITES],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
@@ -48,7 +52,8 @@ def test_missing_iceberg_jar_fails_under_ci(shadow: Path) -> None:
     res = child_pytest(shadow, "true")
     out = res.stdout + res.stderr
     assert res.returncode != 0, out[-3000:]
-    assert "Iceberg runtime jar not installed" in out, out[-3000:]
+    assert "Iceberg runtime jar not available" in out, out[-3000:]
+    assert "tablemgmt jars fetch --format iceberg" in out, out[-3000:]
     summary = out.strip().splitlines()[-1]
     assert "3 errors" in summary and "skipped" not in summary, out[-3000:]
     assert out.count("CI=true: a missing prerequisite fails instead of skipping") >= 3, out[-3000:]

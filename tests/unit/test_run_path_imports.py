@@ -52,6 +52,7 @@ NOT_ON_RUN_PATH = (
     "airflow_tablemgmt.store.dynamic",
     "airflow_tablemgmt.store.declaration_files",
     "airflow_tablemgmt.core.dynamic",
+    "urllib.request",  # the artifact resolver downloads only when a jar is missing
 )
 # pydantic models the run never validates: their validators are built on first use, not at import.
 UNUSED_MODELS = (

@@ -17,9 +17,8 @@ import pytest
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-from airflow_tablemgmt.spark.jars import iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import resolve_java_home
-from tests.integration.iceberg_session import MISSING_JAR, skip_unless_ci
+from tests.integration.iceberg_session import runtime_jar
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 if TYPE_CHECKING:
@@ -42,9 +41,7 @@ def catalog(warehouse: Path) -> CatalogSpec:
 
 @pytest.fixture(scope="session")
 def spark(catalog: CatalogSpec) -> Iterator[SparkSession]:
-    jar = iceberg_runtime_jar()
-    if jar is None:
-        skip_unless_ci(MISSING_JAR)
+    jar = runtime_jar()
     os.environ["JAVA_HOME"] = resolve_java_home()
     from pyspark.sql import SparkSession
 

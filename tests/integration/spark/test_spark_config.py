@@ -13,8 +13,8 @@ from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, launch_conf, spark_home
 from airflow_tablemgmt.spark.errors import JavaNotFound
-from airflow_tablemgmt.spark.jars import ICEBERG_MAVEN, iceberg_runtime_jar
 from airflow_tablemgmt.spark.java import parse_java_major, resolve_java_home
+from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
 from airflow_tablemgmt.spark.result import failure_line, parse_result, success_line
 from airflow_tablemgmt.spark.submit import JOB_MAIN, build_submit_spec
 
@@ -62,8 +62,7 @@ def test_java_and_jar_resolution() -> None:
     assert parse_java_major('java version "1.8.0_392"') == 8
     assert parse_java_major("nonsense") is None
     assert (Path(resolve_java_home()) / "bin" / "java").is_file()
-    jar = iceberg_runtime_jar()
-    assert jar is None or jar.name == "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+    assert iceberg_runtime_jar().name == "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
     assert (Path(spark_home()) / "bin" / "spark-submit").is_file()
 
 
@@ -78,7 +77,7 @@ def test_submit_spec(tmp_path: Path) -> None:
     assert spec.application_args == ["--spec", str((tmp_path / "spec.json").resolve())]
     # The catalog's settings travel in the spec file (job_main applies them), not on the command line.
     assert not [k for k in spec.conf if k.startswith("spark.sql.catalog.")]
-    assert (spec.jars, spec.packages) in (([str(iceberg_runtime_jar())], []), ([], [ICEBERG_MAVEN]))
+    assert (spec.jars, spec.packages) == ([str(iceberg_runtime_jar())], [])
     assert spec.env["PYSPARK_PYTHON"] == sys.executable
     assert spec.env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
     assert {"JAVA_HOME", "SPARK_HOME"} <= set(spec.env)
@@ -107,8 +106,10 @@ def test_only_non_secret_launch_settings_of_a_catalog_go_on_the_command_line(tmp
         catalog=catalog.model_dump(mode="json"),
         action="rewrite-files",
     )
-    conf = build_submit_spec(job, tmp_path / "spec.json").conf
-    assert conf["spark.jars.packages"] == "org.example:driver:1.0"
+    spec = build_submit_spec(job, tmp_path / "spec.json")
+    conf = spec.conf
+    # The user's packages reach spark-submit as --packages, beside our --jars (not replaced by them).
+    assert spec.packages == ["org.example:driver:1.0"] and "spark.jars.packages" not in conf
     assert not [k for k in conf if "catalog" in k or "fs.s3a" in k or "token" in k]
 
 
