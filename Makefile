@@ -1,10 +1,12 @@
-# `make demo` (the main job end to end), `make test` (the test suite), and `make ui` (Airflow's UI on
-# the demo's home: api-server, scheduler, dag-processor and triggerer; Ctrl-C stops them).
+# `make demo` (the main job end to end), `make test` (the test suite; it starts the services), `make ui`
+# (Airflow's UI on the demo's home: api-server, scheduler, dag-processor and triggerer; Ctrl-C stops them),
+# `make services` (install and start PostgreSQL and Redis for the tests) and `make jars` (fetch every
+# Spark artifact from Maven Central into the jar cache, for images and offline workers).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test ui install lint clean
+.PHONY: demo test ui install lint clean services jars
 
 install: $(VENV)/.installed
 
@@ -21,6 +23,12 @@ demo: install
 
 test: install
 	bash scripts/test.sh
+
+services:
+	bash scripts/services.sh
+
+jars: install
+	$(BIN)/tablemgmt jars fetch --all
 
 ui: install
 	bash scripts/ui.sh

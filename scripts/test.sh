@@ -6,6 +6,12 @@ cd "$ROOT"
 BIN="${VENV:-$ROOT/.venv}/bin"
 export PATH="$BIN:$PATH"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
+# PostgreSQL and Redis (Debian's packages; this machine starts no service of its own)
+# are installed and started by scripts/services.sh (idempotent; also `make services`).
+bash "$ROOT/scripts/services.sh" || {
+  [ "${CI:-}" = true ] && exit 1
+  echo "services could not be started: the PostgreSQL and Redis tests will skip" >&2
+}
 "$BIN/ruff" check airflow_tablemgmt tests dags scripts
 # The editable package is not in site-packages: compile it once, so the many Airflow subprocesses
 # of the e2e tests do not each recompile it (a no-op when PYTHONDONTWRITEBYTECODE is unset).

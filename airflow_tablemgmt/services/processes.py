@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
+from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
 from airflow_tablemgmt.core.process import ACTIVE, Process, ProcessStatus
 from airflow_tablemgmt.services.errors import InvalidInput
 
@@ -15,16 +16,14 @@ if TYPE_CHECKING:
 
 
 def parse_instant(value: str | None, field: str = "--instant") -> datetime:
-    """An ISO 8601 time (UTC when it has no zone); now, to the second, when ``value`` is None."""
+    """A run-now instant: a tz-aware ISO 8601 time within [the DAG's start, now + a few minutes]
+    (``core.instants``, the REST API's rule too); now, to the second, when ``value`` is None."""
     if value is None:
         return datetime.now(UTC).replace(microsecond=0)
     try:
-        instant = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(
-            f"{field}: {value!r} is not an ISO 8601 time; e.g. 2026-02-01T00:00:00+00:00 or 2026-02-01"
-        ) from None
-    return instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
+        return check_run_instant(value, field)
+    except InvalidInstant as e:
+        raise InvalidInput(str(e)) from None
 
 
 def parse_status(value: str | None) -> ProcessStatus | None:

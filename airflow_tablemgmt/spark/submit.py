@@ -251,7 +251,12 @@ def _tail(path: Path, lines: int = 12) -> str:
 
 
 def run_local(
-    job: JobSpec, workdir: Path, timeout: float | None = None, *, master: str = "local[2]"
+    job: JobSpec,
+    workdir: Path,
+    timeout: float | None = None,
+    *,
+    master: str = "local[2]",
+    artifacts: ArtifactSettings | None = None,
 ) -> JobResult:
     """Run ``job`` with ``spark-submit --master <master>`` and return its parsed result.
 
@@ -262,7 +267,7 @@ def run_local(
     clock = SubmitClock()
     workdir = Path(workdir)
     spec_path = write_spec(job, workdir / SPEC_FILE)
-    spec = build_submit_spec(job, spec_path)
+    spec = build_submit_spec(job, spec_path, artifacts=artifacts)
     spark_submit = str(Path(spec.env["SPARK_HOME"]) / "bin" / "spark-submit")
     argv = spec.argv(spark_submit, master)
     env = job_environment(spec.env)

@@ -33,6 +33,7 @@ from tests.distributed.cluster import (
 )
 from tests.e2e.conftest import BIN, ROOT, IcebergTable, make_table
 from tests.e2e.iceberg_reads import read_state
+from tests.integration.iceberg_session import skip_unless_ci
 
 pytestmark = [pytest.mark.distributed, pytest.mark.e2e]
 
@@ -176,8 +177,8 @@ def _pool_set(airflow: CeleryDeployment) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if shutil.which("redis-cli") is None and not _reachable(6379):
-        pytest.skip("Redis is not reachable at 127.0.0.1:6379")
+    if not _reachable(6379):
+        skip_unless_ci("Redis is not reachable at 127.0.0.1:6379 (start it with `make services`)")
     t0 = time.monotonic()
     timings: dict[str, float] = {}
     tmp = tmp_path_factory.mktemp("distributed")
