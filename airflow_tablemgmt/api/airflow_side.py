@@ -168,3 +168,22 @@ def spark_master(conn_id: str = "spark_default") -> str | None:
     except Exception:  # clusterInfo is informative: never fail a submitted refresh over it
         log.warning("could not resolve the Spark master of connection %s", conn_id, exc_info=True)
         return None
+
+
+def end_queued_run(dag_id: str, run_id: str) -> bool:
+    """Mark the DAG run ``run_id`` failed if it is still queued (a canceled process's run that never
+    started: left queued, it would hold the DAG's one active run and keep every later run waiting).
+    A run already started is left to its task, which stops at the process's cancel. True if ended."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+    from sqlalchemy import update
+
+    with create_session() as session:
+        ended = session.execute(
+            update(DagRun)
+            .where(DagRun.dag_id == dag_id, DagRun.run_id == run_id, DagRun.state == DagRunState.QUEUED)
+            .values(state=DagRunState.FAILED)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(ended.rowcount)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Annotated
 
 from airflow.api_fastapi.core_api.security import GetUserDep
@@ -19,6 +20,7 @@ from airflow_tablemgmt.services.run_now import dag_id_for
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/processes", tags=["processes"])
 StoreDep = Annotated["Store", Depends(get_store)]
 ProcessId = Annotated[int, Path(ge=1, le=2**63 - 1)]
@@ -47,8 +49,9 @@ def get_one(process_id: ProcessId, store: StoreDep) -> ProcessOut:
 
 @router.post("/{process_id}/cancel", response_model=CancelOut, responses={404: {}, 409: {}})
 def cancel(process_id: ProcessId, request: Request, user: GetUserDep, store: StoreDep) -> CancelOut:
-    """PENDING ends CANCELED at once; SUBMITTED/RUNNING turn CANCELING and the running task stops its job.
-    Needs permission on the action DAG's runs. A finished process answers 409."""
+    """PENDING ends CANCELED at once, and its DAG run, if still queued, is marked failed; SUBMITTED/RUNNING
+    turn CANCELING and the running task stops its job. Needs permission on the action DAG's runs. A
+    finished process answers 409."""
     p = get_process(store, process_id)
     authorize_dags(request, user, "PUT", [p.dag_id or dag_id_for(p.table_id, p.action)], run=True)
     if p.status.is_terminal:
@@ -56,4 +59,10 @@ def cancel(process_id: ProcessId, request: Request, user: GetUserDep, store: Sto
             409, "status", f"status: process {process_id} is {p.status}, finished; nothing to cancel"
         )
     result = cancel_process(store, process_id, source=f"the REST API by {user_name(user)}")
+    if result.status == ProcessStatus.CANCELED and p.run_id:
+        # Its DAG run never started: end it too, or it holds the DAG's one active run indefinitely.
+        from airflow_tablemgmt.api.airflow_side import end_queued_run
+
+        if end_queued_run(p.dag_id or dag_id_for(p.table_id, p.action), p.run_id):
+            log.info("tablemgmt: process %s canceled; its queued DAG run %s ended", process_id, p.run_id)
     return CancelOut(process_id=process_id, status=result.status, accepted=result.accepted)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import TableSpec
@@ -147,10 +147,23 @@ class RemovedOut(BaseModel):
 
 
 class RunIn(Body):
-    instant: datetime | None = Field(
+    # Text, not datetime: pydantic would read a number as a Unix time and a naive time as valid; the
+    # service checks it (core.instants) and names the value and the allowed window.
+    instant: str | None = Field(
         default=None,
-        description="the process instant (the DAG run's logical date; tz-aware); now, to the second, if absent",
+        json_schema_extra={"format": "date-time"},
+        description="the process instant (the DAG run's logical date): ISO 8601 with a time zone, between "
+        "the DAG's start date and now + 5 minutes; now, to the second, if absent",
     )
+
+    @field_validator("instant", mode="before")
+    @classmethod
+    def _text_only(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            from airflow_tablemgmt.core.instants import check_run_instant
+
+            check_run_instant(value)  # raises, naming the value and what is allowed
+        return value
 
 
 class RunOut(BaseModel):

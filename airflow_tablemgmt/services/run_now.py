@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.services.errors import InvalidInput
 
@@ -63,16 +64,19 @@ def check_runnable(store: Store, table_id: str, action: str) -> str:
 
 
 def request_run(
-    store: Store, table_id: str, action: str, instant: datetime, trigger: DagTrigger
+    store: Store, table_id: str, action: str, instant: datetime | str, trigger: DagTrigger
 ) -> RunRequested:
     """Trigger ``action``'s DAG at ``instant`` and open its PENDING process.
 
-    A process that already exists for (table, action, instant) is a :class:`DuplicateRun`: the same
-    periodic instant asked twice is one run.
+    ``instant`` must be a tz-aware ISO 8601 time within [the DAG's start, now + a few minutes]
+    (``core.instants``): Airflow never starts a run in the future, and such a run would block the
+    action's later runs. A process that already exists for (table, action, instant) is a
+    :class:`DuplicateRun`: the same periodic instant asked twice is one run.
     """
-    if instant.tzinfo is None:
-        raise InvalidInput(f"instant: {instant.isoformat()} has no time zone; give one, e.g. +00:00")
-    instant = instant.replace(microsecond=0)  # Airflow's logical dates have whole seconds
+    try:
+        instant = check_run_instant(instant)  # Airflow's logical dates have whole seconds
+    except InvalidInstant as e:
+        raise InvalidInput(str(e)) from None
     dag_id = check_runnable(store, table_id, action)
     existing = store.processes.find(table_id, action, instant)
     if existing is not None:

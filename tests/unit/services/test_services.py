@@ -164,7 +164,9 @@ def test_cancel_and_clear(store: Store) -> None:
 
 
 def test_argument_parsers_name_the_argument_and_the_rule(tmp_path: Path) -> None:
-    assert services.parse_instant("2026-02-01") == datetime(2026, 2, 1, tzinfo=UTC)
+    assert services.parse_instant("2026-02-01T00:00:00+00:00") == datetime(2026, 2, 1, tzinfo=UTC)
+    with pytest.raises(InvalidInput, match="--instant: '2026-02-01' has no time zone"):
+        services.parse_instant("2026-02-01")  # the REST API's rule (core.instants)
     with pytest.raises(InvalidInput, match="--instant: 'notadate' is not an ISO 8601 time"):
         services.parse_instant("notadate")
     with pytest.raises(InvalidInput, match="scheduleTime: 'x'"):
