@@ -60,7 +60,11 @@ ALLOWED = (
 )
 
 
-class QueryNotAllowed(InvalidDeclaration):
+class InvalidQuery(InvalidDeclaration):
+    """A dynamic table's query does not parse or resolve, or does not produce a partition column."""
+
+
+class QueryNotAllowed(InvalidQuery):
     """The query asks for something a dynamic table may not do (reflection, files, a command, a table
     outside the registered catalogs)."""
 

@@ -55,7 +55,7 @@ from airflow_tablemgmt.core.query_policy import FORCED_SESSION, session_option_r
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.metrics import metadata_table, snapshot_summary
-from airflow_tablemgmt.spark.query_policy import check_plan, check_statement, sanitized_failure
+from airflow_tablemgmt.spark.query_policy import InvalidQuery, check_plan, check_statement, sanitized_failure
 from airflow_tablemgmt.spark.result import describe_exception
 
 if TYPE_CHECKING:
@@ -82,10 +82,6 @@ MAX_PARTITIONS_LISTED = 1000
 _VARCHAR = re.compile(r"^(var)?char\(\d+\)$")
 _VARCHAR_ANYWHERE = re.compile(r"\b(var)?char\(\d+\)")
 _NARROW_INT = re.compile(r"\b(tinyint|smallint)\b")
-
-
-class InvalidQuery(InvalidDeclaration):
-    """A dynamic table's query does not parse or resolve, or does not produce a partition column."""
 
 
 class SchemaDrift(TableMgmtError):
