@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.exc import DBAPIError
@@ -32,6 +33,12 @@ from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
 from airflow_tablemgmt.lifecycle_beat import heartbeat, start_watchdog
+from airflow_tablemgmt.lifecycle_results import (
+    ResultJournal,
+    close_own_row,
+    record_predecessor_success,
+    record_success,
+)
 from airflow_tablemgmt.store import Store
 
 if TYPE_CHECKING:
@@ -130,6 +137,7 @@ class ProcessRunner:
         heartbeat_every: timedelta = HEARTBEAT_EVERY,
         stale_after: timedelta = STALE_AFTER,
         wait_for_peer: timedelta = timedelta(hours=6),
+        result_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.factories = factories
@@ -151,6 +159,7 @@ class ProcessRunner:
         self._failed_here = False
         self._factory: Any = None  # the factory of the current run, once chosen
         self._lease_taken_at = time.monotonic()
+        self._journal = ResultJournal(result_dir)
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
@@ -313,6 +322,13 @@ class ProcessRunner:
             last_snapshot_id=last.snapshot_id if last else None,
             last_success=last,
         )
+        if recovering:  # did a predecessor commit its job without recording it?
+            found = self._journal.committed_before(self.store, process)
+            if found is not None:
+                self._claimed_at = time.monotonic()
+                done = record_predecessor_success(self.store, self._journal, process, found)
+                observability.process_finished(done, 0.0)
+                return RunOutcome(done, done.summary or {})
         trigger_process = getattr(factory, "trigger_process", None)
         try:
             if trigger_process is not None:  # a factory that reads the store (dynamic tables)
@@ -411,32 +427,21 @@ class ProcessRunner:
             reason = result.error or "the Spark job failed without a result"
             self._fail(process, reason)
             raise JobFailed(f"{req.action} on {req.table_id} failed (process {process.id}): {reason}")
-        if self._stop is not None and self._stop.kind == "superseded":
-            # The job committed before the kill landed, but this attempt no longer owns the row.
-            raise WorkerSuperseded(
-                f"process {process.id} attempt {attempt}: {self._stop.reason}; its job finished before "
-                "the kill "
-                "took effect, and its result was not recorded (the row belongs to another attempt)"
-            )
         summary = _complete_summary(
             factory, process, result.summary or {}, result.application_id, result.duration_seconds
         )
         if isinstance(summary.get("timings"), dict):
             summary["timings"]["store_before_job"] = round(store_before, 3)
-        current = self.store.processes.get(process.id)
-        if current.attempt == attempt and current.status == S.SUBMITTED:
-            self.store.processes.transition(
-                process.id,
-                S.RUNNING,
-                expected=S.SUBMITTED,
-                attempt=attempt,
-                external_id=result.application_id,
-            )
+        snapshot_id = _snapshot_after(summary)
+        # The job committed: its result goes where a next attempt finds it, before any store write.
+        self._journal.write(self.store, process, attempt, {
+            "summary": summary, "snapshot_id": snapshot_id, "application_id": result.application_id,
+        })  # fmt: skip
+        # A job that committed before a kill landed is recorded too, guarded by this attempt: if the
+        # row is another attempt's now, that one finds the result file and records it.
         try:  # a cancel that arrived after the job committed still ends SUCCESS: the table changed
-            process = self.store.processes.transition(
-                process.id, S.SUCCESS, expected=(S.RUNNING, S.CANCELING), attempt=attempt,
-                summary=summary, snapshot_id=_snapshot_after(summary),
-            )  # fmt: skip
+            process = record_success(self.store, self._journal, process, attempt, summary,
+                                     snapshot_id=snapshot_id, application_id=result.application_id)  # fmt: skip
         except IllegalTransition as e:
             raise WorkerSuperseded(
                 f"process {process.id} attempt {attempt}: its job succeeded but the row moved on ({e}); "
@@ -457,9 +462,15 @@ class ProcessRunner:
         if stop is None:
             return
         if stop.kind == "superseded":
+            closed = close_own_row(self.store, process, stop.reason)
             raise WorkerSuperseded(
                 f"process {process.id} attempt {process.attempt}: {stop.reason}; its Spark application was "
-                "killed and nothing was written to the process"
+                "killed and "
+                + (
+                    f"its row closed {closed.status}"
+                    if closed
+                    else "nothing was written to another attempt's row"
+                )
             )
         try:
             closed = self.store.processes.transition(

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
+from airflow_tablemgmt.core.errors import IllegalTransition
 from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
 from airflow_tablemgmt.core.process import ACTIVE, Process, ProcessStatus
 from airflow_tablemgmt.services.errors import InvalidInput
@@ -76,23 +77,39 @@ class CancelResult:
         return self.status in (ProcessStatus.CANCELED, ProcessStatus.CANCELING)
 
 
+#: Where a cancel request may come from: a worker may move the row between these at any moment.
+_CANCELABLE = (ProcessStatus.SUBMITTED, ProcessStatus.RUNNING)
+_CANCEL_TRIES = 10
+
+
 def cancel_process(store: Store, process_id: int, *, source: str = "the CLI") -> CancelResult:
-    """PENDING ends CANCELED at once; SUBMITTED/RUNNING turn CANCELING (the running task stops it)."""
+    """PENDING ends CANCELED at once; SUBMITTED/RUNNING turn CANCELING (the running task stops it).
+
+    Races with the worker are expected, not errors: the request to CANCELING is one guarded UPDATE
+    accepting every status a worker may move a claimed process between (``status IN (SUBMITTED,
+    RUNNING)``), and a PENDING -> CANCELED write that loses to the worker's claim reads the row again
+    and goes on from what it finds. Only a finished process is reported as not canceled (its status).
+    """
+    S = ProcessStatus
+    for _ in range(_CANCEL_TRIES):
+        p = store.processes.get(process_id)
+        try:
+            if p.status == S.PENDING:
+                done = store.processes.transition(
+                    process_id, S.CANCELED, expected=S.PENDING, failure_reason=f"canceled from {source}"
+                )
+            elif p.status in _CANCELABLE:
+                done = store.processes.transition(
+                    process_id, S.CANCELING, expected=_CANCELABLE,
+                    failure_reason=f"cancel requested from {source}",
+                )  # fmt: skip
+            else:  # CANCELING, CANCELED or finished: nothing to write
+                return CancelResult(process_id, str(p.status), p.action, p.instant)
+        except IllegalTransition:
+            continue  # the worker moved the row meanwhile: judge it again
+        return CancelResult(process_id, str(done.status), done.action, done.instant)
     p = store.processes.get(process_id)
-    status: str = str(p.status)
-    if p.status == ProcessStatus.PENDING:
-        store.processes.transition(
-            process_id, ProcessStatus.CANCELED, expected=ProcessStatus.PENDING,
-            failure_reason=f"canceled from {source}",
-        )  # fmt: skip
-        status = str(ProcessStatus.CANCELED)
-    elif p.status in (ProcessStatus.SUBMITTED, ProcessStatus.RUNNING):
-        store.processes.transition(
-            process_id, ProcessStatus.CANCELING, expected=p.status,
-            failure_reason=f"cancel requested from {source}",
-        )  # fmt: skip
-        status = str(ProcessStatus.CANCELING)
-    return CancelResult(process_id, status, p.action, p.instant)
+    return CancelResult(process_id, str(p.status), p.action, p.instant)
 
 
 def clear_table(store: Store, table_id: str, *, source: str = "the CLI") -> list[CancelResult]:

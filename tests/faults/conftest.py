@@ -76,6 +76,12 @@ def figures_table(rows: list[Figures]) -> list[str]:
     return lines
 
 
+@pytest.fixture(autouse=True)
+def _result_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own result files (lifecycle_results): a process id repeats across test schemas."""
+    monkeypatch.setenv("TABLEMGMT_RESULT_DIR", str(tmp_path / "results"))
+
+
 # -- PostgreSQL, directly and through a proxy the test can cut ---------------------------------
 
 PG_URL = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")

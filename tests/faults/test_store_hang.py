@@ -97,6 +97,36 @@ def test_a_hung_store_connection_never_lets_two_jobs_overlap(pg: PgStores, figur
     print(f"\n{figures}")
 
 
+@pytest.mark.timeout(60 + 20 * ROUNDS)
+def test_a_worker_that_lost_its_lease_closes_its_own_row(pg: PgStores, figures: Figures) -> None:
+    """No one takes over: the worker that stopped (its store hung past the watchdog's deadline) closes
+    its own row when the store answers again, so no row is left RUNNING for a reaper (item 7)."""
+    observer = pg.direct()
+    register(observer, TABLE, ACTION, "/tmp/tms-faults-wh")
+    for r in range(ROUNDS):
+        log = CommitLog()
+        req = RunRequest(TABLE, ACTION, T0 - timedelta(days=1 + r), holder="alone")
+        job = SteeredJob("A", log, stall_commit=True)
+        run = runner(pg.proxied(), job, heartbeat_every=HEARTBEAT, lease_ttl=LEASE_TTL,
+                     stale_after=timedelta(seconds=1))  # fmt: skip
+        t, out = in_thread(lambda: run.run(req))  # noqa: B023
+        assert job.started.wait(WAIT), out
+        row = wait_until("A RUNNING", lambda: observer.processes.find(TABLE, ACTION, req.instant))  # noqa: B023
+        wait_until("A RUNNING", lambda: observer.processes.get(row.id).status == S.RUNNING)  # noqa: B023
+        pg.proxy.hang()
+        killed = job.killed.wait(WAIT)
+        pg.proxy.resume()
+        t.join(WAIT)
+        final = observer.processes.get(row.id)
+        figures.rounds += 1
+        figures.non_terminal += 0 if final.status.is_terminal else 1
+        assert killed and log.commits == [], log.commits
+        assert (final.status, final.attempt) == (S.FAILED, 1), (final, out)
+        assert "worker stopped: no lease renewal" in (final.failure_reason or ""), final.failure_reason
+    figures.notes["rows_stuck"] = figures.non_terminal
+    print(f"\n{figures}")
+
+
 def test_the_store_engine_bounds_every_wait(pg: PgStores) -> None:
     """libpq's connect timeout, TCP keepalives, tcp_user_timeout and a statement timeout are set on
     every PostgreSQL connection the store opens (the fixture's own options are kept)."""

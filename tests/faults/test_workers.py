@@ -232,7 +232,9 @@ def test_store_unreachable_mid_run_fails_clearly_and_the_next_try_recovers(
         assert isinstance(error, BaseException), error
         assert not half, stuck
         assert outcome.process.id == row.id and (final.status, final.attempt) == (S.SUCCESS, 2), final
-        assert final.summary == {"by": "retry"}
+        # A's job had committed: the next try records its result instead of running it again.
+        assert log.commits == ["A"], log.commits
+        assert final.summary == {"by": "A", "recorded_from_attempt": 1}, final.summary
         text = f"{type(error).__name__}: {error}"
         assert "store" in text.lower() and f"127.0.0.1:{pg.proxy.port}" in text, (
             f"the failure should say the store at 127.0.0.1:{pg.proxy.port} was unreachable, got {text}"
