@@ -436,10 +436,13 @@ def cmd_dt_drop(args: argparse.Namespace) -> int:
 
 def cmd_dt_refresh(args: argparse.Namespace) -> int:
     from airflow_tablemgmt.services import dynamic
+    from airflow_tablemgmt.services.reap import reap_before_work
 
     with _logs_to_stderr():
+        store = _store(args)
+        reap_before_work(store)  # a CLI-only deployment has no operator start to reap for it
         process = dynamic.refresh_now(
-            _store(args), args.table, is_periodic=args.periodic, schedule_time=args.schedule_time,
+            store, args.table, is_periodic=args.periodic, schedule_time=args.schedule_time,
             static_partitions=_pairs(args.partition, "--partition", "day=2026-02-01"),
             dynamic_options=_pairs(args.option, "--option", "spark.sql.shuffle.partitions=8"),
             spark_conn_id=args.spark_conn_id,
@@ -663,9 +666,13 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--json", action="store_true")
     rn.set_defaults(func=cmd_run)
     _add_dt_parser(sub)
-    from airflow_tablemgmt.cli import jars
+    from airflow_tablemgmt.cli import reap
+
+    reap.add_parser(sub)
+    from airflow_tablemgmt.cli import jars, schema
 
     jars.add_parser(sub)
+    schema.add_parser(sub)
     return p
 
 
