@@ -1,9 +1,10 @@
-"""``/processes``: list (filters, paging), get, cancel."""
+"""``/processes``: list (filters, paging), get, cancel, reap."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Annotated
+from datetime import timedelta
+from typing import TYPE_CHECKING, Annotated, Any
 
 from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -15,6 +16,7 @@ from airflow_tablemgmt.api.schemas import CancelOut, ProcessOut, ProcessPage
 from airflow_tablemgmt.api.views import process_out
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.services import cancel_process, get_process, list_processes
+from airflow_tablemgmt.services.reap import reap_processes
 from airflow_tablemgmt.services.run_now import dag_id_for
 
 if TYPE_CHECKING:
@@ -40,6 +42,23 @@ def get_processes(
     """Processes, newest instant first."""
     found = list_processes(store, table=table, action=action, status=status, limit=limit + offset)
     return ProcessPage(items=[process_out(p) for p in found[offset:]], limit=limit, offset=offset)
+
+
+@router.post("/reap", responses={403: {}})
+def reap(
+    request: Request,
+    user: GetUserDep,
+    store: StoreDep,
+    stale_after_s: Annotated[float, Query(gt=0, le=86_400)] = 90,
+    pending_after_s: Annotated[float, Query(gt=0, le=86_400 * 7)] = 900,
+) -> list[dict[str, Any]]:
+    """Close processes whose worker is gone (``tablemgmt reap``, the same service). Needs permission on
+    every DAG's runs: it may close any table's process."""
+    authorize_dags(request, user, "PUT", [None], run=True)
+    reaped = reap_processes(
+        store, stale_after=timedelta(seconds=stale_after_s), pending_after=timedelta(seconds=pending_after_s)
+    )
+    return [r.to_dict() for r in reaped]
 
 
 @router.get("/{process_id}", response_model=ProcessOut)

@@ -75,3 +75,9 @@ def stale_bound(stale_after: timedelta, promised_heartbeat_s: float | None) -> t
     if promised_heartbeat_s is None or promised_heartbeat_s <= 0:
         return stale_after
     return max(stale_after, timedelta(seconds=STALE_BEATS * promised_heartbeat_s))
+
+
+#: A PENDING row is reaped only after this long without a sign of life (the operator: or
+#: 4 x ``lease_poll``, whichever is longer): a task waiting for a lease stamps its row only each time
+#: it polls, and a deferred task's resume can lag behind its trigger by the scheduler's own latency.
+PENDING_STALE_AFTER = timedelta(minutes=15)

@@ -13,17 +13,12 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_tablemgmt import lifecycle, observability
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
-from airflow_tablemgmt.core.timing import check_timing
+from airflow_tablemgmt.core.timing import PENDING_STALE_AFTER, check_timing
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
 from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
-
-#: A PENDING row is reaped only after this long without a sign of life (or 4 x ``lease_poll``,
-#: whichever is longer): a task waiting for a lease stamps its row only each time it polls, and a
-#: deferred task's resume can lag behind its trigger by the scheduler's own latency.
-PENDING_STALE_AFTER = timedelta(minutes=15)
 
 
 def run_instant(context: Any) -> datetime:

@@ -155,6 +155,9 @@ def run_now(
 
         check_timing(lease_ttl=LEASE_TTL, heartbeat_every=HEARTBEAT_EVERY, stale_after=stale_after,
                      where="--stale-after")  # fmt: skip
+    from airflow_tablemgmt.services.reap import reap_before_work
+
+    reap_before_work(store, stale_after)  # a CLI-only deployment has no operator start to reap for it
     ACTIONS.get(action)
     spec = store.tables.get(table_id)
     from airflow_tablemgmt.factories.discovery import factories_for

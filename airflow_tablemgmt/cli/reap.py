@@ -1,0 +1,45 @@
+"""``tablemgmt reap``: close the processes whose worker is gone (the same service as REST's)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import timedelta
+from typing import Any
+
+
+def cmd_reap(args: argparse.Namespace) -> int:
+    from airflow_tablemgmt.cli import _store
+    from airflow_tablemgmt.services.reap import DEFAULT_STALE_AFTER, reap_processes
+
+    kwargs: dict[str, Any] = {
+        "stale_after": timedelta(seconds=args.stale_after) if args.stale_after else DEFAULT_STALE_AFTER
+    }
+    if args.pending_after:
+        kwargs["pending_after"] = timedelta(seconds=args.pending_after)
+    reaped = reap_processes(_store(args, create=False), **kwargs)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reaped], indent=2))
+        return 0
+    for r in reaped:
+        print(
+            f"process {r.process_id} ({r.table_id} {r.action} at {r.instant.isoformat()}): {r.was} -> {r.status}"
+        )
+    print(f"{len(reaped)} process(es) reaped")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    from airflow_tablemgmt.cli import _positive_seconds
+
+    rp = sub.add_parser(
+        "reap",
+        help="close processes whose worker is gone (no heartbeat for --stale-after; PENDING after --pending-after)",
+    )
+    rp.add_argument("--stale-after", type=_positive_seconds, metavar="SECONDS",
+                    help="SUBMITTED/RUNNING/CANCELING without a heartbeat this long (default 90; never less "
+                         "than two beats of the interval the row's worker promised)")  # fmt: skip
+    rp.add_argument("--pending-after", type=_positive_seconds, metavar="SECONDS",
+                    help="PENDING without a sign of life this long (default 900)")  # fmt: skip
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(func=cmd_reap)
