@@ -73,6 +73,41 @@ def is_cron(text: str) -> bool:
 
 
 @lru_cache(maxsize=1024)
+def _cron_problem(cron: str) -> str | None:
+    """What Airflow's cron timetables would say about ``cron`` when they build the schedule, or None.
+
+    The same rules they apply (``airflow.timetables._cron``): croniter must parse the expression
+    (ranges included: minute 0-59, hour 0-23, day 1-31, month 1-12, weekday 0-7), it must have 5
+    fields, and it must fire at all (``0 0 31 2 *`` never does: croniter fails on its next time).
+    """
+    from datetime import UTC, datetime
+
+    from croniter import CroniterBadCronError, CroniterBadDateError, croniter
+
+    try:
+        it = croniter(cron, datetime(2025, 1, 1, tzinfo=UTC))
+        if len(it.expanded) > 5:
+            return "it has more than 5 fields"
+        it.get_next(datetime)
+    except CroniterBadDateError:
+        return "it never fires"
+    except (CroniterBadCronError, ValueError, KeyError) as e:
+        return str(e).strip() or type(e).__name__
+    return None
+
+
+def check_cron(cron: str, field: str = "interval") -> None:
+    """:class:`InvalidDeclaration` unless ``cron`` builds a schedule (see :func:`_cron_problem`)."""
+    problem = _cron_problem(cron)
+    if problem is not None:
+        raise InvalidDeclaration(
+            f"{field}: cron {cron!r} is not a valid schedule ({problem}); a cron has 5 fields: minute 0-59, "
+            "hour 0-23, day of month 1-31, month 1-12 or JAN-DEC, day of week 0-7 or SUN-SAT "
+            "(e.g. '0 3 * * *'), or an alias such as @daily"
+        )
+
+
+@lru_cache(maxsize=1024)
 def _cron_min_spacing(cron: str) -> timedelta:
     from datetime import UTC, datetime
 
@@ -103,6 +138,7 @@ class Interval:
             raise InvalidDeclaration(f"{field}: {text!r} is not an interval; allowed: {INTERVAL_RULE}")
         else:
             if is_cron(text):
+                check_cron(text.strip(), field)
                 return cls(cron=text.strip())
             try:
                 every = parse_duration(text)
