@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -198,19 +198,22 @@ def partition_values(
     freshness)`` in ``time_zone`` (Flink's rule), i.e. the last complete period.
 
     An aware ``schedule_time`` (an Airflow logical date) is converted to ``time_zone`` first; a naive
-    one is read as wall-clock time in ``time_zone`` (as Flink reads the REST ``scheduleTime`` string).
-    Sub-day periods are subtracted on the absolute time line (so each hour of a DST change has its own
-    value); a day is subtracted on the wall clock (local midnight minus one day is the previous local
-    midnight, also across DST changes).
+    one is read as wall-clock time in ``time_zone`` (as Flink reads the REST ``scheduleTime`` string;
+    a wall-clock time that a DST change repeats is its first occurrence, one it skips is read with the
+    offset before the change). Sub-day periods are subtracted on the absolute time line, for naive
+    inputs too (so each hour of a DST change has its own value, the skipped hour is never produced and
+    the repeated one is); a day is subtracted on the wall clock (local midnight minus one day is the
+    previous local midnight, also across DST changes).
     """
     tz = zone(time_zone)
     delta = freshness if isinstance(freshness, timedelta) else Freshness.parse(freshness).delta
     if schedule_time.tzinfo is None:
-        moment = schedule_time - delta  # wall clock, as Flink
-    elif delta % timedelta(days=1) == timedelta(0):
+        schedule_time = schedule_time.replace(tzinfo=tz)  # wall clock in the table's zone, as Flink
+    if delta % timedelta(days=1) == timedelta(0):
         moment = schedule_time.astimezone(tz).replace(tzinfo=None) - delta
     else:
-        moment = (schedule_time - delta).astimezone(tz).replace(tzinfo=None)
+        # In UTC: arithmetic on a datetime aware in a DST zone would be wall-clock arithmetic.
+        moment = (schedule_time.astimezone(UTC) - delta).astimezone(tz).replace(tzinfo=None)
     return {
         col: (
             f if isinstance(f, DateFormatter) else DateFormatter(f, f"partition-fields.{col}.date-formatter")
