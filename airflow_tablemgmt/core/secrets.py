@@ -2,7 +2,9 @@
 
 A catalog property whose key looks sensitive (Airflow's sensitive-field list plus
 ``credential|token|key|authorization|secret``, and every ``header.*``) must be a *reference*, never
-the secret itself, so neither the store, ``tables.yaml``, the DAG's serialized form nor a log ever
+the secret itself — except the keys of :data:`NOT_SENSITIVE`, settings whose names only look like
+secrets (the REST catalog's access-delegation header, credential-provider class names, a KMS key's id,
+the OAuth2 token flags), so neither the store, ``tables.yaml``, the DAG's serialized form nor a log ever
 holds the plaintext. A reference is resolved on the worker, just before the job starts:
 
 - ``conn:<conn_id>`` — the password of an Airflow connection;
@@ -49,11 +51,22 @@ REFERENCE_RULE = (
     "schema|port|extra.KEY>', 'var:<variable>' or 'env:<NAME>'"
 )
 MASK = "***"
+# Settings whose names match the rule above but hold no secret, matched against the whole key.
+NOT_SENSITIVE = re.compile(
+    r"(?:header\.x-iceberg-access-delegation"  # vended-credentials / remote-signing
+    r"|(?:.*[-_.])?credentials?[-_.]provider(?:[-_.](?:class|type))?"  # a class name, e.g. client.credentials-provider
+    r"|.*kms[-_.]?key[-_.]?(?:id|arn)"  # which KMS key encrypts, not a key
+    r"|token[-_.](?:refresh|exchange)[-_.]enabled|token[-_.]expires[-_.]in[-_.]ms"  # REST OAuth2 switches
+    r"|.*[-_.]key[-_.]prefix)",  # an object-key prefix
+    re.IGNORECASE,
+)
 
 
 def is_sensitive(key: str) -> bool:
     """True if a property (or option, or header) named ``key`` holds a secret."""
     k = key.lower()
+    if NOT_SENSITIVE.fullmatch(k):
+        return False
     return k.startswith("header.") or bool(_SENSITIVE.search(k))
 
 

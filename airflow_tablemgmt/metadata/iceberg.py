@@ -34,6 +34,7 @@ from urllib.parse import urlparse
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.storage import pyiceberg_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 
 if TYPE_CHECKING:
@@ -314,9 +315,9 @@ class SnapshotReader:
         return self._file_io
 
     def _io_properties(self) -> dict[str, str]:
-        # Spark-only settings (spark.hadoop.fs.s3a.*) mean nothing to pyiceberg; its own keys
-        # (s3.endpoint, s3.access-key-id, ...) pass through.
-        return {k: v for k, v in self.catalog.properties.items() if not k.startswith("spark.")}
+        # The catalog's storage settings as pyiceberg names them, from the same properties the Spark job
+        # gets (core/storage.py); Spark-only (spark.hadoop.fs.s3a.*) and Java-only keys are left out.
+        return pyiceberg_properties(self.catalog.warehouse, self.catalog.properties)
 
     def _remote_pointer(self, table: TableIdentifier) -> str:
         io = self._io()

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 from airflow_tablemgmt.core.secrets import is_sensitive
+from airflow_tablemgmt.core.storage import spark_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 
 SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
@@ -38,7 +39,8 @@ def catalog_conf(catalog: CatalogSpec) -> dict[str, str]:
         conf[f"{prefix}.type"] = _CATALOG_TYPE[catalog.type]
     if catalog.warehouse:
         conf[f"{prefix}.warehouse"] = catalog.warehouse
-    for key, value in catalog.properties.items():
+    # Iceberg's S3FileIO for a catalog on S3 that names no FileIO (core/storage.py renders both sides).
+    for key, value in spark_properties(catalog.warehouse, catalog.properties).items():
         conf[key if key.startswith("spark.") else f"{prefix}.{key}"] = str(value)
     return conf
 
