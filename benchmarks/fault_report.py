@@ -61,6 +61,11 @@ def main() -> int:
             f"| {r['scenario']} | {r['rounds']} | {r['rows_lost']} | {r['rows_duplicated']} | {r['non_terminal']} "
             f"| {r['concurrent_jobs']} | {r['late_writes_applied']} | {r['wall_s']} |"
         )
+    noted = [r for r in rows if r.get("notes")]
+    if noted:  # a scenario's own counts (cancels refused, settings accepted, outcomes ...)
+        print()
+        for r in noted:
+            print(f"- {r['scenario']}: " + ", ".join(f"{k} {v}" for k, v in r["notes"].items()))
     if res.returncode != 0:
         failed = [line for line in res.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
         print("\n" + "\n".join(failed))
