@@ -107,10 +107,17 @@ def _answers(url: str) -> bool:
         return False
 
 
-def dynamic_api_server(home: Path, tables: list[str], users: dict[str, str] = PASSWORDS) -> DynamicApi:
+def dynamic_api_server(
+    home: Path,
+    tables: list[str],
+    users: dict[str, str] = PASSWORDS,
+    roles: dict[str, str] | None = None,
+    **env: str,
+) -> DynamicApi:
     """An api-server on a fresh Airflow home whose store holds the ACTIVE dynamic tables ``tables``
     (catalog ``restdt``) and whose DB holds their refresh DAGs (parsed from the DAG file), with the
-    simple auth manager's ``users`` (admin is an admin, any other user a viewer) logged in.
+    simple auth manager's ``users`` (admin is an admin, any other user a viewer unless ``roles`` names
+    its role) logged in; ``env`` adds environment entries to every Airflow process.
 
     Nothing Spark: a refresh submitted through this server stays queued (no scheduler runs)."""
     from airflow_tablemgmt.core.dynamic import DynamicTableSpec
@@ -124,10 +131,11 @@ def dynamic_api_server(home: Path, tables: list[str], users: dict[str, str] = PA
         home,
         AIRFLOW__CORE__AUTH_MANAGER="airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=",".join(
-            f"{u}:{'admin' if u == 'admin' else 'viewer'}" for u in users
+            f"{u}:{(roles or {}).get(u, 'admin' if u == 'admin' else 'viewer')}" for u in users
         ),
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(pw_file),
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="False",
+        **env,
     )
     try:
         migrated = dep.cli("db", "migrate", timeout=600)

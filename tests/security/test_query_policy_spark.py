@@ -69,7 +69,7 @@ def _refused(code: int, result: dict[str, Any], *needles: str) -> str:
 def test_reflection_inside_raise_error_is_refused_before_it_runs(
     tables: Tables, catalog: CatalogSpec, call: str
 ) -> None:
-    code, result = _create(tables, catalog, f"SELECT raise_error({call}) AS x")
+    code, result = _create(tables, catalog, f"SELECT CAST(raise_error({call}) AS STRING) AS x")
     _refused(code, result, "reflection")
 
 
@@ -155,7 +155,7 @@ def test_a_dynamic_option_that_widens_the_session_is_refused(tables: Tables, cat
 
 
 def test_a_runtime_failure_is_reported_without_sparks_text(tables: Tables, catalog: CatalogSpec) -> None:
-    code, result = _create(tables, catalog, "SELECT raise_error('runtime-canary-91c2') AS x")
+    code, result = _create(tables, catalog, "SELECT CAST(raise_error('runtime-canary-91c2') AS STRING) AS x")
     assert code == 1, result
     assert result["error_class"] == "QueryFailed", result
     assert "runtime-canary-91c2" not in json.dumps(result)
