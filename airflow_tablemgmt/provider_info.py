@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_tablemgmt import __version__
+from airflow_tablemgmt.provider_config import SECTION
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -24,9 +25,32 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": "Table Management",
-                "python-modules": ["airflow_tablemgmt.operators.maintenance"],
+                "python-modules": [
+                    "airflow_tablemgmt.operators.maintenance",
+                    "airflow_tablemgmt.operators.gate",
+                ],
             }
         ],
+        "sensors": [
+            {
+                "integration-name": "Table Management",
+                "python-modules": ["airflow_tablemgmt.sensors.snapshot"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Table Management",
+                "python-modules": ["airflow_tablemgmt.triggers.snapshot"],
+            }
+        ],
+        "asset-uris": [
+            {
+                "schemes": ["tablemgmt"],
+                "handler": "airflow_tablemgmt.assets.uri.sanitize_uri",
+            }
+        ],
+        # The [tablemgmt] section: every option the package reads (airflow config list --section tablemgmt).
+        "config": SECTION,
         "hooks": [
             {
                 "integration-name": "Table Management",

@@ -53,3 +53,28 @@ def test_tablemgmt_connection_type_and_its_form_are_registered(airflow_db: str) 
     widgets = {w["connection_parameter_name"]: w for w in airflow_json("widgets")}
     assert widgets["extra__tablemgmt__dsn"]["package_name"] == PACKAGE
     assert widgets["extra__tablemgmt__allow_local_sqlite"]["package_name"] == PACKAGE
+
+
+def test_triggers_and_provider_configuration_are_listed(airflow_db: str) -> None:
+    triggers = [t for t in airflow_json("triggers") if t["package_name"] == PACKAGE]
+    assert [t["class"] for t in triggers] == ["airflow_tablemgmt.triggers.snapshot"]
+    configs = {c["provider_config"][0]: c["provider_config"][1] for c in airflow_json("configs")}
+    assert set(configs[PACKAGE]) == {"tablemgmt"}, configs.get(PACKAGE)
+    res = run(
+        [
+            str(BIN / "airflow"),
+            "config",
+            "list",
+            "--section",
+            "tablemgmt",
+            "--show-values",
+            "--include-descriptions",
+        ],
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    from airflow_tablemgmt.provider_config import OPTIONS
+
+    for name, option in OPTIONS.items():
+        assert f"\n{name} = {option['default']}".rstrip() in res.stdout, name
+    assert "# How many triggerers run" in res.stdout

@@ -1,0 +1,91 @@
+"""The ``[tablemgmt]`` section of Airflow's configuration: every option the package reads.
+
+Declared to Airflow through provider info (``config``), so ``airflow config list --section tablemgmt``
+and ``airflow providers configs`` show each one with its default, and ``conf.get("tablemgmt", ...)``
+returns the default below when nothing sets it. Each default means what the code does when the option
+is unset; ``tests/unit/test_provider_info.py`` checks that every option read in the package is declared
+here and that the defaults agree with the code's. Kept free of imports: Airflow reads provider info in
+every process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VERSION_ADDED = "0.1.0"
+
+
+def _option(kind: str, default: str | None, description: str, example: str | None) -> dict[str, Any]:
+    return {
+        "description": description,
+        "version_added": VERSION_ADDED,
+        "type": kind,
+        "example": example,
+        "default": default,
+    }
+
+
+OPTIONS: dict[str, dict[str, Any]] = {
+    "dag_cache_dir": _option(
+        "string",
+        "",
+        "Directory of the DAG file's cache of built DAGs (one file per DAG file, shards of tables). Empty: "
+        "$AIRFLOW_HOME/tablemgmt/dag-cache. 'off' turns the cache off.",
+        "/var/cache/airflow/tablemgmt-dags",
+    ),
+    "triggerers": _option(
+        "integer",
+        "1",
+        "How many triggerers run (Airflow does not tell a DAG file). A full parse warns when the tables' "
+        "snapshot watchers exceed [triggerer] capacity times this number.",
+        "3",
+    ),
+    "jvm_class_cache": _option(
+        "boolean",
+        "True",
+        "Start Spark drivers with a class-data-sharing archive of the classes they load (faster JVM "
+        "start-up). False never uses or creates one.",
+        "False",
+    ),
+    "jvm_class_cache_dir": _option(
+        "string",
+        "",
+        "Directory of the JVM class-data archives. Empty: ~/.cache/airflow-tablemgmt/jvm.",
+        "/var/cache/airflow/tablemgmt-jvm",
+    ),
+    "jars_dir": _option(
+        "string",
+        "",
+        "Directory of the Spark artifacts fetched from the Maven repository (checksums verified, fetched "
+        "once per host; `tablemgmt jars fetch` fills it ahead). Empty: $XDG_CACHE_HOME/airflow-tablemgmt/jars, "
+        "else ~/.cache/airflow-tablemgmt/jars.",
+        "/opt/airflow/jars",
+    ),
+    "maven_repository": _option(
+        "string",
+        "https://repo1.maven.org/maven2",
+        "The Maven repository Spark artifacts are fetched from (a mirror or a proxy of Maven Central).",
+        "https://nexus.example.com/repository/maven-central",
+    ),
+    "jars_offline": _option(
+        "boolean",
+        "False",
+        "Never download: a Spark artifact missing from jars_dir fails the task with the command that "
+        "fetches it (for workers without network access; fill jars_dir in the image).",
+        "True",
+    ),
+    "job_env_allow": _option(
+        "string",
+        "",
+        "Environment variables a Spark job may inherit beyond the built-in allow-list (SPARK_*, PYSPARK_*, "
+        "HADOOP_*, JAVA_HOME, ...): names separated by commas or spaces, NAME* for a prefix.",
+        "AWS_REGION, MY_TEAM_*",
+    ),
+}
+
+SECTION: dict[str, Any] = {
+    "tablemgmt": {
+        "description": "airflow-tablemgmt: table maintenance and dynamic tables on Airflow (docs/provider.md).",
+        "options": OPTIONS,
+    }
+}
