@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from airflow_tablemgmt.core.actions import PLAIN_TABLE
 from airflow_tablemgmt.core.dynamic import DynamicTableSpec, downstream_problem, find_cycle
 from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.tables import WRITING as WRITING_CATALOG  # noqa: N811
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec, format_validation_error, short_repr
 
 if TYPE_CHECKING:
@@ -304,7 +305,7 @@ def _parse_catalogs(out: LoadedDeclarations, raw_catalogs: Any) -> None:
     for path, raw in entries:
         label = f"catalog {raw.get('name')}" if isinstance(raw, dict) else f"catalog {path}"
         try:
-            spec = CatalogSpec.model_validate(raw)
+            spec = CatalogSpec.model_validate(raw, context=WRITING_CATALOG)
         except ValidationError as e:
             out.errors.append(
                 DeclarationError(source, label, format_validation_error(e, source, path_prefix=path))

@@ -1,4 +1,5 @@
-"""``/catalogs``: list, get, create, update. Only store-owned catalogs change here."""
+"""``/catalogs``: list, get, create, update, delete. Only store-owned catalogs change here. Secret
+properties are masked and credentials inside URIs (rows written before they were refused) redacted."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from airflow_tablemgmt.api.airflow_side import authorize_dags
 from airflow_tablemgmt.api.deps import get_store
 from airflow_tablemgmt.api.errors import ApiError
-from airflow_tablemgmt.api.schemas import CatalogIn, CatalogOut, CatalogUpdate
-from airflow_tablemgmt.core.secrets import masked
+from airflow_tablemgmt.api.schemas import CatalogIn, CatalogOut, CatalogRemovedOut, CatalogUpdate
 from airflow_tablemgmt.services import build_catalog, list_catalogs, set_catalog
-from airflow_tablemgmt.services.catalogs import find_catalog
+from airflow_tablemgmt.services.catalogs import catalog_view, find_catalog, remove_catalog
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -38,14 +38,7 @@ def get_catalog(name: CatalogName, store: StoreDep) -> CatalogOut:
 
 
 def _saved(store: Store, name: str, outcome: str) -> CatalogOut:
-    spec = store.catalogs.get(name)
-    return CatalogOut(
-        name=spec.name,
-        type=str(spec.type),
-        warehouse=spec.warehouse,
-        properties=masked(spec.properties),
-        outcome=outcome,  # type: ignore[arg-type]
-    )
+    return CatalogOut(**catalog_view(store.catalogs.get(name)).to_dict(), outcome=outcome)  # type: ignore[arg-type]
 
 
 @router.post("", response_model=CatalogOut, status_code=201, responses={409: {}, 422: {}})
@@ -76,3 +69,14 @@ def update_catalog(
     if outcome == "created":
         response.status_code = 201
     return _saved(store, spec.name, outcome)
+
+
+@router.delete("/{name}", response_model=CatalogRemovedOut, responses={404: {}, 409: {}})
+def delete_catalog(
+    name: CatalogName, request: Request, user: GetUserDep, store: StoreDep
+) -> CatalogRemovedOut:
+    """Remove a store-owned catalog. While a table (a dynamic one included) uses it the answer is 409
+    naming them; a catalog declared in tables.yaml is 409 too. Needs permission on all DAGs."""
+    authorize_dags(request, user, "DELETE", [None])
+    remove_catalog(store, name)
+    return CatalogRemovedOut(name=name, removed=True)

@@ -30,7 +30,12 @@ from airflow_tablemgmt.services.errors import CatalogConflict, Conflict, Declara
 from airflow_tablemgmt.services.health import HealthUnavailable
 from airflow_tablemgmt.services.run_now import DuplicateRun
 from airflow_tablemgmt.store.dynamic import DynamicStateChanged, NotADynamicTable
-from airflow_tablemgmt.store.errors import CatalogManagedByCode, StoreUnavailable, TableManagedByStore
+from airflow_tablemgmt.store.errors import (
+    CatalogInUse,
+    CatalogManagedByCode,
+    StoreUnavailable,
+    TableManagedByStore,
+)
 
 
 class ApiError(Exception):
@@ -52,6 +57,7 @@ _MAPPING: list[tuple[type[Exception], int, str]] = [
     (NotADynamicTable, 404, "table_id"),
     (TableManagedByCode, 409, "table_id"),
     (CatalogManagedByCode, 409, "name"),
+    (CatalogInUse, 409, "name"),
     (TableManagedByStore, 409, "table_id"),
     (CatalogConflict, 409, "catalog"),
     (Conflict, 409, "table_id"),

@@ -43,6 +43,11 @@ class CatalogUpdate(Body):
     properties: dict[str, str] = Field(default_factory=dict)
 
 
+class CatalogRemovedOut(BaseModel):
+    name: str
+    removed: bool
+
+
 class CatalogOut(BaseModel):
     name: str
     type: str

@@ -610,6 +610,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="an Iceberg catalog property; secrets only as references (conn:/var:/env:)",
     )
     cs.set_defaults(func=cmd_catalog_set)
+    from airflow_tablemgmt.cli.catalogs import add_catalog_remove
+
+    add_catalog_remove(ctsub)
 
     cg = sub.add_parser("catalogs", help="list catalogs (secret property values masked)")
     cg.add_argument("--json", action="store_true")

@@ -8,13 +8,22 @@ import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAIN_TABLE, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
 from airflow_tablemgmt.core.secrets import check_secret_properties
+from airflow_tablemgmt.core.uri_credentials import check_uri_credentials
 
 log = logging.getLogger(__name__)
 REFRESH_ACTION = "refresh"
@@ -69,6 +78,12 @@ def normalize_location(location: str) -> str:
     return f"{scheme}://{authority.lower()}{path}"
 
 
+# Validation context of a catalog being written (a file, REST, the CLI, the store's upsert): only then are
+# credentials inside URIs refused (core.uri_credentials).
+WRITING_KEY = "writing_catalog"
+WRITING = {WRITING_KEY: True}
+
+
 class CatalogSpec(_Model):
     """An Iceberg catalog. ``hadoop`` and ``glue`` need ``warehouse``; ``rest``, ``hive`` and
     ``jdbc`` need ``properties.uri``; other Iceberg properties pass through to Spark. Sensitive
@@ -82,7 +97,7 @@ class CatalogSpec(_Model):
     _name = field_validator("name")(lambda v: validate_identifier(v, "name"))
 
     @model_validator(mode="after")
-    def _complete(self) -> CatalogSpec:
+    def _complete(self, info: ValidationInfo) -> CatalogSpec:
         kind = self.type.value
         if self.type in (CatalogType.HADOOP, CatalogType.GLUE) and not self.warehouse:
             raise ValueError(f"warehouse: a {kind} catalog needs a warehouse path or URI")
@@ -97,6 +112,8 @@ class CatalogSpec(_Model):
             if not w or not (w.startswith("/") or _SCHEME.match(w)):
                 raise ValueError(f"warehouse: {self.warehouse!r} is relative; allowed: {WAREHOUSE_RULE}")
         check_secret_properties(self.properties)
+        if (info.context or {}).get(WRITING_KEY):  # a stored row written earlier still loads (shown redacted)
+            check_uri_credentials(self.warehouse, self.properties)
         return self
 
     def location_key(self) -> tuple[str, ...]:
@@ -307,7 +324,7 @@ def parse_table(data: dict[str, Any], source: str = "table") -> TableSpec:
 
 def parse_catalog(data: dict[str, Any], source: str = "catalog") -> CatalogSpec:
     try:
-        return CatalogSpec.model_validate(data)
+        return CatalogSpec.model_validate(data, context=WRITING)
     except ValidationError as e:
         raise InvalidDeclaration(format_validation_error(e, source)) from None
 
@@ -320,6 +337,6 @@ def parse_declarations(data: Any, source: str = "tables.yaml") -> Declarations:
             f"{source}: expected a mapping with 'catalogs' and 'tables', got {type(data).__name__}"
         )
     try:
-        return Declarations.model_validate(data, context=PLAIN_TABLE)
+        return Declarations.model_validate(data, context={**PLAIN_TABLE, **WRITING})
     except ValidationError as e:
         raise InvalidDeclaration(format_validation_error(e, source, data)) from None

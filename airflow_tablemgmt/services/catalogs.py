@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from airflow_tablemgmt.core.errors import CatalogNotFound
 from airflow_tablemgmt.core.secrets import check_secret_properties, masked
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, parse_catalog
+from airflow_tablemgmt.core.uri_credentials import redact_uri, redact_uris
 from airflow_tablemgmt.services.errors import CatalogConflict, InvalidInput
 
 if TYPE_CHECKING:
@@ -90,10 +91,22 @@ def set_catalog(store: Store, spec: CatalogSpec) -> CatalogResult:
     return CatalogResult(spec.name, "unchanged" if not changed else ("updated" if existed else "created"))
 
 
+def catalog_view(spec: CatalogSpec) -> CatalogView:
+    """``spec`` as shown to users: secret properties masked, credentials inside URIs (rows written before
+    they were refused) redacted."""
+    return CatalogView(
+        spec.name, str(spec.type), redact_uri(spec.warehouse), redact_uris(masked(spec.properties))
+    )
+
+
 def list_catalogs(store: Store) -> list[CatalogView]:
-    return [
-        CatalogView(c.name, str(c.type), c.warehouse, masked(c.properties)) for c in store.catalogs.list()
-    ]
+    return [catalog_view(c) for c in store.catalogs.list()]
+
+
+def remove_catalog(store: Store, name: str) -> None:
+    """Remove a store-owned catalog no table uses (``CatalogInUse`` names them; a catalog declared in
+    tables.yaml is removed from the file)."""
+    store.catalogs.delete(name, Owner.STORE)
 
 
 def ensure_catalog(store: Store, wanted: CatalogSpec, *, type_given: bool, warehouse_given: bool) -> bool:

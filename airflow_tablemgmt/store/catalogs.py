@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, Row, Table, insert, select, update
+from sqlalchemy import Engine, Row, Table, delete, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from airflow_tablemgmt.core.errors import (
@@ -18,14 +18,15 @@ from airflow_tablemgmt.core.errors import (
     TableMgmtError,
     UnreadableCatalog,
 )
-from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, Owner, format_validation_error
+from airflow_tablemgmt.core.tables import WRITING, CatalogSpec, CatalogType, Owner, format_validation_error
 from airflow_tablemgmt.store.clock import utcnow
-from airflow_tablemgmt.store.errors import CatalogManagedByCode
-from airflow_tablemgmt.store.models import CatalogRow
+from airflow_tablemgmt.store.errors import CatalogInUse, CatalogManagedByCode
+from airflow_tablemgmt.store.models import CatalogRow, TableRow
 
 log = logging.getLogger(__name__)
 
 _T = cast(Table, CatalogRow.__table__)
+_TABLES = cast(Table, TableRow.__table__)
 _RETRIES = 5
 
 
@@ -102,6 +103,25 @@ class CatalogRepository:
                 )
         return _to_spec(row)
 
+    def delete(self, name: str, owner: Owner) -> None:
+        """Remove the catalog. :class:`CatalogInUse` while a live table (a dynamic one included) is in
+        it — checked by the DELETE itself, so a table registered meanwhile keeps its catalog;
+        :class:`CatalogManagedByCode` for a store writer on a catalog of dags/tables.yaml."""
+        self.get(name)  # CatalogNotFound naming the registered ones
+        in_catalog = (_TABLES.c.catalog == name) & _TABLES.c.deleted_at.is_(None)
+        with self._engine.begin() as conn:
+            row = conn.execute(select(_T.c.owner).where(_T.c.name == name)).first()
+            if row is not None and row.owner == Owner.CODE and Owner(owner) == Owner.STORE:
+                raise CatalogManagedByCode(name)
+            removed = conn.execute(
+                delete(_T).where(_T.c.name == name, ~exists(select(_TABLES.c.id).where(in_catalog)))
+            ).rowcount
+            if removed == 0:
+                using = conn.execute(
+                    select(_TABLES.c.table_id).where(in_catalog).order_by(_TABLES.c.table_id)
+                )
+                raise CatalogInUse(name, [str(t) for t in using.scalars().all()])
+
     def list(self) -> builtins.list[CatalogSpec]:
         """Every catalog that loads, sorted by name; one that no longer validates is skipped
         (and logged), never fatal to the others: see :meth:`list_with_errors`."""
@@ -127,7 +147,7 @@ def _validated(spec: CatalogSpec) -> CatalogSpec:
     """Validated again from its serialized form (a spec may have skipped validation): nothing
     invalid, and no plaintext secret, is ever written."""
     try:
-        return CatalogSpec.model_validate(spec.model_dump(mode="json"))
+        return CatalogSpec.model_validate(spec.model_dump(mode="json"), context=WRITING)
     except ValidationError as e:
         raise InvalidDeclaration(format_validation_error(e, f"catalog {spec.name}")) from None
 

@@ -17,6 +17,19 @@ class CatalogManagedByCode(TableMgmtError):
         self.name = name
 
 
+class CatalogInUse(TableMgmtError):
+    """The catalog still has tables (dynamic tables included); it is removed only once none uses it."""
+
+    def __init__(self, name: str, tables: list[str]) -> None:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        super().__init__(
+            f"name: catalog {name} is used by {shown}; remove those tables first (tablemgmt remove, "
+            "DELETE /tables/{id} or /dynamic-tables/{id}, or their entries in tables.yaml)"
+        )
+        self.name = name
+        self.tables = tables
+
+
 class TableManagedByStore(TableMgmtError):
     """The table was registered through REST or the CLI; dags/tables.yaml may not remove it."""
 
