@@ -179,6 +179,18 @@ def test_airflow_lists_the_provider_and_the_plugin(clean_venv: dict[str, Any]) -
     assert plugin is not None, plugins
     assert f"{DIST}==" in str(plugin["source"])
     assert "/tablemgmt" in str(plugin["fastapi_apps"])
+    # The [tablemgmt] section is declared through provider info: Airflow lists it with its defaults.
+    section = _run(
+        [str(venv_bin / "airflow"), "config", "list", "--section", "tablemgmt", "--show-values"],
+        env=env,
+        cwd=cwd,
+    )
+    for option in (
+        "triggerers = 1",
+        "maven_repository = https://repo1.maven.org/maven2",
+        "jars_offline = False",
+    ):
+        assert option in section, section
 
 
 def test_the_cli_runs_from_the_installed_wheel(clean_venv: dict[str, Any]) -> None:
