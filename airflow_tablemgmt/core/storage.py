@@ -98,3 +98,18 @@ def pyiceberg_properties(warehouse: str | None, properties: Mapping[str, str]) -
         out.pop("s3.path-style-access", None)
         out["s3.force-virtual-addressing"] = "false" if settings.path_style else "true"
     return out
+
+
+UNSAFE_COMMITS = "allow-unsafe-commits"
+
+
+def check_hadoop_commits(warehouse: str | None, properties: Mapping[str, str]) -> None:
+    """A ``hadoop`` catalog commits by renaming a metadata file into place, which object stores do not
+    do atomically: a compaction beside a writer can make a commit silently vanish. Refused on an object
+    store unless the catalog says ``allow-unsafe-commits: true``."""
+    if is_object_store(warehouse) and not _flag(properties.get(UNSAFE_COMMITS)):
+        raise ValueError(
+            f"warehouse: a hadoop catalog on an object store ({warehouse!r}) commits by renaming files, which "
+            f"is not atomic there: a concurrent commit can be lost. Use a rest, jdbc, hive or glue catalog, or "
+            f"set properties.{UNSAFE_COMMITS}: 'true' if only one writer ever commits to its tables"
+        )

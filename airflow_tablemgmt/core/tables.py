@@ -23,6 +23,7 @@ from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
 from airflow_tablemgmt.core.secrets import check_secret_properties
+from airflow_tablemgmt.core.storage import check_hadoop_commits
 from airflow_tablemgmt.core.uri_credentials import check_uri_credentials
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,8 @@ class CatalogSpec(_Model):
         check_secret_properties(self.properties)
         if (info.context or {}).get(WRITING_KEY):  # a stored row written earlier still loads (shown redacted)
             check_uri_credentials(self.warehouse, self.properties)
+            if self.type == CatalogType.HADOOP:
+                check_hadoop_commits(self.warehouse, self.properties)
         return self
 
     def location_key(self) -> tuple[str, ...]:

@@ -120,6 +120,13 @@ NEEDS: dict[str, Need] = {
             (_a("io.delta:delta-spark_2.12:3.3.2"), _a("io.delta:delta-storage:3.3.2")),
         ),
         Need("paimon", "Paimon's Spark 3.5 runtime", (_a("org.apache.paimon:paimon-spark-3.5:0.9.0"),)),
+        # Iceberg's reference REST catalog server (RESTCatalogServer, ≈ 210 MB, a runnable jar): not a job's
+        # need; the tests and a local REST catalog start it. 1.10.2's runtime jar was not published.
+        Need(
+            "iceberg-rest-fixture",
+            "Iceberg's reference REST catalog server (tests, local REST catalogs)",
+            (_a("org.apache.iceberg:iceberg-open-api:1.10.1"),),
+        ),
     )
 }
 # What ``tablemgmt jars fetch --format F`` fetches: the format's runtime.
@@ -354,7 +361,17 @@ def catalog_needs(catalog: CatalogSpec) -> list[str]:
     for schemes, need in _OBJECT_STORE_NEEDS:
         if any(v.lower().startswith(schemes) for v in values):
             needs.append(need)
-    if catalog.type == CatalogType.GLUE or ".aws." in io_impl:
+    s3_settings = any(
+        k.startswith(("s3.", "client.region", "glue.", "rest.sigv4")) for k in catalog.properties
+    )
+    # A REST or Hive catalog's tables are wherever the service says, most often S3, with settings the
+    # service may send (vended credentials): its FileIO needs the AWS SDK unless another store is named.
+    remote = (
+        catalog.type in (CatalogType.REST, CatalogType.HIVE)
+        and len(needs) == 1
+        and not any(k.startswith(("gcs.", "adls.")) for k in catalog.properties)
+    )
+    if catalog.type == CatalogType.GLUE or ".aws." in io_impl or s3_settings or remote:
         needs.append("aws")
     if ".gcp." in io_impl:
         needs.append("gcp")

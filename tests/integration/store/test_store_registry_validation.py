@@ -21,6 +21,9 @@ TWO = (
     + "tables:\n  - {catalog: lake, namespace: s, name: a}\n  - {catalog: lake, namespace: s, name: b}\n"
 )
 
+# A hadoop catalog on an object store must accept non-atomic commits explicitly.
+UNSAFE = {"allow-unsafe-commits": "true"}
+
 
 def spec(name: str = "t", **actions: object) -> TableSpec:
     return TableSpec.model_validate({"catalog": "lake", "namespace": "s", "name": name, "actions": actions})
@@ -98,7 +101,7 @@ def test_a_row_that_no_longer_validates_is_reported_by_name(store, spec_json: st
     [
         ({"warehouse": "/data/wh"}, {"warehouse": "/data/wh/"}),
         ({"warehouse": "/data/wh"}, {"warehouse": "file:///data/wh"}),
-        ({"warehouse": "s3://bkt/wh"}, {"warehouse": "s3a://bkt/wh"}),
+        ({"warehouse": "s3://bkt/wh", "properties": UNSAFE}, {"warehouse": "s3a://bkt/wh", "properties": UNSAFE}),
         ({"type": "rest", "properties": {"uri": "http://h:8181"}}, {"type": "rest", "properties": {"uri": "http://h:8181/"}}),
     ],
 )  # fmt: skip

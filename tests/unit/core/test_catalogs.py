@@ -9,6 +9,9 @@ import pytest
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.tables import CatalogSpec, parse_catalog
 
+# A hadoop catalog on an object store must accept non-atomic commits explicitly.
+UNSAFE = {"allow-unsafe-commits": "true"}
+
 
 @pytest.mark.parametrize("warehouse", ["../../tmp", "data/wh", "./wh", "wh", "~/wh"])
 def test_relative_warehouse_rejected(warehouse: str) -> None:
@@ -25,7 +28,24 @@ def test_relative_warehouse_rejected(warehouse: str) -> None:
      "hdfs://nn:8020/wh"],
 )  # fmt: skip
 def test_absolute_paths_and_uris_accepted(warehouse: str) -> None:
-    assert parse_catalog({"name": "lake", "warehouse": warehouse}).warehouse == warehouse
+    # A hadoop catalog on an object store also says it accepts non-atomic commits.
+    properties = (
+        {"allow-unsafe-commits": "true"}
+        if "://" in warehouse and not warehouse.startswith(("file", "hdfs"))
+        else {}
+    )
+    assert (
+        parse_catalog({"name": "lake", "warehouse": warehouse, "properties": properties}).warehouse
+        == warehouse
+    )
+
+
+@pytest.mark.parametrize("warehouse", ["s3://b/wh", "s3a://b/wh", "gs://b/w", "abfs://c@a/w"])
+def test_a_hadoop_catalog_on_an_object_store_is_refused_without_the_opt_in(warehouse: str) -> None:
+    with pytest.raises(InvalidDeclaration, match="allow-unsafe-commits: 'true'"):
+        parse_catalog({"name": "lake", "warehouse": warehouse})
+    glue = parse_catalog({"name": "lake", "type": "glue", "warehouse": warehouse})
+    assert glue.warehouse == warehouse
 
 
 @pytest.mark.parametrize("type_", ["rest", "hive", "jdbc"])
@@ -62,7 +82,7 @@ def test_plaintext_secret_is_a_validation_error_naming_the_key() -> None:
         ({"warehouse": "/data/wh"}, {"warehouse": "/data/wh/"}),
         ({"warehouse": "/data/wh"}, {"warehouse": "file:/data/wh"}),
         ({"warehouse": "file:///data/wh//"}, {"warehouse": "/data/./wh"}),
-        ({"warehouse": "s3://b/wh"}, {"warehouse": "s3a://b/wh/"}),
+        ({"warehouse": "s3://b/wh", "properties": UNSAFE}, {"warehouse": "s3a://b/wh/", "properties": UNSAFE}),
         ({"type": "rest", "properties": {"uri": "http://h:8181/"}}, {"type": "rest", "properties": {"uri": "http://h:8181"}}),
         ({"type": "hive", "warehouse": "s3://b/w", "properties": {"uri": "thrift://m:9083"}},
          {"type": "hive", "warehouse": "s3://b/w/", "properties": {"uri": "thrift://m:9083"}}),

@@ -101,8 +101,8 @@ def test_register_never_changes_an_existing_catalog(store: Store) -> None:
     with pytest.raises(TableNotFound):
         store.tables.get("lake.s.b")  # nothing written
 
-    created = register(store, table="fresh.s.t", warehouse="s3://bucket/wh", actions=("rewrite-files",))
-    assert created.catalog_created and store.catalogs.get("fresh").warehouse == "s3://bucket/wh"
+    created = register(store, table="fresh.s.t", warehouse="/data/fresh", actions=("rewrite-files",))
+    assert created.catalog_created and store.catalogs.get("fresh").warehouse == "/data/fresh"
 
 
 @pytest.mark.parametrize("warehouse", ["../../tmp", "wh", "./data"])

