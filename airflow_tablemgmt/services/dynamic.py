@@ -32,6 +32,7 @@ from airflow_tablemgmt.core.errors import (
     TableNotFound,
 )
 from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.core.query_policy import session_option_refusal
 from airflow_tablemgmt.core.tables import Owner, format_validation_error
 from airflow_tablemgmt.services.errors import Conflict, InvalidInput, NotFound
 from airflow_tablemgmt.services.run_now import dag_id_for
@@ -384,6 +385,8 @@ def _check_options(options: Mapping[str, Any] | None, field: str) -> dict[str, s
             raise InvalidInput(f"{field}: option names must be non-empty strings, got {k!r}")
         if isinstance(v, dict | list):
             raise InvalidInput(f"{field}.{k}: must be a string, number or boolean, got {v!r}")
+        if refusal := session_option_refusal(k, field):  # e.g. spark.sql.catalog.*: core.query_policy
+            raise InvalidInput(refusal)
         out[k] = str(v).lower() if isinstance(v, bool) else str(v)
     return out
 

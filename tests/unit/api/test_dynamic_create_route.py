@@ -50,3 +50,18 @@ def test_a_new_query_through_rest_is_422_and_changes_nothing(client: TestClient,
     assert r.status_code == 422, r.text
     assert r.json()["field"] == "query" and "api-server" in r.json()["detail"]
     assert store.dynamic.get(table).definition.query == before
+
+
+def test_a_dynamic_option_that_widens_the_session_is_refused_before_any_run(
+    client: TestClient, store: Store, airflow: Airflow
+) -> None:
+    table = f"{DEFINITION['catalog']}.{DEFINITION['namespace']}.{DEFINITION['name']}"
+    body = {"isPeriodic": False, "dynamicOptions": {"spark.sql.catalog.evil": "org.example.Evil"}}
+    r = client.post(f"/dynamic-tables/{table}/refresh", json=body)
+    assert r.status_code == 400, r.text
+    assert "spark.sql.catalog" in r.json()["detail"] and "registered catalogs" in r.json()["detail"]
+    assert airflow.runs == {} and store.processes.list(table_id=table) == []
+    ok = client.post(
+        f"/dynamic-tables/{table}/refresh", json={"dynamicOptions": {"spark.sql.shuffle.partitions": "4"}}
+    )
+    assert ok.status_code == 200, ok.text
