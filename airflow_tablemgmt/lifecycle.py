@@ -417,6 +417,18 @@ class ProcessRunner:
             stop.set()
             if watchdog is not None:
                 watchdog.stop()
+        if result.status == "SUCCESS":
+            summary = _complete_summary(
+                factory, process, result.summary or {}, result.application_id, result.duration_seconds
+            )
+            if isinstance(summary.get("timings"), dict):
+                summary["timings"]["store_before_job"] = round(store_before, 3)
+            snapshot_id = _snapshot_after(summary)
+            # The job committed: its result goes where a next attempt finds it at once, before
+            # waiting for the heartbeat thread (which may be blocked in the store) or any store write.
+            self._journal.write(self.store, process, attempt, {
+                "summary": summary, "snapshot_id": snapshot_id, "application_id": result.application_id,
+            })  # fmt: skip
         beat.join(self.heartbeat_every.total_seconds() + 5)
         job_returned = time.perf_counter()
         self._current = None
@@ -427,16 +439,6 @@ class ProcessRunner:
             reason = result.error or "the Spark job failed without a result"
             self._fail(process, reason)
             raise JobFailed(f"{req.action} on {req.table_id} failed (process {process.id}): {reason}")
-        summary = _complete_summary(
-            factory, process, result.summary or {}, result.application_id, result.duration_seconds
-        )
-        if isinstance(summary.get("timings"), dict):
-            summary["timings"]["store_before_job"] = round(store_before, 3)
-        snapshot_id = _snapshot_after(summary)
-        # The job committed: its result goes where a next attempt finds it, before any store write.
-        self._journal.write(self.store, process, attempt, {
-            "summary": summary, "snapshot_id": snapshot_id, "application_id": result.application_id,
-        })  # fmt: skip
         # A job that committed before a kill landed is recorded too, guarded by this attempt: if the
         # row is another attempt's now, that one finds the result file and records it.
         try:  # a cancel that arrived after the job committed still ends SUCCESS: the table changed
