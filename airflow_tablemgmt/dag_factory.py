@@ -33,6 +33,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
+from airflow_tablemgmt.notifications.callback import on_task_failure
 from airflow_tablemgmt.operators.gate import event_names_action as event_names_action  # re-exported
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 
@@ -302,6 +303,8 @@ def build_dag(
         "retries": settings.retries,
         "retry_delay": settings.retry_delay,
         "priority_weight": table.priority,
+        # [tablemgmt] notify / the table's notify: (docs/notifications.md), decided when a failure happens.
+        "on_failure_callback": on_task_failure,
     }
     if table.queue != "default":
         task_args["pool"] = table.queue

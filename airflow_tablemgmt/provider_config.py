@@ -81,6 +81,16 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "HADOOP_*, JAVA_HOME, ...): names separated by commas or spaces, NAME* for a prefix.",
         "AWS_REGION, MY_TEAM_*",
     ),
+    "notify": _option(
+        "string",
+        "",
+        "Notifications for every table, as JSON: Airflow notifiers by class path with their kwargs, the "
+        "events (failed, failing-streak, suspended) and the failing streak's length; the same document as a "
+        "table's notify: (docs/notifications.md). Empty: none.",
+        '{"notifiers": [{"class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier", '
+        '"kwargs": {"to": "data-platform@example.com"}}], "on": ["failed", "failing-streak", "suspended"], '
+        '"failing-streak": 3}',
+    ),
 }
 
 SECTION: dict[str, Any] = {

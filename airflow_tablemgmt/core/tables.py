@@ -22,6 +22,7 @@ from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAI
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
+from airflow_tablemgmt.core.notify import NotifySpec
 from airflow_tablemgmt.core.secrets import check_secret_properties
 from airflow_tablemgmt.core.storage import check_hadoop_commits
 from airflow_tablemgmt.core.uri_credentials import check_uri_credentials
@@ -146,6 +147,7 @@ class TableSpec(_Model):
     queue: str = Field(default="default", description="Airflow pool (and queue) the jobs run in")
     priority: int = Field(default=1, ge=1, le=1000)
     actions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    notify: NotifySpec | None = Field(default=None, description="notifications (docs/notifications.md)")
 
     @field_validator("catalog", "namespace", "name")
     @classmethod

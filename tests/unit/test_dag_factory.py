@@ -299,6 +299,7 @@ def _plain_dag(fast: Any) -> Any:
         TableMaintenanceOperator(
             task_id="maintain", table=m.table, action=m.action, lease_wait=m.lease_wait, gate=m.gate,
             owner=m.owner, retries=m.retries, retry_delay=m.retry_delay, priority_weight=m.priority_weight,
+            on_failure_callback=m.on_failure_callback,
             **({"pool": m.pool} if m.pool != "default_pool" else {}),
             **({"outlets": m.outlets} if m.outlets else {}),
         )  # fmt: skip

@@ -1,0 +1,127 @@
+"""The failure callback of every maintenance and refresh task: decides from the store which events a
+final failure makes (``failed``, ``failing-streak``, ``suspended``) and sends them.
+
+Airflow calls ``on_failure_callback`` once the task has failed for good (after its last retry, or at
+once for a failure retries cannot fix, such as a cancel or an automatic suspension), in the task's
+process on the worker, where the store (our own database) is reachable. A module-level function rather
+than a notifier object on the task: it costs nothing per DAG (the DAG cache pickles it by name) and the
+configuration is read when a failure happens, so changing ``[tablemgmt] notify`` needs no re-parse.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
+from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.notifications.dispatch import Route, global_notify, routes, send
+from airflow_tablemgmt.notifications.events import Notification
+
+log = logging.getLogger(__name__)
+_FAILURES = frozenset({ProcessStatus.FAILED, ProcessStatus.KILLED})
+_ENDED = frozenset({ProcessStatus.SUCCESS, ProcessStatus.CANCELED}) | _FAILURES
+REFRESH = "refresh"
+# The operator's message when its failure suspended the dynamic table (operators/maintenance.py).
+NOW_SUSPENDED = "is now suspended"
+MAX_STREAK_READ = 1000
+
+
+def failing_streak(processes: list[Process]) -> int:
+    """Consecutive failed processes, newest first, ignoring those still running."""
+    streak = 0
+    for p in processes:
+        status = ProcessStatus(p.status)
+        if status not in _ENDED:
+            continue
+        if status not in _FAILURES:
+            break
+        streak += 1
+    return streak
+
+
+def decide(
+    store: Any,
+    table_id: str,
+    action: str,
+    *,
+    table_notify: NotifySpec | None,
+    global_spec: NotifySpec | None,
+    exception: BaseException | str | None = None,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+) -> list[tuple[Route, Notification]]:
+    """Each (route, notification) a final failure of ``table_id``'s ``action`` makes."""
+    chosen = routes(table_notify, global_spec)
+    if not chosen:
+        return []
+    history = store.processes.list(table_id=table_id, action=action, limit=MAX_STREAK_READ)
+    last = next((p for p in history if ProcessStatus(p.status) in _FAILURES), None)
+    streak = failing_streak(history)
+    base: dict[str, Any] = {"table": table_id, "action": action, "dag_id": dag_id, "run_id": run_id}
+    if last is not None:
+        base.update(
+            process_id=last.id,
+            attempt=last.attempt,
+            status=str(last.status),
+            reason=last.failure_reason or (str(exception) if exception else None),
+        )
+    elif exception:
+        base["reason"] = str(exception)
+    suspended_reason = None
+    if action == REFRESH and exception is not None and NOW_SUSPENDED in str(exception):
+        dt = store.dynamic.find(table_id)
+        if dt is not None and str(dt.state) == "SUSPENDED":
+            suspended_reason = dt.suspended_reason or "suspended after failures"
+            streak = max(streak, int(dt.consecutive_failures or 0))
+    out: list[tuple[Route, Notification]] = []
+    for route in chosen:
+        events = [NotifyEvent.FAILED]
+        if streak >= route.failing_streak and streak % route.failing_streak == 0:
+            events.append(NotifyEvent.FAILING_STREAK)
+        if suspended_reason is not None:
+            events.append(NotifyEvent.SUSPENDED)
+        for event in events:
+            if event in route.events:
+                note = Notification(event=event, streak=streak, suspended_reason=suspended_reason, **base)
+                out.append((route, note))
+    return out
+
+
+def on_task_failure(context: Mapping[str, Any]) -> None:
+    """``on_failure_callback`` of the tasks the DAG factory builds."""
+    task = context.get("task")
+    table_id, action = getattr(task, "table", None), getattr(task, "action", None)
+    if not table_id or not action:
+        return
+    try:
+        global_spec = global_notify()
+        from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+
+        conn_id = getattr(task, "tablemgmt_conn_id", TableMgmtHook.default_conn_name)
+        store = TableMgmtHook(conn_id).get_store(create=False)
+        spec = store.tables.get(table_id)
+        table_notify = getattr(spec, "notify", None)
+        ti = context.get("ti")
+        decided = decide(
+            store,
+            table_id,
+            action,
+            table_notify=table_notify,
+            global_spec=global_spec,
+            exception=context.get("exception"),
+            dag_id=getattr(ti, "dag_id", None),
+            run_id=getattr(ti, "run_id", None),
+        )
+    except Exception:  # noqa: BLE001 - a notification problem must not hide the task's own failure
+        log.exception("tablemgmt: could not decide the notifications of %s %s", table_id, action)
+        return
+    for route, notification in decided:
+        sent = send(route.notifiers, notification, context)
+        log.info(
+            "tablemgmt: %s sent through %d of %d notifier(s)",
+            notification.subject,
+            sent,
+            len(route.notifiers),
+        )
