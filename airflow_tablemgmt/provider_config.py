@@ -88,7 +88,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "events (failed, failing-streak, suspended) and the failing streak's length; the same document as a "
         "table's notify: (docs/notifications.md). Empty: none.",
         '{"notifiers": [{"class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier", '
-        '"kwargs": {"to": "data-platform@example.com"}}], "on": ["failed", "failing-streak", "suspended"], '
+        '"kwargs": {"to": "data-platform@example.com"}}], "events": ["failed", "failing-streak", "suspended"], '
         '"failing-streak": 3}',
     ),
 }

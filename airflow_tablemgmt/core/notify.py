@@ -50,7 +50,8 @@ class NotifySpec(_Model):
     """Notifications of a table (``notify:``), or of every table (``[tablemgmt] notify``)."""
 
     notifiers: list[NotifierSpec] = Field(default_factory=list)
-    on: list[NotifyEvent] = Field(
+    # Not `on`: YAML 1.1 (PyYAML) reads the key `on` as the boolean true.
+    events: list[NotifyEvent] = Field(
         default_factory=lambda: list(NotifyEvent), description="the events to notify (default: all)"
     )
     failing_streak: int = Field(
@@ -60,7 +61,7 @@ class NotifySpec(_Model):
         default=True, description="a table's notify: also use the notifiers of [tablemgmt] notify"
     )
 
-    @field_validator("on")
+    @field_validator("events")
     @classmethod
     def _unique(cls, v: list[NotifyEvent]) -> list[NotifyEvent]:
         return list(dict.fromkeys(v))

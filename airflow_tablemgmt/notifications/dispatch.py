@@ -60,7 +60,7 @@ def routes(table_notify: NotifySpec | None, global_spec: NotifySpec | None) -> l
     specs = [s for s in (table_notify,) if s is not None]
     if global_spec is not None and (table_notify is None or table_notify.inherit):
         specs.append(global_spec)
-    return [Route(tuple(s.notifiers), frozenset(s.on), s.failing_streak) for s in specs if s.notifiers]
+    return [Route(tuple(s.notifiers), frozenset(s.events), s.failing_streak) for s in specs if s.notifiers]
 
 
 def build_notifier(spec: NotifierSpec) -> Any:

@@ -129,9 +129,9 @@ def test_a_final_failure_mails_through_the_smtp_notifier(
 def test_a_tables_own_notifiers_and_events_come_before_the_global_ones(inbox: _Inbox, store: Any) -> None:
     start = datetime(2026, 11, 1, tzinfo=UTC)
     _failed_process(store, start, "boom")
-    table = NotifySpec.model_validate({"notifiers": [_notifier("team@example.com")], "on": ["failed"]})
+    table = NotifySpec.model_validate({"notifiers": [_notifier("team@example.com")], "events": ["failed"]})
     everyone = NotifySpec.model_validate(
-        {"notifiers": [_notifier("platform@example.com")], "on": ["failing-streak"]}
+        {"notifiers": [_notifier("platform@example.com")], "events": ["failing-streak"]}
     )
     decided = decide(store, TABLE, "expire-snapshots", table_notify=table, global_spec=everyone)
     assert [(str(n.event), r.notifiers[0].kwargs["to"]) for r, n in decided] == [
@@ -142,7 +142,7 @@ def test_a_tables_own_notifiers_and_events_come_before_the_global_ones(inbox: _I
     assert [rcpt for rcpt, _ in inbox.messages] == [["team@example.com"]]
     # inherit: false drops the global notifiers; a streak of 2 reaches a threshold of 2 on either.
     _failed_process(store, start + timedelta(days=1), "boom")
-    alone = table.model_copy(update={"inherit": False, "on": list(NotifyEvent), "failing_streak": 2})
+    alone = table.model_copy(update={"inherit": False, "events": list(NotifyEvent), "failing_streak": 2})
     decided = decide(store, TABLE, "expire-snapshots", table_notify=alone, global_spec=everyone)
     assert sorted(str(n.event) for _, n in decided) == ["failed", "failing-streak"]
     assert {r.notifiers[0].kwargs["to"] for r, _ in decided} == {"team@example.com"}
@@ -158,7 +158,9 @@ def test_an_auto_suspended_dynamic_table_is_announced(inbox: _Inbox, store: Any,
         processes = store.processes
         dynamic = type("R", (), {"find": staticmethod(lambda table_id: _Dynamic())})()
 
-    spec = NotifySpec.model_validate({"notifiers": [_notifier("oncall@example.com")], "on": ["suspended"]})
+    spec = NotifySpec.model_validate(
+        {"notifiers": [_notifier("oncall@example.com")], "events": ["suspended"]}
+    )
     error = RuntimeError(
         f"tablemgmt: refresh failed; {TABLE} is now suspended: 5 consecutive failed refreshes"
     )
@@ -192,3 +194,24 @@ def test_the_dag_factory_attaches_the_callback_to_every_task() -> None:
     ).dags
     callbacks = [task.on_failure_callback for dag in dags.values() for task in dag.tasks]
     assert callbacks and all(on_task_failure in (c if isinstance(c, list) else [c]) for c in callbacks)
+
+
+def test_a_tables_notify_is_declared_in_yaml_and_kept_by_the_store(store: Any) -> None:
+    from airflow_tablemgmt.core.tables import Owner
+    from airflow_tablemgmt.declarations import parse_declarations_text
+
+    text = (
+        "catalogs: [{name: lake, warehouse: /data/wh}]\n"
+        "tables:\n- catalog: lake\n  namespace: sales\n  name: orders\n  actions: {expire-snapshots: {}}\n"
+        f"  notify:\n    events: [failing-streak]\n    failing-streak: 5\n    notifiers:\n"
+        f"    - {{class: {SMTP_NOTIFIER}, kwargs: {{to: team@example.com}}}}\n"
+    )
+    loaded = parse_declarations_text(text, "tables.yaml")
+    assert loaded.errors == []
+    spec = loaded.tables[0]
+    store.tables.upsert(spec, Owner.CODE)
+    kept = store.tables.get(TABLE).notify
+    assert kept == spec.notify and kept is not None
+    assert kept.failing_streak == 5 and [str(e) for e in kept.events] == ["failing-streak"]
+    bad = text.replace("failing-streak: 5", "failing-streak: 1")
+    assert any("failing-streak" in e.message for e in parse_declarations_text(bad, "tables.yaml").errors)
