@@ -115,6 +115,21 @@ def check_statement(spark: SparkSession, query: str, catalogs: frozenset[str]) -
             )
 
 
+def parse_query(spark: SparkSession, query: str) -> str | None:
+    """Parse the query alone (nothing runs), so a syntax error points into the user's text rather than
+    into the refresh's wrapper. Returns the kind of statement Spark parsed, or None if the parser was not
+    reachable."""
+    parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001 - no public parser API
+    try:
+        plan = parser.parseQuery(query)
+    except Exception as e:
+        if type(e).__name__ != "ParseException" and getattr(e, "java_exception", None) is None:
+            return None  # py4j without the method: the wrapper still parses
+        _, message = describe_exception(e)
+        raise InvalidQuery(f"query: not one Spark SQL SELECT statement: {message}") from None
+    return str(plan.getClass().getSimpleName())
+
+
 def check_plan(df: DataFrame, catalogs: frozenset[str]) -> None:
     """Refuse the analysed plan of ``df`` unless it only reads tables of ``catalogs`` (see module)."""
     jvm = df.sparkSession._jvm  # noqa: SLF001

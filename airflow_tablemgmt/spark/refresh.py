@@ -52,10 +52,9 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote, validate_identifier
 from airflow_tablemgmt.core.query_policy import FORCED_SESSION, session_option_refusal
-from airflow_tablemgmt.spark import literals
+from airflow_tablemgmt.spark import literals, query_policy
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.metrics import metadata_table, snapshot_summary
-from airflow_tablemgmt.spark.query_policy import InvalidQuery, check_plan, check_statement, sanitized_failure
 from airflow_tablemgmt.spark.result import describe_exception
 
 if TYPE_CHECKING:
@@ -82,6 +81,9 @@ MAX_PARTITIONS_LISTED = 1000
 _VARCHAR = re.compile(r"^(var)?char\(\d+\)$")
 _VARCHAR_ANYWHERE = re.compile(r"\b(var)?char\(\d+\)")
 _NARROW_INT = re.compile(r"\b(tinyint|smallint)\b")
+
+
+InvalidQuery = query_policy.InvalidQuery  # raised by this module too; QueryNotAllowed is one
 
 
 class SchemaDrift(TableMgmtError):
@@ -198,8 +200,8 @@ def query_frame(
 ) -> DataFrame:
     """The analysed query (nothing runs yet), checked by ``query_policy`` against ``catalogs``. A query
     that is not one SELECT fails as InvalidQuery; one the policy refuses as QueryNotAllowed."""
-    check_statement(spark, query, catalogs)
-    parsed = _parse_query(spark, query)
+    query_policy.check_statement(spark, query, catalogs)
+    parsed = query_policy.parse_query(spark, query)
     try:
         df = spark.sql(wrapped(query, condition))
     except Exception as e:
@@ -213,22 +215,8 @@ def query_frame(
                 f"{parsed} ({message.splitlines()[0]})"
             ) from None
         raise InvalidQuery(f"query: {message}") from None
-    check_plan(df, catalogs)
+    query_policy.check_plan(df, catalogs)
     return df
-
-
-def _parse_query(spark: SparkSession, query: str) -> str | None:
-    """Parse the query alone (nothing runs), so a syntax error points into the user's text rather than
-    into our wrapper. Returns the kind of statement Spark parsed, or None if the parser was not reachable."""
-    try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parseQuery(query)
-    except Exception as e:
-        if type(e).__name__ != "ParseException" and getattr(e, "java_exception", None) is None:
-            log.debug("query pre-parse skipped: %s", e)  # py4j without the method: the wrapper still parses
-            return None
-        _, message = describe_exception(e)
-        raise InvalidQuery(f"query: not one Spark SQL SELECT statement: {message}") from None
-    return str(plan.getClass().getSimpleName())
 
 
 def schema_of(df: DataFrame) -> list[dict[str, Any]]:
@@ -513,9 +501,9 @@ def refresh(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]
     job = parse_options(options)
     if job.mode == "drop":
         return drop(spark, table)
-    # The user's query runs below: a failure Spark raised while running it is logged here in full (the
-    # task log) and reported as a sanitized QueryFailed (the process row, the API).
-    with session_settings(spark, {**job.session_options, **FORCED_SESSION}), sanitized_failure(log):
+    settings = {**job.session_options, **FORCED_SESSION}
+    # User SQL runs below: Spark's failure text goes to the log only (QueryFailed to the process row).
+    with session_settings(spark, settings), query_policy.sanitized_failure(log):
         if job.mode == "analyse":
             return analyse(spark, table, options)
         if job.mode == "create":
