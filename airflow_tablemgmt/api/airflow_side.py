@@ -186,4 +186,4 @@ def end_queued_run(dag_id: str, run_id: str) -> bool:
             .values(state=DagRunState.FAILED)
             .execution_options(synchronize_session=False)
         )
-        return bool(ended.rowcount)
+        return bool(getattr(ended, "rowcount", 0))

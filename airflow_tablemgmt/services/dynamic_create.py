@@ -14,7 +14,7 @@ through :func:`declare`): it runs with its user's own environment, not a server'
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from airflow_tablemgmt.core.tables import Owner
 from airflow_tablemgmt.services.errors import Conflict
 
 if TYPE_CHECKING:
-    from airflow_tablemgmt.services.dynamic import RefreshDagTrigger, RefreshRequested
+    from airflow_tablemgmt.services.dynamic import RefreshRequested
     from airflow_tablemgmt.store import Store
     from airflow_tablemgmt.store.dynamic import DynamicTable
 
@@ -48,8 +48,11 @@ def declare(store: Store, definition_dict: Mapping[str, Any], owner: Owner = Own
     return store.dynamic.get(definition.id)
 
 
-def queue_creation(store: Store, table_id: str, trigger: RefreshDagTrigger) -> RefreshRequested:
-    """Open the creation process (now, trigger CREATION) and trigger the refresh DAG's run for it.
+def queue_creation(
+    store: Store, table_id: str, trigger: Callable[[str, datetime, Mapping[str, Any]], str]
+) -> RefreshRequested:
+    """Open the creation process (now, trigger CREATION) and ask ``trigger`` (a ``RefreshDagTrigger``:
+    dag id, logical date, conf -> run id) for the refresh DAG's run.
 
     Airflow refusing the run fails the process with that reason (nothing ran) and raises."""
     from airflow_tablemgmt.services.dynamic import REFRESH, RefreshRequested, refresh_parameters

@@ -163,10 +163,10 @@ def _check_leaf(node: Any, name: str, catalogs: frozenset[str]) -> None:
             f"catalog of this job; {_allowed(catalogs)}"
         )
     if name in ("LogicalRelation", "HiveTableRelation"):
-        table = node.catalogTable() if name == "LogicalRelation" else None
-        if table is not None and table.isDefined():  # a table of Spark's session catalog
+        session_table = node.catalogTable() if name == "LogicalRelation" else None
+        if session_table is not None and session_table.isDefined():  # a table of Spark's session catalog
             raise QueryNotAllowed(
-                f"query: it reads {table.get().identifier().unquotedString()} of the session catalog, which "
+                f"query: it reads {session_table.get().identifier().unquotedString()} of the session catalog, which "
                 f"is not a table of a registered catalog; {_allowed(catalogs)}"
             )
         if name == "HiveTableRelation":
