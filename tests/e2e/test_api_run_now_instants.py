@@ -67,3 +67,28 @@ def test_cancel_of_a_process_whose_run_is_queued_ends_the_run(api: Api) -> None:
     assert canceled.json()["status"] == "CANCELED"
     assert dict(_runs(dag_id))[out["run_id"]] == "failed"
     assert api.store.processes.get(out["process_id"]).status == "CANCELED"
+
+
+@pytest.mark.parametrize(
+    ("instant", "words"),
+    [
+        ("9999-12-31T00:00:00+00:00", "is in the future"),
+        ("2026-01-01T00:00:00", "has no time zone"),
+        ("-1615", "is not an ISO 8601 time"),
+        ("1999-01-01T00:00:00+00:00", "is before the DAG's start date"),
+    ],
+)
+def test_the_clis_run_now_applies_the_same_rule(
+    tmp_path_factory: pytest.TempPathFactory, instant: str, words: str
+) -> None:
+    from tests.e2e.test_cli import ok, register, tablemgmt
+
+    table_id = "clirun.db.t"
+    if table_id not in tablemgmt("tables").stdout:
+        ok(register(table_id, tmp_path_factory.mktemp("clirun") / "wh"))
+    res = tablemgmt("run", table_id, "rewrite-files", "--instant", instant)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out
+    assert f"--instant: {instant!r} {words}" in out and "allowed: an ISO 8601 time with a time zone" in out, (
+        out
+    )
