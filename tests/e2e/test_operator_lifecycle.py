@@ -95,6 +95,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
 def operator(seconds: float, **kw: Any) -> Operator:
     kw.setdefault("heartbeat_every", timedelta(seconds=0.2))
     kw.setdefault("lease_ttl", timedelta(seconds=30))
+    kw.setdefault("stale_after", timedelta(seconds=20))  # the timing rules: below lease_ttl
     op = Operator(task_id=TASK, table=TABLE, action=ACTION, tablemgmt_conn_id="tms_no_such_conn", **kw)
     op.job = SleepJob(seconds)
     return op
@@ -203,7 +204,9 @@ def test_worker_losing_its_lease_mid_run_kills_the_job_and_writes_nothing(store:
     assert isinstance(err, AirflowException) and "lost the lease" in str(err), err
     assert op.job.dead()
     row = store.processes.get(p.id)
-    assert row.status == S.RUNNING and row.summary is None  # not overwritten by the loser
+    # The loser closes its own row (guarded by its attempt), and records no result.
+    assert row.status == S.FAILED and row.summary is None, row
+    assert "lost the lease" in (row.failure_reason or ""), row.failure_reason
     assert store.leases.get(TABLE).holder == "another-worker"
 
 
