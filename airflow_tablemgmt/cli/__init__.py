@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -18,6 +17,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt import services
+from airflow_tablemgmt.cli import output
+from airflow_tablemgmt.cli.output import add_output_option
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
 
@@ -59,13 +60,9 @@ def _store(args: argparse.Namespace, *, create: bool = True) -> Store:
     return store
 
 
-def _print(data: Any, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(data, indent=2, default=str))
-    else:
-        import yaml  # only for this output: a run's start-up does not pay for it
-
-        print(yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip())
+def _print(data: Any, args: argparse.Namespace) -> None:
+    """A document in the format asked for (cli/output.py); YAML for a person."""
+    output.emit(data, args)
 
 
 def _table_rows(rows: list[list[Any]], header: list[str]) -> str:
@@ -148,7 +145,7 @@ def cmd_catalog_set(args: argparse.Namespace) -> int:
 def cmd_catalogs(args: argparse.Namespace) -> int:
     views = services.list_catalogs(_store(args, create=False))
     if args.json:
-        _print([v.to_dict() for v in views], True)
+        _print([v.to_dict() for v in views], args)
         return 0
     rows = [[v.name, v.type, v.warehouse or "", ", ".join(f"{k}={x}" for k, x in v.properties.items())]
             for v in views]  # fmt: skip
@@ -179,7 +176,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
     if not rows:
         print(_no_tables_note(args, store), file=sys.stderr if args.json else sys.stdout)
     if args.json:
-        _print([{"table": r.table, "managed_by": r.managed_by, "actions": r.actions} for r in rows], True)
+        _print([{"table": r.table, "managed_by": r.managed_by, "actions": r.actions} for r in rows], args)
         return 0
     if not rows:
         return 0
@@ -191,7 +188,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    _print(services.show_table(_store(args, create=False), args.table), args.json)
+    _print(services.show_table(_store(args, create=False), args.table), args)
     return 0
 
 
@@ -210,7 +207,7 @@ def cmd_processes(args: argparse.Namespace) -> int:
         limit=args.limit,
     )
     if args.json:
-        _print([p.to_dict() for p in procs], True)
+        _print([p.to_dict() for p in procs], args)
         return 0
     rows = []
     for p in procs:
@@ -224,7 +221,7 @@ def cmd_processes(args: argparse.Namespace) -> int:
 
 
 def cmd_process(args: argparse.Namespace) -> int:
-    _print(services.get_process(_store(args, create=False), args.id).to_dict(), args.json)
+    _print(services.get_process(_store(args, create=False), args.id).to_dict(), args)
     return 0
 
 
@@ -276,7 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             spark_conn_id=args.spark_conn_id,
             stale_after=stale,
         )
-    _print(result.to_dict(), args.json)
+    _print(result.to_dict(), args)
     return 0
 
 
@@ -342,7 +339,7 @@ def cmd_dt_create(args: argparse.Namespace) -> int:
     with _logs_to_stderr():
         dt, process = dynamic.create(store, data, None, Owner.STORE, spark_conn_id=args.spark_conn_id)
     if args.json:
-        _print({"table": dt.to_dict(), "process": dynamic.history_row(process)}, True)
+        _print({"table": dt.to_dict(), "process": dynamic.history_row(process)}, args)
     else:
         summary = process.summary or {}
         print(f"{dt.id}: created ({dt.state}); first refresh: process {process.id} {process.status}, "
@@ -355,7 +352,7 @@ def cmd_dt_list(args: argparse.Namespace) -> int:
 
     views = dynamic.list_(_store(args, create=False))
     if args.json:
-        _print([v.to_dict() for v in views], True)
+        _print([v.to_dict() for v in views], args)
         return 0
     print(_table_rows([_dt_row(v) for v in views],
                       ["TABLE", "STATE", "FRESHNESS", "CRON", "MANAGED BY", "LAST REFRESH", "FAILURES"]))  # fmt: skip
@@ -365,7 +362,7 @@ def cmd_dt_list(args: argparse.Namespace) -> int:
 def cmd_dt_show(args: argparse.Namespace) -> int:
     from airflow_tablemgmt.services import dynamic
 
-    _print(dynamic.get(_store(args, create=False), args.table).to_dict(), args.json)
+    _print(dynamic.get(_store(args, create=False), args.table).to_dict(), args)
     return 0
 
 
@@ -376,7 +373,7 @@ def cmd_dt_history(args: argparse.Namespace) -> int:
         dynamic.history_row(p) for p in dynamic.history(_store(args, create=False), args.table, args.limit)
     ]
     if args.json:
-        _print(rows, True)
+        _print(rows, args)
         return 0
     out = []
     for r in rows:
@@ -447,7 +444,7 @@ def cmd_dt_refresh(args: argparse.Namespace) -> int:
             dynamic_options=_pairs(args.option, "--option", "spark.sql.shuffle.partitions=8"),
             spark_conn_id=args.spark_conn_id,
         )  # fmt: skip
-    _print(dynamic.history_row(process), args.json)
+    _print(dynamic.history_row(process), args)
     return 0
 
 
@@ -476,22 +473,22 @@ def _add_dt_parser(sub: Any) -> None:
     cr.add_argument("--retry-delay")
     cr.add_argument("--suspend-after-failures", type=int)
     cr.add_argument("--spark-conn-id", default="spark_default")
-    cr.add_argument("--json", action="store_true")
+    add_output_option(cr)
     cr.set_defaults(func=cmd_dt_create)
 
     ls = dsub.add_parser("list", help="dynamic tables, their state, freshness and last refresh")
-    ls.add_argument("--json", action="store_true")
+    add_output_option(ls)
     ls.set_defaults(func=cmd_dt_list)
 
     sh = dsub.add_parser("show", help="a dynamic table's definition, state, schedule and last refresh")
     sh.add_argument("table")
-    sh.add_argument("--json", action="store_true")
+    add_output_option(sh)
     sh.set_defaults(func=cmd_dt_show)
 
     hi = dsub.add_parser("history", help="refresh history, newest first (Snowflake's columns)")
     hi.add_argument("table")
     hi.add_argument("--limit", type=int, default=20)
-    hi.add_argument("--json", action="store_true")
+    add_output_option(hi)
     hi.set_defaults(func=cmd_dt_history)
 
     su = dsub.add_parser("suspend", help="pause the refresh DAG; the table keeps its data")
@@ -531,7 +528,7 @@ def _add_dt_parser(sub: Any) -> None:
         "--option", action="append", metavar="KEY=VALUE", help="a dynamic option for this refresh"
     )
     rf.add_argument("--spark-conn-id", default="spark_default")
-    rf.add_argument("--json", action="store_true")
+    add_output_option(rf)
     rf.set_defaults(func=cmd_dt_refresh)
 
 
@@ -615,17 +612,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_catalog_remove(ctsub)
 
     cg = sub.add_parser("catalogs", help="list catalogs (secret property values masked)")
-    cg.add_argument("--json", action="store_true")
+    add_output_option(cg)
     cg.set_defaults(func=cmd_catalogs)
 
     tb = sub.add_parser("tables", help="list registered tables")
     tb.add_argument("--all", action="store_true", help="include removed tables")
-    tb.add_argument("--json", action="store_true")
+    add_output_option(tb)
     tb.set_defaults(func=cmd_tables)
 
     sh = sub.add_parser("show", help="a table's spec, actions and last processes")
     sh.add_argument("table")
-    sh.add_argument("--json", action="store_true")
+    add_output_option(sh)
     sh.set_defaults(func=cmd_show)
 
     rm = sub.add_parser("remove", help="unregister a table owned by the store")
@@ -639,12 +636,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--status", choices=[s.value.lower() for s in ProcessStatus] + [s.value for s in ProcessStatus]
     )
     ps.add_argument("--limit", type=int, default=50)
-    ps.add_argument("--json", action="store_true")
+    add_output_option(ps)
     ps.set_defaults(func=cmd_processes)
 
     pr = sub.add_parser("process", help="one process in full")
     pr.add_argument("id", type=int)
-    pr.add_argument("--json", action="store_true")
+    add_output_option(pr)
     pr.set_defaults(func=cmd_process)
 
     cn = sub.add_parser("cancel", help="cancel a pending or running process")
@@ -666,7 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="treat a SUBMITTED/RUNNING process without a heartbeat for this long as orphaned (default: 90)",
     )
-    rn.add_argument("--json", action="store_true")
+    add_output_option(rn)
     rn.set_defaults(func=cmd_run)
     _add_dt_parser(sub)
     from airflow_tablemgmt.cli import reap
@@ -738,6 +735,7 @@ def _end_of_process() -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    output.resolve(args)
     try:
         return int(args.func(args))
     except services.DeclarationsRejected as e:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
+
+from airflow_tablemgmt.cli.output import add_output_option, emit
 
 
 def cmd_jars_fetch(args: argparse.Namespace) -> int:
@@ -16,8 +17,8 @@ def cmd_jars_fetch(args: argparse.Namespace) -> int:
     total = sum(r.size for r in resolved)
     downloaded = [r for r in resolved if r.source == "downloaded"]
     if args.json:
-        print(json.dumps([{"need": r.need, "coordinate": r.artifact.coordinate, "path": str(r.path),
-                           "source": r.source, "bytes": r.size} for r in resolved], indent=2))  # fmt: skip
+        emit([{"need": r.need, "coordinate": r.artifact.coordinate, "path": str(r.path),
+               "source": r.source, "bytes": r.size} for r in resolved], args)  # fmt: skip
     else:
         for r in resolved:
             print(f"{r.source:<10} {r.artifact.coordinate:<60} {r.path}")
@@ -33,7 +34,7 @@ def cmd_jars_list(args: argparse.Namespace) -> int:
 
     settings, rows = jar_status(args.dir)
     if args.json:
-        print(json.dumps([r.__dict__ for r in rows], indent=2))
+        emit([r.__dict__ for r in rows], args)
         return 0
     print(f"jar cache: {settings.directory}   repository: {settings.repository}"
           f"{'   (offline)' if settings.offline else ''}")  # fmt: skip
@@ -59,9 +60,9 @@ def add_parser(sub: Any) -> None:
     fe.add_argument("--need", action="append", choices=list(NEEDS), help="one artifact need (repeatable)")
     fe.add_argument("--all", action="store_true", help="every known artifact (≈ 650 MB)")
     fe.add_argument("--dir", type=Path, help="the jar cache (default: [tablemgmt] jars_dir)")
-    fe.add_argument("--json", action="store_true")
+    add_output_option(fe)
     fe.set_defaults(func=cmd_jars_fetch)
     ls = jsub.add_parser("list", help="every known artifact and where a job would take it from")
     ls.add_argument("--dir", type=Path, help="the jar cache (default: [tablemgmt] jars_dir)")
-    ls.add_argument("--json", action="store_true")
+    add_output_option(ls)
     ls.set_defaults(func=cmd_jars_list)
