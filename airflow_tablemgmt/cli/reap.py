@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import timedelta
 from typing import Any
+
+from airflow_tablemgmt.cli.output import add_output_option, emit
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
@@ -19,7 +20,7 @@ def cmd_reap(args: argparse.Namespace) -> int:
         kwargs["pending_after"] = timedelta(seconds=args.pending_after)
     reaped = reap_processes(_store(args, create=False), **kwargs)
     if args.json:
-        print(json.dumps([r.to_dict() for r in reaped], indent=2))
+        emit([r.to_dict() for r in reaped], args)
         return 0
     for r in reaped:
         print(
@@ -41,5 +42,5 @@ def add_parser(sub: Any) -> None:
                          "than two beats of the interval the row's worker promised)")  # fmt: skip
     rp.add_argument("--pending-after", type=_positive_seconds, metavar="SECONDS",
                     help="PENDING without a sign of life this long (default 900)")  # fmt: skip
-    rp.add_argument("--json", action="store_true")
+    add_output_option(rp)
     rp.set_defaults(func=cmd_reap)

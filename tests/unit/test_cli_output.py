@@ -11,7 +11,15 @@ import yaml
 
 from airflow_tablemgmt.cli import main
 
-LISTINGS = [["catalogs"], ["tables"], ["processes"], ["dt", "list"], ["show", "lake.s.t"], ["jars", "list"]]
+LISTINGS = [
+    ["catalogs"],
+    ["tables"],
+    ["processes"],
+    ["dt", "list"],
+    ["show", "lake.s.t"],
+    ["jars", "list"],
+    ["reap"],
+]
 
 
 @pytest.fixture
