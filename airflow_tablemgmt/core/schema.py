@@ -14,6 +14,7 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import core_schema
 
@@ -103,9 +104,8 @@ def _dynamic_table_schema(defs: dict[str, Any]) -> None:
 
 def declarations_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a declarations document."""
-    models = [TableSpec, CatalogSpec, DynamicTableSpec] + [
-        ACTIONS.get(n).settings_model for n in ACTIONS.names() if n != REFRESH.name
-    ]
+    models: list[type[BaseModel]] = [TableSpec, CatalogSpec, DynamicTableSpec]
+    models += [ACTIONS.get(n).settings_model for n in ACTIONS.names() if n != REFRESH.name]
     _, top = models_json_schema(
         [(m, "validation") for m in models],
         by_alias=True,

@@ -74,7 +74,7 @@ class TableMgmtExtractor(BaseExtractor):
         return OperatorLineage(inputs=[_dataset(store, s) for s in sources], outputs=[output])
 
     def extract_on_complete(self, task_instance: Any) -> OperatorLineage:
-        lineage = self.extract()
+        lineage = self.extract() or OperatorLineage()
         store = self._store()
         table_id, action = self.operator.table, self.operator.action
         run_id = getattr(task_instance, "run_id", None)
