@@ -89,4 +89,7 @@ def test_cli_prints_it_and_the_copy_in_docs_is_current(tmp_path: Path, capsys) -
     out = tmp_path / "tables.schema.json"
     assert main(["schema", "--out", str(out)]) == 0
     committed = (ROOT / "docs" / "tables.schema.json").read_text()
-    assert out.read_text() == committed, "docs/tables.schema.json is stale: run tablemgmt schema --out it"
+    assert out.read_text() == committed, (
+        "docs/tables.schema.json is stale (a model in core/ changed): run "
+        "`tablemgmt schema --out docs/tables.schema.json` and commit it"
+    )
