@@ -447,7 +447,7 @@ class ProcessRunner:
         except IllegalTransition as e:
             raise WorkerSuperseded(
                 f"process {process.id} attempt {attempt}: its job succeeded but the row moved on ({e}); "
-                "nothing was recorded"
+                "its result file is left for the attempt that recovers the process"
             ) from e
         observability.process_finished(process, self._elapsed())
         log.info(

@@ -52,10 +52,11 @@ class ResultJournal:
         self.directory = directory or default_result_dir()
 
     def _path(self, store: Store, process: Process, attempt: int) -> Path:
-        # The row's identity across stores and schemas: its id alone repeats in another database.
+        # The row's identity: its id alone repeats in another database or schema, so the key adds the
+        # row's (table, action, instant) and its creation time (database clock, microseconds). Not the
+        # store's URL: two workers may reach one database by different routes (hosts, proxies).
         created = process.created_at.isoformat() if process.created_at else ""
-        ident = f"{store.display_url}|{process.id}|{process.table_id}|{process.action}|"
-        ident += f"{process.instant.isoformat()}|{created}"
+        ident = f"{process.id}|{process.table_id}|{process.action}|{process.instant.isoformat()}|{created}"
         key = hashlib.sha256(ident.encode()).hexdigest()[:20]
         return self.directory / f"{key}-attempt{attempt}.json"
 
