@@ -182,6 +182,20 @@ class DeleteOrphansSettings(ActionSettings):
     allow_below_floor: bool = Field(
         default=False, description="explicit, logged override of the 24-hour floor on older-than"
     )
+    # Iceberg's rules for matching a listed file against the paths the metadata references (object stores
+    # name one bucket several ways: s3a:// vs s3://, an endpoint alias). A listed file whose scheme or
+    # authority matches no referenced one is never deleted: ERROR fails the run, IGNORE skips the file.
+    equal_schemes: dict[str, str] = Field(
+        default_factory=dict, description="schemes to treat as equal, e.g. {s3a: s3, s3n: s3}"
+    )
+    equal_authorities: dict[str, str] = Field(
+        default_factory=dict, description="authorities (buckets, hosts) to treat as equal"
+    )
+    prefix_mismatch_mode: Literal["ERROR", "IGNORE"] = Field(
+        default="ERROR",
+        description="a listed file under a prefix the metadata does not use: fail (ERROR) or skip it (IGNORE); "
+        "never deleted",
+    )
 
 
 class ExpireDataSettings(ActionSettings):

@@ -4,6 +4,10 @@ The floor protects files of commits still in flight. It is checked by the settin
 again here, right before deleting. ``allow-below-floor: true`` lifts it with a WARNING; since the
 procedure itself refuses intervals under 24 hours, that path runs Iceberg's
 ``DeleteOrphanFiles`` action directly (as Iceberg's own message recommends).
+
+On an object store the table's files are listed through its FileIO (Iceberg's prefix listing), not through
+Hadoop's filesystem, which has no ``s3://``; ``equal-schemes``, ``equal-authorities`` and
+``prefix-mismatch-mode`` (ERROR by default, never DELETE) decide how listed files match the metadata's paths.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ORPHAN_FLOOR, DeleteOrphansSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.storage import is_object_store
 from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.maintainers.settings import parse_settings
@@ -27,8 +32,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def table_location(spark: SparkSession, table: TableIdentifier) -> str:
+    """The table's location, as its catalog reports it."""
+    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {table.quoted}").collect():
+        if str(row[0]).strip() == "Location":
+            return str(row[1]).strip()
+    return ""
+
+
 def _orphans_below_floor(
-    spark: SparkSession, table: TableIdentifier, cutoff: datetime, dry_run: bool
+    spark: SparkSession,
+    table: TableIdentifier,
+    cutoff: datetime,
+    s: DeleteOrphansSettings,
+    prefix_listing: bool,
 ) -> list[str]:
     jvm = spark._jvm  # noqa: SLF001 - the action API has no SQL entry point
     jspark = spark._jsparkSession  # noqa: SLF001
@@ -36,6 +53,18 @@ def _orphans_below_floor(
     iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(jspark, str(table))
     action = jvm.org.apache.iceberg.spark.actions.SparkActions.get(jspark).deleteOrphanFiles(iceberg_table)
     action = action.olderThan(int(cutoff.timestamp() * 1000))
+    mode = jvm.org.apache.iceberg.actions.DeleteOrphanFiles.PrefixMismatchMode.valueOf(s.prefix_mismatch_mode)
+    action = action.prefixMismatchMode(mode).usePrefixListing(prefix_listing)
+    for setter, entries in (
+        (action.equalSchemes, s.equal_schemes),
+        (action.equalAuthorities, s.equal_authorities),
+    ):
+        if entries:
+            java_map = jvm.java.util.HashMap()
+            for k, v in entries.items():
+                java_map.put(k, v)
+            action = setter(java_map)
+    dry_run = s.dry_run
     if dry_run:
         # Any java.util.function.Consumer works; a Stream.Builder just collects the paths.
         action = action.deleteWith(jvm.java.util.stream.Stream.builder())
@@ -58,6 +87,7 @@ def delete_orphans(spark: SparkSession, table: TableIdentifier, options: dict[st
             "allowed: >= 24 hours, or set allow-below-floor: true to override"
         )
     before = metrics_before(spark, table)
+    prefix_listing = is_object_store(table_location(spark, table))
     verb = "listing" if s.dry_run else "deleting"
     log.info("%s orphan files of %s older than %s", verb, table, cutoff.isoformat())
     if below_floor:
@@ -68,14 +98,25 @@ def delete_orphans(spark: SparkSession, table: TableIdentifier, options: dict[st
             s.older_than,
         )
         with timed("procedure"):
-            paths = _orphans_below_floor(spark, table, cutoff, s.dry_run)
+            paths = _orphans_below_floor(spark, table, cutoff, s, prefix_listing)
     else:
         with timed("procedure"):
             rows = call_procedure(
                 spark,
                 table,
                 "remove_orphan_files",
-                {"older_than": literals.timestamp(cutoff), "dry_run": literals.boolean(s.dry_run)},
+                {
+                    "older_than": literals.timestamp(cutoff),
+                    "dry_run": literals.boolean(s.dry_run),
+                    "prefix_listing": literals.boolean(prefix_listing),
+                    "prefix_mismatch_mode": literals.string(s.prefix_mismatch_mode),
+                    **({"equal_schemes": literals.string_map(s.equal_schemes)} if s.equal_schemes else {}),
+                    **(
+                        {"equal_authorities": literals.string_map(s.equal_authorities)}
+                        if s.equal_authorities
+                        else {}
+                    ),
+                },
             )
         paths = [str(r["orphan_file_location"]) for r in rows]
     after = metrics_after(spark, table, before)

@@ -213,10 +213,12 @@ def test_every_action_on_the_catalog_over_s3(backend: CatalogSpec, s3: SeaweedS3
     old, new = f"{prefix}/data/orphan-old.parquet", f"{prefix}/data/orphan-new.parquet"
     with fs.open_output_stream(old) as f:
         f.write(b"orphan")
-    time.sleep(3)
+    # The cutoff is taken when the job starts (Spark's start-up after the second file): the first file is
+    # older than it, the second younger, whatever the start-up costs below 45 s.
+    time.sleep(60)
     with fs.open_output_stream(new) as f:
         f.write(b"orphan")
-    run(backend, table, "delete-orphans", {"older-than": "2s", "allow-below-floor": True})
+    run(backend, table, "delete-orphans", {"older-than": "45s", "allow-below-floor": True})
     import pyarrow.fs as pafs
 
     assert fs.get_file_info(old).type == pafs.FileType.NotFound
