@@ -14,6 +14,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import RedirectResponse
 
 from airflow_tablemgmt.api import PREFIX
+from airflow_tablemgmt.api.db_errors import install_db_error_handlers
 from airflow_tablemgmt.api.errors import install_error_handlers
 
 API_VERSION_PATH = "/v1"
@@ -36,6 +37,7 @@ def create_api_app() -> FastAPI:
     )
     init_error_handlers(api)  # Airflow's handlers for its own DB errors
     install_error_handlers(api)  # ours after: every 4xx is {"detail", "field"}
+    install_db_error_handlers(api)  # a value the database refuses (NUL, too long) is a 422
     for module in (catalogs, tables, processes, dynamic):
         api.include_router(module.router)
     return api

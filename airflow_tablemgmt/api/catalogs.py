@@ -12,15 +12,16 @@ from airflow_tablemgmt.api.airflow_side import authorize_dags
 from airflow_tablemgmt.api.deps import get_store
 from airflow_tablemgmt.api.errors import ApiError
 from airflow_tablemgmt.api.schemas import CatalogIn, CatalogOut, CatalogRemovedOut, CatalogUpdate
+from airflow_tablemgmt.core.text import TEXT_PATTERN
 from airflow_tablemgmt.services import build_catalog, list_catalogs, set_catalog
-from airflow_tablemgmt.services.catalogs import catalog_view, find_catalog, remove_catalog
+from airflow_tablemgmt.services.catalogs import catalog_view, find_catalog, remove_catalog, updated_catalog
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
 
 router = APIRouter(prefix="/catalogs", tags=["catalogs"])
 StoreDep = Annotated["Store", Depends(get_store)]
-CatalogName = Annotated[str, Path(min_length=1, max_length=250)]
+CatalogName = Annotated[str, Path(pattern=TEXT_PATTERN, min_length=1, max_length=250)]
 
 
 @router.get("", response_model=list[CatalogOut])
@@ -45,7 +46,9 @@ def _saved(store: Store, name: str, outcome: str) -> CatalogOut:
 def create_catalog(body: CatalogIn, request: Request, user: GetUserDep, store: StoreDep) -> CatalogOut:
     """Create a catalog. A catalog reaches every table in it, so this needs permission on all DAGs."""
     authorize_dags(request, user, "PUT", [None])
-    spec = build_catalog(body.name, type=body.type, warehouse=body.warehouse, properties=body.properties)
+    spec = build_catalog(
+        body.name, type=body.type, warehouse=body.warehouse, properties=body.properties, source="body"
+    )
     if find_catalog(store, spec.name) is not None:
         raise ApiError(
             409, "name", f"name: catalog {spec.name} exists already; change it with PUT /catalogs/{spec.name}"
@@ -62,9 +65,12 @@ def update_catalog(
     user: GetUserDep,
     store: StoreDep,
 ) -> CatalogOut:
-    """Create or change a store-owned catalog; one declared in tables.yaml answers 409."""
+    """Create or change a store-owned catalog; one declared in tables.yaml answers 409. A field the
+    body leaves out keeps its value (``properties: {}`` clears them)."""
     authorize_dags(request, user, "PUT", [None])
-    spec = build_catalog(name, type=body.type, warehouse=body.warehouse, properties=body.properties)
+    spec = updated_catalog(
+        store, name, type=body.type, warehouse=body.warehouse, properties=body.properties, source="body"
+    )
     outcome = set_catalog(store, spec).outcome
     if outcome == "created":
         response.status_code = 201

@@ -40,6 +40,7 @@ from airflow_tablemgmt.api.schemas import (
     RefreshOut,
     ResumeIn,
 )
+from airflow_tablemgmt.core.text import TEXT_PATTERN
 from airflow_tablemgmt.services.errors import InvalidInput
 from airflow_tablemgmt.services.run_now import dag_id_for
 
@@ -50,7 +51,9 @@ if TYPE_CHECKING:
 
 router = APIRouter(prefix="/dynamic-tables", tags=["dynamic-tables"])
 StoreDep = Annotated["Store", Depends(get_store)]
-TableId = Annotated[str, Path(min_length=5, max_length=800, description="catalog.namespace.table")]
+TableId = Annotated[
+    str, Path(pattern=TEXT_PATTERN, min_length=5, max_length=800, description="catalog.namespace.table")
+]
 REFRESH = "refresh"
 _WRITE: dict[int | str, dict[str, Any]] = {400: {}, 404: {}, 409: {}, 422: {}}
 
@@ -162,7 +165,9 @@ def table_out(
 @router.get("", response_model=DynamicTablePage)
 def list_dynamic_tables(
     store: StoreDep,
-    state: Annotated[str | None, Query(max_length=20, description="CREATING, ACTIVE or SUSPENDED")] = None,
+    state: Annotated[
+        str | None, Query(pattern=TEXT_PATTERN, max_length=20, description="CREATING, ACTIVE or SUSPENDED")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> DynamicTablePage:

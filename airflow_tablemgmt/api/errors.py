@@ -81,10 +81,16 @@ def status_and_field(exc: Exception) -> tuple[int, str]:
     return 400, _leading_field(str(exc)) or "request"
 
 
+# Where a service says the value came from, before the path inside it.
+_SOURCES = {"body"}
+
+
 def _leading_field(message: str) -> str | None:
     """``"priority: must be ..."`` -> ``priority``: service messages start with the field they judge."""
-    head, sep, _ = message.partition(": ")
+    head, sep, rest = message.partition(": ")
     head = head.strip().lstrip("-")
+    if head in _SOURCES and sep:  # "body: actions.x.interval: ..." names the request body's path
+        return _leading_field(rest) or head
     if sep and head and " " not in head and len(head) <= 80:
         return head
     return None

@@ -15,6 +15,7 @@ from airflow_tablemgmt.api.errors import ApiError
 from airflow_tablemgmt.api.schemas import CancelOut, ProcessOut, ProcessPage
 from airflow_tablemgmt.api.views import process_out
 from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.core.text import TEXT_PATTERN
 from airflow_tablemgmt.services import cancel_process, get_process, list_processes
 from airflow_tablemgmt.services.reap import reap_processes
 from airflow_tablemgmt.services.run_now import dag_id_for
@@ -32,9 +33,10 @@ ProcessId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 def get_processes(
     store: StoreDep,
     table: Annotated[
-        str | None, Query(min_length=1, max_length=800, description="catalog.namespace.table")
+        str | None,
+        Query(pattern=TEXT_PATTERN, min_length=1, max_length=800, description="catalog.namespace.table"),
     ] = None,
-    action: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+    action: Annotated[str | None, Query(pattern=TEXT_PATTERN, min_length=1, max_length=100)] = None,
     status: ProcessStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0, le=100_000)] = 0,

@@ -38,9 +38,11 @@ class CatalogIn(Body):
 
 
 class CatalogUpdate(Body):
+    """A change to a catalog: a field left out keeps its value (``properties: {}`` clears them)."""
+
     type: str | None = None
     warehouse: str | None = None
-    properties: dict[str, str] = Field(default_factory=dict)
+    properties: dict[str, str] | None = Field(default=None, description="left out: kept; {}: cleared")
 
 
 class CatalogRemovedOut(BaseModel):

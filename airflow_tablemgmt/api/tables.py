@@ -26,6 +26,7 @@ from airflow_tablemgmt.api.schemas import (
 from airflow_tablemgmt.api.views import actions_of, table_out
 from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.core.text import TEXT_PATTERN
 from airflow_tablemgmt.services import (
     RegisterRequest,
     TableSummary,
@@ -41,8 +42,10 @@ if TYPE_CHECKING:
 
 router = APIRouter(prefix="/tables", tags=["tables"])
 StoreDep = Annotated["Store", Depends(get_store)]
-TableId = Annotated[str, Path(min_length=5, max_length=800, description="catalog.namespace.table")]
-ActionName = Annotated[str, Path(min_length=1, max_length=100)]
+TableId = Annotated[
+    str, Path(pattern=TEXT_PATTERN, min_length=5, max_length=800, description="catalog.namespace.table")
+]
+ActionName = Annotated[str, Path(pattern=TEXT_PATTERN, min_length=1, max_length=100)]
 _WRITE: dict[int | str, dict[str, Any]] = {404: {}, 409: {}, 422: {}}
 
 
@@ -77,10 +80,10 @@ def _request(body: TableChange, table: str | None, spec: Mapping[str, Any] | Non
 @router.get("", response_model=TablePage)
 def get_tables(
     store: StoreDep,
-    catalog: Annotated[str | None, Query(max_length=250)] = None,
-    namespace: Annotated[str | None, Query(max_length=250)] = None,
+    catalog: Annotated[str | None, Query(pattern=TEXT_PATTERN, max_length=250)] = None,
+    namespace: Annotated[str | None, Query(pattern=TEXT_PATTERN, max_length=250)] = None,
     action: Annotated[
-        str | None, Query(max_length=100, description="tables with this action enabled")
+        str | None, Query(pattern=TEXT_PATTERN, max_length=100, description="tables with this action enabled")
     ] = None,
     status: Annotated[
         ProcessStatus | None, Query(description="tables whose newest process of some action has this status")

@@ -25,6 +25,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_pr
 from airflow_tablemgmt.core.notify import NotifySpec
 from airflow_tablemgmt.core.secrets import check_secret_properties
 from airflow_tablemgmt.core.storage import check_hadoop_commits
+from airflow_tablemgmt.core.text import OWNER_MAX_LEN, WAREHOUSE_MAX_LEN, check_no_nul, check_text
 from airflow_tablemgmt.core.uri_credentials import check_uri_credentials
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,19 @@ class CatalogSpec(_Model):
 
     _name = field_validator("name")(lambda v: validate_identifier(v, "name"))
 
+    @field_validator("warehouse")
+    @classmethod
+    def _warehouse_text(cls, v: str | None) -> str | None:
+        return None if v is None else check_text(v, "warehouse", WAREHOUSE_MAX_LEN)
+
+    @field_validator("properties")
+    @classmethod
+    def _properties_text(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            check_text(key, "properties", 255)
+            check_no_nul(value, f"properties.{key}")
+        return v
+
     @model_validator(mode="after")
     def _complete(self, info: ValidationInfo) -> CatalogSpec:
         kind = self.type.value
@@ -158,6 +172,11 @@ class TableSpec(_Model):
     @classmethod
     def _queue(cls, v: str) -> str:
         return validate_identifier(v, "queue")
+
+    @field_validator("owner")
+    @classmethod
+    def _owner(cls, v: str) -> str:
+        return check_text(v, "owner", OWNER_MAX_LEN)
 
     @field_validator("actions")
     @classmethod
@@ -310,6 +329,9 @@ def format_validation_error(
         if field_first:
             path += ("." if path else "") + field_first.group(1)
             msg = msg[field_first.end() :]
+        last = path.rsplit(".", 1)[-1]
+        if last and msg.startswith(f"{last}: "):  # a field validator's message names its field too
+            msg = msg[len(last) + 2 :]
         if "\t" in msg:
             for line in msg.split("\n"):
                 sub, _, text = line.partition("\t")

@@ -83,6 +83,25 @@ def find_catalog(store: Store, name: str) -> CatalogSpec | None:
         return None
 
 
+def updated_catalog(
+    store: Store,
+    name: str,
+    *,
+    type: str | None = None,
+    warehouse: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    source: str = "catalog",
+) -> CatalogSpec:
+    """The catalog ``name`` with the given fields changed and the others kept (PATCH semantics: a
+    ``PUT`` without ``properties`` must not wipe them); a new catalog when none exists."""
+    existing = find_catalog(store, name)
+    if existing is not None:
+        type = type if type is not None else existing.type.value
+        warehouse = warehouse if warehouse is not None else existing.warehouse
+        properties = properties if properties is not None else existing.properties
+    return build_catalog(name, type=type, warehouse=warehouse, properties=properties, source=source)
+
+
 def set_catalog(store: Store, spec: CatalogSpec) -> CatalogResult:
     """Create or change a store-owned catalog; a catalog declared in tables.yaml refuses."""
     check_warehouse(spec)
