@@ -16,6 +16,7 @@ from fastapi.responses import RedirectResponse
 from airflow_tablemgmt.api import PREFIX
 from airflow_tablemgmt.api.db_errors import install_db_error_handlers
 from airflow_tablemgmt.api.errors import install_error_handlers
+from airflow_tablemgmt.api.limits import BodyLimits
 
 API_VERSION_PATH = "/v1"
 
@@ -40,6 +41,7 @@ def create_api_app() -> FastAPI:
     install_db_error_handlers(api)  # a value the database refuses (NUL, too long) is a 422
     for module in (catalogs, tables, processes, dynamic):
         api.include_router(module.router)
+    api.add_middleware(BodyLimits)  # JSON bodies only (415), at most 1 MiB (413)
     return api
 
 

@@ -101,7 +101,12 @@ def error_body(detail: str, field: str, **extra: Any) -> dict[str, Any]:
 
 
 def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
-    return ".".join(str(p) for p in loc) or "request"
+    """``("body", "actions", "expire-snapshots")`` -> ``actions.expire-snapshots``: the path the
+    caller wrote; the request part stays only when it is all there is."""
+    parts = [str(p) for p in loc]
+    if len(parts) > 1 and parts[0] in ("body", "path", "query", "header", "cookie"):
+        parts = parts[1:]
+    return ".".join(parts) or "request"
 
 
 async def _validation_handler(_request: Request, exc: Exception) -> JSONResponse:
@@ -128,6 +133,7 @@ async def _api_handler(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=exc.status, content=error_body(exc.detail, exc.field))
 
 
+_INVALID_TOKEN = "Invalid JWT token"  # airflow.api_fastapi.core_api.security.resolve_user_from_token
 _HTTP_FIELDS = {401: "authorization", 403: "permission", 404: "path", 405: "method"}
 
 
@@ -135,10 +141,12 @@ async def _http_handler(_request: Request, exc: Exception) -> JSONResponse:
     """Airflow's 401/403 and routing errors, in the same shape (``field`` says what to fix)."""
     assert isinstance(exc, StarletteHTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-    field = _HTTP_FIELDS.get(exc.status_code, "request")
-    return JSONResponse(
-        status_code=exc.status_code, content=error_body(detail, field), headers=getattr(exc, "headers", None)
-    )
+    status, headers = exc.status_code, getattr(exc, "headers", None)
+    if status == 403 and detail == _INVALID_TOKEN:
+        # Airflow answers 403 for a token it cannot verify; the caller is not authenticated: 401.
+        status, headers = 401, {"WWW-Authenticate": "Bearer"}
+    field = _HTTP_FIELDS.get(status, "request")
+    return JSONResponse(status_code=status, content=error_body(detail, field), headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

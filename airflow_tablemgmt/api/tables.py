@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
@@ -24,6 +24,7 @@ from airflow_tablemgmt.api.schemas import (
     TableSummaryOut,
 )
 from airflow_tablemgmt.api.views import actions_of, table_out
+from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.text import TEXT_PATTERN
@@ -45,7 +46,8 @@ StoreDep = Annotated["Store", Depends(get_store)]
 TableId = Annotated[
     str, Path(pattern=TEXT_PATTERN, min_length=5, max_length=800, description="catalog.namespace.table")
 ]
-ActionName = Annotated[str, Path(pattern=TEXT_PATTERN, min_length=1, max_length=100)]
+# An enum in the OpenAPI document: the actions this version knows.
+ActionName = Annotated[Literal[tuple(ACTIONS.names())], Path(description="a maintenance action")]  # type: ignore[valid-type]
 _WRITE: dict[int | str, dict[str, Any]] = {404: {}, 409: {}, 422: {}}
 
 
@@ -92,8 +94,6 @@ def get_tables(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> TablePage:
     if action is not None:
-        from airflow_tablemgmt.core.actions import ACTIONS
-
         ACTIONS.get(action)  # an unknown action is an error naming the known ones, not an empty page
     rows = []
     for t in list_tables(store):
