@@ -17,6 +17,7 @@ from airflow_tablemgmt.api import PREFIX
 from airflow_tablemgmt.api.db_errors import install_db_error_handlers
 from airflow_tablemgmt.api.errors import install_error_handlers
 from airflow_tablemgmt.api.limits import BodyLimits
+from airflow_tablemgmt.api.schemas import ErrorOut
 
 API_VERSION_PATH = "/v1"
 
@@ -32,6 +33,8 @@ def create_api_app() -> FastAPI:
             "FLIP-435 refresh (airflow-tablemgmt)."
         ),
         dependencies=[Depends(get_user)],
+        # Every operation may answer these, all as {"detail", "field"} (api/errors.py, api/limits.py).
+        responses={status: {"model": ErrorOut} for status in (400, 401, 403, 404, 409, 413, 415, 422, 503)},
         openapi_url="/openapi.json",
         docs_url="/docs",
         redoc_url=None,

@@ -42,7 +42,7 @@ def _saved(store: Store, name: str, outcome: str) -> CatalogOut:
     return CatalogOut(**catalog_view(store.catalogs.get(name)).to_dict(), outcome=outcome)  # type: ignore[arg-type]
 
 
-@router.post("", response_model=CatalogOut, status_code=201, responses={409: {}, 422: {}})
+@router.post("", response_model=CatalogOut, status_code=201)
 def create_catalog(body: CatalogIn, request: Request, user: GetUserDep, store: StoreDep) -> CatalogOut:
     """Create a catalog. A catalog reaches every table in it, so this needs permission on all DAGs."""
     authorize_dags(request, user, "PUT", [None])
@@ -56,7 +56,7 @@ def create_catalog(body: CatalogIn, request: Request, user: GetUserDep, store: S
     return _saved(store, spec.name, set_catalog(store, spec).outcome)
 
 
-@router.put("/{name}", response_model=CatalogOut, responses={409: {}, 422: {}})
+@router.put("/{name}", response_model=CatalogOut)
 def update_catalog(
     name: CatalogName,
     body: CatalogUpdate,
@@ -77,7 +77,7 @@ def update_catalog(
     return _saved(store, spec.name, outcome)
 
 
-@router.delete("/{name}", response_model=CatalogRemovedOut, responses={404: {}, 409: {}})
+@router.delete("/{name}", response_model=CatalogRemovedOut)
 def delete_catalog(
     name: CatalogName, request: Request, user: GetUserDep, store: StoreDep
 ) -> CatalogRemovedOut:

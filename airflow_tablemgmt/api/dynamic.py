@@ -55,7 +55,6 @@ TableId = Annotated[
     str, Path(pattern=TEXT_PATTERN, min_length=5, max_length=800, description="catalog.namespace.table")
 ]
 REFRESH = "refresh"
-_WRITE: dict[int | str, dict[str, Any]] = {400: {}, 404: {}, 409: {}, 422: {}}
 
 
 def refresh_dag_id(table_id: str) -> str:
@@ -186,7 +185,7 @@ def list_dynamic_tables(
     )
 
 
-@router.post("", response_model=DynamicTableCreatedOut, status_code=202, responses=_WRITE)
+@router.post("", response_model=DynamicTableCreatedOut, status_code=202)
 def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableCreatedOut:
     """Declare a dynamic table: the definition is validated and stored (state CREATING) and its creation
     is queued; Spark analyses the query, creates the Iceberg table and runs the first refresh (trigger
@@ -213,13 +212,13 @@ def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> Dynami
     )
 
 
-@router.get("/{table_id}", response_model=DynamicTableOut, responses={404: {}})
+@router.get("/{table_id}", response_model=DynamicTableOut)
 def get_one(table_id: TableId, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
     """Definition, state, freshness, cron, the refresh DAG's state and the last refresh."""
     return table_out(store, table_id, airflow)
 
 
-@router.get("/{table_id}/history", response_model=list[RefreshOut], responses={404: {}})
+@router.get("/{table_id}/history", response_model=list[RefreshOut])
 def history(
     table_id: TableId, store: StoreDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> list[RefreshOut]:
@@ -227,7 +226,7 @@ def history(
     return [refresh_out(p) for p in _svc().history(store, table_id, limit)]
 
 
-@router.post("/{table_id}/refresh", response_model=RefreshJobOut, responses=_WRITE)
+@router.post("/{table_id}/refresh", response_model=RefreshJobOut)
 def refresh(table_id: TableId, body: RefreshIn, store: StoreDep, airflow: AirflowDep) -> RefreshJobOut:
     """FLIP-435's refresh: submit a refresh of the table for ``scheduleTime`` and answer its job.
     Needs permission to trigger the table's refresh DAG."""
@@ -271,7 +270,7 @@ def refresh(table_id: TableId, body: RefreshIn, store: StoreDep, airflow: Airflo
     )
 
 
-@router.post("/{table_id}/suspend", response_model=DynamicTableOut, responses={404: {}, 409: {}})
+@router.post("/{table_id}/suspend", response_model=DynamicTableOut)
 def suspend(table_id: TableId, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
     """Pause the refresh DAG and mark the table SUSPENDED; suspending a suspended table is a 409."""
     _svc().get(store, table_id)
@@ -280,7 +279,7 @@ def suspend(table_id: TableId, store: StoreDep, airflow: AirflowDep) -> DynamicT
     return table_out(store, table_id, airflow, "suspended")
 
 
-@router.post("/{table_id}/resume", response_model=DynamicTableOut, responses=_WRITE)
+@router.post("/{table_id}/resume", response_model=DynamicTableOut)
 def resume(
     table_id: TableId, store: StoreDep, airflow: AirflowDep, body: ResumeIn | None = None
 ) -> DynamicTableOut:
@@ -293,7 +292,7 @@ def resume(
     return table_out(store, table_id, airflow, "resumed")
 
 
-@router.patch("/{table_id}", response_model=DynamicTableOut, responses=_WRITE)
+@router.patch("/{table_id}", response_model=DynamicTableOut)
 def alter(table_id: TableId, body: AlterIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
     """Change the freshness (the DAG is rescheduled). A new query is a 422: the api-server never runs
     Spark on user SQL (``tablemgmt dt alter --query`` on a worker host does). A table declared in
@@ -314,7 +313,7 @@ def alter(table_id: TableId, body: AlterIn, store: StoreDep, airflow: AirflowDep
     return table_out(store, table_id, airflow, "altered")
 
 
-@router.delete("/{table_id}", response_model=DroppedOut, responses={404: {}, 409: {}})
+@router.delete("/{table_id}", response_model=DroppedOut)
 def drop(
     table_id: TableId,
     store: StoreDep,

@@ -46,7 +46,7 @@ def get_processes(
     return ProcessPage(items=[process_out(p) for p in found[offset:]], limit=limit, offset=offset)
 
 
-@router.post("/reap", responses={403: {}})
+@router.post("/reap")
 def reap(
     request: Request,
     user: GetUserDep,
@@ -68,7 +68,7 @@ def get_one(process_id: ProcessId, store: StoreDep) -> ProcessOut:
     return process_out(get_process(store, process_id))
 
 
-@router.post("/{process_id}/cancel", response_model=CancelOut, responses={404: {}, 409: {}})
+@router.post("/{process_id}/cancel", response_model=CancelOut)
 def cancel(process_id: ProcessId, request: Request, user: GetUserDep, store: StoreDep) -> CancelOut:
     """PENDING ends CANCELED at once, and its DAG run, if still queued, is marked failed; SUBMITTED/RUNNING
     turn CANCELING and the running task stops its job. Needs permission on the action DAG's runs. A

@@ -48,7 +48,6 @@ TableId = Annotated[
 ]
 # An enum in the OpenAPI document: the actions this version knows.
 ActionName = Annotated[Literal[tuple(ACTIONS.names())], Path(description="a maintenance action")]  # type: ignore[valid-type]
-_WRITE: dict[int | str, dict[str, Any]] = {404: {}, 409: {}, 422: {}}
 
 
 def _enabled(store: Store, table_id: str) -> list[str]:
@@ -133,7 +132,7 @@ def get_table(table_id: TableId, store: StoreDep) -> TableOut:
     return table_out(store, store.tables.get_registered(table_id))
 
 
-@router.post("", response_model=TableOut, status_code=201, responses=_WRITE)
+@router.post("", response_model=TableOut, status_code=201)
 def register(
     body: TableIn, request: Request, response: Response, user: GetUserDep, store: StoreDep
 ) -> TableOut:
@@ -154,7 +153,7 @@ def register(
     )
 
 
-@router.patch("/{table_id}", response_model=TableOut, responses=_WRITE)
+@router.patch("/{table_id}", response_model=TableOut)
 def update(
     table_id: TableId, body: TableChange, request: Request, user: GetUserDep, store: StoreDep
 ) -> TableOut:
@@ -170,7 +169,7 @@ def update(
     )
 
 
-@router.delete("/{table_id}", response_model=RemovedOut, responses={404: {}, 409: {}})
+@router.delete("/{table_id}", response_model=RemovedOut)
 def remove(table_id: TableId, request: Request, user: GetUserDep, store: StoreDep) -> RemovedOut:
     """Unregister a store-owned table (its process history stays)."""
     store.tables.get_registered(table_id)
@@ -197,7 +196,7 @@ def get_health(table_id: TableId, store: StoreDep) -> HealthOut:
     return HealthOut(**h)
 
 
-@router.post("/{table_id}/actions/{action}/runs", response_model=RunOut, status_code=201, responses=_WRITE)
+@router.post("/{table_id}/actions/{action}/runs", response_model=RunOut, status_code=201)
 def run_now(
     table_id: TableId,
     action: ActionName,

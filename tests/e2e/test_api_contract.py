@@ -124,3 +124,13 @@ def test_put_catalog_without_properties_keeps_them(api: Api, tmp_path: Any) -> N
     assert r.status_code == 200, r.text
     got = api.call("GET", "/catalogs/keep").json()
     assert got["properties"] == {} and got["warehouse"] == str(tmp_path / "w2")
+
+
+def test_the_openapi_document_declares_the_error_answers(api: Api) -> None:
+    doc = api.call("GET", "/openapi.json").json()
+    assert set(doc["components"]["schemas"]["ErrorOut"]["required"]) == {"detail", "field"}
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            for status in ("401", "403", "415", "422"):
+                ref = op["responses"][status]["content"]["application/json"]["schema"]["$ref"]
+                assert ref.endswith("/ErrorOut"), (method, path, status)
