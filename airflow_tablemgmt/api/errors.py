@@ -82,7 +82,7 @@ def status_and_field(exc: Exception) -> tuple[int, str]:
 
 
 # Where a service says the value came from, before the path inside it.
-_SOURCES = {"body"}
+_SOURCES = {"body", "dynamic table"}
 
 
 def _leading_field(message: str) -> str | None:

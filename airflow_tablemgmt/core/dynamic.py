@@ -33,6 +33,7 @@ from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
 from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.core.text import OWNER_MAX_LEN, check_no_nul, check_text
 from airflow_tablemgmt.core.triggers import Freshness
 
 REFRESH = "refresh"
@@ -261,6 +262,7 @@ def check_query(query: str, field: str = "query") -> str:
     """``query`` without a trailing ``;``, if it is one SELECT/WITH query; else an error naming the field."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidDeclaration(f"{field}: must be {QUERY_RULE}, got {query!r}")
+    check_no_nul(query, field)
     if "/*" in query and not re.search(r"/\*.*?\*/", query, re.DOTALL):
         raise InvalidDeclaration(f"{field}: has an unterminated /* comment")
     tokens = _tokens(query)
@@ -475,6 +477,8 @@ class DynamicTableSpec(_Model):
     @classmethod
     def _queue(cls, v: str) -> str:
         return validate_identifier(v, "queue")
+
+    _owner = field_validator("owner")(lambda v: check_text(v, "owner", OWNER_MAX_LEN))
 
     @field_validator("query")
     @classmethod

@@ -112,3 +112,12 @@ def test_the_databases_own_refusal_is_422_naming_the_column(api: Api) -> None:
     response = asyncio.run(_data_error(request, caught.value))
     assert response.status_code == 422
     assert b'"field":"table_id"' in response.body and b"386" in response.body
+
+
+def test_bad_strings_in_a_dynamic_table_are_422_naming_the_field(api: Api) -> None:
+    base = {"identifier": f"{CATALOG}.db.dt", "query": "SELECT 1 AS x", "freshness": "1 HOUR"}
+    r = api.call("POST", "/dynamic-tables", json={**base, "query": "SELECT 1\x00 AS x"})
+    _assert_422(r, "query")
+    r = api.call("POST", "/dynamic-tables", json={**base, "owner": "o" * 300})
+    _assert_422(r, "owner")
+    assert api.call("GET", f"/dynamic-tables/{CATALOG}.db.dt").status_code == 404
