@@ -4,7 +4,7 @@ A store call that *fails* is handled by the lifecycle (retries, give-up rules); 
 is not, unless the connection itself gives up. Without these settings a PostgreSQL connection whose
 route stops forwarding waits for the kernel's TCP retransmission timeout (about 15 minutes on
 Linux), far beyond a 2-minute lease. The defaults below end a dead connection within about a minute;
-the worker's lease watchdog (:mod:`airflow_tablemgmt.lease_watchdog`) covers what no socket option
+the worker's lease watchdog (:mod:`airflow_tablemgmt.lifecycle.watchdog`) covers what no socket option
 can see (e.g. a peer that accepts bytes and never answers).
 
 A setting given in the store URL's query or in ``engine_kwargs["connect_args"]`` wins over these.

@@ -78,7 +78,7 @@ def figures_table(rows: list[Figures]) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def _result_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test its own result files (lifecycle_results): a process id repeats across test schemas."""
+    """Each test its own result files (lifecycle/results.py): a process id repeats across test schemas."""
     monkeypatch.setenv("TABLEMGMT_RESULT_DIR", str(tmp_path / "results"))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from airflow_tablemgmt.lease_watchdog import LeaseWatchdog
+from airflow_tablemgmt.lifecycle.watchdog import LeaseWatchdog
 
 
 def test_it_fires_once_after_the_deadline_without_a_renewal() -> None:

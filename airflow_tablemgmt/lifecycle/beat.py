@@ -3,7 +3,7 @@
 The heartbeat stamps the process row and renews the table's lease every ``heartbeat_every``; on a
 cancel request, a superseded attempt, a lost lease or a store that keeps *failing* for nearly a lease
 TTL it stops the job (``runner._halt``). A store that *hangs* blocks the heartbeat inside its call,
-so the :class:`~airflow_tablemgmt.lease_watchdog.LeaseWatchdog` (which never touches the store)
+so the :class:`~airflow_tablemgmt.lifecycle.watchdog.LeaseWatchdog` (which never touches the store)
 stops the job when no renewal has succeeded for ``lease_ttl - heartbeat_every``.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.errors import IllegalTransition
 from airflow_tablemgmt.core.process import Process, ProcessStatus
-from airflow_tablemgmt.lease_watchdog import LeaseWatchdog
+from airflow_tablemgmt.lifecycle.watchdog import LeaseWatchdog
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.lifecycle import ProcessRunner

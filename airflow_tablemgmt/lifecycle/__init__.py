@@ -32,8 +32,8 @@ from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
-from airflow_tablemgmt.lifecycle_beat import heartbeat, start_watchdog
-from airflow_tablemgmt.lifecycle_results import (
+from airflow_tablemgmt.lifecycle.beat import heartbeat, start_watchdog
+from airflow_tablemgmt.lifecycle.results import (
     ResultJournal,
     close_own_row,
     record_predecessor_success,
