@@ -11,10 +11,30 @@ if TYPE_CHECKING:
     from airflow_tablemgmt.store import RegisteredTable, Store
 
 
+#: The largest integer a JSON reader using doubles (JavaScript, jq) keeps exactly.
+JSON_SAFE_INT = 2**53 - 1
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every integer beyond ±2^53 as a string (Iceberg snapshot ids inside a summary):
+    the UI and jq would silently round it to another id."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value) if abs(value) > JSON_SAFE_INT else value
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def process_out(p: Process) -> ProcessOut:
     data: dict[str, Any] = dict(p.__dict__)
     data.pop("heartbeat_every_s", None)  # the reaper's input, not part of the API's process
     data["snapshot_id"] = str(p.snapshot_id) if p.snapshot_id is not None else None
+    data["summary"] = json_safe(p.summary)
+    data["parameters"] = json_safe(p.parameters)
     return ProcessOut(**data)
 
 
