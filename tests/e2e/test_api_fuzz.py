@@ -1,6 +1,7 @@
 """Fuzz /tablemgmt/v1 with schemathesis against its own OpenAPI document, inside the real Airflow
 api-server app, as an admin (so every operation reaches our code): valid and invalid requests, a
-bounded number, on a SQLite and on a PostgreSQL store. No response may be a 5xx; every 4xx must be a
+bounded number, on a SQLite and on a PostgreSQL store. No response may be a 5xx; every response must
+conform to the document (status code, content type, body schema); every 4xx must be a
 JSON body naming the field."""
 
 from __future__ import annotations
@@ -55,7 +56,13 @@ def test_fuzz_no_5xx_and_every_4xx_names_the_field(app_and_token: tuple[Any, str
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
     from schemathesis import GenerationMode
+    from schemathesis.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
 
+    CONFORMANCE = [status_code_conformance, content_type_conformance, response_schema_conformance]
     app, token, examples = app_and_token
     schema = schemathesis.openapi.from_asgi("/tablemgmt/v1/openapi.json", app)
     cases = st.one_of(
@@ -85,6 +92,11 @@ def test_fuzz_no_5xx_and_every_4xx_names_the_field(app_and_token: tuple[Any, str
                 problems.append(f"{where}: a path Airflow does not route to the plugin answered non-404")
             return
         statuses[response.status_code] += 1
+        try:
+            case.validate_response(response, checks=CONFORMANCE)
+        except BaseExceptionGroup as e:  # schemathesis' FailureGroup
+            problems.append(f"{where}: nonconforming: {str(e)[:600]}")
+            return
         if response.status_code >= 500:
             problems.append(f"{where}: {response.text[:300]}")
         elif response.status_code >= 400:
