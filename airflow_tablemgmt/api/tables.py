@@ -47,7 +47,10 @@ TableId = Annotated[
     str, Path(pattern=TEXT_PATTERN, min_length=5, max_length=800, description="catalog.namespace.table")
 ]
 # An enum in the OpenAPI document: the actions this version knows.
-ActionName = Annotated[Literal[tuple(ACTIONS.names())], Path(description="a maintenance action")]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    ActionName = str
+else:
+    ActionName = Annotated[Literal[tuple(ACTIONS.names())], Path(description="a maintenance action")]
 
 
 def _enabled(store: Store, table_id: str) -> list[str]:
