@@ -83,9 +83,9 @@ def test_the_clis_run_now_applies_the_same_rule(
 ) -> None:
     from tests.e2e.test_cli import ok, register, tablemgmt
 
-    table_id = "clirun.db.t"
+    table_id = "clinow.db.t"
     if table_id not in tablemgmt("tables").stdout:
-        ok(register(table_id, tmp_path_factory.mktemp("clirun") / "wh"))
+        ok(register(table_id, tmp_path_factory.mktemp("clinow") / "wh"))
     res = tablemgmt("run", table_id, "rewrite-files", "--instant", instant)
     out = res.stdout + res.stderr
     assert res.returncode != 0, out

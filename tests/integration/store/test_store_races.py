@@ -139,8 +139,10 @@ def test_stalled_attempt_cannot_overwrite_the_live_attempt(backend):
     store_a, store_b = backend.store(), backend.store()
     register(store_a)
     stalled = BlockingSubmitter("app-stalled", {"by": "attempt 1"})
-    # Attempt 1 runs without renewing its lease during the test: a stalled worker.
-    a = runner(store_a, stalled, heartbeat_every=timedelta(seconds=0.2), lease_ttl=timedelta(seconds=1))
+    # Attempt 1's job blocks: a stalled worker. The lease TTL leaves its lease watchdog (which stops a job
+    # whose renewals have not succeeded for the TTL minus a beat) out of this: on a loaded machine a 1 s
+    # TTL let the watchdog end attempt 1 before the test saw it RUNNING.
+    a = runner(store_a, stalled, heartbeat_every=timedelta(seconds=0.2), lease_ttl=timedelta(seconds=10))
     thread_a, out_a = in_thread(lambda: a.run(RunRequest(TABLE, ACTION, T0, holder="worker-a")))
     assert stalled.started.wait(WAIT)
     p = wait_until("attempt 1 RUNNING", lambda: (r := store_b.processes.find(TABLE, ACTION, T0)) and
