@@ -6,11 +6,11 @@ import argparse
 from datetime import timedelta
 from typing import Any
 
+from airflow_tablemgmt.cli.common import open_store, positive_seconds
 from airflow_tablemgmt.cli.output import add_output_option, emit
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    from airflow_tablemgmt.cli import _store
     from airflow_tablemgmt.services.reap import DEFAULT_STALE_AFTER, reap_processes
 
     kwargs: dict[str, Any] = {
@@ -18,7 +18,7 @@ def cmd_reap(args: argparse.Namespace) -> int:
     }
     if args.pending_after:
         kwargs["pending_after"] = timedelta(seconds=args.pending_after)
-    reaped = reap_processes(_store(args, create=False), **kwargs)
+    reaped = reap_processes(open_store(args, create=False), **kwargs)
     if args.json:
         emit([r.to_dict() for r in reaped], args)
         return 0
@@ -31,16 +31,14 @@ def cmd_reap(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    from airflow_tablemgmt.cli import _positive_seconds
-
     rp = sub.add_parser(
         "reap",
         help="close processes whose worker is gone (no heartbeat for --stale-after; PENDING after --pending-after)",
     )
-    rp.add_argument("--stale-after", type=_positive_seconds, metavar="SECONDS",
+    rp.add_argument("--stale-after", type=positive_seconds, metavar="SECONDS",
                     help="SUBMITTED/RUNNING/CANCELING without a heartbeat this long (default 90; never less "
                          "than two beats of the interval the row's worker promised)")  # fmt: skip
-    rp.add_argument("--pending-after", type=_positive_seconds, metavar="SECONDS",
+    rp.add_argument("--pending-after", type=positive_seconds, metavar="SECONDS",
                     help="PENDING without a sign of life this long (default 900)")  # fmt: skip
     add_output_option(rp)
     rp.set_defaults(func=cmd_reap)

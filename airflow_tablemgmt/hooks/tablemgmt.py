@@ -124,7 +124,7 @@ def check_shared_store(location: StoreLocation, executors: list[str] | None = No
     remote = [e for e in executors if e not in SINGLE_HOST_EXECUTORS]
     if not remote:
         return
-    from airflow_tablemgmt.store.engine import hide_password
+    from airflow_tablemgmt.store.urls import hide_password
 
     raise SharedStoreRequired(
         f"the tablemgmt store is a SQLite file on this host ({hide_password(location.url)}, from "
@@ -190,21 +190,3 @@ def _extra(extra: dict[str, Any], name: str) -> Any:
 
 def _truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"))
-
-
-def set_dag_paused(dag_id: str, paused: bool) -> bool:
-    """Airflow's own pause flag on ``dag_id`` (what ``airflow dags pause`` sets), written through
-    Airflow's metadata DB: for the ``tablemgmt`` command, which runs beside Airflow, never for task
-    code. False when Airflow has no such DAG yet (the dag processor has not parsed it)."""
-    from airflow.models.dag import DagModel
-    from airflow.utils.session import create_session
-    from sqlalchemy import update
-
-    with create_session() as session:
-        result: Any = session.execute(
-            update(DagModel).where(DagModel.dag_id == dag_id).values(is_paused=paused)
-        )
-        changed = result.rowcount
-    if not changed:
-        log.warning("Airflow has no DAG %s yet: nothing to %s", dag_id, "pause" if paused else "unpause")
-    return bool(changed)

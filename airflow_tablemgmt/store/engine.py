@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
-import re
-import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -22,22 +18,28 @@ from sqlalchemy import (
     create_engine,
     event,
     inspect,
-    make_url,
     select,
     table,
     text,
 )
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import InterfaceError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from airflow_tablemgmt.store.catalogs import CatalogRepository
-from airflow_tablemgmt.store.errors import StoreNotFound, StoreSchemaOutdated, StoreUnavailable
+from airflow_tablemgmt.store.errors import StoreSchemaOutdated, StoreUnavailable
 from airflow_tablemgmt.store.leases import LeaseRepository
 from airflow_tablemgmt.store.models import SCHEMA_REVISION, VERSION_TABLE
 from airflow_tablemgmt.store.processes import ProcessRepository
+from airflow_tablemgmt.store.sqlite import enable_wal, is_memory_sqlite, prepare_sqlite_file
 from airflow_tablemgmt.store.tables import TableRepository
 from airflow_tablemgmt.store.timeouts import SQLITE_BUSY_TIMEOUT_MS, apply_pg_timeouts
+from airflow_tablemgmt.store.urls import (
+    EXAMPLE_URLS,
+    driver_error,
+    parse_store_url,
+    unreachable_message,
+)
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -257,92 +259,13 @@ def alembic_config() -> Config:
     return config
 
 
-def _is_memory_sqlite(url: URL) -> bool:
-    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
-
-
-# Which pip package provides a SQLAlchemy driver module, for the "driver not installed" message.
-_DRIVER_PACKAGES = {
-    "psycopg2": "psycopg2-binary",
-    "psycopg": "psycopg[binary]",
-    "pg8000": "pg8000",
-    "asyncpg": "asyncpg",
-    "mysqldb": "mysqlclient",
-    "pymysql": "pymysql",
-    "mysql": "mysql-connector-python",
-    "mariadb": "mariadb",
-}
-_USERINFO = re.compile(r"(//[^/:@]*:)[^@/]*@")
-_EXAMPLE_URLS = "postgresql+psycopg2://user@host:5432/tablemgmt or sqlite:////absolute/path/tablemgmt.db"
-
-
-def hide_password(url: str) -> str:
-    """``url`` with the password of its user-info part replaced by ``***``, even when unparseable."""
-    return _USERINFO.sub(r"\1***@", url)
-
-
-def parse_store_url(url: str) -> URL:
-    """``url`` as a SQLAlchemy URL, or :class:`StoreUnavailable` saying what a store URL looks like."""
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError, TypeError):
-        raise StoreUnavailable(
-            f"store URL {hide_password(str(url))!r} is not a database URL; expected e.g. {_EXAMPLE_URLS}"
-        ) from None
-    if parsed.drivername == "postgresql" and not _importable("psycopg") and _importable("psycopg2"):
-        # SQLAlchemy 2.1 maps a bare postgresql:// to psycopg 3; this package ships psycopg2.
-        parsed = parsed.set(drivername="postgresql+psycopg2")
-    return parsed
-
-
-def _importable(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
-def unreachable_message(url: URL, error: DBAPIError) -> str:
-    """Why the server at ``url`` could not be reached: host:port (or the file) and the driver's reason."""
-    if url.get_backend_name() == "sqlite":
-        where = url.database or ":memory:"
-    else:
-        where = f"{url.host or 'localhost'}:{url.port or _default_port(url)}"
-    reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else type(error.orig).__name__
-    if url.password:
-        reason = reason.replace(str(url.password), "***")
-    return (
-        f"cannot reach the store at {where} ({url.render_as_string(hide_password=True)}): {reason}. "
-        "Check that the database is running and that --store-url / the tablemgmt_default connection "
-        "points at it"
-    )
-
-
-def _default_port(url: URL) -> str:
-    return {"postgresql": "5432", "mysql": "3306", "mssql": "1433", "oracle": "1521"}.get(
-        url.get_backend_name(), "?"
-    )
-
-
-def _driver_error(url: URL, error: ImportError) -> StoreUnavailable:
-    module = (getattr(error, "name", None) or "").split(".")[0].lower()
-    backend, driver = url.get_backend_name(), url.get_driver_name()
-    package = _DRIVER_PACKAGES.get(module) or _DRIVER_PACKAGES.get(driver) or module or driver
-    hint = f"pip install {package}"
-    if backend == "mysql" and package == "mysqlclient":
-        hint += " (or use mysql+pymysql:// and pip install pymysql)"
-    if backend == "postgresql" and package != "psycopg2-binary":
-        hint += " (or use postgresql+psycopg2://, whose driver ships with this package)"
-    return StoreUnavailable(
-        f"the store URL {url.render_as_string(hide_password=True)} needs the {driver} driver for {backend}, "
-        f"which is not installed: {hint}"
-    )
-
-
 def _create_engine(url: URL, kwargs: dict[str, Any], *, create: bool = True) -> Engine:
     try:
         url.get_dialect()
     except NoSuchModuleError:
         raise StoreUnavailable(
             f"store URL {url.render_as_string(hide_password=True)}: unknown database {url.drivername!r}; "
-            f"use PostgreSQL (production) or SQLite (the embedded default), e.g. {_EXAMPLE_URLS}"
+            f"use PostgreSQL (production) or SQLite (the embedded default), e.g. {EXAMPLE_URLS}"
         ) from None
     if url.get_backend_name() != "sqlite":
         kwargs.setdefault("pool_pre_ping", True)
@@ -350,14 +273,14 @@ def _create_engine(url: URL, kwargs: dict[str, Any], *, create: bool = True) -> 
         try:
             return create_engine(url, **kwargs)
         except ImportError as e:
-            raise _driver_error(url, e) from None
-    if _is_memory_sqlite(url):
+            raise driver_error(url, e) from None
+    if is_memory_sqlite(url):
         kwargs.setdefault("poolclass", StaticPool)
         kwargs.setdefault("connect_args", {"check_same_thread": False})
     elif url.database and not url.database.startswith("file:"):
-        _prepare_sqlite_file(Path(url.database).expanduser(), create=create)
+        prepare_sqlite_file(Path(url.database).expanduser(), create=create)
     engine = create_engine(url, **kwargs)
-    memory = _is_memory_sqlite(url)
+    memory = is_memory_sqlite(url)
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -365,69 +288,11 @@ def _create_engine(url: URL, kwargs: dict[str, Any], *, create: bool = True) -> 
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             if not memory:
-                _enable_wal(cursor)
+                enable_wal(cursor)
         finally:
             cursor.close()
 
     return engine
-
-
-def _prepare_sqlite_file(path: Path, *, create: bool) -> None:
-    """Create the store file 0600 (its missing directories 0700) before SQLite opens it.
-
-    SQLite would create it with the process umask (usually world-readable); its WAL and shm
-    files take the database file's mode, so they are private too. Without ``create`` a
-    missing file is an error and nothing is created.
-    """
-    if path.exists():
-        return
-    if not create:
-        raise StoreNotFound(
-            f"no store at {path}; run `tablemgmt db upgrade` to create it, or point --store-url / "
-            "the tablemgmt_default connection at an existing store"
-        )
-    try:
-        missing = []
-        parent = path.parent
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        for directory in reversed(missing):
-            try:
-                os.mkdir(directory, 0o700)
-            except FileExistsError:
-                if not directory.is_dir():
-                    raise
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        except FileExistsError:
-            pass  # another process created it first
-    except OSError as e:
-        raise StoreUnavailable(
-            f"cannot create the SQLite store at {path}: {e.strerror or e}"
-            f"{f' ({e.filename})' if e.filename and str(e.filename) != str(path) else ''}; "
-            "choose a writable path in --store-url / the tablemgmt_default connection"
-        ) from None
-
-
-def _enable_wal(cursor: Any) -> None:
-    """Switch the file to WAL (a persistent setting) unless it already is.
-
-    The switch needs an exclusive lock, and SQLite answers "database is locked" at once,
-    without its busy handler, while another process holds one (e.g. while it migrates a fresh
-    file): retry until the busy timeout.
-    """
-    if cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
-        return
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def _lock_for_migration(conn: Connection) -> None:

@@ -1,0 +1,132 @@
+"""Processes: ``processes``, ``process``, ``cancel``, ``clear`` and ``run`` (an action now, recorded
+like any scheduled run)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from datetime import timedelta
+from typing import Any
+
+from airflow_tablemgmt import services
+from airflow_tablemgmt.cli.common import logs_to_stderr, open_store, positive_seconds
+from airflow_tablemgmt.cli.output import Output, add_output_option
+from airflow_tablemgmt.core.process import ProcessStatus
+
+
+def cmd_processes(args: argparse.Namespace) -> int:
+    procs = services.list_processes(
+        open_store(args, create=False),
+        table=args.table,
+        action=args.action,
+        status=services.parse_status(args.status),
+        limit=args.limit,
+    )
+    rows = []
+    for p in procs:
+        dur = (
+            f"{(p.finished_at - p.started_at).total_seconds():.1f}s" if p.finished_at and p.started_at else ""
+        )
+        rows.append([p.id, p.table_id, p.action, p.instant.isoformat(timespec="seconds"), p.status, p.attempt, dur,
+                     (p.failure_reason or "").splitlines()[0][:60] if p.failure_reason else ""])  # fmt: skip
+    Output(args).listing(
+        [p.to_dict() for p in procs],
+        rows,
+        ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "ATTEMPT", "DURATION", "REASON"],
+    )
+    return 0
+
+
+def cmd_process(args: argparse.Namespace) -> int:
+    Output(args).one(services.get_process(open_store(args, create=False), args.id).to_dict())
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    result = services.cancel_process(open_store(args, create=False), args.id)
+    print(f"process {args.id}: {result.status}")
+    return 0 if result.accepted else 1
+
+
+def cmd_clear(args: argparse.Namespace) -> int:
+    results = services.clear_table(open_store(args, create=False), args.table)
+    for r in results:
+        instant = r.instant.isoformat() if r.instant else ""
+        print(f"process {r.process_id} ({r.action} at {instant}): {r.status}")
+    print(f"{args.table}: {len(results)} process(es) canceled")
+    return 0
+
+
+def _log_without_airflow() -> None:
+    """Progress lines (``tablemgmt: submitting ...``, Spark's output) on stderr when Airflow, which
+    would have configured logging on import, has not been imported (a run with ``--store-url`` and a
+    Spark connection from the environment needs no Airflow)."""
+    root = logging.getLogger()
+    if "airflow" in sys.modules or root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    # From its module: ``services.run_now`` is also a submodule's name, which shadows the function
+    # once something imports that submodule.
+    from airflow_tablemgmt.services.processes import run_now
+
+    instant = services.parse_instant(args.instant)
+    with logs_to_stderr():
+        stale = timedelta(seconds=args.stale_after) if args.stale_after else None
+        store = open_store(args)
+        _log_without_airflow()
+        result = run_now(
+            store,
+            args.table,
+            args.action,
+            instant,
+            spark_conn_id=args.spark_conn_id,
+            stale_after=stale,
+        )
+    Output(args).one(result.to_dict())
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    ps = sub.add_parser("processes", help="list processes, newest first")
+    ps.add_argument("--table")
+    ps.add_argument("--action")
+    ps.add_argument(
+        "--status", choices=[s.value.lower() for s in ProcessStatus] + [s.value for s in ProcessStatus]
+    )
+    ps.add_argument("--limit", type=int, default=50)
+    add_output_option(ps)
+    ps.set_defaults(func=cmd_processes)
+
+    pr = sub.add_parser("process", help="one process in full")
+    pr.add_argument("id", type=int)
+    add_output_option(pr)
+    pr.set_defaults(func=cmd_process)
+
+    cn = sub.add_parser("cancel", help="cancel a pending or running process")
+    cn.add_argument("id", type=int)
+    cn.set_defaults(func=cmd_cancel)
+
+    cl = sub.add_parser("clear", help="cancel everything pending or running for a table")
+    cl.add_argument("table")
+    cl.set_defaults(func=cmd_clear)
+
+    rn = sub.add_parser("run", help="run an action now, outside the schedule, recorded like any other")
+    rn.add_argument("table")
+    rn.add_argument("action")
+    rn.add_argument("--instant", help="ISO time of the process (default: now)")
+    rn.add_argument("--spark-conn-id", default="spark_default")
+    rn.add_argument(
+        "--stale-after",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="treat a SUBMITTED/RUNNING process without a heartbeat for this long as orphaned (default: 90)",
+    )
+    add_output_option(rn)
+    rn.set_defaults(func=cmd_run)
