@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_tablemgmt.core.naming import table_of
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.dag_factory import (
     BROKEN_DAG_ID,
-    DAG_PREFIX,
     REFRESH,
     BuildResult,
     DagConfigDefaults,
@@ -190,10 +190,6 @@ def _watchers(dags: Iterable[Any]) -> int:
             names.add(cond.name)
         stack.extend(getattr(cond, "objects", ()) or ())
     return len(names)
-
-
-def _table_of(dag_id: str) -> str:
-    return dag_id[len(DAG_PREFIX) :].rpartition("__")[0]
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -344,7 +340,7 @@ def build_with_cache(
         by_table: dict[str, dict[str, Any]] = {}
         for dag_id, dag in built.dags.items():
             if dag_id != BROKEN_DAG_ID:
-                by_table.setdefault(_table_of(dag_id), {})[dag_id] = dag
+                by_table.setdefault(table_of(dag_id), {})[dag_id] = dag
         result = BuildResult(errors=built.errors)
         members: dict[int, dict[str, dict[str, Any]]] = {}
         metas: dict[int, dict[str, tuple[str, int]]] = {}

@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import pendulum
@@ -28,10 +27,11 @@ from airflow.sdk import (
 )
 
 from airflow_tablemgmt.core.actions import ActionSettings, RefreshSettings
-from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
-from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.naming import BROKEN_DAG_ID, dag_id_for, parse_dag_id
+from airflow_tablemgmt.core.schedule import SchedulePlan
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.core.triggers import Interval
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
 from airflow_tablemgmt.notifications.callback import on_task_failure
 from airflow_tablemgmt.operators.gate import event_names_action as event_names_action  # re-exported
@@ -39,31 +39,10 @@ from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 
 log = logging.getLogger(__name__)
 
-DAG_PREFIX = "tms__"
 # 2024-01-01 UTC, as a pendulum DateTime: DAG() derives its timezone from the start date through
 # pendulum on every construction, which is cheaper when it is one already (≈ 30 µs of ≈ 200 µs per
 # DAG(); the serialized DAG is the same).
 START_DATE = pendulum.datetime(2024, 1, 1, tz="UTC")
-BROKEN_DAG_ID = "tms__broken_declarations"
-
-
-def dag_id_for(table_id: str, action: str) -> str:
-    return f"{DAG_PREFIX}{table_id}__{action}"
-
-
-def parse_dag_id(dag_id: str) -> tuple[str, str] | None:
-    """``tms__lake.db.t__rewrite-files`` -> (``lake.db.t``, ``rewrite-files``); None if not ours."""
-    if not dag_id.startswith(DAG_PREFIX) or dag_id == BROKEN_DAG_ID:
-        return None
-    body = dag_id[len(DAG_PREFIX) :]
-    table_id, sep, action = body.rpartition("__")
-    if not sep:
-        return None
-    try:
-        TableIdentifier.parse(table_id)
-    except TableMgmtError:
-        return None
-    return table_id, action
 
 
 @dataclass
@@ -85,60 +64,6 @@ def _timetable(interval: Interval) -> Any:
         return CronTriggerTimetable(interval.cron, timezone="UTC")
     assert interval.every is not None
     return DeltaTriggerTimetable(interval.every)
-
-
-FALLBACK_INTERVAL = Interval(every=timedelta(days=1))
-
-
-@dataclass(frozen=True)
-class SchedulePlan:
-    """How one (table, action) is scheduled, resolved from its settings and its factory's strategy.
-
-    * ``schedule``: the DAG runs every ``interval``; with ``gate`` the ``maintain`` task first skips
-      the run when the table has no new snapshot.
-    * ``event``: an asset watcher in the triggerer polls the snapshot every ``poll_interval`` and
-      starts a run for a new data-changing snapshot, at most once per ``interval``; beside it a
-      time-based run every ``fallback`` (catches what a stopped triggerer missed). The gate is on.
-    * ``upstream`` (a dynamic table's ``freshness: downstream``): a run after each successful
-      refresh of any of its upstream dynamic tables (their refresh assets, :func:`refresh_asset`).
-
-    Default: ``event`` for snapshot-driven actions, because a watcher poll costs a small fraction
-    of a scheduled run's check (a task start) (``benchmarks/gate_cost.py`` measures both; figures in
-    ``benchmarks/README.md``), ``schedule`` for the others.
-    """
-
-    trigger: str
-    interval: Interval
-    gate: bool
-    fallback: Interval | None = None
-    poll_interval: timedelta = timedelta(seconds=10)
-
-    @classmethod
-    def resolve(cls, settings: ActionSettings, strategy: TriggerStrategy) -> SchedulePlan:
-        interval = Interval.parse(settings.interval) if settings.interval else strategy.interval
-        if settings.trigger == "upstream":
-            return cls("upstream", interval, False)
-        gate = strategy.on_new_snapshot if settings.on_new_snapshot is None else settings.on_new_snapshot
-        trigger = settings.trigger or ("event" if gate else "schedule")
-        if trigger == "schedule":
-            return cls("schedule", interval, gate)
-        if settings.fallback_interval:
-            fallback = Interval.parse(settings.fallback_interval, "fallback-interval")
-        elif interval.min_spacing() >= FALLBACK_INTERVAL.min_spacing():
-            fallback = interval
-        else:
-            fallback = FALLBACK_INTERVAL
-        return cls("event", interval, True, fallback, settings.poll_interval)
-
-    def describe(self) -> str:
-        if self.trigger == "upstream":
-            return "after each successful refresh of an upstream dynamic table"
-        if self.trigger == "schedule":
-            return f"every {self.interval}" + (", when the table has a new snapshot" if self.gate else "")
-        return (
-            f"on new data snapshots (polled every {Interval(every=self.poll_interval)}), "
-            f"at most every {self.interval}; fallback run every {self.fallback}"
-        )
 
 
 def event_plans(

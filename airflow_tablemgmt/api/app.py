@@ -63,7 +63,7 @@ def create_app() -> FastAPI:
         """The DAG page's "Table maintenance" view: a maintenance DAG opens its table's page."""
         from urllib.parse import quote
 
-        from airflow_tablemgmt.dag_factory import parse_dag_id
+        from airflow_tablemgmt.core.naming import parse_dag_id
 
         parsed = parse_dag_id(dag_id)
         target = f"{PREFIX}/ui/" + (f"#/tables/{quote(parsed[0], safe='.')}" if parsed else "")

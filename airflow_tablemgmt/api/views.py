@@ -40,7 +40,7 @@ def process_out(p: Process) -> ProcessOut:
 
 def actions_of(store: Store, reg: RegisteredTable) -> list[ActionOut]:
     from airflow_tablemgmt.api.airflow_side import dag_states
-    from airflow_tablemgmt.dag_factory import SchedulePlan
+    from airflow_tablemgmt.core.schedule import SchedulePlan
     from airflow_tablemgmt.factories.discovery import default_factories
     from airflow_tablemgmt.services.run_now import dag_id_for
 

@@ -23,17 +23,19 @@ def validate_identifier(value: str, field: str = "name") -> str:
 
 # Airflow's limits (verified in Airflow 3.3: airflow.models.base.ID_LEN and
 # airflow.sdk.definitions.dag.TAG_MAX_LEN; a unit test compares them). The table id is a DAG tag,
-# and DAG ids are ``tms__<table id>__<action>``.
+# and DAG ids are ``tms__<table id>__<action>`` (core.naming).
 AIRFLOW_DAG_ID_MAX_LEN = 250
 AIRFLOW_TAG_MAX_LEN = 100
-DAG_ID_PREFIX = "tms__"
 
 
 def dag_id_length_problem(table_id: str, actions: Iterable[str]) -> str | None:
     """Why ``table_id`` cannot become DAGs (Airflow's DAG-id and tag limits), or None."""
+    # Here, not at the top: core.naming parses DAG ids with this module's TableIdentifier.
+    from airflow_tablemgmt.core.naming import dag_id_for
+
     problems = []
     longest = max(actions, key=len, default="")
-    dag_id = f"{DAG_ID_PREFIX}{table_id}__{longest}"
+    dag_id = dag_id_for(table_id, longest)
     if len(dag_id) > AIRFLOW_DAG_ID_MAX_LEN:
         problems.append(
             f"the DAG id {dag_id} would be {len(dag_id)} chars, Airflow allows {AIRFLOW_DAG_ID_MAX_LEN}"

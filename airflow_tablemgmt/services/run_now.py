@@ -19,17 +19,12 @@ from typing import TYPE_CHECKING, Protocol
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
+from airflow_tablemgmt.core.naming import dag_id_for as dag_id_for  # re-exported: the services and api use it
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.services.errors import InvalidInput
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
-
-DAG_PREFIX = "tms__"  # dag_factory.DAG_PREFIX; repeated so this module imports no Airflow
-
-
-def dag_id_for(table_id: str, action: str) -> str:
-    return f"{DAG_PREFIX}{table_id}__{action}"
 
 
 class DuplicateRun(TableMgmtError):

@@ -1,0 +1,40 @@
+"""The DAG-id scheme, defined once: one DAG per (table, action), ``tms__<table id>__<action>``.
+
+Pure rules (no Airflow): the DAG factory names its DAGs with :func:`dag_id_for`, the REST API and the
+services find a table's DAGs with it, and :func:`parse_dag_id` reads a DAG id back (the DAG cache,
+the task start's single-DAG parse, the UI's link from a DAG page).
+"""
+
+from __future__ import annotations
+
+from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+
+DAG_PREFIX = "tms__"
+#: The DAG that carries declaration errors into Airflow (an import error of the DAG file).
+BROKEN_DAG_ID = "tms__broken_declarations"
+
+
+def dag_id_for(table_id: str, action: str) -> str:
+    """``lake.db.t``, ``rewrite-files`` -> ``tms__lake.db.t__rewrite-files``."""
+    return f"{DAG_PREFIX}{table_id}__{action}"
+
+
+def table_of(dag_id: str) -> str:
+    """The table id part of one of our DAG ids, unchecked (the caller knows the id is ours)."""
+    return dag_id[len(DAG_PREFIX) :].rpartition("__")[0]
+
+
+def parse_dag_id(dag_id: str) -> tuple[str, str] | None:
+    """``tms__lake.db.t__rewrite-files`` -> (``lake.db.t``, ``rewrite-files``); None if not ours."""
+    if not dag_id.startswith(DAG_PREFIX) or dag_id == BROKEN_DAG_ID:
+        return None
+    body = dag_id[len(DAG_PREFIX) :]
+    table_id, sep, action = body.rpartition("__")
+    if not sep:
+        return None
+    try:
+        TableIdentifier.parse(table_id)
+    except TableMgmtError:
+        return None
+    return table_id, action
