@@ -12,12 +12,8 @@ from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
-from airflow_tablemgmt.triggers.snapshot import (
-    TableSnapshotChangedTrigger,
-    catalog_json,
-    check_table_in_catalog,
-    resolved_reader,
-)
+from airflow_tablemgmt.triggers.readers import catalog_json, check_table_in_catalog, resolved_reader
+from airflow_tablemgmt.triggers.snapshot_changed import TableSnapshotChangedTrigger
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

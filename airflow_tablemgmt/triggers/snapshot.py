@@ -1,255 +1,37 @@
-"""Triggers that wait for a new Iceberg snapshot, checked with pyiceberg in the triggerer.
+"""The asset watcher's trigger: wait for a new Iceberg snapshot, checked with pyiceberg in the triggerer.
 
-* :class:`TableSnapshotTrigger` is a :class:`~airflow.triggers.base.BaseEventTrigger` for
-  ``AssetWatcher``: it runs for as long as the asset is watched and emits one event per new snapshot,
-  so a DAG scheduled on the asset runs when the table changes (event-driven gate).
-* :class:`TableSnapshotChangedTrigger` is a plain deferrable trigger for
-  :class:`~airflow_tablemgmt.sensors.snapshot.TableSnapshotSensor`: it fires once.
-
-Both read through :class:`~airflow_tablemgmt.metadata.iceberg.SnapshotReader` in a worker thread
-(``asyncio.to_thread``), so a slow filesystem or catalog never blocks the triggerer's event loop.
-
-Airflow stores trigger kwargs in its database, so a trigger carries the catalog exactly as declared:
-secrets only as references (``conn:``/``var:``/``env:``), which the triggerer resolves in that worker
-thread when it builds the reader (:mod:`airflow_tablemgmt.hooks.secrets`). A catalog whose sensitive
-property holds a plaintext value is refused at construction.
+:class:`TableSnapshotTrigger` is a :class:`~airflow.triggers.base.BaseEventTrigger` for ``AssetWatcher``:
+it runs for as long as the asset is watched and emits one event per new snapshot, so a DAG scheduled on
+the asset runs when the table changes (event-driven gate). The sensor's one-shot trigger is in
+``snapshot_changed.py`` (re-exported here: its class path is stored in Airflow's trigger table). Both
+read through a :class:`~airflow_tablemgmt.metadata.iceberg.SnapshotReader` in a worker thread, and carry
+the catalog as declared, secrets only as references (``readers.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
-import weakref
-from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
+from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
+from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.core.secrets import check_secret_properties
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.hooks.secrets import SecretResolutionError, resolve_catalog_spec
+from airflow_tablemgmt.hooks.secrets import SecretResolutionError
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader, SnapshotState
-
-
-class _Unset:
-    """Nothing remembered yet (distinct from "remembered: the table had no snapshot")."""
-
-    def __repr__(self) -> str:
-        return "<unset>"
-
-
-UNSET: Final = _Unset()
-
-
-def catalog_json(catalog: dict[str, Any] | CatalogSpec) -> dict[str, Any]:
-    """Validate a catalog and return its JSON form (what triggers serialize).
-
-    Secrets must still be references: a ``CatalogSpec`` whose references were already resolved
-    (``resolve_catalog_spec``) is refused, so a resolved value never reaches Airflow's trigger table.
-    """
-    if isinstance(catalog, CatalogSpec):
-        hit = _catalog_forms.get(id(catalog))
-        if hit is not None and hit[0] is catalog:
-            return _copy_form(hit[1])
-    spec = catalog if isinstance(catalog, CatalogSpec) else CatalogSpec.model_validate(catalog)
-    try:
-        check_secret_properties(spec.properties, "catalog.properties")
-    except ValueError as e:
-        raise InvalidDeclaration(str(e)) from None
-    form = spec.model_dump(mode="json", by_alias=True)
-    if spec is catalog:
-        if len(_catalog_forms) >= _CATALOG_FORMS_MAX:
-            _catalog_forms.clear()
-        _catalog_forms[id(spec)] = (spec, form)
-        return _copy_form(form)
-    return form
-
-
-# A CatalogSpec (frozen) -> its checked JSON form: a full parse builds one watcher per table over a
-# handful of catalog objects, so each is checked and dumped once, not once per table. Keyed by
-# identity, holding the spec so that its id stays its own; bounded for long-lived processes.
-_catalog_forms: dict[int, tuple[CatalogSpec, dict[str, Any]]] = {}
-_CATALOG_FORMS_MAX = 256
-
-
-def _copy_form(form: dict[str, Any]) -> dict[str, Any]:
-    """Each trigger gets its own dicts (its kwargs are the trigger's own to keep)."""
-    return {k: dict(v) if isinstance(v, dict) else v for k, v in form.items()}
-
-
-def resolved_reader(catalog: dict[str, Any]) -> SnapshotReader:
-    """A reader over ``catalog`` with its secret references resolved in this process (blocking I/O:
-    a connection or variable lookup; call it in a worker thread from a trigger)."""
-    return SnapshotReader(resolve_catalog_spec(CatalogSpec.model_validate(catalog)))
-
-
-_shared_readers: dict[str, SnapshotReader] = {}
-_shared_readers_lock = threading.Lock()
-
-
-def shared_reader(catalog: dict[str, Any]) -> SnapshotReader:
-    """One reader per catalog (as declared, references unresolved) for all watchers in this process.
-
-    A triggerer carrying thousands of tables then resolves a catalog's secrets, opens its pyiceberg
-    catalog or FileIO and keeps its pointer cache once, not once per table: each secret lookup is a
-    round trip through the triggerer's supervisor, and a REST catalog would otherwise see one client
-    (and one token) per table. The reader is thread-safe. A failed resolution is not cached.
-    """
-    key = json.dumps(catalog, sort_keys=True)
-    with _shared_readers_lock:
-        reader = _shared_readers.get(key)
-        if reader is None:
-            reader = _shared_readers[key] = resolved_reader(catalog)
-        return reader
-
-
-def check_table_in_catalog(table_id: str, catalog: dict[str, Any]) -> TableIdentifier:
-    """Parse ``catalog.namespace.table`` and check that it belongs to ``catalog``."""
-    table = TableIdentifier.parse(table_id)
-    if table.catalog != catalog["name"]:
-        raise InvalidDeclaration(
-            f"table: {table_id} is in catalog {table.catalog!r}, but catalog.name is {catalog['name']!r}"
-        )
-    return table
-
-
-@dataclass
-class _Watch:
-    """What one reader of the table's snapshots was last told: the whole trigger, or one action of a
-    per-table watcher (each action keeps its own remembered snapshot and throttle)."""
-
-    action: str | None
-    min_interval: float
-    remembered: int | None | _Unset = UNSET
-    fired_at: float | None = None
-    held_back: int | None = None
-
-    def throttle_wait(self, now: float) -> float:
-        if self.min_interval <= 0 or self.fired_at is None:
-            return 0.0
-        return max(0.0, self.fired_at + self.min_interval - now)
-
-
-# State-store calls in flight at once, per event loop (the triggerer runs one). Each call is a request
-# the triggerer's supervisor serves one at a time, in order, on the same channel that carries trigger
-# events to it (measured: ≈ 5 requests/s with 10,000 triggers, the supervisor's loop serving one per
-# turn): thousands of watchers starting together would otherwise queue thousands of requests ahead of
-# every event. With a bound, an event waits behind at most this many requests. Start-up reads and
-# first-observation writes are *background* calls and keep one slot free for the *urgent* ones (the
-# state of a watcher that has just seen a change, the write after an event), which go first.
-STATE_STORE_CONCURRENCY: Final = 4
-
-
-class _Ticket:
-    """One caller's place in the gate's queue; ``urgent`` may be raised while it waits."""
-
-    __slots__ = ("future", "urgent")
-
-    def __init__(self, urgent: bool = False) -> None:
-        self.urgent = urgent
-        self.future: asyncio.Future[None] | None = None
-
-
-class _StateStoreGate:
-    """At most ``limit`` calls in flight, background calls at most ``limit - 1``; urgent ones first."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.in_flight = 0
-        self._urgent: deque[_Ticket] = deque()
-        self._background: deque[_Ticket] = deque()
-
-    def _room(self, urgent: bool) -> bool:
-        return self.in_flight < (self.limit if urgent else self.limit - 1)
-
-    async def acquire(self, ticket: _Ticket) -> None:
-        if self._room(ticket.urgent) and not self._urgent and (ticket.urgent or not self._background):
-            self.in_flight += 1
-            return
-        ticket.future = asyncio.get_running_loop().create_future()
-        (self._urgent if ticket.urgent else self._background).append(ticket)
-        try:
-            await ticket.future
-        except asyncio.CancelledError:
-            if ticket.future.done() and not ticket.future.cancelled():
-                self.release()  # granted as it was cancelled: hand the slot on
-            else:
-                ticket.future.cancel()
-            raise
-        finally:
-            ticket.future = None
-
-    def release(self) -> None:
-        self.in_flight -= 1
-        self._wake()
-
-    def promote(self, ticket: _Ticket) -> None:
-        """Move a waiting background call ahead of every other background call."""
-        if not ticket.urgent:
-            ticket.urgent = True
-            if ticket.future is not None and not ticket.future.done():
-                self._urgent.append(ticket)
-                self._wake()
-
-    def _wake(self) -> None:
-        for queue, urgent in ((self._urgent, True), (self._background, False)):
-            while queue and self._room(urgent) and (urgent or not self._urgent):
-                ticket = queue.popleft()
-                if ticket.future is None or ticket.future.done() or (ticket.urgent and not urgent):
-                    continue  # gone, or promoted: served from the urgent queue
-                self.in_flight += 1
-                ticket.future.set_result(None)
-
-
-_state_store_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _StateStoreGate] = (
-    weakref.WeakKeyDictionary()
+from airflow_tablemgmt.triggers.readers import catalog_json, check_table_in_catalog, shared_reader
+from airflow_tablemgmt.triggers.snapshot_changed import TableSnapshotChangedTrigger  # noqa: F401 - persisted path
+from airflow_tablemgmt.triggers.throttle import (
+    POLLING_SUMMARY_SECONDS,
+    STATE_STORE_CONCURRENCY,  # noqa: F401 - re-exported
+    Ticket,
+    polling_counter,
+    state_store_gate,
 )
-
-
-def state_store_gate() -> _StateStoreGate:
-    """The running loop's bound on concurrent asset-state-store calls (see STATE_STORE_CONCURRENCY)."""
-    loop = asyncio.get_running_loop()
-    gate = _state_store_gates.get(loop)
-    if gate is None:
-        gate = _state_store_gates[loop] = _StateStoreGate(STATE_STORE_CONCURRENCY)
-    return gate
-
-
-POLLING_SUMMARY_SECONDS: Final = 5.0
-
-
-class _PollingCounter:
-    """Watchers of this event loop that have polled their table at least once."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.reported = 0
-        self.pending: asyncio.TimerHandle | None = None
-
-    def report(self, log: Any) -> None:
-        self.pending = None
-        if self.count != self.reported:
-            self.reported = self.count
-            log.info("%d snapshot watchers have started polling in this triggerer", self.count)
-
-
-_polling_counters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _PollingCounter] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _polling_counter() -> _PollingCounter:
-    loop = asyncio.get_running_loop()
-    counter = _polling_counters.get(loop)
-    if counter is None:
-        counter = _polling_counters[loop] = _PollingCounter()
-    return counter
+from airflow_tablemgmt.triggers.watch_state import UNSET, Unset, Watch
 
 
 class TableSnapshotTrigger(BaseEventTrigger):
@@ -356,10 +138,10 @@ class TableSnapshotTrigger(BaseEventTrigger):
         # In the worker thread: building the reader may look up a connection or variable.
         return self.reader.current_state(table)
 
-    def _watches(self) -> list[_Watch]:
+    def _watches(self) -> list[Watch]:
         if self.actions is None:
-            return [_Watch(None, self.min_interval)]
-        return [_Watch(name, interval) for name, interval in self.actions.items()]
+            return [Watch(None, self.min_interval)]
+        return [Watch(name, interval) for name, interval in self.actions.items()]
 
     @property
     def watch_key(self) -> str:
@@ -375,7 +157,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
     def _keys(self) -> tuple[str, ...]:
         return (self.state_key, self.fired_at_key) if self.actions is None else (self.watch_key,)
 
-    def _saved_form(self, watches: list[_Watch]) -> dict[str, Any]:
+    def _saved_form(self, watches: list[Watch]) -> dict[str, Any]:
         """What the state store should hold now, by key (keys with nothing to hold left out)."""
         if self.actions is None:
             [watch] = watches
@@ -388,15 +170,15 @@ class TableSnapshotTrigger(BaseEventTrigger):
         state = {
             watch.action: {"snapshot_id": watch.remembered, "event_at": watch.fired_at}
             for watch in watches
-            if not isinstance(watch.remembered, _Unset)
+            if not isinstance(watch.remembered, Unset)
         }
         return {self.watch_key: state} if state else {}
 
-    async def _read_saved(self, ticket: _Ticket) -> dict[str, object]:
+    async def _read_saved(self, ticket: Ticket) -> dict[str, object]:
         """The store's answer for every key of this watcher (one call per key, through the gate)."""
         return {key: await self._recall_value(key, ticket) for key in self._keys()}
 
-    def _apply_saved(self, watches: list[_Watch], saved: dict[str, object], baseline: int | None) -> None:
+    def _apply_saved(self, watches: list[Watch], saved: dict[str, object], baseline: int | None) -> None:
         """Set each watch from what the store remembered. A watch with nothing remembered starts from
         the constructor's ``last_snapshot_id``, else from ``baseline`` (the watcher's first poll)."""
         if self.actions is None:
@@ -418,10 +200,10 @@ class TableSnapshotTrigger(BaseEventTrigger):
                         watch.fired_at = float(entry["event_at"])
         self._stored = {key: value for key, value in saved.items() if value is not None}
         for watch in watches:
-            if isinstance(watch.remembered, _Unset):
+            if isinstance(watch.remembered, Unset):
                 watch.remembered = baseline if self.last_snapshot_id is None else self.last_snapshot_id
 
-    def _schedule_write(self, watches: list[_Watch], urgent: bool) -> None:
+    def _schedule_write(self, watches: list[Watch], urgent: bool) -> None:
         """Write what changed, without holding up polling: one writer task per watcher, which writes
         the latest state when its turn comes (so changes queued behind the gate coalesce) and only
         keys whose value differs from what the store holds. ``urgent``: after an event (ahead of
@@ -430,18 +212,18 @@ class TableSnapshotTrigger(BaseEventTrigger):
             return
         self._dirty = True
         if self._writer is None or self._writer.done():
-            self._write_ticket = _Ticket(urgent)
+            self._write_ticket = Ticket(urgent)
             self._writer = asyncio.create_task(self._write_loop(watches))
         elif urgent:
             state_store_gate().promote(self._write_ticket)
 
-    async def _write_loop(self, watches: list[_Watch]) -> None:
+    async def _write_loop(self, watches: list[Watch]) -> None:
         while self._dirty:
             self._dirty = False
             for key in self._keys():
                 await self._store_latest(key, watches)
 
-    async def _store_latest(self, key: str, watches: list[_Watch]) -> None:
+    async def _store_latest(self, key: str, watches: list[Watch]) -> None:
         store = self._store()
         if store is None or self._saved_form(watches).get(key, UNSET) == self._stored.get(key, UNSET):
             return
@@ -449,7 +231,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
         await gate.acquire(self._write_ticket)
         try:
             value = self._saved_form(watches).get(key, UNSET)  # the latest, computed in our turn
-            if isinstance(value, _Unset) or value == self._stored.get(key, UNSET):
+            if isinstance(value, Unset) or value == self._stored.get(key, UNSET):
                 return
             await store.aset(key, value)
             self._stored[key] = value
@@ -474,15 +256,15 @@ class TableSnapshotTrigger(BaseEventTrigger):
         watches = self._watches()
         self._store_usable, self._stored, self._dirty = True, {}, False
         self._writer: asyncio.Task[None] | None = None
-        self._write_ticket = _Ticket()
-        recall_ticket = _Ticket()
+        self._write_ticket = Ticket()
+        recall_ticket = Ticket()
         recall: asyncio.Task[dict[str, object]] | None = None
         if getattr(self, "asset_state_store", None) is not None:
             recall = asyncio.create_task(self._read_saved(recall_ticket))
         elif self.last_snapshot_id is not None:
             for watch in watches:
                 watch.remembered = self.last_snapshot_id
-        baseline: int | None | _Unset = UNSET
+        baseline: int | None | Unset = UNSET
         problem: str | None = None
         try:
             while True:
@@ -497,7 +279,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
                     continue
                 problem = None
                 if recall is not None:
-                    if isinstance(baseline, _Unset):
+                    if isinstance(baseline, Unset):
                         baseline = state.snapshot_id
                         self._polling(baseline)
                     if not recall.done():
@@ -510,7 +292,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
                     self._apply_saved(watches, saved, baseline)
                     self._schedule_write(watches, urgent=False)  # a first observation the store lacks
                 sleep = self.poll_interval
-                due: list[tuple[_Watch, int | None]] = []
+                due: list[tuple[Watch, int | None]] = []
                 changed = False
                 for watch in watches:
                     step = self._step(watch, state)
@@ -521,7 +303,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
                     elif step > 0:
                         sleep = min(sleep, step)
                     else:
-                        assert not isinstance(watch.remembered, _Unset)
+                        assert not isinstance(watch.remembered, Unset)
                         due.append((watch, watch.remembered))
                 if due:
                     current = state.snapshot_id
@@ -550,11 +332,11 @@ class TableSnapshotTrigger(BaseEventTrigger):
             if self._writer is not None and not self._write_ticket.urgent:
                 self._writer.cancel()  # a first observation only; an event's write is let finish
 
-    def _step(self, watch: _Watch, state: SnapshotState) -> float | bool | None:
+    def _step(self, watch: Watch, state: SnapshotState) -> float | bool | None:
         """One poll's outcome for one watch: None (nothing new), True (a snapshot recorded without an
         event), 0 (report now) or the seconds until its throttle lets it report a change it holds back."""
         current = state.snapshot_id
-        if isinstance(watch.remembered, _Unset):
+        if isinstance(watch.remembered, Unset):
             if self._logs(watch):
                 self._polling(current)
             watch.remembered = current
@@ -584,19 +366,19 @@ class TableSnapshotTrigger(BaseEventTrigger):
         trigger is relayed by the triggerer's supervisor in the same loop that serves state-store
         calls and events; one info line per table held 10,000 watchers back for minutes."""
         self.log.debug("watching %s from snapshot %s", self.table_id, snapshot_id)
-        counter = _polling_counter()
+        counter = polling_counter()
         counter.count += 1
         if counter.pending is None:
             counter.pending = asyncio.get_running_loop().call_later(
                 POLLING_SUMMARY_SECONDS, counter.report, self.log
             )
 
-    def _logs(self, watch: _Watch) -> bool:
+    def _logs(self, watch: Watch) -> bool:
         # One log line per table and observation, not one per action: at 10,000 tables the
         # triggerer log is read by people.
         return self.actions is None or watch.action == next(iter(self.actions))
 
-    async def _recall_value(self, key: str, ticket: _Ticket) -> object:
+    async def _recall_value(self, key: str, ticket: Ticket) -> object:
         store = self._store()
         if store is None:
             return None
@@ -614,96 +396,3 @@ class TableSnapshotTrigger(BaseEventTrigger):
         finally:
             gate.release()
         return None
-
-
-class TableSnapshotChangedTrigger(BaseTrigger):
-    """Fire once, when the current snapshot of ``table_id`` is not ``since_snapshot_id``.
-
-    ``since_snapshot_id=None`` means "any snapshot". ``timeout`` (seconds) becomes an absolute
-    ``deadline`` (epoch seconds) when the trigger is first built, and that deadline is what is
-    serialized, so moving the trigger to another triggerer does not restart the clock.
-
-    Event payloads (``status`` first):
-    ``{"status": "changed", "table", "snapshot_id", "previous_snapshot_id"}``,
-    ``{"status": "timeout", "table", "snapshot_id", "previous_snapshot_id", "message"}``,
-    ``{"status": "error", "table", "message"}`` (the table does not exist).
-    """
-
-    def __init__(
-        self,
-        *,
-        table_id: str,
-        catalog: dict[str, Any] | CatalogSpec,
-        since_snapshot_id: int | None = None,
-        poll_interval: float = 5.0,
-        timeout: float | None = None,
-        deadline: float | None = None,
-    ) -> None:
-        super().__init__()
-        self.catalog = catalog_json(catalog)
-        self.table_id = str(check_table_in_catalog(table_id, self.catalog))
-        if poll_interval <= 0:
-            raise ValueError(f"poll_interval: must be > 0 seconds, got {poll_interval!r}")
-        self.since_snapshot_id = since_snapshot_id
-        self.poll_interval = float(poll_interval)
-        self.timeout = timeout
-        if deadline is None and timeout is not None:
-            deadline = time.time() + timeout
-        self.deadline = deadline
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "table_id": self.table_id,
-                "catalog": self.catalog,
-                "since_snapshot_id": self.since_snapshot_id,
-                "poll_interval": self.poll_interval,
-                "timeout": self.timeout,
-                "deadline": self.deadline,
-            },
-        )
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        table = TableIdentifier.parse(self.table_id)
-        try:
-            reader = await asyncio.to_thread(resolved_reader, self.catalog)
-        except SecretResolutionError as e:
-            yield TriggerEvent({"status": "error", "table": self.table_id, "message": str(e)})
-            return
-        while True:
-            try:
-                changed, current = await asyncio.to_thread(
-                    reader.has_new_snapshot, table, self.since_snapshot_id
-                )
-            except TableNotFound as e:
-                yield TriggerEvent({"status": "error", "table": self.table_id, "message": str(e)})
-                return
-            if changed:
-                yield TriggerEvent(
-                    {
-                        "status": "changed",
-                        "table": self.table_id,
-                        "snapshot_id": current,
-                        "previous_snapshot_id": self.since_snapshot_id,
-                    }
-                )
-                return
-            remaining = None if self.deadline is None else self.deadline - time.time()
-            if remaining is not None and remaining <= 0:
-                yield TriggerEvent(
-                    {
-                        "status": "timeout",
-                        "table": self.table_id,
-                        "snapshot_id": current,
-                        "previous_snapshot_id": self.since_snapshot_id,
-                        "message": (
-                            f"no snapshot of {self.table_id} other than {self.since_snapshot_id} "
-                            f"within {self.timeout} seconds"
-                        ),
-                    }
-                )
-                return
-            await asyncio.sleep(
-                self.poll_interval if remaining is None else min(self.poll_interval, remaining)
-            )
