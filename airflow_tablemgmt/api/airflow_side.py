@@ -14,6 +14,7 @@ from fastapi import Request
 
 from airflow_tablemgmt.api.errors import ApiError
 from airflow_tablemgmt.hooks import airflow_dags
+from airflow_tablemgmt.hooks.errors import DagMissing, RunExists
 from airflow_tablemgmt.services.run_now import DuplicateRun
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def _trigger(dag_id: str, logical_date: datetime, user_name: str, conf: Mapping[
             dag_id, logical_date, run_id=run_id, user_name=user_name, conf=conf,
             note=f"{'refresh' if refresh else 'run now'}, from /tablemgmt/v1",
         )  # fmt: skip
-    except airflow_dags.RunExists:
+    except RunExists:
         existing = airflow_dags.existing_run_id(dag_id, logical_date) if refresh else None
         if existing is not None:
             return existing
@@ -73,7 +74,7 @@ def _trigger(dag_id: str, logical_date: datetime, user_name: str, conf: Mapping[
         raise DuplicateRun(
             f"instant: DAG {dag_id} already has a run at {logical_date.isoformat()}; give another instant"
         ) from None
-    except airflow_dags.DagMissing:
+    except DagMissing:
         what = "a new dynamic table's DAG" if refresh else "new tables' DAGs"
         field_404 = "table_id" if refresh else "action"
         raise ApiError(

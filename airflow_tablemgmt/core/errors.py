@@ -95,3 +95,7 @@ class JobFailed(TableMgmtError):
 
 class FactoryLoadError(TableMgmtError):
     """A process-factory plugin failed to load."""
+
+
+class UnsafeTiming(TableMgmtError, ValueError):
+    """Timing settings that would let two jobs run on one table, or a live worker's row be reaped."""

@@ -21,16 +21,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.core.errors import UnsafeTiming
 
 #: lease_ttl must hold at least this many heartbeats.
 LEASE_BEATS = 3
 #: A row counts as lost after this many missed beats at least (and never before stale_after).
 STALE_BEATS = 2
-
-
-class UnsafeTiming(TableMgmtError, ValueError):
-    """Timing settings that would let two jobs run on one table, or a live worker's row be reaped."""
 
 
 def _s(d: timedelta) -> str:

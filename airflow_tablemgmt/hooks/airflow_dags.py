@@ -13,15 +13,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from airflow_tablemgmt.hooks.errors import DagMissing, RunExists
+
 log = logging.getLogger(__name__)
-
-
-class RunExists(Exception):
-    """The DAG already has a run with this run id or at this logical date."""
-
-
-class DagMissing(Exception):
-    """Airflow has no such DAG yet (the dag processor has not parsed it)."""
 
 
 def set_dag_paused(dag_id: str, paused: bool) -> bool:

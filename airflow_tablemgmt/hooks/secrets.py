@@ -13,15 +13,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.secrets import SecretReference, parse_reference
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.hooks.errors import SecretResolutionError
 
 _CONN_FIELDS = ("login", "password", "host", "schema", "port")
-
-
-class SecretResolutionError(InvalidDeclaration):
-    """A reference that does not resolve. The message names the property and the reference, never a value."""
 
 
 def _describe(ref: SecretReference) -> str:

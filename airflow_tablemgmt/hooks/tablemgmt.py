@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook
 
-from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.hooks.errors import SharedStoreRequired
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -25,10 +25,6 @@ ALLOW_LOCAL_SQLITE = "allow_local_sqlite"
 # is shared by every task. Any other executor may run a task on another host with its own file.
 SINGLE_HOST_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
 _PG_EXAMPLE = "postgresql+psycopg2://USER:PASSWORD@HOST:5432/tablemgmt"
-
-
-class SharedStoreRequired(TableMgmtError):
-    """A per-host SQLite store under an executor that runs tasks on several hosts."""
 
 
 def default_store_url() -> str:

@@ -20,7 +20,7 @@ import pytest
 
 from airflow_tablemgmt.core.errors import JobFailed, LeaseUnavailable
 from airflow_tablemgmt.core.process import ProcessStatus
-from airflow_tablemgmt.core.timing import UnsafeTiming
+from airflow_tablemgmt.core.errors import UnsafeTiming
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner
