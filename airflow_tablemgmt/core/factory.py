@@ -1,7 +1,9 @@
-"""The ProcessFactory protocol (after Amoro's) and the JobSpec it hands to an engine."""
+"""The ProcessFactory protocol (after Amoro's), the JobSpec it hands to an engine, and the declared
+contract of a factory that reads the store (:class:`StoreAwareFactory`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -12,6 +14,7 @@ if TYPE_CHECKING:  # annotations only: the Spark job's driver imports JobSpec wi
     from airflow_tablemgmt.core.formats import TableFormat
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.core.triggers import TriggerStrategy
+    from airflow_tablemgmt.store import Store
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,29 @@ class TriggerContext:
     last_snapshot_id: int | None = None
     current_snapshot_id: int | None = None
     last_success: Process | None = None  # the newest SUCCESS process of this (table, action)
+    # Resolves a catalog's secret references (handed in by whoever builds the ProcessRunner: the
+    # operator and the services pass ``hooks.secrets.resolve_catalog_spec``); None: use as stored.
+    resolve_catalog: Callable[[CatalogSpec], CatalogSpec] | None = None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a store-aware factory makes of one run before its process opens: the parameters to record
+    on a new process row, or why this run has nothing to do (the task ends skipped)."""
+
+    parameters: dict[str, Any] | None = None
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class TableOutcome:
+    """What a store-aware factory reports about its table once a process ended (``on_finished``)."""
+
+    state: str | None = None  # the table's state after the outcome was recorded (e.g. ACTIVE)
+    # Set when the table no longer takes scheduled work because of this outcome (a dynamic table
+    # suspended after its failures): one phrase naming the table and why, e.g.
+    # "lake.s.t is now suspended: 5 consecutive failed refreshes".
+    halted: str | None = None
 
 
 @runtime_checkable
@@ -65,4 +91,49 @@ class ProcessFactory(Protocol):
 
     def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
         """The job that finishes an interrupted process; raise RecoverProcessFailed to abandon it."""
+        ...
+
+
+@runtime_checkable
+class StoreAwareFactory(ProcessFactory, Protocol):
+    """A factory whose work depends on what the store holds (dynamic tables: the definition, the
+    refresh request, the table's state). The lifecycle checks for it with ``isinstance`` and then
+    calls these instead of :meth:`ProcessFactory.trigger` / :meth:`ProcessFactory.recover`."""
+
+    def run_parameters(
+        self,
+        store: Store,
+        table: TableSpec,
+        action: str,
+        *,
+        conf: dict[str, Any] | None,
+        run_type: str | None,
+        instant: datetime,
+    ) -> RunPlan:
+        """The parameters of the process a scheduled task opens (from its DAG run's conf and kind),
+        or a skip reason."""
+        ...
+
+    def trigger_process(
+        self, store: Store, table: TableSpec, process: Process, context: TriggerContext
+    ) -> JobSpec | dict[str, Any] | None:
+        """The job for ``process``; a dict is the summary of a process that needs no job, None:
+        nothing to do. Used for first and recovering attempts alike."""
+        ...
+
+    def complete_summary(
+        self,
+        process: Process,
+        summary: dict[str, Any],
+        *,
+        application_id: str | None = None,
+        duration_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """The summary recorded on the process row (and returned as the task's XCom)."""
+        ...
+
+    def on_finished(
+        self, store: Store, process: Process, summary: dict[str, Any] | None, error: str | None
+    ) -> TableOutcome | None:
+        """Record how the process ended on the table (``error`` None: it succeeded)."""
         ...

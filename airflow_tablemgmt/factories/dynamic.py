@@ -13,31 +13,38 @@ them and the stored definition this factory builds the job options DT-SPARK's ``
   the snapshot pointers; no JVM). Partition refreshes for a new schedule time always run.
 
 The process ``summary`` gets Snowflake's refresh-history columns (:func:`complete_summary`).
+
+The factory reads the store, so it declares :class:`~airflow_tablemgmt.core.factory.StoreAwareFactory`;
+the refresh request's encoding (parameters, DAG-run conf, schedule time) is
+:mod:`airflow_tablemgmt.core.dynamic.refresh`, imported where a refresh runs (not at module level:
+this module is on the ``tablemgmt run`` start-up path, which never loads the dynamic-table model).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core.actions import REFRESH as REFRESH_ACTION
 from airflow_tablemgmt.core.errors import ActionNotSupported
-from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
+from airflow_tablemgmt.core.factory import JobSpec, RunPlan, TableOutcome, TriggerContext
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from airflow_tablemgmt.core.dynamic import DynamicTableSpec
     from airflow_tablemgmt.store import Store
     from airflow_tablemgmt.store.dynamic import DynamicTable
 
 log = logging.getLogger(__name__)
 
-REFRESH = "refresh"
-SCHEDULE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+REFRESH = REFRESH_ACTION.name
 # The DAG's schedule comes from the refresh action's own settings (the freshness cron); this interval
 # is only the strategy's required default. Refreshes read other tables: never gated on the table's own
 # new snapshots.
@@ -89,18 +96,10 @@ def drop_job(definition: DynamicTableSpec, catalog: CatalogSpec) -> JobSpec:
     return _job(definition, catalog, job_options(definition, "drop"))
 
 
-def parse_schedule_time(value: Any, fallback: datetime) -> datetime:
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.strptime(value, SCHEDULE_TIME_FORMAT)
-        except ValueError:
-            parsed = datetime.fromisoformat(value)
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-    return fallback
-
-
 def is_scheduled(process: Process) -> bool:
-    return str(process.parameters.get("trigger") or "SCHEDULED") == "SCHEDULED"
+    from airflow_tablemgmt.core.dynamic.refresh import SCHEDULED, trigger_of
+
+    return trigger_of(process.parameters) == SCHEDULED
 
 
 class DynamicTableProcessFactory:
@@ -129,7 +128,33 @@ class DynamicTableProcessFactory:
     def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
         return self.trigger(table, process.action, context)  # type: ignore[return-value]
 
-    # -- what the lifecycle calls ----------------------------------------------------------------------
+    # -- what the lifecycle calls (StoreAwareFactory) -------------------------------------------------
+    def run_parameters(
+        self,
+        store: Store,
+        table: TableSpec,
+        action: str,
+        *,
+        conf: dict[str, Any] | None,
+        run_type: str | None,
+        instant: datetime,
+    ) -> RunPlan:
+        """A refresh task's process parameters from its DAG run (:func:`core.dynamic.refresh.run_parameters`).
+        A scheduled run of a SUSPENDED table skips: suspension pauses the DAG, and this also covers an
+        auto-suspension, which task code cannot pause."""
+        from airflow_tablemgmt.core.dynamic.refresh import SCHEDULED, run_parameters
+        from airflow_tablemgmt.store.dynamic import SUSPENDED
+
+        dt = store.dynamic.get(table.id)
+        params = run_parameters(str(dt.state), conf, run_type, instant)
+        if str(dt.state) == SUSPENDED and params["trigger"] == SCHEDULED:
+            return RunPlan(
+                params,
+                skip_reason=f"dynamic table {table.id} is suspended ({dt.suspended_reason}); "
+                "`tablemgmt dt resume` to refresh it again",
+            )
+        return RunPlan(params)
+
     def trigger_process(
         self, store: Store, table: TableSpec, process: Process, context: TriggerContext
     ) -> JobSpec | dict[str, Any]:
@@ -138,16 +163,17 @@ class DynamicTableProcessFactory:
         A recovering attempt gets the same job: a refresh overwrites atomically, so running it again
         is safe; a creation drops what it created on failure and runs again from scratch.
         """
+        from airflow_tablemgmt.core.dynamic.refresh import CREATION, SCHEDULED, schedule_time_of, trigger_of
         from airflow_tablemgmt.store.dynamic import CREATING
 
         dt = store.dynamic.get(table.id)
         params = process.parameters
-        trigger = str(params.get("trigger") or "SCHEDULED")
-        is_periodic = bool(params.get("is_periodic", trigger == "SCHEDULED"))
-        schedule_time = parse_schedule_time(params.get("schedule_time"), process.instant)
+        trigger = trigger_of(params)
+        is_periodic = bool(params.get("is_periodic", trigger == SCHEDULED))
+        schedule_time = schedule_time_of(params, process.instant)
         options = {**dt.dynamic_options, **dict(params.get("dynamic_options") or {})}
         definition = dt.definition
-        if dt.state == CREATING or trigger == "CREATION":
+        if dt.state == CREATING or trigger == CREATION:
             return _job(
                 definition, context.catalog, job_options(definition, "create", dynamic_options=options)
             )
@@ -185,7 +211,7 @@ class DynamicTableProcessFactory:
         try:
             from airflow_tablemgmt.metadata.dynamic import check_sources
 
-            check = check_sources(source_catalogs(store, sources), last_snapshots)
+            check = check_sources(source_catalogs(store, sources, context.resolve_catalog), last_snapshots)
         except Exception:  # noqa: BLE001 - when in doubt, refresh (a wasted job, never a stale table)
             log.warning("tablemgmt: NO_DATA check for %s failed; refreshing", dt.id, exc_info=True)
             return None
@@ -213,13 +239,13 @@ class DynamicTableProcessFactory:
         duration_seconds: float | None = None,
     ) -> dict[str, Any]:
         """Snowflake's refresh-history columns on the summary (which is also the task's XCom)."""
+        from airflow_tablemgmt.core.dynamic.refresh import format_schedule_time, trigger_of
+
         params = process.parameters
         out = dict(summary)
         out.setdefault("refresh_action", "FULL")
-        out["trigger"] = str(params.get("trigger") or "SCHEDULED")
-        out["schedule_time"] = params.get("schedule_time") or process.instant.astimezone(UTC).strftime(
-            SCHEDULE_TIME_FORMAT
-        )
+        out["trigger"] = trigger_of(params)
+        out["schedule_time"] = params.get("schedule_time") or format_schedule_time(process.instant)
         out.setdefault("source_snapshots", {})
         out.setdefault("partitions_written", [])
         out.setdefault("rows_written", 0)
@@ -231,11 +257,11 @@ class DynamicTableProcessFactory:
 
     def on_finished(
         self, store: Store, process: Process, summary: dict[str, Any] | None, error: str | None
-    ) -> DynamicTable | None:
+    ) -> TableOutcome | None:
         """Record the outcome on the table: a success makes a CREATING table ACTIVE (with the schema
         and source tables the creation found) and clears the failure count; a failed scheduled refresh
-        counts towards ``suspend-after-failures``."""
-        from airflow_tablemgmt.store.dynamic import CREATING
+        counts towards ``suspend-after-failures``. The answer says when the table is now SUSPENDED."""
+        from airflow_tablemgmt.store.dynamic import CREATING, SUSPENDED
 
         try:
             dt = store.dynamic.get(process.table_id)
@@ -250,48 +276,34 @@ class DynamicTableProcessFactory:
             if dt.state == CREATING or doc != _definition_doc(dt.definition):
                 definition = type(dt.definition).model_validate(doc)
                 store.dynamic.upsert(definition, dt.managed_by)
-        return store.dynamic.record_result(
+        recorded = store.dynamic.record_result(
             process.table_id, success=error is None, scheduled=is_scheduled(process), reason=error
         )
+        return _outcome(recorded, SUSPENDED)
 
 
-def source_catalogs(store: Store, table_ids: list[str]) -> dict[str, CatalogSpec]:
-    """The catalogs of ``table_ids`` (secret references resolved where Airflow is at hand), for the
-    pyiceberg snapshot reads of the NO_DATA decision."""
+def _outcome(dt: DynamicTable | None, suspended: str) -> TableOutcome | None:
+    if dt is None:
+        return None
+    state = str(dt.state)
+    halted = None
+    if state == suspended and dt.suspended_reason:
+        halted = f"{dt.id} is now suspended: {dt.suspended_reason}"
+    return TableOutcome(state=state, halted=halted)
+
+
+def source_catalogs(
+    store: Store, table_ids: list[str], resolve: Callable[[CatalogSpec], CatalogSpec] | None = None
+) -> dict[str, CatalogSpec]:
+    """The catalogs of ``table_ids`` (secret references resolved by ``resolve``, which the runner's
+    builder hands in where Airflow is at hand), for the pyiceberg snapshot reads of the NO_DATA decision."""
     catalogs: dict[str, CatalogSpec] = {}
     for name in sorted({t.split(".", 1)[0] for t in table_ids}):
         spec = store.catalogs.get(name)
-        try:
-            from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-
-            spec = resolve_catalog_spec(spec)
-        except ImportError:  # no Airflow here: the catalog's properties as stored
-            pass
+        if resolve is not None:
+            try:
+                spec = resolve(spec)
+            except ImportError:  # no Airflow here: the catalog's properties as stored
+                pass
         catalogs[name] = spec
     return catalogs
-
-
-def run_parameters(
-    state: str, conf: dict[str, Any] | None, run_type: str | None, instant: datetime
-) -> dict[str, Any]:
-    """A refresh task's process parameters from its DAG run: the conf a REST/CLI refresh put there
-    (trigger, is_periodic, schedule_time, static_partitions, dynamic_options), else the run's own kind
-    (a scheduled or upstream-asset run is a periodic SCHEDULED refresh at its logical date; a run
-    triggered by hand without conf is a manual full refresh). A table still CREATING is created by
-    this run (trigger CREATION), whatever started it."""
-    conf = dict(conf or {})
-    default_trigger = (
-        "SCHEDULED" if run_type in (None, "scheduled", "asset_triggered", "backfill") else "MANUAL"
-    )
-    trigger = str(conf.get("trigger") or default_trigger).upper()
-    is_periodic = bool(conf.get("is_periodic", trigger == "SCHEDULED"))
-    if state == "CREATING":
-        trigger, is_periodic = "CREATION", False
-    schedule_time = conf.get("schedule_time") or instant.astimezone(UTC).strftime(SCHEDULE_TIME_FORMAT)
-    return {
-        "trigger": trigger,
-        "is_periodic": is_periodic,
-        "schedule_time": str(schedule_time),
-        "static_partitions": {str(k): str(v) for k, v in dict(conf.get("static_partitions") or {}).items()},
-        "dynamic_options": dict(conf.get("dynamic_options") or {}),
-    }

@@ -19,7 +19,7 @@ from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.lifecycle.watchdog import LeaseWatchdog
 
 if TYPE_CHECKING:
-    from airflow_tablemgmt.lifecycle import ProcessRunner
+    from airflow_tablemgmt.lifecycle.runner import ProcessRunner
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 

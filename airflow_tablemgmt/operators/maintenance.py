@@ -13,8 +13,10 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_tablemgmt import lifecycle, observability
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
+from airflow_tablemgmt.core.factory import RunPlan, StoreAwareFactory
 from airflow_tablemgmt.core.timing import PENDING_STALE_AFTER, check_timing
 from airflow_tablemgmt.factories.discovery import default_factories
+from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
@@ -33,6 +35,9 @@ def run_instant(context: Any) -> datetime:
 class TableMaintenanceOperator(BaseOperator):
     """Open (or resume) the process for (table, action, the run's instant), take the table's lease,
     run the factory's Spark job through ``spark_default``, and return the job's summary as XCom.
+    A factory that reads the store (:class:`~airflow_tablemgmt.core.factory.StoreAwareFactory`)
+    makes the process parameters from the DAG run, may skip the run, and may report that the table
+    stopped taking scheduled work (the task then fails without retries).
 
     When another job holds the table's lease the task defers (freeing its worker slot) and tries
     again every ``lease_poll`` until ``lease_wait`` has passed, then fails naming the holder.
@@ -126,16 +131,23 @@ class TableMaintenanceOperator(BaseOperator):
                     existing.id,
                     existing.status,
                 )
+        factories = default_factories()
         self._runner = ProcessRunner(
-            store, default_factories(), self.make_submitter(),
+            store, factories, self.make_submitter(),
             lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,
+            resolve_catalog=resolve_catalog_spec,
         )  # fmt: skip
         try:
             self._runner.reap(pending_after=max(PENDING_STALE_AFTER, 4 * self.lease_poll))
         except Exception:  # noqa: BLE001 - housekeeping for other rows never fails this task
             self.log.warning("tablemgmt: reaping stale processes failed", exc_info=True)
         ti = context["ti"]
-        parameters = self._refresh_parameters(store, context) if self.action == "refresh" else None
+        try:
+            plan = self._plan(store, factories, context)
+        except TableMgmtError as e:  # an unknown table or action fails as a run of it would
+            raise AirflowException(str(e)) from e
+        if plan.skip_reason:
+            raise AirflowSkipException(f"tablemgmt: {plan.skip_reason}")
         request = RunRequest(
             table_id=self.table,
             action=self.action,
@@ -145,7 +157,7 @@ class TableMaintenanceOperator(BaseOperator):
             task_id=ti.task_id,
             try_number=ti.try_number,
             holder=f"{ti.dag_id}/{ti.run_id}/{ti.task_id}/{ti.try_number}",
-            parameters=parameters,
+            parameters=plan.parameters,
             last_try=ti.try_number is None or ti.try_number > (self.retries or 0),
         )
         try:
@@ -159,37 +171,31 @@ class TableMaintenanceOperator(BaseOperator):
         except ProcessCanceled as e:  # a cancel is final: retrying would only fail again
             raise AirflowFailException(f"tablemgmt: {e}") from e
         except TableMgmtError as e:
-            suspended = getattr(self._runner.finished_state, "suspended_reason", None)
-            if suspended and getattr(self._runner.finished_state, "state", None) == "SUSPENDED":
-                # Task code cannot pause its DAG (no metadata-DB access under Airflow 3): the table is
-                # SUSPENDED in the store, and every later scheduled run skips without running.
-                self.log.error("tablemgmt: %s is now SUSPENDED: %s", self.table, suspended)
-                raise AirflowFailException(
-                    f"tablemgmt: {e}; {self.table} is now suspended: {suspended}"
-                ) from e
+            table_outcome = self._runner.table_outcome
+            if table_outcome is not None and table_outcome.halted:
+                # Task code cannot pause its DAG (no metadata-DB access under Airflow 3): the factory
+                # recorded the table's new state in the store, and later scheduled runs skip.
+                self.log.error("tablemgmt: %s", table_outcome.halted)
+                raise AirflowFailException(f"tablemgmt: {e}; {table_outcome.halted}") from e
             raise AirflowException(str(e)) from e
         return outcome.summary
 
-    def _refresh_parameters(self, store: Any, context: Any) -> dict[str, Any]:
-        """A dynamic table's refresh: the trigger, schedule time, partitions and options of this run
-        (from the DAG run's conf). A scheduled run of a SUSPENDED table skips: suspension pauses the
-        DAG, and this also covers an auto-suspension, which task code cannot pause."""
-        from airflow_tablemgmt.factories.dynamic import run_parameters
-
-        dt = store.dynamic.get(self.table)
+    def _plan(self, store: Any, factories: Any, context: Any) -> RunPlan:
+        """What a store-aware factory makes of this DAG run (the process parameters, or a skip);
+        other factories need nothing from the run."""
+        table = store.tables.get(self.table)
+        factory = factories.for_action(table.format, self.action)
+        if not isinstance(factory, StoreAwareFactory):
+            return RunPlan()
         dag_run = context.get("dag_run")
-        conf = getattr(dag_run, "conf", None) or {}
         run_type = getattr(dag_run, "run_type", None)
         run_type = getattr(run_type, "value", run_type)
-        params = run_parameters(
-            str(dt.state), conf, str(run_type) if run_type else None, run_instant(context)
-        )
-        if str(dt.state) == "SUSPENDED" and params["trigger"] == "SCHEDULED":
-            raise AirflowSkipException(
-                f"tablemgmt: dynamic table {self.table} is suspended ({dt.suspended_reason}); "
-                "`tablemgmt dt resume` to refresh it again"
-            )
-        return params
+        return factory.run_parameters(
+            store, table, self.action,
+            conf=getattr(dag_run, "conf", None) or {},
+            run_type=str(run_type) if run_type else None,
+            instant=run_instant(context),
+        )  # fmt: skip
 
     def _wait_for_lease(self, error: LeaseUnavailable, event: dict[str, Any] | None) -> None:
         now = datetime.now(UTC)

@@ -14,10 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_tablemgmt import lifecycle
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
-from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
+from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest, attempt
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner, wait_until
 from tests.threads import in_thread
@@ -80,7 +79,7 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(
     attempt, and A's job must not commit."""
     store_a, store_b, observer = pg.direct(), pg.direct(), pg.direct()
     frozen: list[object] = []
-    real_watchdog, real_heartbeat = lifecycle.start_watchdog, lifecycle.heartbeat
+    real_watchdog, real_heartbeat = attempt.start_watchdog, attempt.heartbeat
 
     # A frozen process: neither its heartbeat thread nor its lease watchdog gets to run.
     def watchdog(runner, *args):  # type: ignore[no-untyped-def]
@@ -95,8 +94,8 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(
             return
         real_heartbeat(runner, process, table_id, holder, needs_lease, stop, dog)
 
-    monkeypatch.setattr(lifecycle, "start_watchdog", watchdog)
-    monkeypatch.setattr(lifecycle, "heartbeat", heartbeat)
+    monkeypatch.setattr(attempt, "start_watchdog", watchdog)
+    monkeypatch.setattr(attempt, "heartbeat", heartbeat)
     register(observer, TABLE, ACTION, "/tmp/tms-faults-wh")
 
     def one_round(r: int) -> None:

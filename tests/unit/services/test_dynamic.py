@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from airflow_tablemgmt.core.dynamic.refresh import run_parameters
 from airflow_tablemgmt.core.process import Process, ProcessStatus
-from airflow_tablemgmt.factories.dynamic import DynamicTableProcessFactory, run_parameters
+from airflow_tablemgmt.factories.dynamic import DynamicTableProcessFactory
 from airflow_tablemgmt.services import dynamic
 from airflow_tablemgmt.services.errors import InvalidInput
 

@@ -4,19 +4,16 @@ The definition (:class:`DynamicTableSpec`) is validated here the same way whethe
 ``dynamic-tables:`` in ``tables.yaml``, ``tablemgmt dt create`` or REST. Its maintenance-side view
 (:meth:`DynamicTableSpec.table_spec`) is an ordinary :class:`TableSpec` with one action, ``refresh``,
 scheduled on the freshness cron (or, for ``freshness: downstream``, on its upstream tables' refreshes).
-
-Partition refreshes follow Flink's rule: for every partition column with a date formatter, the value
-refreshed at ``scheduleTime`` is ``format(scheduleTime - freshness)`` in the table's time zone.
+The states a table and a refresh go through are here too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Collection, Mapping
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -30,13 +27,14 @@ from pydantic import (
 )
 
 from airflow_tablemgmt.core.durations import Duration
+from airflow_tablemgmt.core.dynamic.date_patterns import DateFormatter, partition_values, zone
+from airflow_tablemgmt.core.dynamic.query import check_query, named_tables, referenced_tables
+from airflow_tablemgmt.core.dynamic.refresh import REFRESH
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
 from airflow_tablemgmt.core.tables import TableSpec
-from airflow_tablemgmt.core.text import OWNER_MAX_LEN, check_no_nul, check_text
+from airflow_tablemgmt.core.text import OWNER_MAX_LEN, check_text
 from airflow_tablemgmt.core.triggers import Freshness
-
-REFRESH = "refresh"
 
 
 class RefreshMode(StrEnum):
@@ -67,283 +65,6 @@ class DynamicState(StrEnum):
     CREATING = "CREATING"
     ACTIVE = "ACTIVE"
     SUSPENDED = "SUSPENDED"
-
-
-# --- Java / Flink date patterns ---------------------------------------------------------------
-
-# letter -> (what it is, the widths supported)
-_PATTERN_LETTERS = {
-    "y": ("year", (1, 2, 4)),
-    "M": ("month 01-12", (1, 2)),
-    "d": ("day of month", (1, 2)),
-    "H": ("hour 00-23", (1, 2)),
-    "m": ("minute", (1, 2)),
-    "s": ("second", (1, 2)),
-}
-PATTERN_RULE = (
-    "Java date-pattern letters y (year: yyyy, yy), M (month: MM, M), d (day: dd, d), H (hour 0-23: HH, H), "
-    "m (minute: mm, m), s (second: ss, s); other letters must be quoted ('T'); "
-    "e.g. yyyy-MM-dd, yyyyMMdd, HH, yyyy-MM-dd HH"
-)
-
-
-class DateFormatter:
-    """A Java ``DateTimeFormatter`` pattern as Flink's ``partition.fields.#.date-formatter`` takes it.
-
-    Letters ``y M d H m s`` (repeated for zero padding; ``yy`` is the two-digit year), quoted
-    literals (``'T'``, ``''`` for a quote) and any non-letter character as itself.
-    """
-
-    def __init__(self, pattern: str, field: str = "date-formatter") -> None:
-        self.pattern = pattern
-        self._parts = _compile_pattern(pattern, field)
-
-    def format(self, value: datetime) -> str:
-        out = []
-        for kind, arg in self._parts:
-            if kind == "lit":
-                out.append(arg)
-                continue
-            letter, width = arg[0], len(arg)
-            number = {
-                "y": value.year,
-                "M": value.month,
-                "d": value.day,
-                "H": value.hour,
-                "m": value.minute,
-                "s": value.second,
-            }[letter]
-            if letter == "y" and width == 2:
-                number %= 100
-            out.append(str(number).zfill(width))
-        return "".join(out)
-
-    def __repr__(self) -> str:
-        return f"DateFormatter({self.pattern!r})"
-
-
-def _compile_pattern(pattern: str, field: str) -> list[tuple[str, str]]:
-    if not isinstance(pattern, str) or not pattern.strip():
-        raise InvalidDeclaration(f"{field}: {pattern!r} is not a date pattern; allowed: {PATTERN_RULE}")
-    parts: list[tuple[str, str]] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "'":
-            end = i + 1
-            text = []
-            while True:
-                if end >= n:
-                    raise InvalidDeclaration(
-                        f"{field}: {pattern!r} has an unterminated quote; allowed: {PATTERN_RULE}"
-                    )
-                if pattern[end] == "'":
-                    if end + 1 < n and pattern[end + 1] == "'":
-                        text.append("'")
-                        end += 2
-                        continue
-                    break
-                text.append(pattern[end])
-                end += 1
-            parts.append(("lit", "".join(text) if end > i + 1 else "'"))
-            i = end + 1
-        elif c.isascii() and c.isalpha():
-            j = i
-            while j < n and pattern[j] == c:
-                j += 1
-            run = pattern[i:j]
-            if c not in _PATTERN_LETTERS:
-                raise InvalidDeclaration(
-                    f"{field}: {pattern!r} uses {run!r}, which is not supported; allowed: {PATTERN_RULE}"
-                )
-            what, widths = _PATTERN_LETTERS[c]
-            if len(run) not in widths:
-                raise InvalidDeclaration(
-                    f"{field}: {pattern!r} uses {run!r} ({what}); allowed widths for {c!r}: "
-                    f"{', '.join(c * w for w in widths)}"
-                )
-            parts.append(("num", run))
-            i = j
-        elif c.isalpha() or not c.isprintable():
-            raise InvalidDeclaration(
-                f"{field}: {pattern!r} has {c!r}, which is not allowed; allowed: {PATTERN_RULE}"
-            )
-        else:
-            parts.append(("lit", c))
-            i += 1
-    if not any(kind == "num" for kind, _ in parts):
-        raise InvalidDeclaration(f"{field}: {pattern!r} has no date letters; allowed: {PATTERN_RULE}")
-    return parts
-
-
-def zone(time_zone: str, field: str = "time-zone") -> ZoneInfo:
-    """An IANA time zone, or an error naming the field."""
-    try:
-        if not isinstance(time_zone, str) or not time_zone or time_zone != time_zone.strip():
-            raise ValueError(time_zone)
-        return ZoneInfo(time_zone)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise InvalidDeclaration(
-            f"{field}: {time_zone!r} is not an IANA time zone; e.g. UTC, Europe/Berlin, America/New_York, "
-            "Asia/Shanghai"
-        ) from None
-
-
-def partition_values(
-    schedule_time: datetime,
-    freshness: Freshness | str | timedelta,
-    formatters: Mapping[str, str | DateFormatter],
-    time_zone: str = "UTC",
-) -> dict[str, str]:
-    """The partition each formatted column refreshes at ``schedule_time``: ``format(scheduleTime -
-    freshness)`` in ``time_zone`` (Flink's rule), i.e. the last complete period.
-
-    An aware ``schedule_time`` (an Airflow logical date) is converted to ``time_zone`` first; a naive
-    one is read as wall-clock time in ``time_zone`` (as Flink reads the REST ``scheduleTime`` string;
-    a wall-clock time that a DST change repeats is its first occurrence, one it skips is read with the
-    offset before the change). Sub-day periods are subtracted on the absolute time line, for naive
-    inputs too (so each hour of a DST change has its own value, the skipped hour is never produced and
-    the repeated one is); a day is subtracted on the wall clock (local midnight minus one day is the
-    previous local midnight, also across DST changes).
-    """
-    tz = zone(time_zone)
-    delta = freshness if isinstance(freshness, timedelta) else Freshness.parse(freshness).delta
-    if schedule_time.tzinfo is None:
-        schedule_time = schedule_time.replace(tzinfo=tz)  # wall clock in the table's zone, as Flink
-    if delta % timedelta(days=1) == timedelta(0):
-        moment = schedule_time.astimezone(tz).replace(tzinfo=None) - delta
-    else:
-        # In UTC: arithmetic on a datetime aware in a DST zone would be wall-clock arithmetic.
-        moment = (schedule_time.astimezone(UTC) - delta).astimezone(tz).replace(tzinfo=None)
-    return {
-        col: (
-            f if isinstance(f, DateFormatter) else DateFormatter(f, f"partition-fields.{col}.date-formatter")
-        ).format(moment)
-        for col, f in formatters.items()
-    }
-
-
-# --- the query ----------------------------------------------------------------------------------
-
-# One token at a time: quoted strings, backticked identifiers and comments are skipped as a whole,
-# so a ';' or a table name inside them does not count.
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<line_comment>--[^\n]*)
-  | (?P<block_comment>/\*.*?\*/)
-  | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-  | (?P<ident>`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<dot>\.)
-  | (?P<semicolon>;)
-  | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-_QUERY_STARTS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}
-QUERY_RULE = "one Spark SQL query (SELECT ..., WITH ... SELECT ...), no other statement"
-
-
-def _tokens(query: str) -> list[tuple[str, str]]:
-    out = []
-    for m in _TOKEN.finditer(query):
-        kind = m.lastgroup or "other"
-        if kind in ("ws", "line_comment", "block_comment"):
-            continue
-        out.append((kind, m.group()))
-    return out
-
-
-def _unquote(ident: str) -> str:
-    return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
-
-
-def check_query(query: str, field: str = "query") -> str:
-    """``query`` without a trailing ``;``, if it is one SELECT/WITH query; else an error naming the field."""
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidDeclaration(f"{field}: must be {QUERY_RULE}, got {query!r}")
-    check_no_nul(query, field)
-    if "/*" in query and not re.search(r"/\*.*?\*/", query, re.DOTALL):
-        raise InvalidDeclaration(f"{field}: has an unterminated /* comment")
-    tokens = _tokens(query)
-    semis = [i for i, (kind, _) in enumerate(tokens) if kind == "semicolon"]
-    if any(i != len(tokens) - 1 for i in semis):
-        raise InvalidDeclaration(
-            f"{field}: holds more than one statement (';' before the end); allowed: {QUERY_RULE}"
-        )
-    first = next((t for kind, t in tokens if kind != "other" or t != "("), "")
-    if first.upper() not in _QUERY_STARTS:
-        raise InvalidDeclaration(f"{field}: must be {QUERY_RULE}; it starts with {first!r}")
-    if any(kind == "other" and t in ("'", '"', "`") for kind, t in tokens):
-        raise InvalidDeclaration(f"{field}: has an unterminated quote")
-    text = query.strip()
-    return text[:-1].rstrip() if semis else text
-
-
-def referenced_tables(query: str, candidates: Collection[str]) -> set[str]:
-    """The ``candidates`` (table ids ``cat.ns.name``) that ``query`` names as a whole dotted
-    identifier (backticks allowed, case-insensitive as Spark's identifiers). A cheap textual check:
-    a table named without its catalog (``ns.name``) is not found; Spark's analysis at creation
-    records the exact source tables."""
-    wanted = {c.lower(): c for c in candidates}
-    if not wanted:
-        return set()
-    names = (".".join(parts) for parts in _dotted_names(query))
-    return {wanted[name.lower()] for name in names if name.lower() in wanted}
-
-
-def _dotted_names(query: str) -> Iterator[tuple[str, ...]]:
-    """The parts of each whole dotted identifier of the query (``a.b.c``, backticks removed), as written."""
-    tokens = _tokens(query)
-    i = 0
-    while i < len(tokens):
-        if tokens[i][0] != "ident" or (i > 0 and tokens[i - 1][0] == "dot"):
-            i += 1
-            continue
-        parts = [_unquote(tokens[i][1])]
-        j = i + 1
-        while j + 1 < len(tokens) and tokens[j][0] == "dot" and tokens[j + 1][0] == "ident":
-            parts.append(_unquote(tokens[j + 1][1]))
-            j += 2
-        yield tuple(parts)
-        i = j
-
-
-def named_tables(query: str) -> set[str]:
-    """Every ``catalog.namespace.table`` the query names (a whole three-part dotted identifier,
-    backticks removed), as written. Textual: it also finds a three-part column reference."""
-    return {".".join(parts) for parts in _dotted_names(query) if len(parts) == 3}
-
-
-def find_cycle(edges: Mapping[str, Collection[str]]) -> list[str] | None:
-    """A cycle of ``edges`` (node -> the nodes it depends on) as a path ``[a, b, a]``, or None.
-    Deterministic: nodes are visited in sorted order."""
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for nxt in sorted(edges.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*path[path.index(nxt) :], nxt]
-            if nxt not in state:
-                cycle = visit(nxt)
-                if cycle is not None:
-                    return cycle
-        path.pop()
-        state[node] = 2
-        return None
-
-    for start in sorted(edges):
-        if start not in state:
-            cycle = visit(start)
-            if cycle is not None:
-                return cycle
-    return None
-
-
-# --- the definition -----------------------------------------------------------------------------
 
 
 def _kebab(name: str) -> str:
@@ -640,22 +361,3 @@ def downstream_problem(spec: DynamicTableSpec, upstreams: Collection[str]) -> st
             "(name it fully, catalog.namespace.table); give a freshness such as '1 HOUR' instead"
         )
     return None
-
-
-__all__ = [
-    "Column",
-    "DateFormatter",
-    "DynamicState",
-    "DynamicTableSpec",
-    "PartitionField",
-    "RefreshAction",
-    "RefreshMode",
-    "RefreshTrigger",
-    "check_query",
-    "downstream_problem",
-    "find_cycle",
-    "parse_dynamic_table",
-    "partition_values",
-    "named_tables",
-    "referenced_tables",
-]

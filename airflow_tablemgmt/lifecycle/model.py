@@ -1,0 +1,81 @@
+"""What goes into a run and what comes out: :class:`RunRequest`, :class:`RunOutcome`, the
+:class:`Submitter` that runs the job, and the timing defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from airflow_tablemgmt.core.factory import JobSpec, TableOutcome
+from airflow_tablemgmt.core.process import Process
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.spark.protocol import JobResult
+
+
+@runtime_checkable
+class Submitter(Protocol):
+    """Runs a job (SparkSubmitHook under Airflow, a plain subprocess for the CLI, a stand-in in tests)."""
+
+    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult: ...
+
+    def kill(self) -> None: ...
+
+
+@runtime_checkable
+class KillsById(Submitter, Protocol):
+    """A submitter that can also kill an earlier attempt's application by its id (see SparkJobHook)."""
+
+    def kill_application(self, application_id: str) -> bool:
+        """Kill ``application_id``; True only when the engine acknowledged it."""
+        ...
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    table_id: str
+    action: str
+    instant: datetime
+    dag_id: str | None = None
+    run_id: str | None = None
+    task_id: str | None = None
+    try_number: int | None = None
+    holder: str = "cli"
+    # Recorded on a new process row (a refresh's trigger, schedule time, partitions, options); a row
+    # that already exists keeps its own.
+    parameters: dict[str, Any] | None = None
+    # Whether a failure of this run is final (no Airflow retry follows): only then does it count
+    # towards a dynamic table's suspend-after-failures.
+    last_try: bool = True
+
+
+@dataclass
+class RunOutcome:
+    process: Process
+    summary: dict[str, Any]
+    reused: bool = False  # True when an earlier success for the same instant was returned
+    # What a store-aware factory recorded on the table for this outcome (None for plain factories).
+    table_state: TableOutcome | None = None
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+#: Defaults, and how they relate: a live worker beats every ``HEARTBEAT_EVERY`` and renews its
+#: lease with it; a row whose heartbeat is older than ``STALE_AFTER`` belongs to a lost worker;
+#: the lease lapses ``LEASE_TTL`` after the last renewal, later than the row goes stale, so a
+#: takeover that waits for the lease never starts while the lost worker could still be running.
+HEARTBEAT_EVERY = timedelta(seconds=20)
+STALE_AFTER = timedelta(seconds=90)
+LEASE_TTL = timedelta(minutes=2)
+
+
+@dataclass
+class Stop:
+    """Why the heartbeat thread stopped the job (set once, read after submit returns)."""
+
+    kind: str  # "canceled" | "superseded"
+    reason: str

@@ -1,0 +1,121 @@
+"""Another worker's process: is it orphaned, close a lost attempt, kill its application by id, or
+wait for a live peer's outcome instead of running twice."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed
+from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.core.timing import stale_bound
+from airflow_tablemgmt.lifecycle.errors import canceled
+from airflow_tablemgmt.lifecycle.model import KillsById, RunOutcome, RunRequest
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.lifecycle.runner import ProcessRunner
+
+log = logging.getLogger("airflow_tablemgmt.lifecycle")
+S = ProcessStatus
+
+
+def attempt_prefix(p: Process) -> str:
+    """The start of every lease holder of this process attempt (``process:<id>:attempt:<n>:``)."""
+    return f"process:{p.id}:attempt:{p.attempt}:"
+
+
+def is_stale(runner: ProcessRunner, p: Process) -> bool:
+    """No heartbeat for ``stale_after`` (or the row's own bound), by the database's clock."""
+    beat = p.heartbeat_at or p.started_at or p.created_at
+    bound = stale_bound(runner.stale_after, p.heartbeat_every_s)
+    return beat is None or runner.store.processes.now() - beat > bound
+
+
+def is_orphaned(runner: ProcessRunner, process: Process, req: RunRequest) -> bool:
+    """A SUBMITTED/RUNNING/CANCELING process whose worker is gone: an earlier try of this same
+    Airflow task (Airflow never runs two tries at once), or no heartbeat for ``stale_after`` by
+    the database's clock."""
+    prev_try = process.parameters.get("airflow_try")
+    same_task = (process.dag_id, process.run_id, process.task_id) == (req.dag_id, req.run_id, req.task_id)
+    if same_task and req.try_number is not None and prev_try is not None and int(prev_try) < req.try_number:
+        return True
+    return is_stale(runner, process)
+
+
+def attempt_holds_lease(runner: ProcessRunner, p: Process) -> bool:
+    lease = runner.store.leases.get(p.table_id)
+    return (
+        lease is not None
+        and lease.holder.startswith(attempt_prefix(p))
+        and not lease.expired(runner.store.leases.now())
+    )
+
+
+def close_orphan(runner: ProcessRunner, process: Process) -> Process:
+    """Close a lost attempt as FAILED. Its lease is left alone: the lost worker's job may still be
+    running, and the lease lapses on its own ``lease_ttl`` after the last renewal. Until then the
+    next attempt stays PENDING (the operator defers, as for any held lease) -- unless the
+    submitter can kill the old application by id and the master acknowledges it."""
+    beat = process.heartbeat_at.isoformat() if process.heartbeat_at else "never"
+    reason = (
+        f"worker lost: attempt {process.attempt} was left {process.status} with its last heartbeat "
+        f"at {beat} "
+        f"(Spark application {process.external_id or 'unknown'}); the next attempt recovers it"
+    )
+    log.warning("tablemgmt: process %s: %s", process.id, reason)
+    try:
+        closed = runner.store.processes.transition(
+            process.id, S.FAILED, expected=process.status, attempt=process.attempt, failure_reason=reason
+        )
+    except IllegalTransition:
+        return runner.store.processes.get(process.id)
+    kill_lost_application(runner, process)
+    return closed
+
+
+def kill_lost_application(runner: ProcessRunner, process: Process) -> None:
+    """Where the master can kill by id (and acknowledges it), kill the lost attempt's application
+    and only then release its lease, so the next attempt need not wait out the lease TTL."""
+    submitter = runner.submitter
+    if not isinstance(submitter, KillsById) or not process.external_id:
+        return
+    try:
+        if not submitter.kill_application(process.external_id):
+            return
+    except Exception:  # noqa: BLE001 - fall back to waiting for the lease
+        log.warning("tablemgmt: killing %s failed", process.external_id, exc_info=True)
+        return
+    store = runner.store
+    lease = store.leases.get(process.table_id)
+    if lease is not None and lease.holder.startswith(attempt_prefix(process)):
+        store.leases.release(process.table_id, lease.holder)
+        log.info(
+            "tablemgmt: killed %s and released the lost attempt's lease %s",
+            process.external_id,
+            lease.holder,
+        )
+
+
+def wait_for_peer(runner: ProcessRunner, process: Process, req: RunRequest) -> RunOutcome:
+    """Another live worker runs this process: wait for its outcome instead of running twice. If
+    that worker stops heartbeating meanwhile, take the process over (as a new attempt, which
+    still waits for the lost attempt's lease)."""
+    deadline = time.monotonic() + runner.wait_for_peer.total_seconds()
+    poll = threading.Event()
+    while time.monotonic() < deadline:
+        p = runner.store.processes.get(process.id)
+        if p.status == S.SUCCESS:
+            return RunOutcome(p, p.summary or {}, reused=True)
+        if p.status == S.CANCELED:
+            raise canceled(p)
+        if p.status.is_terminal:
+            raise JobFailed(f"process {p.id} ({p.status}) run by another worker: {p.failure_reason}")
+        if p.status == S.PENDING and not attempt_holds_lease(runner, p):
+            return runner._run(req)  # the peer let go before claiming it: try again
+        if p.status in (S.SUBMITTED, S.RUNNING, S.CANCELING) and is_stale(runner, p):
+            log.warning("tablemgmt: process %s: the worker running it stopped heartbeating", p.id)
+            return runner._run(req)
+        poll.wait(min(2.0, max(0.05, runner.heartbeat_every.total_seconds())))
+    raise JobFailed(f"process {process.id}: gave up waiting for the worker running it")
