@@ -36,6 +36,7 @@ ui: install
 lint: install
 	$(BIN)/ruff check airflow_tablemgmt tests dags scripts benchmarks
 	$(BIN)/ruff format --check airflow_tablemgmt tests dags scripts benchmarks
+	$(BIN)/lint-imports  # the layering contract: docs/adr/0001-layers.md
 
 clean:
 	rm -rf $(VENV) .demo
