@@ -22,6 +22,7 @@ import pytest
 
 from tests.e2e.conftest import BIN, ROOT, IcebergTable, run
 from tests.e2e.iceberg_reads import read_state
+from tests.support.processes import group_members
 
 pytestmark = pytest.mark.e2e
 
@@ -122,22 +123,6 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 300, every: f
             return value
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-def group_members(pgid: int) -> dict[int, str]:
-    """Live (non-zombie) processes of a process group: pid -> command line."""
-    found: dict[int, str] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            state, _ppid, pgrp = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:3]
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError):
-            continue
-        if int(pgrp) == pgid and state != "Z":
-            found[int(proc.name)] = cmdline
-    return found
 
 
 @pytest.mark.timeout(TABLES_SETUP + 2 * 600 + 60)  # two runs, each waited for up to 600 s

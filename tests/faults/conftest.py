@@ -20,13 +20,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.pool import NullPool
 
 from airflow_tablemgmt.store import Store
 from tests.faults.proxy import TcpProxy
+from tests.support.postgres import PG_URL, admin_engine
 
 ROUNDS = max(1, int(os.environ.get("TABLEMGMT_FAULT_ROUNDS", "2")))
 
@@ -84,22 +83,10 @@ def _result_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- PostgreSQL, directly and through a proxy the test can cut ---------------------------------
 
-PG_URL = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
-
 
 @pytest.fixture(scope="session")
 def pg_admin() -> Iterator[Engine]:
-    engine = create_engine(PG_URL, poolclass=NullPool, connect_args={"connect_timeout": 5})
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-    except OperationalError as e:
-        message = f"PostgreSQL for the fault suite is unreachable at {PG_URL}: {e.orig}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    yield engine
-    engine.dispose()
+    yield from admin_engine("the fault suite")
 
 
 @dataclass

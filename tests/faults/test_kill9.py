@@ -33,6 +33,7 @@ import pytest
 
 from tests.e2e.iceberg_reads import read_state
 from tests.faults.conftest import ROUNDS, Figures
+from tests.support.processes import group_members
 
 pytestmark = pytest.mark.faults
 
@@ -70,21 +71,6 @@ def make_tables(warehouse: Path, ids: list[str]) -> None:
         capture_output=True, text=True, timeout=900, env=env(),
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
-
-
-def group_members(pgid: int) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            state, _ppid, pgrp = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:3]
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError):
-            continue
-        if int(pgrp) == pgid and state != "Z":
-            found[int(proc.name)] = cmdline
-    return found
 
 
 def drivers(pgid: int) -> list[int]:

@@ -9,7 +9,6 @@ skipped locally and fail when ``CI=true``.
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,13 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.pool import NullPool
+from sqlalchemy import Engine, text
 
 from airflow_tablemgmt.store import Store
+from tests.support.postgres import PG_URL, admin_engine
 
-PG_URL = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
 # A session time zone far from UTC, so a missed conversion shows up as a wrong timestamp.
 PG_TIMEZONE = "Asia/Kolkata"
 
@@ -50,17 +47,7 @@ class Backend:
 
 @pytest.fixture(scope="session")
 def postgres_admin() -> Iterator[Engine]:
-    engine = create_engine(PG_URL, poolclass=NullPool, connect_args={"connect_timeout": 5})
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-    except OperationalError as e:
-        message = f"PostgreSQL for the store suite is unreachable at {PG_URL}: {e.orig}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    yield engine
-    engine.dispose()
+    yield from admin_engine("the store suite")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
