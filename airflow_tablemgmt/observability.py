@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.process import Process
-    from airflow_tablemgmt.services.health import TableHealth
+    from airflow_tablemgmt.metadata.files import FileStats
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +179,10 @@ def lease_waited(table_id: str, action: str, waited_s: float) -> None:
 
 
 @_safe
-def table_health(health: TableHealth) -> None:
+def table_health(table_id: str, files: FileStats | None) -> None:
     """Per-table gauges from a health read (pyiceberg): files, small files, delete files, snapshots."""
-    files = health.files
     if files is None:
         return
     values = {name: getattr(files, name) for name in HEALTH_GAUGES}
     for name, value in values.items():
-        _emit("gauge", f"table.{name}", value, {"table": health.table}, health.table)
+        _emit("gauge", f"table.{name}", value, {"table": table_id}, table_id)

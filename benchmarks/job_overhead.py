@@ -3,7 +3,7 @@
 One action on a table of N small files, both ways, in one run:
 
 - **project** — ``tablemgmt run <table> <action>`` in a fresh process: the CLI, the store (SQLite),
-  the process row and lease, ``SparkSubmitHook`` → ``spark-submit`` → ``job_main.py`` with the
+  the process row and lease, ``SparkSubmitHook`` → ``spark-submit`` → ``job/main.py`` with the
   before/after metrics, the result line back into the store;
 - **bare** — a fresh Python process that imports pyspark, starts a local SparkSession with the same
   Iceberg jar and the same settings (``base_conf`` + the catalog's, the same master), runs the same
@@ -11,7 +11,7 @@ One action on a table of N small files, both ways, in one run:
   with the project's own ``procedure_sql``), and stops.
 
 Before the rounds, one project run on a table of its own: a host's first job writes the driver JVM's
-class archive (``spark/class_cache.py``, ≈ 10 s once), which every measured project run then maps. The
+class archive (``spark/launch/class_cache.py``, ≈ 10 s once), which every measured project run then maps. The
 bare side maps none unless ``--bare-class-cache`` is given: then it maps that same archive, and the ratio
 is the project's own cost over a hand-written job that also set up class data sharing.
 
@@ -198,8 +198,8 @@ def _bare_sql(action: str, table: str) -> str:
         RewriteFilesSettings,
     )
     from airflow_tablemgmt.core.identifiers import TableIdentifier
-    from airflow_tablemgmt.spark import literals
-    from airflow_tablemgmt.spark.procedures import procedure_sql
+    from airflow_tablemgmt.spark.job import literals
+    from airflow_tablemgmt.spark.job.procedures import procedure_sql
 
     ident = TableIdentifier(CATALOG, NAMESPACE, table)
     now = datetime.now(UTC)
@@ -266,7 +266,7 @@ def _declarations(warehouse: Path, tables: dict[str, str]) -> str:
 def _class_archive() -> Path | None:
     """The newest finished driver class archive in the configured directory."""
     from airflow_tablemgmt.hooks.airflow_settings import setting
-    from airflow_tablemgmt.spark.class_cache import DEFAULT_DIR
+    from airflow_tablemgmt.spark.launch.class_cache import DEFAULT_DIR
 
     directory = Path(setting("tablemgmt", "jvm_class_cache_dir") or DEFAULT_DIR).expanduser()
     found = sorted(directory.glob("driver-*-*.jsa"), key=lambda p: p.stat().st_mtime)
@@ -310,8 +310,8 @@ def main() -> None:
 
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-    from airflow_tablemgmt.spark.java import resolve_java_home
     from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
+    from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="tms-job-overhead-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -335,7 +335,7 @@ def main() -> None:
     sides = ["project", "bare"] + (["before"] if args.baseline else [])
     names = {_table(a, SIDES[side], r): (16 if a == NOOP else args.files) for a, r in plan for side in sides}
     # One project run before the rounds, on a table of its own: a host's first job makes the driver's JVM
-    # class archive (spark/class_cache.py), which every later run on that host uses.
+    # class archive (spark/launch/class_cache.py), which every later run on that host uses.
     warm = {_table(NOOP, "w", 0): 16}
     names.update(warm)
     print(f"# job overhead: {args.files} files, {args.rounds} rounds, master {args.master}, work {work}")

@@ -2,7 +2,7 @@
 
 Setup (in-process Spark, as ``snapshot_check.py`` does): source tables with ``--commits`` appends each in a
 temporary hadoop warehouse, and for every source count in ``--sources`` a dynamic table created by the
-real refresh job (``spark.refresh``, mode ``create``) over that many sources, whose summary's
+real refresh job (``spark/job/refresh.py``, mode ``create``) over that many sources, whose summary's
 ``source_snapshots`` is the ``last`` a NO_DATA decision compares with. Spark then stops.
 
 Measured in a child process that never imports pyspark or py4j (it checks, and fails otherwise), per
@@ -59,7 +59,7 @@ Left out (not per-decision costs, or not this provider's to measure here):
 def setup(warehouse: str, source_counts: Sequence[int], commits: int) -> tuple[dict[str, Any], float]:
     """Source tables and one dynamic table per source count; the ``last`` snapshots each refresh recorded."""
     from airflow_tablemgmt.core.identifiers import TableIdentifier
-    from airflow_tablemgmt.spark.refresh import refresh
+    from airflow_tablemgmt.spark.job.refresh import refresh
 
     spark, startup = start_spark(warehouse)
     try:

@@ -15,8 +15,8 @@ def spark_session(warehouse: str, catalog: str = "demo"):  # type: ignore[no-unt
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
     from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-    from airflow_tablemgmt.spark.java import resolve_java_home
     from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
+    from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
     os.environ.setdefault("JAVA_HOME", resolve_java_home())
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -26,8 +26,8 @@ from airflow_tablemgmt.core.errors import (
     UnreadableCatalog,
     UnreadableTable,
 )
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.services.errors import CatalogConflict, Conflict, DeclarationsRejected, NotFound
-from airflow_tablemgmt.services.health import HealthUnavailable
 from airflow_tablemgmt.services.run_now import DuplicateRun
 from airflow_tablemgmt.store.dynamic import DynamicStateChanged, NotADynamicTable
 from airflow_tablemgmt.store.errors import (

@@ -198,6 +198,12 @@ class DeleteOrphansSettings(ActionSettings):
     )
 
 
+# The option through which the expire-data job learns why it must not delete: the contract between
+# the iceberg factory, which sets it, and the job's maintainer (spark/job/maintainers/ttl.py), which
+# takes it out before validating. Declarations cannot set it (ExpireDataSettings forbids unknown keys).
+DRY_RUN_REASON_OPTION = "dry-run-reason"
+
+
 class ExpireDataSettings(ActionSettings):
     """Row TTL (Amoro's data expiration): delete rows whose ``column`` is older than ``retention``."""
 

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 from airflow_tablemgmt.core.actions import (
     COMPUTE_STATS,
     DELETE_ORPHANS,
+    DRY_RUN_REASON_OPTION,
     EXPIRE_DATA,
     EXPIRE_SNAPSHOTS,
     REWRITE_DELETES,
@@ -27,10 +28,6 @@ from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 
 log = logging.getLogger(__name__)
-
-# The option through which the job learns why it must not delete (see spark/maintainers/ttl.py,
-# which takes it out before validating; declarations cannot set it).
-DRY_RUN_REASON_OPTION = "dry-run-reason"
 
 # Defaults chosen so a freshly registered table gets sensible upkeep without tuning:
 # compaction-type work only when something was written (on_new_snapshot), cleanup daily.

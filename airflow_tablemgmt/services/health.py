@@ -5,9 +5,8 @@ Reading a table's manifests costs one metadata read per manifest, so a table's f
 :data:`CACHE_SECONDS` (a minute) per process; the process figures are read fresh each time (one
 indexed query per action).
 
-A *small file* is a data file under 75 % of the table's target file size
-(``write.target-file-size-bytes``, Iceberg's default 512 MiB): the bound below which Iceberg's
-``rewrite_data_files`` rewrites a file by default (``min-file-size-bytes``).
+The file figures and what a *small file* is are ``metadata/files.py``'s (:class:`FileStats`); the
+catalog's secret references are resolved here, before the read.
 
 Each fresh read also sends the table's ``tablemgmt.table.*`` gauges through Airflow's Stats
 (:mod:`airflow_tablemgmt.observability`).
@@ -24,37 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.metadata.files import FileStats
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.store import Store
 
 CACHE_SECONDS = 60.0
-DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
-SMALL_FILE_FRACTION = 0.75
-
-
-class HealthUnavailable(TableMgmtError):
-    """The table's Iceberg metadata could not be read; the message says where and why."""
-
-
-@dataclass(frozen=True)
-class FileStats:
-    """What the table's current snapshot holds."""
-
-    snapshot_id: int | None
-    snapshots: int
-    data_files: int
-    small_data_files: int
-    small_file_threshold_bytes: int
-    delete_files: int
-    data_bytes: int
-    delete_bytes: int
-    records: int
-
-    @property
-    def small_file_ratio(self) -> float:
-        return round(self.small_data_files / self.data_files, 4) if self.data_files else 0.0
 
 
 @dataclass(frozen=True)
@@ -83,58 +58,11 @@ class TableHealth:
 
 
 def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> FileStats:
-    """Counts and sizes of the current snapshot's files, read from its manifests with pyiceberg."""
+    """:func:`metadata.files.read_file_stats` on ``catalog`` with its secret references resolved."""
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-    from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+    from airflow_tablemgmt.metadata.files import read_file_stats as read_resolved
 
-    reader = SnapshotReader(resolve_catalog_spec(catalog))
-    try:
-        metadata, io = _load_metadata(reader, table)
-    except TableMgmtError:
-        raise
-    except Exception as e:  # pyiceberg/pyarrow/IO errors: say which table and why
-        raise HealthUnavailable(f"table {table.id}: cannot read its Iceberg metadata: {e}") from None
-    target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
-    threshold = int(target * SMALL_FILE_FRACTION)
-    snap = metadata.current_snapshot()
-    stats = {"data_files": 0, "small": 0, "delete_files": 0, "data_bytes": 0, "delete_bytes": 0, "records": 0}
-    if snap is not None:
-        from pyiceberg.manifest import ManifestContent
-
-        for manifest in snap.manifests(io):
-            for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-                f = entry.data_file
-                if manifest.content == ManifestContent.DATA:
-                    stats["data_files"] += 1
-                    stats["data_bytes"] += f.file_size_in_bytes
-                    stats["records"] += f.record_count
-                    stats["small"] += f.file_size_in_bytes < threshold
-                else:
-                    stats["delete_files"] += 1
-                    stats["delete_bytes"] += f.file_size_in_bytes
-    return FileStats(
-        snapshot_id=snap.snapshot_id if snap is not None else None,
-        snapshots=len(metadata.snapshots),
-        data_files=stats["data_files"],
-        small_data_files=stats["small"],
-        small_file_threshold_bytes=threshold,
-        delete_files=stats["delete_files"],
-        data_bytes=stats["data_bytes"],
-        delete_bytes=stats["delete_bytes"],
-        records=stats["records"],
-    )
-
-
-def _load_metadata(reader: Any, table: TableSpec) -> tuple[Any, Any]:
-    from airflow_tablemgmt.core.tables import CatalogType
-
-    if reader.catalog.type == CatalogType.HADOOP:
-        from pyiceberg.table import StaticTable
-
-        static = StaticTable.from_metadata(reader.metadata_pointer(table.identifier), reader._io_properties())
-        return static.metadata, static.io
-    loaded = reader._catalog_table(table.identifier)
-    return loaded.metadata, loaded.io
+    return read_resolved(resolve_catalog_spec(catalog), table)
 
 
 class _Cache:
@@ -183,7 +111,7 @@ def table_health(
     if fresh:  # a cached read was sent when it was made
         from airflow_tablemgmt import observability
 
-        observability.table_health(health)
+        observability.table_health(health.table, files)
     return health
 
 

@@ -1,6 +1,19 @@
-"""The Spark side: Java / jar / catalog configuration, the submission description, and the job.
+"""The Spark side, two programs and what they share.
 
-Importing this package (or ``java``, ``launch``, ``conf``, ``submit``, ``result``) never imports
-pyspark: the Airflow side uses them to *describe* a submission. Only the modules that run under
-``spark-submit`` (``job_main``, ``metrics``, ``schema``, ``maintainers``) touch a SparkSession.
+* ``launch/`` - the worker side, before any JVM: Java, the jars, the class-data archive, and the
+  submission as data (``launch/submit.py``: ``SubmitSpec``, ``run_local``). The Airflow side imports it
+  to *describe* a submission; nothing there imports pyspark.
+* ``job/`` - the driver program that runs *under* spark-submit (``job/main.py``): the session, the
+  early read, the metrics, the maintainers, the refresh job. It never imports ``launch/``, factories,
+  hooks, lifecycle or the store (the "driver" contract in pyproject.toml).
+* shared by both: ``conf.py`` (catalog and session settings, the job spec's catalog), ``protocol.py``
+  (the one JSON result line the job prints and the launcher parses) and ``errors.py``.
+
+Room to grow: a second launcher, Spark Connect (a remote session instead of a spark-submit of
+``job/main.py``), goes beside ``launch/submit.py`` as ``launch/connect.py`` and runs the same
+``job/`` code over the connect session, speaking the same ``protocol.py``. Maintainers of other table
+formats (Hudi, Delta, Paimon) go under ``job/maintainers/<format>/``, beside the Iceberg ones.
+
+Importing this package, ``conf``, ``protocol``, ``errors`` or anything under ``launch/`` never imports
+pyspark; ``spark/ruff.toml`` bans it (and Airflow) at module level everywhere here.
 """

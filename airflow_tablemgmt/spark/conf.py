@@ -1,13 +1,20 @@
-"""Spark configuration: the Iceberg catalog, the session defaults, and where Spark is installed."""
+"""Spark configuration, shared by the launcher and the job: the Iceberg catalog, the session defaults,
+the job's catalog as validated from its spec, its application name, and where Spark is installed."""
 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from pydantic import ValidationError
+
+from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.storage import spark_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
+from airflow_tablemgmt.spark.errors import InvalidJobSpec
 
 SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -46,7 +53,7 @@ def catalog_conf(catalog: CatalogSpec) -> dict[str, str]:
 
 
 # Settings the job applies to its SparkSession builder take effect there, because the session (and its
-# catalogs and Hadoop configuration) is created inside job_main. Other ``spark.*`` settings
+# catalogs and Hadoop configuration) is created inside the job (spark/job/main.py). Other ``spark.*`` settings
 # (spark.driver.*, spark.jars.packages, ...) are read when spark-submit launches the JVM.
 _SESSION_PREFIXES = ("spark.sql.", "spark.hadoop.")
 
@@ -56,7 +63,7 @@ def launch_conf(catalog: CatalogSpec) -> dict[str, str]:
 
     Only non-secret ``spark.*`` launch settings: everything else (the catalog's wiring, its
     credentials, ``header.*``, ``spark.hadoop.*``) travels in the job's 0600 spec file and is applied
-    by ``job_main`` before the session starts, so ``ps`` and the logged command line never show it.
+    by the job before the session starts, so ``ps`` and the logged command line never show it.
     A sensitive launch setting is not put on the command line either; it is applied on the session
     builder, where Spark may ignore it (set it in the ``spark_default`` connection instead).
     """
@@ -91,3 +98,50 @@ def spark_home() -> str:
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError("pyspark is not installed: pip install 'pyspark>=3.5,<3.6'")
     return str(Path(spec.origin).resolve().parent)
+
+
+def catalog_settings(pairs: Iterable[tuple[str, str]], catalog: str) -> dict[str, str]:
+    """The Spark settings of catalog ``catalog`` among ``pairs``: ``spark.sql.catalog.<name>[.*]``."""
+    key = f"spark.sql.catalog.{catalog}"
+    return {k: v for k, v in pairs if k == key or k.startswith(f"{key}.")}
+
+
+def io_settings(settings: dict[str, str], catalog: str) -> dict[str, str]:
+    """:func:`catalog_settings` as Iceberg catalog properties (prefix off), minus Spark's own settings."""
+    prefix = f"spark.sql.catalog.{catalog}."
+    return {
+        key[len(prefix) :]: value
+        for key, value in settings.items()
+        if key.startswith(prefix) and not key[len(prefix) :].startswith("spark.")
+    }
+
+
+_STAND_IN = "env:TMS_RESOLVED_SECRET"  # any well-formed reference: only the shape is being checked
+
+
+def validated_catalog(catalog: dict[str, Any], field: str = "catalog") -> CatalogSpec:
+    """``catalog`` (JSON, its references possibly already resolved) as a validated ``CatalogSpec``.
+
+    A resolved secret is plaintext, which ``CatalogSpec`` rightly refuses for a sensitive key: the
+    shape is validated with those values standing in as a reference, then the real values are put back
+    without re-validation.
+    """
+    if not isinstance(catalog, dict):
+        raise InvalidJobSpec(f"{field}: expected an object, got {type(catalog).__name__}")
+    properties = catalog.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise InvalidJobSpec(f"{field}.properties: expected an object, got {type(properties).__name__}")
+    stand_in = {k: (_STAND_IN if is_sensitive(str(k)) else v) for k, v in properties.items()}
+    try:
+        spec = CatalogSpec.model_validate({**catalog, "properties": stand_in})
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise InvalidJobSpec(f"{field}{'.' + where if where else ''}: {first.get('msg', e)}") from None
+    return spec.model_copy(update={"properties": {str(k): str(v) for k, v in properties.items()}})
+
+
+def app_name(job: JobSpec) -> str:
+    t = job.table
+    suffix = f"-p{job.process_id}a{job.attempt}" if job.process_id is not None else ""
+    return f"tms-{job.action}-{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}{suffix}"

@@ -171,7 +171,7 @@ class SparkStandalone:
         return f"spark://127.0.0.1:{self.port}"
 
     def env(self) -> dict[str, str]:
-        from airflow_tablemgmt.spark.submit import submit_env
+        from airflow_tablemgmt.spark.launch.submit import submit_env
 
         return {**os.environ, **submit_env(), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
 

@@ -441,7 +441,7 @@ def test_spark_worker_lost_mid_job_fails_naming_the_cluster_and_the_retry_succee
             p = cluster.process(run_id)
             return p if p.attempt >= 2 or str(p.status) in ("FAILED", "SUCCESS") else None
 
-        # The job's executor watchdog (spark/watchdog.py) cancels it after 60 s without an executor.
+        # The job's executor watchdog (spark/job/watchdog.py) cancels it after 60 s without an executor.
         failed = wait_for("the first attempt to fail", first_attempt_failed, timeout=STARVED_S, every=1)
         fail_s = time.monotonic() - stopped_at
         failure = cluster.process(run_id).failure_reason or failed.failure_reason or ""

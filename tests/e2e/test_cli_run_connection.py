@@ -15,7 +15,7 @@ import pytest
 
 from airflow_tablemgmt.hooks import spark_job
 from airflow_tablemgmt.hooks.airflow_settings import metrics_may_be_on, secrets_backend_may_be_configured
-from airflow_tablemgmt.hooks.spark_job import _DirectSparkSubmit, connection_from_environment
+from airflow_tablemgmt.hooks.spark_submit_direct import DirectSparkSubmit, connection_from_environment
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +69,7 @@ def test_an_accepted_connection_gives_sparksubmithooks_command(
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", value)
     direct = connection_from_environment("spark_default")
     assert direct is not None
-    command = _DirectSparkSubmit(direct, **SUBMIT).command("/x/job_main.py")
+    command = DirectSparkSubmit(direct, **SUBMIT).command("/x/job_main.py")
     assert command == _airflow_command(monkeypatch, value)
 
 

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 WORKER = """
 import subprocess, sys
-from airflow_tablemgmt.hooks.spark_job import die_with_parent
+from airflow_tablemgmt.hooks.spark_submit_direct import die_with_parent
 child = subprocess.Popen(["sleep", "300"], preexec_fn=die_with_parent())
 print(child.pid, flush=True)
 child.wait()

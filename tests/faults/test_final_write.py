@@ -21,7 +21,7 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
 from airflow_tablemgmt.lifecycle.results import default_result_dir
-from airflow_tablemgmt.spark.submit import JobResult
+from airflow_tablemgmt.spark.protocol import JobResult
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import CommitLog, SteeredJob, register, runner
 

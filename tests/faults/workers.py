@@ -19,7 +19,7 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessRunner
-from airflow_tablemgmt.spark.submit import JobResult
+from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
 
 WAIT = 30.0  # bound on every wait in these scenarios

@@ -1,4 +1,4 @@
-"""The plan check of a dynamic table's query in the real refresh job (``spark.refresh`` through
+"""The plan check of a dynamic table's query in the real refresh job (``spark/job/refresh.py`` through
 ``job_main.run``, in-process Spark with the Iceberg catalog ``lake``): each vector of issue 22 is refused
 from Spark's plans before anything of the query runs, the refusal names what was found, and the result
 line (what becomes the process row) never carries a value the query could have computed.
@@ -20,7 +20,7 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.job_main import run
+from airflow_tablemgmt.spark.job.main import run
 from tests.integration.spark.conftest import CATALOG, NAMESPACE
 from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
 
@@ -97,7 +97,7 @@ def test_sql_on_files_is_refused_and_switched_off(
     assert result["error_class"] in ("InvalidQuery", "QueryNotAllowed"), result
     spark = tables.spark
     # With SQL on files left on (a shared session), the plan check alone refuses it.
-    from airflow_tablemgmt.spark.query_policy import QueryNotAllowed, check_plan
+    from airflow_tablemgmt.spark.job.query_policy import QueryNotAllowed, check_plan
 
     df = spark.sql(f"SELECT value FROM text.`{secret}`")
     with pytest.raises(QueryNotAllowed, match="reads files directly"):

@@ -10,7 +10,7 @@ import pytest
 
 from airflow_tablemgmt import observability
 from airflow_tablemgmt.core.process import Process, ProcessStatus
-from airflow_tablemgmt.services.health import FileStats, TableHealth
+from airflow_tablemgmt.metadata.files import FileStats
 
 
 class StatsdReceiver:
@@ -129,7 +129,7 @@ def test_health_gauges(statsd: StatsdReceiver) -> None:
         snapshot_id=3924933435076606422, snapshots=12, data_files=40, small_data_files=30,
         small_file_threshold_bytes=100, delete_files=2, data_bytes=4096, delete_bytes=10, records=99,
     )  # fmt: skip
-    observability.table_health(TableHealth("demo.db.events", files, datetime.now(UTC)))
+    observability.table_health("demo.db.events", files)
     statsd.expect({
         "airflow.tablemgmt.table.data_files": ["40|g"],  # the tagged name, too
         "airflow.tablemgmt.table.data_files.demo__db__events": ["40|g"],
@@ -156,7 +156,7 @@ def test_an_emit_that_raises_never_reaches_the_caller(
     observability.process_started(p)  # nothing raised
     observability.process_finished(p, duration_s=1)
     observability.lease_wait("demo.db.events", "rewrite-files")
-    observability.table_health(TableHealth("demo.db.events", None, datetime.now(UTC), error="unreadable"))
+    observability.table_health("demo.db.events", None)
 
 
 def test_without_statsd_nothing_is_sent_and_nothing_fails(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
-from airflow_tablemgmt.spark.submit import JobResult
+from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
 from tests.unit.test_observability import StatsdReceiver, statsd  # noqa: F401 - the fixture
 

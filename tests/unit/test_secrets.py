@@ -16,7 +16,7 @@ from airflow_tablemgmt.hooks.secrets import (
     resolve_catalog,
     resolve_catalog_spec,
 )
-from airflow_tablemgmt.spark.submit import build_submit_spec, write_spec
+from airflow_tablemgmt.spark.launch.submit import build_submit_spec, write_spec
 
 SECRET = "s3cr3t-value-4242"
 

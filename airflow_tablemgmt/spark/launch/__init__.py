@@ -1,4 +1,7 @@
-"""The worker side of a Spark job, before any JVM starts: which jars a job needs and where they are.
+"""The worker side of a Spark job, before any JVM starts: Java, which jars a job needs and where they
+are, the class-data archive, and the spark-submit command (``submit.py``).
 
-Nothing here imports pyspark or Airflow.
+A second launcher (Spark Connect: a remote session, no spark-submit) goes here as ``connect.py``,
+beside ``submit.py``. Nothing here imports pyspark or Airflow, and the job (``spark/job/``) never
+imports this package.
 """

@@ -23,7 +23,7 @@ from airflow_tablemgmt.metadata.dynamic import (
     has_new_data,
     reader_for,
 )
-from airflow_tablemgmt.spark.refresh import refresh
+from airflow_tablemgmt.spark.job.refresh import refresh
 from tests.integration.iceberg_session import NAMESPACE
 
 if TYPE_CHECKING:

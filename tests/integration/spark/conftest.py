@@ -17,7 +17,7 @@ import pytest
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-from airflow_tablemgmt.spark.java import resolve_java_home
+from airflow_tablemgmt.spark.launch.java import resolve_java_home
 from tests.integration.iceberg_session import runtime_jar
 from tests.integration.spark.spark_tables import TableFactory, Tables
 

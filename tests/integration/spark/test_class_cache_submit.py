@@ -17,7 +17,7 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
-from airflow_tablemgmt.spark.submit import JobResult
+from airflow_tablemgmt.spark.protocol import JobResult
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 pytestmark = pytest.mark.integration

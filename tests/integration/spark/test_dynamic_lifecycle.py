@@ -24,8 +24,8 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
 from airflow_tablemgmt.services import dynamic
 from airflow_tablemgmt.services.errors import InvalidInput
-from airflow_tablemgmt.spark import job_main
-from airflow_tablemgmt.spark.result import JobResult, parse_result
+from airflow_tablemgmt.spark.job import main as job_main
+from airflow_tablemgmt.spark.protocol import JobResult, parse_result
 from airflow_tablemgmt.store import Store
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def insert(spark: SparkSession, table: str, rows: list[tuple[int, str]]) -> None
 
 def run_refresh(store: Store, jobs: SessionJobs, table_id: str, instant: datetime, **params: Any) -> Any:
     """A scheduled refresh as the refresh task runs it (ProcessRunner, parameters from the DAG run)."""
-    from airflow_tablemgmt.factories.dynamic import run_parameters
+    from airflow_tablemgmt.core.dynamic.refresh import run_parameters
 
     dt = store.dynamic.get(table_id)
     parameters = {**run_parameters(str(dt.state), params or None, "scheduled", instant)}

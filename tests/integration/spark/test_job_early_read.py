@@ -17,10 +17,11 @@ import pytest
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark import early_read, job_main
-from airflow_tablemgmt.spark.metrics import _metrics_from_metadata_tables
-from airflow_tablemgmt.spark.result import NO_RESULT, parse_result
-from airflow_tablemgmt.spark.submit import run_local
+from airflow_tablemgmt.spark.job import early_read
+from airflow_tablemgmt.spark.job import main as job_main
+from airflow_tablemgmt.spark.job.metrics import _metrics_from_metadata_tables
+from airflow_tablemgmt.spark.launch.submit import run_local
+from airflow_tablemgmt.spark.protocol import NO_RESULT, parse_result
 from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
 
 pytestmark = pytest.mark.integration

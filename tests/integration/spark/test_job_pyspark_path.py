@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyspark
 
-from airflow_tablemgmt.spark.job_main import installed_spark_zips
+from airflow_tablemgmt.spark.job.main import installed_spark_zips
 
 PKG = Path(pyspark.__file__).resolve().parent
 LIB = PKG / "python" / "lib"
@@ -39,10 +39,10 @@ def test_under_spark_submit_pyspark_comes_from_the_package(tmp_path: Path) -> No
     """The real thing: spark-submit's PythonRunner runs a program that imports job_main first."""
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "import airflow_tablemgmt.spark.job_main, pyspark, py4j, sys\n"
+        "import airflow_tablemgmt.spark.job.main, pyspark, py4j, sys\n"
         "print('PYSPARK', pyspark.__file__)\nprint('PY4J', py4j.__file__)\n"
     )
-    from airflow_tablemgmt.spark.java import resolve_java_home
+    from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
     env = {**os.environ, "JAVA_HOME": resolve_java_home(), "PYSPARK_PYTHON": sys.executable}
     out = subprocess.run(

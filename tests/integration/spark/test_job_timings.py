@@ -11,9 +11,9 @@ import pytest
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark import job_main
-from airflow_tablemgmt.spark.result import PHASE_NAMES, parse_result
-from airflow_tablemgmt.spark.submit import run_local
+from airflow_tablemgmt.spark.job import main as job_main
+from airflow_tablemgmt.spark.launch.submit import run_local
+from airflow_tablemgmt.spark.protocol import PHASE_NAMES, parse_result
 from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
 
 pytestmark = pytest.mark.integration

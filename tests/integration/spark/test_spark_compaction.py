@@ -8,7 +8,11 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec
-from airflow_tablemgmt.spark.maintainers.compaction import rewrite_deletes, rewrite_files, rewrite_manifests
+from airflow_tablemgmt.spark.job.maintainers.compaction import (
+    rewrite_deletes,
+    rewrite_files,
+    rewrite_manifests,
+)
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 if TYPE_CHECKING:

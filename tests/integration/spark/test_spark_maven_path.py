@@ -32,7 +32,7 @@ import json, sys
 from pathlib import Path
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.spark.launch.artifacts import ArtifactSettings
-from airflow_tablemgmt.spark.submit import build_submit_spec, run_local
+from airflow_tablemgmt.spark.launch.submit import build_submit_spec, run_local
 job = JobSpec(**json.loads(sys.argv[1]))
 settings = ArtifactSettings(directory=Path(sys.argv[2]), repository=sys.argv[3], offline=sys.argv[4] == "1")
 work = Path(sys.argv[5])

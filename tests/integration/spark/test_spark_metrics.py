@@ -12,9 +12,9 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.process import Process, ProcessStatus
-from airflow_tablemgmt.spark.maintainers import MAINTAINERS
-from airflow_tablemgmt.spark.maintainers.compaction import rewrite_deletes, rewrite_files
-from airflow_tablemgmt.spark.metrics import METRIC_KEYS, _metrics_from_metadata_tables, table_metrics
+from airflow_tablemgmt.spark.job.maintainers import MAINTAINERS
+from airflow_tablemgmt.spark.job.maintainers.compaction import rewrite_deletes, rewrite_files
+from airflow_tablemgmt.spark.job.metrics import METRIC_KEYS, _metrics_from_metadata_tables, table_metrics
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 pytestmark = pytest.mark.integration
@@ -198,7 +198,7 @@ def test_metrics_fall_back_to_the_metadata_tables_when_pyiceberg_cannot_read(
     conf_key = f"spark.sql.catalog.{table.catalog}.py-io-impl"
     tables.spark.sparkContext._conf.set(conf_key, "no.such.FileIO")  # noqa: SLF001
     try:
-        with caplog.at_level("INFO", logger="airflow_tablemgmt.spark.metrics"):
+        with caplog.at_level("INFO", logger="airflow_tablemgmt.spark.job.metrics"):
             figures = table_metrics(tables.spark, table)
     finally:
         tables.spark.sparkContext._jsc.sc().conf().remove(conf_key)  # noqa: SLF001

@@ -1,4 +1,4 @@
-"""The dynamic-table job (``spark.refresh``) against real Iceberg tables in the shared session.
+"""The dynamic-table job (``spark/job/refresh.py``) against real Iceberg tables in the shared session.
 
 Each test writes its own source table and creates its own dynamic table from a query over it, then
 checks what Spark committed: per-partition row checksums and data files for a partition refresh
@@ -20,9 +20,15 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.job_main import run
-from airflow_tablemgmt.spark.query_policy import QueryFailed, QueryNotAllowed
-from airflow_tablemgmt.spark.refresh import CREATION_PROPERTY, InvalidQuery, SchemaDrift, TableExists, refresh
+from airflow_tablemgmt.spark.job.main import run
+from airflow_tablemgmt.spark.job.query_policy import QueryFailed, QueryNotAllowed
+from airflow_tablemgmt.spark.job.refresh import (
+    CREATION_PROPERTY,
+    InvalidQuery,
+    SchemaDrift,
+    TableExists,
+    refresh,
+)
 from tests.integration.spark.conftest import CATALOG, NAMESPACE
 from tests.integration.spark.spark_tables import TableFactory, Tables
 

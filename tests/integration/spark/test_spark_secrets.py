@@ -27,8 +27,8 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.secrets import resolve_catalog
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
-from airflow_tablemgmt.spark.result import JobResult
-from airflow_tablemgmt.spark.submit import build_submit_spec, write_spec
+from airflow_tablemgmt.spark.launch.submit import build_submit_spec, write_spec
+from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
@@ -40,12 +40,13 @@ ENV = "TMS_TEST_SECRET"
 PROBE = r"""
 import hashlib, json, os, sys
 from pathlib import Path
-from airflow_tablemgmt.spark import job_main
+from airflow_tablemgmt.spark.job import main as job_main
+from airflow_tablemgmt.spark.job.session import build_session
 
 job = job_main.load_spec(Path(sys.argv[2]))
 table = job_main.table_of(job)
 catalog = job_main.catalog_of(job, table)
-spark = job_main.build_session(catalog, "tms-secrets-probe")
+spark = build_session(catalog, "tms-secrets-probe")
 def digest(v):
     return None if v is None else hashlib.sha256(v.encode()).hexdigest()
 header = spark.conf.get("spark.sql.catalog.lake.header.x-test", None)
@@ -190,7 +191,7 @@ def test_real_job_leaves_no_secret_in_argv_logs_result_xcom_or_store(
     captured = capfd.readouterr()  # Airflow's structlog output: what a task log would hold
     task_log = "\n".join((caplog.text, captured.out, captured.err))
     submit_cmd = [ln for ln in task_log.splitlines() if "Spark-Submit cmd" in ln]
-    assert submit_cmd and "job_main.py" in submit_cmd[0], task_log[:3000]
+    assert submit_cmd and "job/main.py" in submit_cmd[0], task_log[:3000]
     written = {
         "spark-submit output": spark_output,
         "task log": task_log,

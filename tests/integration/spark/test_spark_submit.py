@@ -10,8 +10,8 @@ from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.result import describe_exception
-from airflow_tablemgmt.spark.submit import run_local
+from airflow_tablemgmt.spark.launch.submit import run_local
+from airflow_tablemgmt.spark.protocol import describe_exception
 from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
 
 pytestmark = pytest.mark.integration

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.hooks import spark_job
-from airflow_tablemgmt.spark.submit import build_submit_spec
+from airflow_tablemgmt.hooks import spark_job, spark_submit_direct
+from airflow_tablemgmt.spark.launch.submit import build_submit_spec
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,9 @@ def _probe(submitter: str, spec: Any, tmp_path: Path) -> dict[str, Any]:
         "env_vars": spec.env,
     }
     if submitter == "direct":
-        hook: Any = spark_job._DirectSparkSubmit(spark_job.SparkConnection(master="local[1]"), **kwargs)
+        hook: Any = spark_submit_direct.DirectSparkSubmit(
+            spark_submit_direct.SparkConnection(master="local[1]"), **kwargs
+        )
     else:
         hook = spark_job._airflow_hook_class()(conn_id="tms_missing_spark_conn", **kwargs)
     hook.submit(application=str(application))

@@ -28,7 +28,7 @@ from airflow_tablemgmt.spark.launch.artifacts import (
     catalog_needs,
     resolve,
 )
-from airflow_tablemgmt.spark.submit import merge_user_jars
+from airflow_tablemgmt.spark.launch.submit import merge_user_jars
 
 POSTGRES = NEEDS["postgresql"].artifacts[0]
 DELTA = NEEDS["delta"].artifacts

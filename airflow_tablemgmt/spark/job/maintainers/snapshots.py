@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ExpireSnapshotsSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.spark import literals
-from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import metrics_after, metrics_before
-from airflow_tablemgmt.spark.procedures import call_procedure
-from airflow_tablemgmt.spark.result import timed
+from airflow_tablemgmt.spark.job import literals
+from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before
+from airflow_tablemgmt.spark.job.procedures import call_procedure
+from airflow_tablemgmt.spark.protocol import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,6 +35,7 @@ def expire_snapshots(
     table: TableIdentifier,
     options: dict[str, Any],
     *,
+    early: FirstRead | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Expire snapshots older than ``older-than`` (a duration before now), keeping ``retain-last``.
@@ -50,7 +51,7 @@ def expire_snapshots(
             table,
             "; ".join(below_floor),
         )
-    before = metrics_before(spark, table)
+    before = metrics_before(spark, table, early=early)
     log.info(
         "expiring snapshots of %s older than %s (retaining %d)", table, cutoff.isoformat(), s.retain_last
     )

@@ -14,10 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt.spark import class_cache
-from airflow_tablemgmt.spark.class_cache import JAVA_OPTIONS, ClassCacheSettings, DriverClassCache, plan
 from airflow_tablemgmt.spark.conf import spark_home
-from airflow_tablemgmt.spark.java import resolve_java_home
+from airflow_tablemgmt.spark.launch import class_cache
+from airflow_tablemgmt.spark.launch.class_cache import (
+    JAVA_OPTIONS,
+    ClassCacheSettings,
+    DriverClassCache,
+    plan,
+)
+from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
 CONF = {"spark.ui.enabled": "false", "spark.driver.memory": "1g"}
 RESULT_LINE = 'tms_result {"status": "SUCCESS"}'
@@ -289,9 +294,10 @@ def test_older_setups_archives_are_pruned(settings: ClassCacheSettings, env: dic
 
 def _command(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **connection: str | None) -> list[str]:
     """The spark-submit command line SparkJobHook's direct path would run."""
-    from airflow_tablemgmt.hooks.spark_job import SparkConnection, SparkJobHook, _DirectSparkSubmit
+    from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+    from airflow_tablemgmt.hooks.spark_submit_direct import DirectSparkSubmit, SparkConnection
 
-    hook = _DirectSparkSubmit(
+    hook = DirectSparkSubmit(
         SparkConnection(master="local[2]", **connection),  # type: ignore[arg-type]
         conf=dict(CONF),
         jars=None,

@@ -16,26 +16,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
 
 from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.class_cache import spark_defaults
-from airflow_tablemgmt.spark.conf import base_conf, launch_conf, spark_home
-from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.java import resolve_java_home
+from airflow_tablemgmt.spark.conf import app_name, base_conf, launch_conf, spark_home, validated_catalog
 from airflow_tablemgmt.spark.launch.artifacts import ArtifactSettings, catalog_needs, jar_paths
+from airflow_tablemgmt.spark.launch.class_cache import spark_defaults
 from airflow_tablemgmt.spark.launch.environment import job_environment
-from airflow_tablemgmt.spark.result import FAILED, RESULT_MARKER, JobResult, describe_timings, parse_result
+from airflow_tablemgmt.spark.launch.java import resolve_java_home
+from airflow_tablemgmt.spark.protocol import FAILED, RESULT_MARKER, JobResult, describe_timings, parse_result
 
 log = logging.getLogger(__name__)
 
-_STAND_IN = "env:TMS_RESOLVED_SECRET"  # any well-formed reference: only the shape is being checked
-
-JOB_MAIN = Path(__file__).resolve().parent / "job_main.py"
+# The driver program spark-submit runs (a file path: spark/job/main.py).
+JOB_MAIN = Path(__file__).resolve().parent.parent / "job" / "main.py"
 SPEC_FILE = "job-spec.json"
 LOG_FILE = "spark-submit.log"
 __all__ = [
@@ -76,34 +70,6 @@ class SubmitSpec:
 
 def _catalog(job: JobSpec) -> CatalogSpec:
     return validated_catalog(job.catalog, "job spec catalog")
-
-
-def validated_catalog(catalog: dict[str, Any], field: str = "catalog") -> CatalogSpec:
-    """``catalog`` (JSON, its references possibly already resolved) as a validated ``CatalogSpec``.
-
-    A resolved secret is plaintext, which ``CatalogSpec`` rightly refuses for a sensitive key: the
-    shape is validated with those values standing in as a reference, then the real values are put back
-    without re-validation.
-    """
-    if not isinstance(catalog, dict):
-        raise InvalidJobSpec(f"{field}: expected an object, got {type(catalog).__name__}")
-    properties = catalog.get("properties") or {}
-    if not isinstance(properties, dict):
-        raise InvalidJobSpec(f"{field}.properties: expected an object, got {type(properties).__name__}")
-    stand_in = {k: (_STAND_IN if is_sensitive(str(k)) else v) for k, v in properties.items()}
-    try:
-        spec = CatalogSpec.model_validate({**catalog, "properties": stand_in})
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise InvalidJobSpec(f"{field}{'.' + where if where else ''}: {first.get('msg', e)}") from None
-    return spec.model_copy(update={"properties": {str(k): str(v) for k, v in properties.items()}})
-
-
-def app_name(job: JobSpec) -> str:
-    t = job.table
-    suffix = f"-p{job.process_id}a{job.attempt}" if job.process_id is not None else ""
-    return f"tms-{job.action}-{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}{suffix}"
 
 
 def submit_env(java_home: str | None = None) -> dict[str, str]:
@@ -155,7 +121,7 @@ def build_submit_spec(
     """Describe the submission of ``job`` whose JSON spec is (or will be) at ``spec_path``.
 
     The catalog's properties are not on the command line (``ps`` and SparkSubmitHook's log would show
-    them): ``job_main`` reads them from the spec file and sets them on its session builder. The jars the
+    them): the job (``spark/job/main.py``) reads them from the spec file and sets them on its session builder. The jars the
     catalog needs come from the artifact resolver (``spark/launch/artifacts.py``) as local paths; the
     user's own ``spark.jars`` / ``spark.jars.packages`` are kept beside them.
     """

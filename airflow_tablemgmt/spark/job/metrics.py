@@ -7,26 +7,26 @@ records when the snapshot has delete files (only a scan that applies them gives 
 pyiceberg cannot read the metadata (a file system only Spark's Hadoop settings can reach, say), the
 same figures come from Spark's metadata tables, as a fallback.
 
-For a hadoop table the job may have read the figures before its session existed
-(``spark.early_read``); the metrics before the action then use that read, once, as long as the table's
-current metadata file is still the one it read (a commit since then is read again).
+The job hands the metrics before the action what it read of the table first (``early=``): its read
+before the session existed (``spark/job/early_read.py``, a hadoop table), used as long as the table's
+current metadata file is still the one it read (a commit since then is read again), or the metadata
+file its table load found. The metrics after the action always load the table again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
-from airflow_tablemgmt.spark.result import timed
+from airflow_tablemgmt.metadata.files import TableShape, read_shape
+from airflow_tablemgmt.spark.conf import catalog_settings, io_settings
+from airflow_tablemgmt.spark.job.early_read import EarlyRead
+from airflow_tablemgmt.spark.protocol import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from airflow_tablemgmt.spark.early_read import EarlyRead
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +44,22 @@ METRIC_KEYS = (
     "files_per_partition_max",
 )
 
-# DataFileContent values of the Iceberg spec (pyiceberg.manifest.DataFileContent).
-_DATA, _POSITION_DELETES, _EQUALITY_DELETES = 0, 1, 2
-
 
 def metadata_table(table: TableIdentifier, name: str) -> str:
     """`cat`.`ns`.`t`.`<name>` for a metadata table such as ``partitions`` or ``snapshots``."""
     return f"{table.quoted}.{quote(name)}"
 
 
-def metrics_before(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
-    """:func:`table_metrics` before the action, timed as the run's ``metrics_before``."""
+def metrics_before(
+    spark: SparkSession, table: TableIdentifier, *, early: FirstRead | None = None
+) -> dict[str, Any]:
+    """:func:`table_metrics` before the action, timed as the run's ``metrics_before``.
+
+    ``early`` is what the job already read of ``table`` before the maintainer ran (its read without
+    Spark, or its table load): the figures then come from that metadata file, as long as it is still
+    the table's current one. Without it the table is loaded now."""
     with timed("metrics_before"):
-        return table_metrics(spark, table)
+        return table_metrics(spark, table, early=early)
 
 
 def metrics_after(spark: SparkSession, table: TableIdentifier, before: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +70,11 @@ def metrics_after(spark: SparkSession, table: TableIdentifier, before: dict[str,
 
 
 def table_metrics(
-    spark: SparkSession, table: TableIdentifier, *, previous: dict[str, Any] | None = None
+    spark: SparkSession,
+    table: TableIdentifier,
+    *,
+    previous: dict[str, Any] | None = None,
+    early: FirstRead | None = None,
 ) -> dict[str, Any]:
     """Files, bytes, rows, delete files, manifests and snapshots of the current table state.
 
@@ -97,58 +104,11 @@ def table_metrics(
     return shape.metrics(live)
 
 
-@dataclass
-class TableShape:
-    """Everything but ``live_records``, read from a metadata file without Spark."""
-
-    current_snapshot_id: int | None = None
-    snapshots: int = 0
-    manifests: int = 0
-    # coerced partition -> [data files, data bytes, physical rows, position delete files, equality ...]
-    partitions: dict[tuple[Any, ...], list[int]] = field(default_factory=dict)
-
-    def add(self, partition: tuple[Any, ...], content: int, record_count: int, size: int) -> None:
-        counts = self.partitions.setdefault(partition, [0, 0, 0, 0, 0])
-        if content == _DATA:
-            counts[0] += 1
-            counts[1] += size
-            counts[2] += record_count
-        elif content == _POSITION_DELETES:
-            counts[3] += 1
-        elif content == _EQUALITY_DELETES:
-            counts[4] += 1
-
-    def total(self, i: int) -> int:
-        return sum(c[i] for c in self.partitions.values())
-
-    @property
-    def physical_rows(self) -> int:
-        return self.total(2)
-
-    @property
-    def delete_files(self) -> int:
-        return self.total(3) + self.total(4)
-
-    def metrics(self, live_records: int) -> dict[str, Any]:
-        return {
-            "data_files": self.total(0),
-            "data_bytes": self.total(1),
-            "live_records": live_records,
-            "physical_rows": self.physical_rows,
-            "delete_files": self.delete_files,
-            "position_delete_files": self.total(3),
-            "equality_delete_files": self.total(4),
-            "manifests": self.manifests,
-            "snapshots": self.snapshots,
-            "current_snapshot_id": self.current_snapshot_id,
-            "files_per_partition_max": max((c[0] for c in self.partitions.values()), default=0),
-        }
-
-
-def _shape_from_metadata(spark: SparkSession, table: TableIdentifier) -> TableShape:
-    early = _EARLY.pop(table.quoted, None)
-    if early is None:
-        location = metadata_location(spark, table)
+def _shape_from_metadata(spark: SparkSession, table: TableIdentifier, early: FirstRead | None) -> TableShape:
+    if early is None or early.table != table:
+        location = _load_metadata_location(spark, table)
+    elif isinstance(early, Loaded):
+        location = early.location if early.location is not None else _load_metadata_location(spark, table)
     else:
         now = early.current_location()
         if now == early.location:
@@ -161,77 +121,32 @@ def _shape_from_metadata(spark: SparkSession, table: TableIdentifier) -> TableSh
     return read_shape(location, io_properties(spark, table.catalog))
 
 
-def read_shape(location: str, properties: dict[str, str]) -> TableShape:
-    """The shape of the table at metadata file ``location``, read with pyiceberg (FileIO ``properties``)."""
-    from pyiceberg.table import StaticTable
+@dataclass(frozen=True)
+class Loaded:
+    """What the job's table load found: the metadata file its session's Iceberg catalog loaded (None
+    when Spark's catalog answered instead). The metrics before the action read that file instead of
+    loading the table a second time."""
 
-    with _quiet_pyiceberg():
-        static = StaticTable.from_metadata(location, properties)
-    metadata = static.metadata
-    main = metadata.refs.get("main")
-    shape = TableShape(
-        current_snapshot_id=main.snapshot_id if main is not None else None,
-        snapshots=len(metadata.snapshots),
-    )
-    snapshot = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
-    if snapshot is None:
-        return shape
-    manifests = snapshot.manifests(static.io)
-    shape.manifests = len(manifests)
-    field_ids = {spec.spec_id: [f.field_id for f in spec.fields] for spec in metadata.partition_specs}
-    for manifest in manifests:
-        for entry in manifest.fetch_manifest_entry(static.io, discard_deleted=True):
-            f = entry.data_file
-            ids = field_ids.get(f.spec_id, [])
-            # Coerced to the union of all specs: a field a spec lacks is null, and nulls drop out.
-            key = tuple(
-                sorted((fid, f.partition[i]) for i, fid in enumerate(ids) if f.partition[i] is not None)
-            )
-            shape.add(key, int(f.content), int(f.record_count), int(f.file_size_in_bytes))
-    return shape
+    table: TableIdentifier
+    location: str | None
 
 
-# The metadata file the job's table load found, per table: the first metrics read uses it instead of
-# loading the table a second time. Taken once (the read after the action must load the table again).
-_LOADED: dict[str, str] = {}
-# The job's read before its session existed, per table: the first metrics read uses its figures.
-_EARLY: dict[str, EarlyRead] = {}
-
-
-def load_table(spark: SparkSession, table: TableIdentifier) -> bool:
-    """Load ``table`` through the session's Iceberg catalog, as the job's ``table_load``: False when it
-    does not exist. Its metadata file is kept for the metrics before the action (one catalog load where
-    there were two). Where Iceberg's own load fails for another reason, Spark's catalog answers."""
-    forget_loaded()
+def load_table(spark: SparkSession, table: TableIdentifier) -> Loaded | None:
+    """Load ``table`` through the session's Iceberg catalog, as the job's ``table_load``: None when it
+    does not exist. The job hands what it found to the metrics before the action (one catalog load
+    where there were two). Where Iceberg's own load fails for another reason, Spark's catalog answers."""
     try:
         location = _load_metadata_location(spark, table)
     except Exception as e:  # noqa: BLE001 - py4j wraps Java's exceptions
         if "NoSuchTableException" in f"{type(e).__name__}: {e}":
-            return False
+            return None
         log.info("loading %s through Iceberg failed (%s); asking Spark's catalog", table, str(e)[:200])
-        return bool(spark.catalog.tableExists(str(table)))
-    _LOADED[table.quoted] = location
-    return True
+        return Loaded(table, None) if spark.catalog.tableExists(str(table)) else None
+    return Loaded(table, location)
 
 
-def use_early_read(early: EarlyRead) -> None:
-    """Let the first metrics read of ``early.table`` use ``early``, the job's read of it without Spark
-    (it stands in for the table load: the job checked its session's catalog agrees with it)."""
-    forget_loaded()
-    _EARLY[early.table.quoted] = early
-
-
-def forget_loaded() -> None:
-    """Drop what an earlier table load found (a job that does not load its table must not use it)."""
-    _LOADED.clear()
-    _EARLY.clear()
-
-
-def metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
-    """The metadata file of ``table`` as the session's Iceberg catalog loads it now (or as the job's
-    table load found it moments ago, once)."""
-    known = _LOADED.pop(table.quoted, None)
-    return known if known is not None else _load_metadata_location(spark, table)
+#: What the job read of its table before the maintainer ran, handed to :func:`metrics_before`.
+FirstRead = EarlyRead | Loaded
 
 
 def _load_metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
@@ -249,34 +164,6 @@ def io_properties(spark: SparkSession, catalog: str) -> dict[str, str]:
     """The catalog's Iceberg properties as the session has them (``spark.sql.catalog.<name>.*``),
     minus Spark's own settings: what pyiceberg's FileIO needs (``s3.endpoint`` ...)."""
     return io_settings(catalog_settings(spark.sparkContext.getConf().getAll(), catalog), catalog)
-
-
-def catalog_settings(pairs: Iterable[tuple[str, str]], catalog: str) -> dict[str, str]:
-    """The Spark settings of catalog ``catalog`` among ``pairs``: ``spark.sql.catalog.<name>[.*]``."""
-    key = f"spark.sql.catalog.{catalog}"
-    return {k: v for k, v in pairs if k == key or k.startswith(f"{key}.")}
-
-
-def io_settings(settings: dict[str, str], catalog: str) -> dict[str, str]:
-    """:func:`catalog_settings` as Iceberg catalog properties (prefix off), minus Spark's own settings."""
-    prefix = f"spark.sql.catalog.{catalog}."
-    return {
-        key[len(prefix) :]: value
-        for key, value in settings.items()
-        if key.startswith(prefix) and not key[len(prefix) :].startswith("spark.")
-    }
-
-
-@contextmanager
-def _quiet_pyiceberg() -> Iterator[None]:
-    # pyiceberg warns on every read that it found no catalog config file; the job configures none.
-    logger = logging.getLogger("pyiceberg")
-    level = logger.level
-    logger.setLevel(max(level, logging.ERROR))
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _live_records(spark: SparkSession, table: TableIdentifier, snapshot_id: int | None) -> int:

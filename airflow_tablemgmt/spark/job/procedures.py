@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote, validate_identifier
-from airflow_tablemgmt.spark import literals
+from airflow_tablemgmt.spark.job import literals
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

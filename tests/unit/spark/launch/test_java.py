@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt.spark.java import java_major, release_major
+from airflow_tablemgmt.spark.launch.java import java_major, release_major
 
 
 def _jdk(root: Path, release: str | None, version_output: str) -> Path:

@@ -18,15 +18,20 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.actions import ExpireDataSettings
+from airflow_tablemgmt.core.actions import DRY_RUN_REASON_OPTION, ExpireDataSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
-from airflow_tablemgmt.factories.iceberg import DRY_RUN_REASON_OPTION
-from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.errors import UnsupportedColumnType
-from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import metadata_table, metrics_after, metrics_before, snapshot_summary
-from airflow_tablemgmt.spark.result import timed
-from airflow_tablemgmt.spark.schema import resolve_columns
+from airflow_tablemgmt.spark.job import literals
+from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.job.metrics import (
+    FirstRead,
+    metadata_table,
+    metrics_after,
+    metrics_before,
+    snapshot_summary,
+)
+from airflow_tablemgmt.spark.job.schema import resolve_columns
+from airflow_tablemgmt.spark.protocol import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -101,6 +106,7 @@ def expire_data(
     table: TableIdentifier,
     options: dict[str, Any],
     *,
+    early: FirstRead | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Delete (or, on a dry run, count) rows whose ``column`` is older than ``retention``.
@@ -128,7 +134,7 @@ def expire_data(
             table,
             "; ".join(below_floor),
         )
-    before = metrics_before(spark, table)
+    before = metrics_before(spark, table, early=early)
     head: dict[str, Any] = {
         "column": field.name,
         "cutoff": cutoff.isoformat(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_tablemgmt.spark.watchdog import ExecutorWatchdog
+from airflow_tablemgmt.spark.job.watchdog import ExecutorWatchdog
 
 
 class Context:

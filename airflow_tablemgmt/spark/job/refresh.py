@@ -52,10 +52,10 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote, validate_identifier
 from airflow_tablemgmt.core.query_policy import FORCED_SESSION, session_option_refusal
-from airflow_tablemgmt.spark import literals, query_policy
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.metrics import metadata_table, snapshot_summary
-from airflow_tablemgmt.spark.result import describe_exception
+from airflow_tablemgmt.spark.job import literals, query_policy
+from airflow_tablemgmt.spark.job.metrics import FirstRead, metadata_table, snapshot_summary
+from airflow_tablemgmt.spark.protocol import describe_exception
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -496,8 +496,12 @@ def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[
                 spark.conf.set(key, old)
 
 
-def refresh(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
-    """``MAINTAINERS["refresh"]``: analyse, create, refresh or drop the dynamic table ``table``."""
+def refresh(
+    spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: FirstRead | None = None
+) -> dict[str, Any]:
+    """``MAINTAINERS["refresh"]``: analyse, create, refresh or drop the dynamic table ``table``.
+
+    ``early`` is unused: a refresh may create its table, so the job reads nothing of it beforehand."""
     job = parse_options(options)
     if job.mode == "drop":
         return drop(spark, table)

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.actions import ORPHAN_FLOOR, DeleteOrphansSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.storage import is_object_store
-from airflow_tablemgmt.spark import literals
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import metrics_after, metrics_before
-from airflow_tablemgmt.spark.procedures import call_procedure
-from airflow_tablemgmt.spark.result import timed
+from airflow_tablemgmt.spark.job import literals
+from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before
+from airflow_tablemgmt.spark.job.procedures import call_procedure
+from airflow_tablemgmt.spark.protocol import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,7 +75,9 @@ def _orphans_below_floor(
     return out
 
 
-def delete_orphans(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
+def delete_orphans(
+    spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: FirstRead | None = None
+) -> dict[str, Any]:
     """Delete (or, with ``dry-run``, list) files under the table location that nothing references."""
     s = parse_settings(DeleteOrphansSettings, options, "delete-orphans")
     now = datetime.now(UTC)
@@ -86,7 +88,7 @@ def delete_orphans(spark: SparkSession, table: TableIdentifier, options: dict[st
             f"delete-orphans.older-than: {s.older_than} is below the 24-hour floor; "
             "allowed: >= 24 hours, or set allow-below-floor: true to override"
         )
-    before = metrics_before(spark, table)
+    before = metrics_before(spark, table, early=early)
     prefix_listing = is_object_store(table_location(spark, table))
     verb = "listing" if s.dry_run else "deleting"
     log.info("%s orphan files of %s older than %s", verb, table, cutoff.isoformat())

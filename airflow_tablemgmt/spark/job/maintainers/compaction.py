@@ -12,12 +12,12 @@ from airflow_tablemgmt.core.actions import (
     RewriteStrategy,
 )
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
-from airflow_tablemgmt.spark import literals
-from airflow_tablemgmt.spark.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.metrics import metrics_after, metrics_before
-from airflow_tablemgmt.spark.procedures import call_procedure
-from airflow_tablemgmt.spark.result import timed
-from airflow_tablemgmt.spark.schema import resolve_columns
+from airflow_tablemgmt.spark.job import literals
+from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before
+from airflow_tablemgmt.spark.job.procedures import call_procedure
+from airflow_tablemgmt.spark.job.schema import resolve_columns
+from airflow_tablemgmt.spark.protocol import timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,7 +33,9 @@ def sort_order(strategy: RewriteStrategy, columns: list[str]) -> str:
     return ", ".join(f"{q} ASC NULLS LAST" for q in quoted)
 
 
-def rewrite_files(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
+def rewrite_files(
+    spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: FirstRead | None = None
+) -> dict[str, Any]:
     """Compact small files (binpack) or recluster them (sort / zorder) with ``rewrite_data_files``."""
     s = parse_settings(RewriteFilesSettings, options, "rewrite-files")
     args: dict[str, str] = {}
@@ -57,7 +59,7 @@ def rewrite_files(spark: SparkSession, table: TableIdentifier, options: dict[str
     if s.where:
         args["where"] = literals.string(s.where)
 
-    before = metrics_before(spark, table)
+    before = metrics_before(spark, table, early=early)
     log.info("rewriting data files of %s (strategy %s)", table, s.strategy.value)
     with timed("procedure"):
         rows = call_procedure(spark, table, "rewrite_data_files", args)
@@ -75,13 +77,15 @@ def rewrite_files(spark: SparkSession, table: TableIdentifier, options: dict[str
     }
 
 
-def rewrite_deletes(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
+def rewrite_deletes(
+    spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: FirstRead | None = None
+) -> dict[str, Any]:
     """Compact position delete files (dropping dangling ones) with ``rewrite_position_delete_files``."""
     s = parse_settings(RewriteDeletesSettings, options, "rewrite-deletes")
     args = {
         "options": literals.string_map({"min-input-files": s.min_input_files, "rewrite-all": s.rewrite_all})
     }
-    before = metrics_before(spark, table)
+    before = metrics_before(spark, table, early=early)
     log.info("rewriting position delete files of %s", table)
     with timed("procedure"):
         rows = call_procedure(spark, table, "rewrite_position_delete_files", args)
@@ -95,10 +99,12 @@ def rewrite_deletes(spark: SparkSession, table: TableIdentifier, options: dict[s
     return {**(rows[0] if rows else {}), "before": before, "after": after}
 
 
-def rewrite_manifests(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]) -> dict[str, Any]:
+def rewrite_manifests(
+    spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: FirstRead | None = None
+) -> dict[str, Any]:
     """Regroup manifests by partition with ``rewrite_manifests``."""
     s = parse_settings(RewriteManifestsSettings, options, "rewrite-manifests")
-    before = metrics_before(spark, table)
+    before = metrics_before(spark, table, early=early)
     log.info("rewriting manifests of %s", table)
     with timed("procedure"):
         rows = call_procedure(

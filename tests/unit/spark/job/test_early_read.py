@@ -15,7 +15,7 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
-from airflow_tablemgmt.spark.early_read import current_metadata_file, metadata_dir, read_early
+from airflow_tablemgmt.spark.job.early_read import current_metadata_file, metadata_dir, read_early
 
 
 @pytest.fixture

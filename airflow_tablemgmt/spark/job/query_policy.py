@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
-from airflow_tablemgmt.spark.result import describe_exception
+from airflow_tablemgmt.spark.protocol import describe_exception
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -264,7 +264,7 @@ def _non_empty(directory: Path) -> bool:
 
 
 def _java_major(java: Path) -> int | None:
-    from airflow_tablemgmt.spark.java import java_major  # its release file first, then `java -version`
+    from airflow_tablemgmt.spark.launch.java import java_major  # its release file first, then `java -version`
 
     return java_major(java)
 

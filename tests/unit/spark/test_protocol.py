@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from airflow_tablemgmt.spark.result import (
+from airflow_tablemgmt.spark.launch.submit import SubmitClock
+from airflow_tablemgmt.spark.protocol import (
     PHASE_NAMES,
     JobResult,
     Timings,
@@ -19,7 +20,6 @@ from airflow_tablemgmt.spark.result import (
     success_line,
     timed,
 )
-from airflow_tablemgmt.spark.submit import SubmitClock
 
 
 def test_timed_records_into_the_current_run_only() -> None:

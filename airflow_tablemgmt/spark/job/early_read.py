@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.metadata.files import TableShape, read_shape
 from airflow_tablemgmt.metadata.iceberg import VERSION_HINT, local_warehouse_path
-from airflow_tablemgmt.spark.conf import catalog_conf
-from airflow_tablemgmt.spark.metrics import TableShape, catalog_settings, io_settings, read_shape
+from airflow_tablemgmt.spark.conf import catalog_conf, catalog_settings, io_settings
 
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO

@@ -1,0 +1,208 @@
+"""What a table's current snapshot holds, from its manifests: one walk, two readings of it.
+
+* :class:`FileStats` (:func:`read_file_stats`): the health figures, counts and sizes of data and delete
+  files and how many data files are small, for the REST API's health and the table gauges.
+* :class:`TableShape` (:func:`read_shape`): the before/after figures of a maintenance job, everything
+  but the live record count, per coerced partition.
+
+Both read the live entries of the snapshot's manifests with pyiceberg (:func:`live_data_files`).
+Like the rest of ``metadata/`` this imports neither Airflow nor pyspark, and pyiceberg only inside the
+functions that read; the catalog it is handed has its secret references already resolved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, TableSpec
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+
+if TYPE_CHECKING:
+    from pyiceberg.io import FileIO
+    from pyiceberg.manifest import DataFile, ManifestFile
+
+    from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+SMALL_FILE_FRACTION = 0.75
+
+# DataFileContent values of the Iceberg spec (pyiceberg.manifest.DataFileContent).
+_DATA, _POSITION_DELETES, _EQUALITY_DELETES = 0, 1, 2
+
+
+def live_data_files(io: FileIO, manifests: Iterable[ManifestFile]) -> Iterator[DataFile]:
+    """The live (not deleted) files the ``manifests`` list: data and delete files alike."""
+    for manifest in manifests:
+        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
+            yield entry.data_file
+
+
+# ---- health: FileStats -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """What the table's current snapshot holds."""
+
+    snapshot_id: int | None
+    snapshots: int
+    data_files: int
+    small_data_files: int
+    small_file_threshold_bytes: int
+    delete_files: int
+    data_bytes: int
+    delete_bytes: int
+    records: int
+
+    @property
+    def small_file_ratio(self) -> float:
+        return round(self.small_data_files / self.data_files, 4) if self.data_files else 0.0
+
+
+def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> FileStats:
+    """Counts and sizes of the current snapshot's files, read from its manifests with pyiceberg.
+
+    ``catalog`` has its secret references resolved already (the caller's adapter does that).
+
+    A *small file* is a data file under 75 % of the table's target file size
+    (``write.target-file-size-bytes``, Iceberg's default 512 MiB): the bound below which Iceberg's
+    ``rewrite_data_files`` rewrites a file by default (``min-file-size-bytes``).
+    """
+    from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+
+    reader = SnapshotReader(catalog)
+    try:
+        metadata, io = _load_metadata(reader, table)
+    except TableMgmtError:
+        raise
+    except Exception as e:  # pyiceberg/pyarrow/IO errors: say which table and why
+        raise HealthUnavailable(f"table {table.id}: cannot read its Iceberg metadata: {e}") from None
+    target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+    threshold = int(target * SMALL_FILE_FRACTION)
+    snap = metadata.current_snapshot()
+    stats = {"data_files": 0, "small": 0, "delete_files": 0, "data_bytes": 0, "delete_bytes": 0, "records": 0}
+    if snap is not None:
+        for f in live_data_files(io, snap.manifests(io)):
+            if int(f.content) == _DATA:
+                stats["data_files"] += 1
+                stats["data_bytes"] += f.file_size_in_bytes
+                stats["records"] += f.record_count
+                stats["small"] += f.file_size_in_bytes < threshold
+            else:
+                stats["delete_files"] += 1
+                stats["delete_bytes"] += f.file_size_in_bytes
+    return FileStats(
+        snapshot_id=snap.snapshot_id if snap is not None else None,
+        snapshots=len(metadata.snapshots),
+        data_files=stats["data_files"],
+        small_data_files=stats["small"],
+        small_file_threshold_bytes=threshold,
+        delete_files=stats["delete_files"],
+        data_bytes=stats["data_bytes"],
+        delete_bytes=stats["delete_bytes"],
+        records=stats["records"],
+    )
+
+
+def _load_metadata(reader: SnapshotReader, table: TableSpec) -> tuple[Any, Any]:
+    if reader.catalog.type == CatalogType.HADOOP:
+        from pyiceberg.table import StaticTable
+
+        static = StaticTable.from_metadata(reader.metadata_pointer(table.identifier), reader._io_properties())
+        return static.metadata, static.io
+    loaded = reader._catalog_table(table.identifier)
+    return loaded.metadata, loaded.io
+
+
+# ---- a job's figures: TableShape -------------------------------------------------------------------
+
+
+@dataclass
+class TableShape:
+    """Everything but ``live_records``, read from a metadata file without Spark."""
+
+    current_snapshot_id: int | None = None
+    snapshots: int = 0
+    manifests: int = 0
+    # coerced partition -> [data files, data bytes, physical rows, position delete files, equality ...]
+    partitions: dict[tuple[Any, ...], list[int]] = field(default_factory=dict)
+
+    def add(self, partition: tuple[Any, ...], content: int, record_count: int, size: int) -> None:
+        counts = self.partitions.setdefault(partition, [0, 0, 0, 0, 0])
+        if content == _DATA:
+            counts[0] += 1
+            counts[1] += size
+            counts[2] += record_count
+        elif content == _POSITION_DELETES:
+            counts[3] += 1
+        elif content == _EQUALITY_DELETES:
+            counts[4] += 1
+
+    def total(self, i: int) -> int:
+        return sum(c[i] for c in self.partitions.values())
+
+    @property
+    def physical_rows(self) -> int:
+        return self.total(2)
+
+    @property
+    def delete_files(self) -> int:
+        return self.total(3) + self.total(4)
+
+    def metrics(self, live_records: int) -> dict[str, Any]:
+        return {
+            "data_files": self.total(0),
+            "data_bytes": self.total(1),
+            "live_records": live_records,
+            "physical_rows": self.physical_rows,
+            "delete_files": self.delete_files,
+            "position_delete_files": self.total(3),
+            "equality_delete_files": self.total(4),
+            "manifests": self.manifests,
+            "snapshots": self.snapshots,
+            "current_snapshot_id": self.current_snapshot_id,
+            "files_per_partition_max": max((c[0] for c in self.partitions.values()), default=0),
+        }
+
+
+def read_shape(location: str, properties: dict[str, str]) -> TableShape:
+    """The shape of the table at metadata file ``location``, read with pyiceberg (FileIO ``properties``)."""
+    from pyiceberg.table import StaticTable
+
+    with quiet_pyiceberg():
+        static = StaticTable.from_metadata(location, properties)
+    metadata = static.metadata
+    main = metadata.refs.get("main")
+    shape = TableShape(
+        current_snapshot_id=main.snapshot_id if main is not None else None,
+        snapshots=len(metadata.snapshots),
+    )
+    snapshot = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
+    if snapshot is None:
+        return shape
+    manifests = snapshot.manifests(static.io)
+    shape.manifests = len(manifests)
+    field_ids = {spec.spec_id: [f.field_id for f in spec.fields] for spec in metadata.partition_specs}
+    for f in live_data_files(static.io, manifests):
+        ids = field_ids.get(f.spec_id, [])
+        # Coerced to the union of all specs: a field a spec lacks is null, and nulls drop out.
+        key = tuple(sorted((fid, f.partition[i]) for i, fid in enumerate(ids) if f.partition[i] is not None))
+        shape.add(key, int(f.content), int(f.record_count), int(f.file_size_in_bytes))
+    return shape
+
+
+@contextmanager
+def quiet_pyiceberg() -> Iterator[None]:
+    """pyiceberg warns on every read that it found no catalog config file; the callers configure none."""
+    logger = logging.getLogger("pyiceberg")
+    level = logger.level
+    logger.setLevel(max(level, logging.ERROR))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
