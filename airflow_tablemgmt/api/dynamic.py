@@ -40,6 +40,7 @@ from airflow_tablemgmt.api.schemas import (
     RefreshOut,
     ResumeIn,
 )
+from airflow_tablemgmt.core.actions import REFRESH as REFRESH_ACTION
 from airflow_tablemgmt.core.text import TEXT_PATTERN
 from airflow_tablemgmt.services.errors import InvalidInput
 from airflow_tablemgmt.services.run_now import dag_id_for
@@ -54,11 +55,8 @@ StoreDep = Annotated["Store", Depends(get_store)]
 TableId = Annotated[
     str, Path(pattern=TEXT_PATTERN, min_length=5, max_length=800, description="catalog.namespace.table")
 ]
-REFRESH = "refresh"
-
-
 def refresh_dag_id(table_id: str) -> str:
-    return dag_id_for(table_id, REFRESH)
+    return dag_id_for(table_id, REFRESH_ACTION.name)
 
 
 @dataclass(frozen=True)
@@ -191,18 +189,16 @@ def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> Dynami
     is queued; Spark analyses the query, creates the Iceberg table and runs the first refresh (trigger
     CREATION) in the refresh DAG's task on a worker, never in the api-server. Follow ``process_id``
     (GET /processes/{id}) or GET /dynamic-tables/{id}. Needs edit permission on the refresh DAG."""
-    from airflow_tablemgmt.services import dynamic_create
-
     definition = body.definition()
     dag_id = refresh_dag_id(_svc().parse_definition(definition).id)
     airflow.authorize("PUT", dag_id, False)
-    dt = dynamic_create.declare(store, definition)
+    dt = _svc().declare(store, definition)
     paused = airflow.dag_state(dag_id)[0]
     queued = None
     if paused is not None:  # Airflow knows the DAG (a table created again after a drop): run it now
         if paused:
             airflow.pause(dag_id, False)
-        queued = dynamic_create.queue_creation(store, dt.id, airflow.trigger)
+        queued = _svc().queue_creation(store, dt.id, airflow.trigger)
     out = table_out(store, dt.id, airflow, "created")
     return DynamicTableCreatedOut(
         **out.model_dump(),
@@ -237,13 +233,7 @@ def refresh(table_id: TableId, body: RefreshIn, store: StoreDep, airflow: Airflo
     # Checked before the service opens the refresh's process, so an early request leaves no failed job
     # behind for its schedule time: a suspended table's DAG is paused (its run would wait for resume),
     # and a DAG Airflow has not parsed yet cannot take a run.
-    if str(view.table.state) == "SUSPENDED":
-        raise ApiError(
-            409,
-            "state",
-            f"state: dynamic table {table_id} is suspended ({view.table.suspended_reason or 'no reason'}); "
-            "resume it first (POST .../resume)",
-        )
+    svc.check_not_suspended(view.table)
     if airflow.dag_state(dag_id)[0] is None:
         raise ApiError(
             404,

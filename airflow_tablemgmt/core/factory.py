@@ -14,7 +14,6 @@ if TYPE_CHECKING:  # annotations only: the Spark job's driver imports JobSpec wi
     from airflow_tablemgmt.core.formats import TableFormat
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.core.triggers import TriggerStrategy
-    from airflow_tablemgmt.store import Store
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,10 @@ class ProcessFactory(Protocol):
         ...
 
 
+#: The metadata store (``airflow_tablemgmt.store.Store``), which core, a lower layer, never imports.
+StoreT = Any
+
+
 @runtime_checkable
 class StoreAwareFactory(ProcessFactory, Protocol):
     """A factory whose work depends on what the store holds (dynamic tables: the definition, the
@@ -102,7 +105,7 @@ class StoreAwareFactory(ProcessFactory, Protocol):
 
     def run_parameters(
         self,
-        store: Store,
+        store: StoreT,
         table: TableSpec,
         action: str,
         *,
@@ -115,7 +118,7 @@ class StoreAwareFactory(ProcessFactory, Protocol):
         ...
 
     def trigger_process(
-        self, store: Store, table: TableSpec, process: Process, context: TriggerContext
+        self, store: StoreT, table: TableSpec, process: Process, context: TriggerContext
     ) -> JobSpec | dict[str, Any] | None:
         """The job for ``process``; a dict is the summary of a process that needs no job, None:
         nothing to do. Used for first and recovering attempts alike."""
@@ -133,7 +136,7 @@ class StoreAwareFactory(ProcessFactory, Protocol):
         ...
 
     def on_finished(
-        self, store: Store, process: Process, summary: dict[str, Any] | None, error: str | None
+        self, store: StoreT, process: Process, summary: dict[str, Any] | None, error: str | None
     ) -> TableOutcome | None:
         """Record how the process ended on the table (``error`` None: it succeeded)."""
         ...

@@ -1,0 +1,181 @@
+"""Refreshing a dynamic table: FLIP-435's REST refresh (a PENDING process and a DAG run with the
+request as conf), the CLI's refresh here and now, and the check both make first.
+
+Refresh processes use the action ``refresh``; their instant is the schedule time (periodic) or now
+(manual, creation), so the same periodic schedule time asked twice is one process. The request's
+encoding (parameters, conf, schedule time) is :mod:`airflow_tablemgmt.core.dynamic.refresh`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.dynamic.refresh import MANUAL, REFRESH, refresh_conf, refresh_parameters
+from airflow_tablemgmt.core.errors import IllegalTransition
+from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.services.dynamic.views import (
+    RefreshDagTrigger,
+    RefreshRequested,
+    check_options,
+    load_table,
+    parse_schedule_time,
+)
+from airflow_tablemgmt.services.errors import Conflict, InvalidInput
+from airflow_tablemgmt.services.run_now import dag_id_for
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.lifecycle import Submitter
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.dynamic import DynamicTable
+
+__all__ = ["refresh_parameters"]  # re-exported: core.dynamic.refresh
+
+PERIODIC_NEEDS_SCHEDULE_TIME = "Schedule time must be specified for periodic refresh."
+
+
+def check_not_suspended(dt: DynamicTable) -> None:
+    """A SUSPENDED table takes no requested refresh (its DAG is paused: the run would wait for a
+    resume), so the request is refused before any process opens: :class:`Conflict` on ``state``."""
+    from airflow_tablemgmt.store.dynamic import SUSPENDED
+
+    if str(dt.state) == SUSPENDED:
+        raise Conflict(
+            f"state: dynamic table {dt.id} is suspended ({dt.suspended_reason or 'no reason'}); "
+            "resume it first (POST .../resume)"
+        )
+
+
+def run_refresh_here(
+    store: Store,
+    table_id: str,
+    instant: datetime,
+    parameters: dict[str, Any],
+    runner: Submitter | None,
+    spark_conn_id: str,
+) -> Process:
+    """Run the refresh process at ``instant`` here (the CLI's and creation's path), as ``run_now`` does."""
+    from airflow_tablemgmt.factories.discovery import default_factories
+    from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+    from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
+
+    if runner is None:
+        from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+
+        runner = SparkJobHook(spark_conn_id)
+    process_runner = ProcessRunner(store, default_factories(), runner, resolve_catalog=resolve_catalog_spec)
+    outcome = process_runner.run(
+        RunRequest(table_id, REFRESH, instant, holder="tablemgmt-dt", parameters=parameters)
+    )
+    return outcome.process
+
+
+def check_refresh(
+    dt: DynamicTable,
+    *,
+    is_periodic: bool,
+    schedule_time: str | datetime | None,
+    static_partitions: Mapping[str, Any] | None,
+    dynamic_options: Mapping[str, Any] | None,
+) -> tuple[datetime, dict[str, str], dict[str, str]]:
+    """Validate a refresh request as FLIP-435 does: ``(instant, static partitions, options)``."""
+    when = parse_schedule_time(schedule_time)
+    if is_periodic and when is None:
+        raise InvalidInput(PERIODIC_NEEDS_SCHEDULE_TIME)
+    partitions = check_options(static_partitions, "staticPartitions")
+    keys = list(dt.definition.partitioned_by)
+    unknown = sorted(set(partitions) - set(keys))
+    if unknown:
+        raise InvalidInput(
+            f"staticPartitions: {', '.join(repr(u) for u in unknown)} "
+            f"{'is not a partition key' if len(unknown) == 1 else 'are not partition keys'} of "
+            f"{dt.id}; partition keys: {', '.join(keys) or '(none: the table is not partitioned)'}"
+        )
+    options = check_options(dynamic_options, "dynamicOptions")
+    instant = when if is_periodic and when is not None else datetime.now(UTC).replace(microsecond=0)
+    return instant, partitions, options
+
+
+_RUN_NOT_CREATED = "the refresh DAG run could not be created"
+
+
+def _run_never_created(process: Process) -> bool:
+    """A refresh process that failed because Airflow refused its DAG run (so nothing ever ran)."""
+    return process.status == ProcessStatus.FAILED and (process.failure_reason or "").startswith(
+        _RUN_NOT_CREATED
+    )
+
+
+def refresh(
+    store: Store,
+    table_id: str,
+    *,
+    is_periodic: bool,
+    schedule_time: str | datetime | None,
+    static_partitions: Mapping[str, Any] | None,
+    dynamic_options: Mapping[str, Any] | None,
+    trigger: RefreshDagTrigger,
+    cluster_info: Mapping[str, Any] | None = None,
+) -> RefreshRequested:
+    """Ask Airflow for a refresh run (REST's path): validate, open the PENDING process at the instant
+    (the schedule time when periodic, else now), trigger the refresh DAG with the conf, return at once.
+
+    The same periodic schedule time asked twice is the same process: the second call answers with it
+    and triggers nothing.
+    """
+    dt = load_table(store, table_id)
+    check_not_suspended(dt)
+    instant, partitions, options = check_refresh(
+        dt, is_periodic=is_periodic, schedule_time=schedule_time,
+        static_partitions=static_partitions, dynamic_options=dynamic_options,
+    )  # fmt: skip
+    dag_id = dag_id_for(table_id, REFRESH)
+    params = refresh_parameters(MANUAL, is_periodic, instant, partitions, options)
+    conf = refresh_conf(params)
+    existing = store.processes.find(table_id, REFRESH, instant)
+    if existing is not None and not _run_never_created(existing):
+        return RefreshRequested(existing, dag_id, existing.run_id, dict(cluster_info or {}), reused=True)
+    if existing is not None:
+        # Airflow refused the run last time: nothing ran, so asking again triggers it now (the same
+        # process, its next attempt) rather than answering with that failure forever.
+        try:
+            process = store.processes.new_attempt(existing.id, expected=ProcessStatus.FAILED)
+        except IllegalTransition:  # another request re-opened it first
+            current = store.processes.get(existing.id)
+            return RefreshRequested(current, dag_id, current.run_id, dict(cluster_info or {}), reused=True)
+    else:
+        process, created = store.processes.open(table_id, REFRESH, instant, parameters=params, dag_id=dag_id)
+        if not created:
+            return RefreshRequested(process, dag_id, process.run_id, dict(cluster_info or {}), reused=True)
+    try:
+        run_id = trigger(dag_id, instant, conf)
+    except Exception as e:
+        store.processes.transition(
+            process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING, attempt=process.attempt,
+            failure_reason=f"{_RUN_NOT_CREATED}: {e}",
+        )  # fmt: skip
+        raise
+    return RefreshRequested(store.processes.get(process.id), dag_id, run_id, dict(cluster_info or {}))
+
+
+def refresh_now(
+    store: Store,
+    table_id: str,
+    *,
+    is_periodic: bool = False,
+    schedule_time: str | datetime | None = None,
+    static_partitions: Mapping[str, Any] | None = None,
+    dynamic_options: Mapping[str, Any] | None = None,
+    runner: Submitter | None = None,
+    spark_conn_id: str = "spark_default",
+) -> Process:
+    """Refresh here and now (the CLI's ``dt refresh``), validated exactly as :func:`refresh`, recorded
+    as the same process (the same periodic schedule time twice returns the first one's outcome)."""
+    dt = load_table(store, table_id)
+    instant, partitions, options = check_refresh(
+        dt, is_periodic=is_periodic, schedule_time=schedule_time,
+        static_partitions=static_partitions, dynamic_options=dynamic_options,
+    )  # fmt: skip
+    params = refresh_parameters(MANUAL, is_periodic, instant, partitions, options)
+    return run_refresh_here(store, table_id, instant, params, runner, spark_conn_id)
