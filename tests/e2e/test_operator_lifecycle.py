@@ -30,7 +30,7 @@ from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.operators.gate import SnapshotGateOperator
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
-from airflow_tablemgmt.spark.submit import JobResult
+from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
 from tests.threads import in_thread
 

@@ -22,7 +22,7 @@ from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest
-from airflow_tablemgmt.spark.submit import JobResult
+from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
 from tests.threads import in_thread
 
