@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from airflow_tablemgmt.services.errors import DeclarationsRejected, InvalidInput
 
 if TYPE_CHECKING:
-    from airflow_tablemgmt.declarations import ApplyReport
+    from airflow_tablemgmt.declarations.sync import ApplyReport
     from airflow_tablemgmt.store import Store
 
 
@@ -27,11 +27,13 @@ def apply_file(
 ) -> ApplyReport:
     """Upsert the file's catalogs and tables (owned by code).
 
-    ``prune`` soft-deletes code-owned tables the file no longer declares, but only for a clean file
-    with an explicit ``tables:`` list; an explicit ``tables: []`` prunes only with
-    ``allow_empty_prune`` (`apply --prune`): an emptied file must never unregister every table. A file with any error applies nothing (:class:`DeclarationsRejected`).
+    ``prune`` soft-deletes code-owned tables the file no longer declares, by the pruning rules of
+    :mod:`airflow_tablemgmt.declarations.sync` (an explicit ``tables: []`` prunes only with
+    ``allow_empty_prune``, `apply --prune`). A file with any error applies nothing
+    (:class:`DeclarationsRejected`).
     """
-    from airflow_tablemgmt.declarations import apply_declarations, load_declarations
+    from airflow_tablemgmt.declarations.files import load_declarations
+    from airflow_tablemgmt.declarations.sync import apply_declarations
 
     p = check_declarations_path(path)
     try:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Engine, Table, delete, insert, select
 
 from airflow_tablemgmt.store.clock import utcnow
 from airflow_tablemgmt.store.models import DeclarationFileRow
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store.engine import Store
 
 _T = cast(Table, DeclarationFileRow.__table__)
 
@@ -33,11 +36,18 @@ class DeclarationFileRecord:
 
 
 class DeclarationFileRepository:
-    """Rows of ``tms_declaration_file`` by source path. Use it through a :class:`Store` whose schema
-    is ready (any ``store.tables`` access ensures it)."""
+    """Rows of ``tms_declaration_file`` by source path. Get it with :meth:`of`, which makes the
+    store's schema ready first."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+
+    @classmethod
+    def of(cls, store: Store) -> DeclarationFileRepository:
+        """The repository of ``store``, its schema brought up to date first (as the store's own
+        repository properties do)."""
+        store._ensure_schema()
+        return cls(store.engine)
 
     def get_many(self, sources: Collection[str]) -> dict[str, DeclarationFileRecord]:
         if not sources:
@@ -45,6 +55,34 @@ class DeclarationFileRepository:
         with self._engine.connect() as conn:
             rows = conn.execute(select(_T).where(_T.c.source.in_(list(sources)))).all()
         return {r.source: _to_record(r) for r in rows}
+
+    def for_table(self, sources: Collection[str], table_id: str) -> dict[str, DeclarationFileRecord]:
+        """The files' records with only ``table_id``'s entry, extracted by the database (a record
+        lists every table of its file: decoding 10,000 entries was most of a task start's registry
+        read). ``errors`` are left out."""
+        if not sources:
+            return {}
+        query = select(
+            _T.c.source,
+            _T.c.digest,
+            _T.c.context,
+            _T.c.declares_tables,
+            _T.c.catalogs,
+            _T.c.entries[table_id].label("entry"),
+        ).where(_T.c.source.in_(list(sources)))
+        with self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return {
+            r.source: DeclarationFileRecord(
+                source=r.source,
+                digest=r.digest,
+                context=r.context,
+                declares_tables=bool(r.declares_tables),
+                catalogs=list(r.catalogs or []),
+                entries={table_id: (str(r.entry[0]), str(r.entry[1]))} if r.entry else {},
+            )
+            for r in rows
+        }
 
     def all(self) -> dict[str, DeclarationFileRecord]:
         with self._engine.connect() as conn:

@@ -22,7 +22,7 @@ CHILD = r"""
 import hashlib, json, os, sys, time
 from airflow.dag_processing.dagbag import DagBag
 from airflow.serialization.serialized_objects import DagSerialization
-from airflow_tablemgmt import dag_cache
+from airflow_tablemgmt.dag_factory import cache as dag_cache
 if len(sys.argv) > 2:  # a start line: parse only once every racer has imported Airflow
     open(f"{sys.argv[2]}.{os.getpid()}.ready", "w").close()
     deadline = time.monotonic() + 300
@@ -148,5 +148,5 @@ def test_two_parses_writing_the_cache_at_once_leave_one_whole_file(
             after["discarded"],
             after["stderr"][-2000:],
         )
-        assert "WARNING" not in after["stderr"] or "dag_cache" not in after["stderr"]
+        assert "WARNING" not in after["stderr"] or "dag_factory.cache" not in after["stderr"]
         assert [p.suffix for p in cache.iterdir()] == [".pickle"], list(cache.iterdir())

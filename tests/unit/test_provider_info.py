@@ -100,7 +100,8 @@ def test_each_option_is_documented(name: str) -> None:
 
 def _effective() -> dict[str, Any]:
     """What the code makes of the section as it finds it (environment, config file)."""
-    from airflow_tablemgmt import dag_cache, dag_factory
+    from airflow_tablemgmt.dag_factory import build as dag_factory
+    from airflow_tablemgmt.dag_factory import cache as dag_cache
     from airflow_tablemgmt.hooks import airflow_settings
 
     return {
@@ -108,7 +109,7 @@ def _effective() -> dict[str, Any]:
         "artifacts": airflow_settings.artifact_settings(),
         "job_env_allow": airflow_settings.job_env_allow(),
         "dag_cache_dir": dag_cache.cache_dir(),
-        "triggerers": dag_factory._triggerer_slots()[1],
+        "triggerers": dag_factory.triggerer_slots()[1],
     }
 
 

@@ -113,7 +113,7 @@ def test_first_sync_of_a_large_file_is_one_transaction(store, tmp_path: Path):
 
 
 def test_a_synced_file_is_taken_from_its_record_on_both_backends(store, tmp_path: Path, monkeypatch):
-    from airflow_tablemgmt import declarations
+    from airflow_tablemgmt.declarations import parse as declarations
 
     y = tmp_path / "tables.yaml"
     y.write_text(

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt.dag_file import _records, _records_of_one, load_registry_and_build
+from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
 from airflow_tablemgmt.store import Store
+from airflow_tablemgmt.store.declaration_files import DeclarationFileRepository
 
 DOC = "catalogs: [{name: lake, warehouse: /data/wh}]\ntables:\n" + "".join(
     f"  - {{catalog: lake, namespace: s, name: t{i}, actions: {{expire-snapshots: {{}}}}}}\n"
@@ -27,8 +28,12 @@ def test_the_record_read_of_a_task_start_holds_only_its_table(tmp_path: Path, st
     y = tmp_path / "tables.yaml"
     y.write_text(DOC)
     load_registry_and_build(y, store=store)
-    [full] = _records(store).get_many([str(y)]).values()
-    [one] = _records_of_one(store, [str(y), str(tmp_path / "missing.yaml")], "lake.s.t3").values()
+    [full] = DeclarationFileRepository.of(store).get_many([str(y)]).values()
+    [one] = (
+        DeclarationFileRepository.of(store)
+        .for_table([str(y), str(tmp_path / "missing.yaml")], "lake.s.t3")
+        .values()
+    )
     assert one.entries == {"lake.s.t3": full.entries["lake.s.t3"]} and len(full.entries) == 5
     assert (one.digest, one.context, one.catalogs, one.declares_tables) == (
         full.digest,
@@ -36,9 +41,9 @@ def test_the_record_read_of_a_task_start_holds_only_its_table(tmp_path: Path, st
         full.catalogs,
         full.declares_tables,
     )
-    [none] = _records_of_one(store, [str(y)], "lake.s.unknown").values()
+    [none] = DeclarationFileRepository.of(store).for_table([str(y)], "lake.s.unknown").values()
     assert none.entries == {} and none.digest == full.digest
-    assert _records_of_one(store, [], "lake.s.t3") == {}
+    assert DeclarationFileRepository.of(store).for_table([], "lake.s.t3") == {}
 
 
 def test_a_task_start_builds_its_dag_from_the_row_and_from_an_edited_file(

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from airflow_tablemgmt.core.naming import BROKEN_DAG_ID
 from airflow_tablemgmt.core.tables import Owner, TableSpec
-from airflow_tablemgmt.dag_factory import BROKEN_DAG_ID
-from airflow_tablemgmt.dag_file import load_registry_and_build
+from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
 from airflow_tablemgmt.store import Store
 
 CATALOG = "catalogs: [{name: lake, warehouse: /data/wh}]\n"

@@ -9,10 +9,11 @@ import pytest
 
 from airflow_tablemgmt.core.dynamic import DynamicTableSpec
 from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.naming import BROKEN_DAG_ID
 from airflow_tablemgmt.core.tables import Owner
-from airflow_tablemgmt.dag_factory import BROKEN_DAG_ID
-from airflow_tablemgmt.dag_file import load_registry_and_build
-from airflow_tablemgmt.declarations import apply_declarations, parse_declarations_text
+from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
+from airflow_tablemgmt.declarations.parse import parse_declarations_text
+from airflow_tablemgmt.declarations.sync import apply_declarations
 from airflow_tablemgmt.store import Store
 
 CATALOG = "catalogs: [{name: lake, warehouse: /data/wh}]\n"
@@ -156,7 +157,7 @@ def test_downstream_without_dynamic_upstream_lists_the_dynamic_tables(store: Sto
 def test_downstream_of_a_broken_upstream_is_not_blamed_for_it() -> None:
     broken = DAILY.replace("1 DAY", "7 MINUTE")
     loaded = parse_declarations_text(CATALOG + "dynamic-tables:\n" + broken + WEEKLY, "t.yaml")
-    from airflow_tablemgmt.declarations import check_dynamic_tables
+    from airflow_tablemgmt.declarations.checks import check_dynamic_tables
 
     check_dynamic_tables([loaded])
     assert [d.id for d in loaded.dynamic_tables] == ["lake.db.weekly"]
@@ -261,9 +262,9 @@ def test_apply_checks_against_the_store_and_syncs(store: Store, tmp_path: Path) 
 
 
 def test_the_commented_example_in_the_shipped_tables_yaml_validates() -> None:
-    from airflow_tablemgmt.declarations import check_dynamic_tables
+    from airflow_tablemgmt.declarations.checks import check_dynamic_tables
 
-    text = (Path(__file__).resolve().parents[2] / "dags" / "tables.yaml").read_text()
+    text = (Path(__file__).resolve().parents[3] / "dags" / "tables.yaml").read_text()
     block = text[text.index("# dynamic-tables:") :]
     uncommented = "\n".join(line[2:] if line.startswith("# ") else line for line in block.splitlines())
     loaded = parse_declarations_text(CATALOG + uncommented + "\n", "tables.yaml")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt import declarations
+from airflow_tablemgmt.core.naming import BROKEN_DAG_ID
 from airflow_tablemgmt.core.tables import Owner, TableSpec
-from airflow_tablemgmt.dag_factory import BROKEN_DAG_ID
-from airflow_tablemgmt.dag_file import load_registry_and_build
-from airflow_tablemgmt.declarations import entry_digest, parse_declarations_text
+from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
+from airflow_tablemgmt.declarations import parse as declarations
+from airflow_tablemgmt.declarations.parse import entry_digest, parse_declarations_text
 from airflow_tablemgmt.store import Store
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRepository
 
@@ -207,7 +207,9 @@ def test_a_change_of_validating_code_invalidates_every_record(
     store: Store, dags: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     load_registry_and_build(dags, store=store)
-    monkeypatch.setattr("airflow_tablemgmt.dag_file.validation_fingerprint", lambda: "another version")
+    monkeypatch.setattr(
+        "airflow_tablemgmt.declarations.registry.validation_fingerprint", lambda: "another version"
+    )
     validations = CountValidations(monkeypatch)
     load_registry_and_build(dags, store=store)
     assert validations.calls == 4
@@ -286,7 +288,8 @@ def test_records_name_each_file(store: Store, dags: Path) -> None:
 
 
 def test_a_team_file_applied_on_its_own_may_use_the_catalogs_of_its_set(store: Store, dags: Path) -> None:
-    from airflow_tablemgmt.declarations import apply_declarations, load_declarations
+    from airflow_tablemgmt.declarations.files import load_declarations
+    from airflow_tablemgmt.declarations.sync import apply_declarations
 
     loaded = load_declarations(dags.parent / "tables.d" / "team_a.yaml")
     assert loaded.errors == [] and [t.id for t in loaded.tables] == ["lake.s.a1", "lake.s.a2"]
@@ -295,7 +298,8 @@ def test_a_team_file_applied_on_its_own_may_use_the_catalogs_of_its_set(store: S
 
 
 def test_apply_prune_of_a_team_file_leaves_the_other_files_tables(store: Store, dags: Path) -> None:
-    from airflow_tablemgmt.declarations import apply_declarations, load_declarations
+    from airflow_tablemgmt.declarations.files import load_declarations
+    from airflow_tablemgmt.declarations.sync import apply_declarations
 
     load_registry_and_build(dags, store=store)
     team_a = dags.parent / "tables.d" / "team_a.yaml"

@@ -13,9 +13,9 @@ import yaml
 
 from airflow_tablemgmt.cli import main
 from airflow_tablemgmt.core.schema import declarations_json_schema
-from airflow_tablemgmt.declarations import parse_declarations_text
+from airflow_tablemgmt.declarations.parse import parse_declarations_text
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CATALOG = "catalogs: [{name: lake, warehouse: /data/wh}]\n"
 
 ACCEPTED = {

@@ -19,9 +19,7 @@ import pendulum
 from airflow.sdk import (
     DAG,
     Asset,
-    AssetAny,
     AssetOrTimeSchedule,
-    AssetWatcher,
     CronTriggerTimetable,
     DeltaTriggerTimetable,
 )
@@ -32,9 +30,16 @@ from airflow_tablemgmt.core.naming import BROKEN_DAG_ID, dag_id_for, parse_dag_i
 from airflow_tablemgmt.core.schedule import SchedulePlan
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.core.triggers import Interval
+from airflow_tablemgmt.dag_factory.assets import (
+    REFRESH,
+    after_refreshes,
+    event_plans,
+    refresh_asset,
+    table_asset,
+    watcher_capacity_warning,
+)
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
 from airflow_tablemgmt.notifications.callback import on_task_failure
-from airflow_tablemgmt.operators.gate import event_names_action as event_names_action  # re-exported
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 
 log = logging.getLogger(__name__)
@@ -64,103 +69,6 @@ def _timetable(interval: Interval) -> Any:
         return CronTriggerTimetable(interval.cron, timezone="UTC")
     assert interval.every is not None
     return DeltaTriggerTimetable(interval.every)
-
-
-def event_plans(
-    table: TableSpec,
-    factories: FactoryRegistry,
-    action_settings: list[tuple[str, ActionSettings]] | None = None,
-) -> dict[str, SchedulePlan]:
-    """The table's event-driven actions and their plans (sorted by action), i.e. what its watcher serves.
-
-    ``action_settings``: ``table.enabled_action_settings()``, when the caller has it already."""
-    plans: dict[str, SchedulePlan] = {}
-    if action_settings is None:
-        action_settings = table.enabled_action_settings()
-    for action, settings in action_settings:
-        strategy = factories.for_action(table.format, action).trigger_strategy(table.format, action)
-        plan = SchedulePlan.resolve(settings, strategy)
-        if plan.trigger == "event":
-            plans[action] = plan
-    return dict(sorted(plans.items()))
-
-
-def table_asset(table: TableSpec, catalog: CatalogSpec, plans: dict[str, SchedulePlan]) -> Asset:
-    """The table's asset, whose one watcher polls the table's current snapshot inside the triggerer.
-
-    One asset and one trigger per table, however many of its actions react to new snapshots: Airflow's
-    triggerer runs at most ``[triggerer] capacity`` triggers (1,000 by default), and Airflow stores one
-    ``trigger`` row per distinct (classpath, kwargs), so a per-(table, action) watcher would cost one
-    trigger per action. The trigger polls at the shortest of the actions' poll intervals and keeps
-    each action's throttle (``min_interval`` = its interval) and remembered snapshot apart; its event
-    names the actions it is for, and every action DAG of the table is scheduled on this asset, its
-    ``maintain`` task's event gate (:func:`~airflow_tablemgmt.operators.gate.check_event`) skipping
-    events that are not for it.
-
-    Built from the table's whole action set, never from one action, so a task start (which builds
-    one DAG) produces the same asset as the DAG processor's full parse.
-    """
-    from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
-
-    table_id = table.id
-    trigger = TableSnapshotTrigger(
-        table_id=table_id,
-        catalog=catalog,
-        poll_interval=min(plan.poll_interval for plan in plans.values()).total_seconds(),
-        actions={action: plan.interval.min_spacing().total_seconds() for action, plan in plans.items()},
-        data_changes_only=True,
-    )
-    return Asset(
-        name=f"tablemgmt.{table_id}",
-        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}",
-        group="tablemgmt",
-        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table_id}", trigger=trigger)],
-    )
-
-
-REFRESH = "refresh"
-
-
-def refresh_asset(table_id: str) -> Asset:
-    """The asset a dynamic table's refresh task updates (Airflow emits it when the task succeeds,
-    a NO_DATA refresh included); ``freshness: downstream`` tables are scheduled on their upstreams'."""
-    catalog, namespace, name = table_id.split(".")
-    return Asset(
-        name=f"tablemgmt.refresh.{table_id}",
-        uri=f"tablemgmt://{catalog}/{namespace}/{name}/refresh",
-        group="tablemgmt",
-    )
-
-
-def after_refreshes(upstream: Iterable[str], dynamic_ids: Mapping[str, str] | None = None) -> Any:
-    """The schedule of a ``freshness: downstream`` table: any upstream's refresh.
-
-    ``upstream`` lists every table the query names (see ``DynamicTableSpec.table_spec``);
-    ``dynamic_ids`` (lower-cased id -> id of every registered dynamic table), when the caller has the
-    whole registry, keeps only dynamic tables, spelled as registered. Without it, or when none of
-    them is registered (yet), all of ``upstream`` (an asset nobody emits never starts a run).
-    """
-    ids = sorted(set(upstream))
-    if dynamic_ids is not None:
-        known = sorted({dynamic_ids[u.lower()] for u in ids if u.lower() in dynamic_ids})
-        ids = known or ids
-    assets = [refresh_asset(u) for u in ids]
-    return assets[0] if len(assets) == 1 else AssetAny(*assets)
-
-
-def watcher_capacity_warning(watchers: int, capacity: int, triggerers: int = 1) -> str | None:
-    """The warning for more snapshot watchers than ``triggerers`` triggerers of ``capacity`` run
-    (None when they fit)."""
-    if watchers <= capacity * triggerers:
-        return None
-    needed = -(-watchers // capacity)
-    return (
-        f"tablemgmt: {watchers} snapshot watchers (one per table with event-driven actions) exceed "
-        f"[triggerer] capacity = {capacity} x [tablemgmt] triggerers = {triggerers}: a triggerer runs at "
-        f"most {capacity} triggers, the rest wait unassigned and their tables are reached only by their "
-        f"fallback schedule. Run at least {needed} triggerers and set [tablemgmt] triggerers to their "
-        "number, or raise [triggerer] capacity (deferred tasks share it too); see the README's sizing rule."
-    )
 
 
 @dataclass(frozen=True)
@@ -270,7 +178,7 @@ def build_dag(
     return dag
 
 
-def _triggerer_slots() -> tuple[int, int]:
+def triggerer_slots() -> tuple[int, int]:
     """``[triggerer] capacity`` and how many triggerers run (``[tablemgmt] triggerers``, default 1:
     Airflow does not tell a DAG file how many triggerers are alive)."""
     from airflow.sdk.configuration import conf
@@ -307,7 +215,7 @@ def cyclic_gc_paused(freeze_if: Callable[[], bool] | None = None) -> Iterator[No
 FREEZE_AT_DAGS = 1000
 
 
-def _dynamic_ids(tables: Iterable[TableSpec]) -> dict[str, str] | None:
+def dynamic_table_ids(tables: Iterable[TableSpec]) -> dict[str, str] | None:
     """Lower-cased id -> id of every dynamic table (a table with ``refresh``), when some dynamic
     table is scheduled after its upstreams; else None (nothing to look up)."""
     dynamic = [t for t in tables if REFRESH in t.actions]
@@ -329,7 +237,7 @@ def build_dags(
     table, never raised, and surface as one :class:`BrokenDeclarationsDAG`.
 
     ``prebuilt``: table id -> its snapshot watchers, for tables whose DAGs the caller already has
-    (``dag_cache``): not built here, but still seen by dynamic tables and the capacity warning."""
+    (``dag_factory.cache``): not built here, but still seen by dynamic tables and the capacity warning."""
     result = BuildResult(errors=list(declaration_errors))
     result.errors.extend(
         f"process factory plugin {name!r} failed to load: {err}" for name, err in factories.errors.items()
@@ -339,7 +247,7 @@ def build_dags(
     watchers = 0
     if wanted is None:
         tables = list(tables)
-    dynamic_ids = _dynamic_ids(tables) if wanted is None else None
+    dynamic_ids = dynamic_table_ids(tables) if wanted is None else None
     with cyclic_gc_paused(freeze_if=lambda: wanted is None and len(result.dags) >= FREEZE_AT_DAGS):
         for table in tables:
             table_id = table.id
@@ -367,7 +275,7 @@ def build_dags(
     if wanted is None and only_dag_id is None:
         # Airflow itself only says so at INFO, per triggerer loop ("reached the maximum capacity"),
         # and a trigger left unassigned never runs, so it cannot say it either: the full parse can.
-        warning = watcher_capacity_warning(watchers + sum((prebuilt or {}).values()), *_triggerer_slots())
+        warning = watcher_capacity_warning(watchers + sum((prebuilt or {}).values()), *triggerer_slots())
         if warning:
             log.warning(warning)
     if result.errors and (only_dag_id is None or only_dag_id == BROKEN_DAG_ID):

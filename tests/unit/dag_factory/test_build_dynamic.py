@@ -10,10 +10,11 @@ import pytest
 
 from airflow_tablemgmt.core.dynamic import DynamicTableSpec
 from airflow_tablemgmt.core.tables import TableSpec
-from airflow_tablemgmt.dag_factory import REFRESH, build_dags, event_plans, refresh_asset
+from airflow_tablemgmt.dag_factory.assets import REFRESH, event_plans, refresh_asset
+from airflow_tablemgmt.dag_factory.build import build_dags
 from airflow_tablemgmt.factories.discovery import load_factories
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FACTORIES = load_factories()
 
 
@@ -142,8 +143,8 @@ def test_shipped_dag_file_loads_dynamic_tables_in_a_dagbag(
 def test_a_suspended_table_keeps_its_dag(tmp_path: Path) -> None:
     """Suspend pauses the DAG through Airflow; the DAG file still builds it."""
     from airflow_tablemgmt.core.tables import Owner
-    from airflow_tablemgmt.dag_file import load_registry_and_build
-    from airflow_tablemgmt.declarations import parse_declarations_text
+    from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
+    from airflow_tablemgmt.declarations.parse import parse_declarations_text
     from airflow_tablemgmt.store import Store
 
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt.declarations import load_declarations, parse_declarations_text
+from airflow_tablemgmt.declarations.files import load_declarations
+from airflow_tablemgmt.declarations.parse import parse_declarations_text
 
 GOOD = "catalogs: [{name: lake, warehouse: /w}]\ntables: [{catalog: lake, namespace: s, name: t}]\n"
 

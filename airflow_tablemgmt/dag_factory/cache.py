@@ -3,9 +3,10 @@
 Building a DAG is mostly Airflow's own constructors (``DAG``, the operators, the asset and its
 watcher): at 10,000 tables that is most of a full parse, and a dag-processor parses the file again
 and again with nothing changed. Unpickling the same DAGs costs a small fraction of building them,
-so a full parse keeps every table's DAGs (pickled together, so they keep sharing the table's
-asset; tables are grouped in shards, see :data:`SHARDS`) in one file per DAG file under ``$AIRFLOW_HOME/tablemgmt/dag-cache/`` (``[tablemgmt] dag_cache_dir``;
-``off`` disables it), and builds only the tables whose entry is missing or stale.
+so a full parse keeps every table's DAGs (pickled together, so they keep sharing the table's asset;
+tables are grouped in shards, see :data:`SHARDS`) in one file per DAG file under
+``$AIRFLOW_HOME/tablemgmt/dag-cache/`` (``[tablemgmt] dag_cache_dir``; ``off`` disables it), and
+builds only the tables whose entry is missing or stale.
 
 * An entry's key is a digest of what the table's DAGs are built from: its spec, its catalog's spec
   and, for a dynamic table scheduled after its upstreams, how they resolve.
@@ -41,17 +42,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_tablemgmt.core.naming import table_of
+from airflow_tablemgmt.core.naming import BROKEN_DAG_ID, table_of
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.dag_factory import (
-    BROKEN_DAG_ID,
-    REFRESH,
+from airflow_tablemgmt.dag_factory.assets import REFRESH, watchers_of
+from airflow_tablemgmt.dag_factory.build import (  # a full parse freezes as build_dags does: FREEZE_AT_DAGS
+    FREEZE_AT_DAGS,
     BuildResult,
     DagConfigDefaults,
-    _dynamic_ids,
-    _triggerer_slots,
     build_dags,
     cyclic_gc_paused,
+    dynamic_table_ids,
+    triggerer_slots,
 )
 from airflow_tablemgmt.factories.discovery import ENTRY_POINT_GROUP, FactoryRegistry
 
@@ -99,9 +100,9 @@ def cache_file(directory: Path, tables_yaml: str | Path | None) -> Path:
 
 
 def code_fingerprint(root: Path | None = None) -> str:
-    """A digest of every ``.py`` file of this package (or under ``root``), by path (≈ 100 files, a
-    few ms of CPU)."""
-    root = root or Path(__file__).resolve().parent
+    """A digest of every ``.py`` file of the ``airflow_tablemgmt`` package (or under ``root``), by
+    path (≈ 100 files, a few ms of CPU)."""
+    root = root or Path(__file__).resolve().parent.parent
     h = hashlib.sha256(str(root).encode())
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -156,7 +157,7 @@ def global_key(tables_yaml: str | Path | None, factories: FactoryRegistry) -> st
         "env": env,
         "airflow_cfg": _airflow_config_bytes(),
         "dag_config": repr(DagConfigDefaults.from_airflow_config()),
-        "triggerer_slots": list(_triggerer_slots()),
+        "triggerer_slots": list(triggerer_slots()),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -176,20 +177,6 @@ def table_keys(
             text += "\0" + json.dumps([[u, dynamic_ids.get(u.lower())] for u in sorted(set(upstream))])
         keys[t.id] = hashlib.sha256(text.encode()).hexdigest()
     return keys
-
-
-def _watchers(dags: Iterable[Any]) -> int:
-    """Snapshot watchers the DAGs' schedules carry (distinct assets with a watcher)."""
-    names: set[str] = set()
-    stack = [getattr(getattr(d, "timetable", None), "asset_condition", None) for d in dags]
-    while stack:
-        cond = stack.pop()
-        if cond is None:
-            continue
-        if getattr(cond, "watchers", None):
-            names.add(cond.name)
-        stack.extend(getattr(cond, "objects", ()) or ())
-    return len(names)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -257,16 +244,13 @@ def _write(path: Path, content: dict[str, Any]) -> bool:
         return False
 
 
-# A full parse of at least this many DAGs freezes them (as build_dags does; see cyclic_gc_paused).
-FREEZE_AT_DAGS = 1000
 # Tables are pickled in this many shards (by a hash of their id, so adding a table moves no other):
 # one pickle stream per shard shares its memo (attribute names, classes) across the shard's tables
 # (a pickle per table was ~1.7x the bytes and ~2x the CPU to load), and an edit re-pickles one shard.
 SHARDS = 64
 
-Shard = tuple[
-    bytes, dict[str, tuple[str, int]]
-]  # pickled {table id: {dag id: DAG}}, {table id: (key, watchers)}
+# pickled {table id: {dag id: DAG}}, {table id: (key, watchers)}
+Shard = tuple[bytes, dict[str, tuple[str, int]]]
 
 
 def shard_of(table_id: str) -> int:
@@ -295,7 +279,7 @@ def build_with_cache(
         t0 = time.process_time()
         try:
             gkey = global_key(tables_yaml, factories)
-            keys = table_keys(tables, catalogs, _dynamic_ids(tables))
+            keys = table_keys(tables, catalogs, dynamic_table_ids(tables))
         except Exception as e:  # noqa: BLE001 - the cache must never fail a parse
             log.warning(
                 "tablemgmt DAG cache: keys not computed (%s: %s); building every DAG", type(e).__name__, e
@@ -355,7 +339,7 @@ def build_with_cache(
                 if _failed(built.errors, tid):
                     result.dags.update(dags)
                     continue  # never cached: its errors come from a build on every parse
-                meta = (keys[tid], _watchers(dags.values()))
+                meta = (keys[tid], watchers_of(dags.values()))
             result.dags.update(dags)
             members.setdefault(shards[tid], {})[tid] = dags
             metas.setdefault(shards[tid], {})[tid] = meta

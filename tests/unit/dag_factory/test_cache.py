@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt import dag_cache
+from airflow_tablemgmt.core.naming import BROKEN_DAG_ID
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
-from airflow_tablemgmt.dag_factory import BROKEN_DAG_ID
-from airflow_tablemgmt.dag_file import load_registry_and_build
+from airflow_tablemgmt.dag_factory import cache as dag_cache
+from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
 from airflow_tablemgmt.store import Store
 
 YAML = """\
@@ -236,7 +236,9 @@ def test_the_code_fingerprint_follows_the_package_source(tmp_path: Path) -> None
     import shutil
 
     copy = tmp_path / "airflow_tablemgmt"
-    shutil.copytree(Path(dag_cache.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(dag_cache.__file__).parent.parent, copy, ignore=shutil.ignore_patterns("__pycache__")
+    )
     a = dag_cache.code_fingerprint(copy)
     assert a == dag_cache.code_fingerprint(copy) != dag_cache.code_fingerprint()
     (copy / "operators" / "probe.py").write_text("# probe\n")
@@ -314,12 +316,12 @@ def test_a_bad_cache_file_is_a_warning_a_full_build_and_rewritten(
     fresh = parse(yaml, store)
     f = the_file(cache)
     _damage(f, how)
-    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_cache"):
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_factory.cache"):
         result = parse(yaml, store)
     warnings = [
         r.getMessage()
         for r in caplog.records
-        if r.levelno == logging.WARNING and r.name.endswith("dag_cache")
+        if r.levelno == logging.WARNING and r.name.endswith("dag_factory.cache")
     ]
     assert len(warnings) == 1 and str(f) in warnings[0], warnings
     assert len(dag_cache.last_stats.built) == 8 and dag_cache.last_stats.wrote
@@ -340,7 +342,7 @@ def test_a_cache_path_that_cannot_be_written_is_a_warning(
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__DAG_CACHE_DIR", str(blocker / "cache"))
-    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_cache"):
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_factory.cache"):
         result = parse(yaml, store)
     assert "could not be written" in caplog.text and str(blocker) in caplog.text
     assert len(result.dags) == 15 and not dag_cache.last_stats.wrote
@@ -391,7 +393,7 @@ def test_the_single_dag_parse_does_not_read_the_cache(
     f = the_file(cache)
     f.write_bytes(b"garbage")
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_cache"):
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.dag_factory.cache"):
         one = load_registry_and_build(yaml, only_dag_id="tms__lake.s.plain__rewrite-files", store=store)
     assert list(one.dags) == ["tms__lake.s.plain__rewrite-files"]
     assert "dag_cache" not in " ".join(r.name for r in caplog.records)

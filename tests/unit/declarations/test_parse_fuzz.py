@@ -15,7 +15,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_tablemgmt.declarations import load_declarations, parse_declarations_text
+from airflow_tablemgmt.declarations.files import load_declarations
+from airflow_tablemgmt.declarations.parse import parse_declarations_text
 
 VALID: dict[str, Any] = {
     "version": 1,

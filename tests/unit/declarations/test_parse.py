@@ -1,4 +1,4 @@
-from airflow_tablemgmt.declarations import parse_declarations_text
+from airflow_tablemgmt.declarations.parse import parse_declarations_text
 
 GOOD = """
 catalogs:

@@ -6,8 +6,9 @@ from typing import Any
 import pytest
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.naming import BROKEN_DAG_ID, dag_id_for, parse_dag_id
 from airflow_tablemgmt.core.tables import CatalogSpec, parse_table
-from airflow_tablemgmt.dag_factory import BROKEN_DAG_ID, build_dags, dag_id_for, parse_dag_id
+from airflow_tablemgmt.dag_factory.build import build_dags
 from airflow_tablemgmt.factories.discovery import load_factories
 
 CATALOGS = {"lake": CatalogSpec(name="lake", warehouse="/tmp/wh")}
@@ -119,7 +120,7 @@ def test_task_settings_reach_every_task_and_airflow_config_is_honoured(
 def test_schedule_plan_defaults(
     settings: dict, trigger: str, gate: bool, fallback: str | None, throttle_s: int | None
 ) -> None:
-    from airflow_tablemgmt.dag_factory import SchedulePlan
+    from airflow_tablemgmt.core.schedule import SchedulePlan
     from airflow_tablemgmt.factories.iceberg import IcebergProcessFactory
 
     t = table("plan", {"rewrite-files": settings})
@@ -241,7 +242,7 @@ def test_watchers_past_the_triggerer_capacity_are_logged(
     ],
 )
 def test_a_watcher_event_starts_only_the_actions_it_names(events: dict, expected: bool) -> None:
-    from airflow_tablemgmt.dag_factory import event_names_action
+    from airflow_tablemgmt.operators.gate import event_names_action
 
     class Event:
         def __init__(self, extra: dict) -> None:

@@ -1,0 +1,100 @@
+"""What the DAG file in the dags folder calls: read the registry once, build the DAGs.
+
+The registry is the declarations files — ``dags/tables.yaml`` and ``dags/tables.d/*.yaml`` (owned
+by code) — merged with tables registered through REST or the CLI (owned by the store). The files
+are loaded by :mod:`airflow_tablemgmt.declarations.registry` (an unchanged file from its sync
+record, without reading its YAML) and written by :func:`airflow_tablemgmt.declarations.sync.sync`
+with :data:`~airflow_tablemgmt.declarations.sync.PrunePolicy.PARSE` (the pruning rules are written
+down there): entries that differ from the store are upserted, each clean sync is recorded per file,
+and an explicit ``tables: []`` is logged and prunes nothing. A task start builds its one DAG from
+one table row when every file is in sync.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from airflow_tablemgmt.core.naming import parse_dag_id
+from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.dag_factory.build import BuildResult, build_dags, cyclic_gc_paused
+from airflow_tablemgmt.declarations.model import LoadedDeclarations
+from airflow_tablemgmt.declarations.registry import load_files, one_table
+from airflow_tablemgmt.declarations.sync import PrunePolicy, sync
+
+
+def load_registry_and_build(
+    tables_yaml: str | Path | None = None, *, only_dag_id: str | None = None, store: Any = None
+) -> BuildResult:
+    """Every DAG of the registry (or only ``only_dag_id``). Never fails as a whole: an unreadable
+    declarations file, a bad entry or a stored row that no longer validates becomes a declaration
+    error (an import error of the DAG file in Airflow) naming it, and every other table's DAGs build.
+
+    The registry is ``tables.yaml`` plus ``tables.d/*.yaml`` beside it, and the store. A file
+    unchanged since its last sync is not read as YAML (its tables are the store's rows); a task
+    start reads one table row when every file is in sync.
+    """
+    from airflow_tablemgmt.factories.discovery import default_factories
+
+    if store is None:
+        from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+
+        store = TableMgmtHook().get_store()
+    wanted = parse_dag_id(only_dag_id) if only_dag_id else None
+    stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
+    catalogs = {c.name: c for c in stored_catalogs}
+    specs: dict[str, TableSpec] = {}
+    errors: list[str] = []
+    if wanted is not None:
+        errors, spec = one_table(tables_yaml, store, wanted[0], catalogs)
+        if spec is not None:
+            specs[spec.id] = spec
+        files: list[LoadedDeclarations] = []
+    else:
+        with cyclic_gc_paused():  # thousands of long-lived specs, no garbage
+            rows, unreadable = store.tables.list_with_errors()
+            registered = {r.spec.id: r for r in rows}
+            fs = load_files(tables_yaml, store, registered, catalogs)
+        declared = fs.declared
+        errors = fs.errors
+        # A row the file declares is rewritten from the file just below; report only the others.
+        errors += [u.message for u in unreadable if u.table_id not in declared]
+        report = sync(store, fs, prune=PrunePolicy.PARSE, registered=registered, record=True)
+        errors += report.errors
+        pruned = set(report.removed)
+        specs = {tid: r.spec for tid, r in registered.items() if tid not in pruned}
+        # The files win for the tables they declare (those the store refused keep their stored row).
+        specs.update({tid: spec for tid, spec in declared.items() if tid not in report.left_out})
+        files = fs.files
+    for f in files:
+        catalogs.update({c.name: c for c in f.catalogs})
+    errors += [u.message for u in unreadable_catalogs if u.name not in catalogs]
+    if wanted is None and only_dag_id is None:
+        from airflow_tablemgmt.dag_factory.cache import build_with_cache
+
+        # Unchanged tables' DAGs come from the per-host cache of built DAGs; the others are built.
+        return build_with_cache(
+            sorted(specs.values(), key=lambda s: s.id),
+            default_factories(),
+            declaration_errors=errors,
+            catalogs=catalogs,
+            tables_yaml=tables_yaml,
+        )
+    return build_dags(
+        sorted(specs.values(), key=lambda s: s.id),
+        default_factories(),
+        only_dag_id=only_dag_id,
+        declaration_errors=errors,
+        catalogs=catalogs,
+    )
+
+
+def register_dags(namespace: dict[str, Any], tables_yaml: str | Path | None = None) -> BuildResult:
+    """Put the DAGs into the caller's module namespace (``register_dags(globals())``)."""
+    from airflow.sdk import get_parsing_context
+
+    only = get_parsing_context().dag_id
+    result = load_registry_and_build(tables_yaml, only_dag_id=only)
+    for dag_id, dag in result.dags.items():
+        namespace[dag_id] = dag
+    return result

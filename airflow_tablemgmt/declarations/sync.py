@@ -1,0 +1,352 @@
+"""The one path from loaded declarations to the store: upsert, record, prune.
+
+Both writers call :func:`sync`: the DAG file on every parse (:data:`PrunePolicy.PARSE`, with the
+registry it read and the sync records it writes) and ``tablemgmt apply`` (:meth:`PrunePolicy.apply`,
+one file, strict). Catalogs and tables written here are owned by code: REST and the CLI refuse to
+change them.
+
+**The pruning rules** (pruning, removing code-owned tables the files no longer declare, is the one
+destructive step, so it needs positive evidence):
+
+1. Nothing is pruned when the policy says so (``apply --no-prune``), when any write of this sync
+   failed, or when any file of the set has an error of the whole file (unreadable, not YAML, a bad
+   ``tables.d``).
+2. A file may prune only if it parsed without any error and declares ``tables:`` (or
+   ``dynamic-tables:``) explicitly with at least one entry. A missing, empty, ``{}``/``null``,
+   undecodable or unreadable file never prunes. An explicit ``tables: []`` (which would remove every
+   table the file owns) prunes only under ``PrunePolicy.apply(allow_empty=True)``
+   (``tablemgmt apply --prune``); the DAG file never prunes on it and logs (WARNING) the tables it
+   keeps.
+3. A file prunes only the tables it owns: the code-owned tables its own sync record lists and, for
+   the main file (``tables.yaml`` in a DAG-file parse, the file given to ``apply``), the code-owned
+   tables no other file's record lists. Records of files gone from the set count too, so a deleted
+   team file's tables are nobody's to prune.
+4. A table still declared by any file of the set (or named by an entry with errors) is never pruned,
+   so a table moved between files survives.
+
+Pruning is a soft delete (``deleted_at``); store-owned tables are never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.tables import Owner, TableSpec
+from airflow_tablemgmt.declarations.checks import (
+    check_dynamic_tables,
+    is_cross_file,
+    stored_dynamic_definitions,
+)
+from airflow_tablemgmt.declarations.files import same_file
+from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations
+from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord, DeclarationFileRepository
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PrunePolicy:
+    """When a sync prunes (the rules are in this module's docstring).
+
+    ``enabled``: prune at all. ``allow_empty``: an explicit ``tables: []`` prunes every table its file
+    owns. ``warn_empty``: it does not, and the tables it keeps are logged (the DAG file's way).
+    """
+
+    enabled: bool = True
+    allow_empty: bool = False
+    warn_empty: bool = False
+
+    #: The DAG file's parse: prunes, never on ``tables: []`` (logged instead).
+    PARSE: ClassVar[PrunePolicy]
+    #: ``tablemgmt apply --no-prune``.
+    NEVER: ClassVar[PrunePolicy]
+
+    @classmethod
+    def apply(cls, allow_empty: bool = False) -> PrunePolicy:
+        """``tablemgmt apply``: prune; ``tables: []`` only with ``allow_empty`` (``--prune``)."""
+        return cls(enabled=True, allow_empty=allow_empty)
+
+
+PrunePolicy.PARSE = PrunePolicy(enabled=True, allow_empty=False, warn_empty=True)
+PrunePolicy.NEVER = PrunePolicy(enabled=False)
+
+
+@dataclass
+class SyncReport:
+    """What a sync did. ``errors`` and ``left_out`` (declared tables the store refused) are only
+    ever filled by a lenient sync (the DAG file's); a strict one raises instead."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    catalogs_changed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    left_out: set[str] = field(default_factory=set)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.removed or self.catalogs_changed)
+
+    def __str__(self) -> str:
+        return (
+            f"{len(self.created)} created, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
+            f"{len(self.removed)} removed; catalogs changed: {len(self.catalogs_changed)}"
+        )
+
+
+#: The name ``tablemgmt apply`` has always reported with.
+ApplyReport = SyncReport
+
+
+def sync(
+    store: Any,
+    fs: FileSet,
+    *,
+    prune: PrunePolicy,
+    registered: dict[str, Any] | None = None,
+    strict: bool = False,
+    record: bool = False,
+) -> SyncReport:
+    """Upsert the files' catalogs, tables and dynamic tables (owned by code), record each file's
+    sync, then prune by ``prune`` (rules in the module docstring).
+
+    ``registered``: the store's live rows by table id, as read before the sync (the DAG file has
+    them): rows equal to their declaration are not written, and pruning judges ownership on this
+    snapshot. Without it every table is upserted (the store reports it unchanged) and pruning reads
+    the live rows itself. ``strict``: the first write the store refuses raises (nothing is pruned);
+    otherwise it becomes an error of the report, the table (or every table of a refused catalog) is
+    left out and its file is not recorded. ``record``: write the sync record of each file loaded from
+    YAML whose tables all reached the store (what lets the next parse skip the file's YAML).
+    """
+    report = SyncReport()
+    refused = _sync_catalogs(store, fs, report, strict)
+    failed_sources: set[str] = set(fs.unrecorded)
+    dynamic_ids = {d.id for f in fs.files for d in f.dynamic_tables}
+    _sync_tables(store, fs, report, refused, dynamic_ids, failed_sources, registered, strict)
+    if dynamic_ids:
+        _sync_dynamic(store, fs, report, failed_sources, strict)
+    if record:
+        _record_files(store, fs, failed_sources)
+    if prune.enabled:
+        report.removed = _prune(store, fs, prune, registered, report.errors)
+    return report
+
+
+def _sync_catalogs(store: Any, fs: FileSet, report: SyncReport, strict: bool) -> set[str]:
+    """Upsert the catalogs of the files loaded from YAML; the names of those the store refused."""
+    refused: set[str] = set()
+    for f in fs.files:
+        if f.source not in fs.parsed:
+            continue  # unchanged since its record: its catalogs are in the store as declared
+        for catalog in f.catalogs:
+            try:
+                if store.catalogs.upsert(catalog, Owner.CODE):
+                    report.catalogs_changed.append(catalog.name)
+            except Exception as e:  # noqa: BLE001 - lenient: the catalog's tables are left out
+                if strict:
+                    raise
+                refused.add(catalog.name)
+                report.errors.append(
+                    str(e) if str(e).startswith(f"catalog {catalog.name}") else f"catalog {catalog.name}: {e}"
+                )
+    return refused
+
+
+def _sync_tables(
+    store: Any,
+    fs: FileSet,
+    report: SyncReport,
+    refused: set[str],
+    dynamic_ids: set[str],
+    failed_sources: set[str],
+    registered: dict[str, Any] | None,
+    strict: bool,
+) -> None:
+    """Upsert the plain tables that differ from their row (new ones in one batch). A table whose
+    catalog the store refused (e.g. a second catalog over another's warehouse) is left out: building
+    it would give one physical table a second name."""
+    to_write: list[TableSpec] = []
+    for f in fs.files:
+        for spec in f.tables:
+            if spec.catalog in refused:
+                report.left_out.add(spec.id)
+                failed_sources.add(f.source)
+                report.errors.append(
+                    f"table {spec.id}: not registered, its catalog {spec.catalog} was refused (see above)"
+                )
+                continue
+            if spec.id in dynamic_ids:
+                continue  # written by _sync_dynamic, with its definition
+            row = registered.get(spec.id) if registered is not None else None
+            if (
+                row is not None
+                and row.managed_by == Owner.CODE
+                and (f.source not in fs.parsed or row.spec == spec)
+            ):
+                report.unchanged.append(spec.id)
+                continue
+            to_write.append(spec)
+    if not to_write:
+        return
+    try:
+        outcomes = store.tables.upsert_many(to_write, Owner.CODE)
+    except Exception:  # noqa: BLE001 - lenient: find the tables it was about, one by one
+        if strict:
+            raise
+        outcomes = {}
+        for spec in to_write:
+            try:
+                outcomes[spec.id] = store.tables.upsert(spec, Owner.CODE)
+            except Exception as e:  # noqa: BLE001
+                report.left_out.add(spec.id)
+                report.errors.append(f"table {spec.id}: {e}")
+        failed_sources |= {f.source for f in fs.files if any(t.id in report.left_out for t in f.tables)}
+    for table_id, outcome in outcomes.items():
+        getattr(report, outcome).append(table_id)
+
+
+def _sync_dynamic(
+    store: Any, fs: FileSet, report: SyncReport, failed_sources: set[str], strict: bool
+) -> None:
+    """Upsert the files' changed dynamic tables (owned by code; a new one is CREATING until its
+    first refresh run creates it). Definitions equal to the stored ones cost no write."""
+    stored = fs.stored_dynamic or {}
+    to_write = []
+    for f in fs.files:
+        for d in f.dynamic_tables:
+            if d.id in report.left_out:
+                continue  # its catalog was refused (see _sync_tables)
+            dt = stored.get(d.id)
+            if dt is not None and dt.managed_by == Owner.CODE and dt.definition == d:
+                report.unchanged.append(d.id)
+                continue
+            to_write.append((f.source, d))
+    if not to_write:
+        return
+    try:
+        outcomes = store.dynamic.upsert_many([d for _, d in to_write], Owner.CODE)
+    except Exception:  # noqa: BLE001 - lenient: find the tables it was about, one by one
+        if strict:
+            raise
+        outcomes = {}
+        for source, d in to_write:
+            try:
+                outcomes[d.id] = store.dynamic.upsert(d, Owner.CODE)
+            except Exception as e:  # noqa: BLE001
+                report.left_out.add(d.id)
+                failed_sources.add(source)
+                report.errors.append(f"dynamic table {d.id}: {e}")
+    for table_id, outcome in outcomes.items():
+        getattr(report, outcome).append(table_id)
+
+
+def _record_files(store: Any, fs: FileSet, failed_sources: set[str]) -> None:
+    """Remember each file loaded from YAML whose tables all reached the store."""
+    repo = DeclarationFileRepository.of(store)
+    for f in fs.files:
+        if f.source not in fs.parsed or f.source in failed_sources or not f.digest:
+            continue
+        own = [e for e in f.errors if not is_cross_file(e)]
+        ids = [t.id for t in f.tables]
+        try:
+            stamps = store.tables.updated_at_of(ids)
+            if len(stamps) != len(ids):
+                continue  # a row went (or changed owner) meanwhile: load this file in full next time
+            repo.put(
+                DeclarationFileRecord(
+                    source=f.source,
+                    digest=f.digest,
+                    context=fs.contexts[f.source],
+                    declares_tables=f.declares_tables,
+                    catalogs=[c.name for c in f.catalogs],
+                    entries={tid: (f.entry_digests[tid], stamps[tid].isoformat()) for tid in ids},
+                    errors=[(e.table, e.message) for e in own],
+                )
+            )
+        except Exception:  # noqa: BLE001 - a record is an optimisation; the next parse loads the YAML
+            log.warning("could not record the sync of %s", f.source, exc_info=True)
+
+
+def _prune(
+    store: Any, fs: FileSet, policy: PrunePolicy, registered: dict[str, Any] | None, errors: list[str]
+) -> list[str]:
+    """The pruning rules of the module docstring; the ids it removed."""
+    if errors or any(e.table == "<file>" for f in fs.files for e in f.errors):
+        return []  # rule 1
+    declared = {t.id for f in fs.files for t in f.tables} | {e.table for f in fs.files for e in f.errors}
+    # Every record as it is now, also of files gone from the set (rule 3); a file's own listing is
+    # its record from before this sync (fs.records), which still names the tables it dropped.
+    records = list(DeclarationFileRepository.of(store).all().values())
+    code_rows = (
+        {tid for tid, r in registered.items() if r.managed_by == Owner.CODE}
+        if registered is not None
+        else None
+    )
+    doomed: set[str] = set()
+    keep_besides: set[str] | None = None  # for the main file without a registry snapshot
+    for i, f in enumerate(fs.files):
+        before = fs.records.get(f.source)
+        listed = set(before.entries) if before is not None else set()
+        by_others = {tid for r in records if not _same_source(r.source, f.source) for tid in r.entries}
+        if not f.may_prune(allow_empty_prune=policy.allow_empty):  # rule 2
+            if policy.warn_empty and f.declares_tables and not f.errors:  # an explicit, empty `tables: []`
+                own = _owned(listed, by_others, i == 0, code_rows)
+                kept = sorted((own if own is not None else listed) - declared)
+                if kept:
+                    _warn_empty(f, kept)
+            continue
+        own = _owned(listed, by_others, i == 0, code_rows)  # rule 3
+        if own is None:  # main file, no snapshot: the store keeps what no rule lets this file prune
+            keep_besides = by_others - listed
+            continue
+        doomed |= own - declared  # rule 4
+    removed: set[str] = set()
+    if keep_besides is not None:
+        removed |= set(store.tables.prune_code_tables(declared | keep_besides))
+    if doomed - removed:
+        removed |= set(store.tables.remove_code_tables(doomed - removed))
+    return sorted(removed)
+
+
+def _same_source(a: str, b: str) -> bool:
+    return a == b or same_file(a, b)
+
+
+def _owned(listed: set[str], by_others: set[str], main: bool, code_rows: set[str] | None) -> set[str] | None:
+    """Rule 3 on the ``code_rows`` snapshot: what the file owns. None for the main file without a
+    snapshot (then the live code-owned rows decide, see :func:`_prune`)."""
+    if code_rows is None:
+        return None if main else listed
+    return (listed | (code_rows - by_others if main else set())) & code_rows
+
+
+def _warn_empty(f: LoadedDeclarations, kept: list[str]) -> None:
+    log.warning(
+        "%s declares tables: [] — the DAG file does not remove the %d code-owned table(s) it "
+        "would prune, and keeps their DAGs: %s; run `tablemgmt apply --prune %s` to remove them",
+        f.source,
+        len(kept),
+        ", ".join(kept),
+        f.source,
+    )
+
+
+def apply_declarations(
+    store: Any, loaded: LoadedDeclarations, *, prune: bool = True, allow_empty_prune: bool = False
+) -> SyncReport:
+    """``tablemgmt apply``: :func:`sync` of one file, strict, with :meth:`PrunePolicy.apply`. Idempotent.
+
+    Its dynamic tables are checked against the store's first (a downstream table needs an upstream,
+    no cycles): any failure raises :class:`InvalidDeclaration` and nothing is applied.
+    """
+    if loaded.dynamic_tables:
+        before = len(loaded.errors)
+        if check_dynamic_tables([loaded], stored_dynamic_definitions(store)):
+            raise InvalidDeclaration("\n".join(e.message for e in loaded.errors[before:]))
+    fs = FileSet([loaded], records={}, parsed={loaded.source}, stored_dynamic=None)
+    policy = PrunePolicy.apply(allow_empty_prune) if prune else PrunePolicy.NEVER
+    return sync(store, fs, prune=policy, strict=True)
