@@ -88,10 +88,11 @@ def table_metrics(
 
     ``files_per_partition_max`` is the most data files any one partition has (partitions of
     different specs that coerce to the same values count as one, as in Iceberg's ``partitions``
-    metadata table). Keys are ``METRIC_KEYS``, the same for every action.
+    metadata table). Keys are ``METRIC_KEYS``, the same for every action. ``early``: see
+    :func:`metrics_before`.
     """
     try:
-        shape = _shape_from_metadata(spark, table)
+        shape = _shape_from_metadata(spark, table, early)
     except Exception as e:  # noqa: BLE001 - the metadata tables give the same figures, dearer
         log.info("metrics of %s from Spark's metadata tables (pyiceberg could not read them: %s)", table, e)
         return _metrics_from_metadata_tables(spark, table)
