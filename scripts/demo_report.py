@@ -89,18 +89,21 @@ def print_process(proc: Process) -> None:
 
 UI_PASSWORDS_FILE = "ui-passwords.json"  # under the demo's AIRFLOW_HOME; read by scripts/ui.sh
 UI_USER = "admin"
+UI_USERS = ("admin", "viewer")  # `make ui`'s simple auth manager: one admin, one viewer (read-only)
 
 
-def ui_password(home: Path) -> str:
-    """The password of the UI's ``admin`` (simple auth manager), made once per demo home and kept in
-    ``<home>/ui-passwords.json`` (the manager's passwords file), so `make ui` and the curl calls agree."""
+def ui_password(home: Path, user: str = UI_USER) -> str:
+    """The password of a UI user (simple auth manager), made once per demo home and kept in
+    ``<home>/ui-passwords.json`` (the manager's passwords file), so `make ui` and the curl calls agree.
+    A home made before the viewer existed gets the viewer's password added, the admin's kept."""
     path = home / UI_PASSWORDS_FILE
-    if path.exists():
-        return str(json.loads(path.read_text())[UI_USER])
-    password = secrets.token_urlsafe(12)
-    path.write_text(json.dumps({UI_USER: password}))
-    path.chmod(0o600)
-    return password
+    passwords = json.loads(path.read_text()) if path.exists() else {}
+    if any(u not in passwords for u in UI_USERS):
+        for u in UI_USERS:
+            passwords.setdefault(u, secrets.token_urlsafe(12))
+        path.write_text(json.dumps(passwords))
+        path.chmod(0o600)
+    return str(passwords[user])
 
 
 def next_steps(
@@ -167,13 +170,14 @@ def main() -> int:
     p.add_argument("--table", default="demo.db.events")
     p.add_argument("--actions", nargs="*", default=None)
     p.add_argument("--next-steps", action="store_true", help="print what to do after the demo, and exit")
-    p.add_argument("--ui-password", action="store_true", help="print the UI admin's password, and exit")
+    p.add_argument("--ui-password", nargs="?", const=UI_USER, choices=UI_USERS, default=None,
+                   help="print a UI user's password (admin by default), and exit")  # fmt: skip
     p.add_argument("--port", type=int, default=int(os.environ.get("UI_PORT", "8080")))
     p.add_argument("--dynamic", default=None, help="the demo's dynamic table, for the next steps")
     args = p.parse_args()
     home = Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
     if args.ui_password:
-        print(ui_password(home))
+        print(ui_password(home, args.ui_password))
         return 0
     store = TableMgmtHook().get_store()
     procs = sorted(

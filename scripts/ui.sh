@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # `make ui`: Airflow's api-server, scheduler, dag-processor and triggerer on the demo's home
-# (.demo/airflow), example DAGs off, the simple auth manager with one admin whose password is kept in
-# <home>/ui-passwords.json. Prints the URL and the login; Ctrl-C stops every component.
+# (.demo/airflow), example DAGs off, the simple auth manager with an admin and a viewer whose passwords are
+# kept in <home>/ui-passwords.json. Prints the URL and the logins; Ctrl-C stops every component. A
+# component that exits is reported (its log's last lines) and restarted, up to UI_RESTARTS times in all.
 #   UI_PORT=8080     the api-server's port
 #   UI_SMOKE=1       exit (stopping everything) once the api-server answers /api/v2/version
 #   UI_WAIT=300      seconds to wait for the api-server before giving up
+#   UI_RESTARTS=5    restarts of exited components before giving up
+#   UI_PARALLELISM=4 task processes of the LocalExecutor (Airflow's default, 32, idles 32 processes)
+# Airflow's metadata DB is SQLite under the home unless AIRFLOW__DATABASE__SQL_ALCHEMY_CONN names another
+# (PostgreSQL: docs/ui.md); on SQLite it runs in WAL mode with a 60 s lock wait, so bursts queue.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
@@ -23,12 +28,19 @@ export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGS_FOLDER="$AIRFLOW_HOME/dags"
 export AIRFLOW__CORE__EXECUTOR=LocalExecutor
 export AIRFLOW__CORE__AUTH_MANAGER=airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager
-export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=admin:admin
+export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=admin:admin,viewer:viewer
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS=False
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$AIRFLOW_HOME/ui-passwords.json"
 export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$PORT/execution/"
 export AIRFLOW__API__BASE_URL="http://127.0.0.1:$PORT"
 export AIRFLOW__API__PORT="$PORT"
+export AIRFLOW__API__WORKERS="${AIRFLOW__API__WORKERS:-1}"
+export AIRFLOW__CORE__PARALLELISM="${UI_PARALLELISM:-4}"
+SQLITE_DB=""
+if [ -z "${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN:-}" ]; then
+  SQLITE_DB="$AIRFLOW_HOME/airflow.db"
+  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS=airflow_tablemgmt.hooks.airflow_settings.SQLITE_METADATA_CONNECT_ARGS
+fi
 LOCAL_SPARK='{"conn_type": "spark", "host": "local[*]"}'
 export AIRFLOW_CONN_SPARK_DEFAULT="${AIRFLOW_CONN_SPARK_DEFAULT:-$LOCAL_SPARK}"
 export TABLEMGMT_STORE_URL="${TABLEMGMT_STORE_URL:-sqlite:///$AIRFLOW_HOME/tablemgmt.db}"
@@ -36,14 +48,20 @@ export TABLEMGMT_STORE_URL="${TABLEMGMT_STORE_URL:-sqlite:///$AIRFLOW_HOME/table
 SECRET_FILE="$AIRFLOW_HOME/ui-jwt-secret"
 [ -s "$SECRET_FILE" ] || { python -c 'import secrets; print(secrets.token_hex(32))' >"$SECRET_FILE"; chmod 600 "$SECRET_FILE"; }
 export AIRFLOW__API_AUTH__JWT_SECRET="$(cat "$SECRET_FILE")"
-PASSWORD="$(python "$ROOT/scripts/demo_report.py" --ui-password)"
+PASSWORD="$(python "$ROOT/scripts/demo_report.py" --ui-password admin)"
+VIEWER_PASSWORD="$(python "$ROOT/scripts/demo_report.py" --ui-password viewer)"
 
 echo "==> Airflow metadata DB on $AIRFLOW_HOME"
 airflow db migrate >"$LOGS/db-migrate.log" 2>&1 || { tail -20 "$LOGS/db-migrate.log"; exit 1; }
+if [ -n "$SQLITE_DB" ]; then
+  # WAL: readers (the UI's requests) no longer block the scheduler's writes, nor wait for them.
+  python -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL")' "$SQLITE_DB"
+fi
 # A new shell reads airflow.cfg, not this script's environment: keep the example DAGs off there too.
 sed -i 's/^load_examples = True$/load_examples = False/' "$AIRFLOW_HOME/airflow.cfg"
 
 PIDS=()
+declare -A PID_OF ARGS_OF
 stop() {
   trap - INT TERM EXIT
   # Each component leads its own process group (setsid): TERM the group, so its workers stop too.
@@ -55,8 +73,10 @@ trap stop EXIT
 trap 'stop; exit 130' INT TERM
 
 start() {
-  setsid airflow "$@" >"$LOGS/$1.log" 2>&1 &
-  PIDS+=("$!")
+  setsid airflow "$@" >>"$LOGS/$1.log" 2>&1 &
+  PID_OF[$1]=$!
+  ARGS_OF[$1]="$*"
+  PIDS=("${PID_OF[@]}")
   echo "started $1 (pid $!, log $LOGS/$1.log)"
 }
 start api-server --port "$PORT" --host 127.0.0.1
@@ -66,7 +86,7 @@ start triggerer
 
 deadline=$((SECONDS + WAIT))
 until version="$(curl -sf "http://127.0.0.1:$PORT/api/v2/version")"; do
-  if ! kill -0 "${PIDS[0]}" 2>/dev/null; then echo "the api-server exited:"; tail -30 "$LOGS/api-server.log"; exit 1; fi
+  if ! kill -0 "${PID_OF[api-server]}" 2>/dev/null; then echo "the api-server exited:"; tail -30 "$LOGS/api-server.log"; exit 1; fi
   if [ "$SECONDS" -ge "$deadline" ]; then echo "the api-server did not answer within ${WAIT}s"; exit 1; fi
   sleep 1
 done
@@ -76,11 +96,32 @@ cat <<EOF
   Airflow UI:          http://127.0.0.1:$PORT/
   Table maintenance:   http://127.0.0.1:$PORT/plugin/tablemgmt
   login: admin / $PASSWORD
+         viewer / $VIEWER_PASSWORD   (read-only: what a viewer sees)
   REST API:            http://127.0.0.1:$PORT/tablemgmt/v1/docs
 
   In another shell: export AIRFLOW_HOME=$AIRFLOW_HOME TABLEMGMT_STORE_URL=$TABLEMGMT_STORE_URL
   Ctrl-C stops everything.
 EOF
 if [ -n "${UI_SMOKE:-}" ]; then exit 0; fi
-wait -n "${PIDS[@]}" || true
-echo "a component exited; see $LOGS"
+# Supervise: a component that exits is reported with the end of its log and started again.
+RESTARTS=0
+MAX_RESTARTS="${UI_RESTARTS:-5}"
+while true; do
+  EXITED=""
+  code=0
+  wait -n -p EXITED "${PIDS[@]}" || code=$?
+  [ -n "$EXITED" ] || continue
+  for name in api-server scheduler dag-processor triggerer; do
+    [ "${PID_OF[$name]}" = "$EXITED" ] && break
+  done
+  echo "$name (pid $EXITED) exited with status $code; the end of $LOGS/$name.log:"
+  tail -15 "$LOGS/$name.log" | sed 's/^/    /'
+  if [ "$RESTARTS" -ge "$MAX_RESTARTS" ]; then
+    echo "$name: not restarted ($RESTARTS restarts already, UI_RESTARTS=$MAX_RESTARTS); stopping"
+    exit 1
+  fi
+  RESTARTS=$((RESTARTS + 1))
+  # shellcheck disable=SC2086 # the component's own arguments, word-split as they were given
+  start ${ARGS_OF[$name]}
+  echo "restarted $name ($RESTARTS of $MAX_RESTARTS restarts)"
+done

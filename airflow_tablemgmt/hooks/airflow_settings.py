@@ -111,3 +111,10 @@ def job_env_allow() -> tuple[str, ...]:
     """``[tablemgmt] job_env_allow``: environment variables a Spark job may inherit beyond the built-in
     allow-list (``spark/launch/environment.py``)."""
     return parse_allow_list(setting_or_airflow("tablemgmt", "job_env_allow"))
+
+
+#: ``[database] sql_alchemy_connect_args`` for an Airflow metadata DB on SQLite (the demo's ``make ui``):
+#: a writer waits up to 60 s for SQLite's lock instead of failing at once with "database is locked" (the
+#: driver's default is 5 s), so a burst of REST calls beside the scheduler's own writes queues instead of
+#: killing a component. Set it as ``airflow_tablemgmt.hooks.airflow_settings.SQLITE_METADATA_CONNECT_ARGS``.
+SQLITE_METADATA_CONNECT_ARGS: dict[str, object] = {"timeout": 60}

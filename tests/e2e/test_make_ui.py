@@ -1,0 +1,265 @@
+"""`make ui` holds up (issue 22, item 6): started for real (``scripts/ui.sh``), it creates a viewer beside
+the admin, survives a burst of REST calls on the embedded SQLite metadata DB with no component lost and no
+"database is locked", restarts a component that dies (reporting it), and runs on PostgreSQL as documented
+in docs/ui.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ROOT
+
+pytestmark = pytest.mark.e2e
+
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(demo: Path, port: int, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "TABLEMGMT_"))}
+    env.update(DEMO_DIR=str(demo), UI_PORT=str(port), VENV=str(Path(sys.executable).parent.parent), **extra)
+    return env
+
+
+class UiScript:
+    """``scripts/ui.sh`` in its own process group, its stdout collected line by line."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            ["bash", str(ROOT / "scripts" / "ui.sh")], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def out(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(pattern, self.out)
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                time.sleep(0.5)  # the reader's last lines
+                m = re.search(pattern, self.out)
+                if m:
+                    return m
+                raise AssertionError(
+                    f"ui.sh exited ({self.proc.returncode}) before {pattern!r}:\n{self.out[-4000:]}"
+                )
+            time.sleep(0.5)
+        raise AssertionError(f"no {pattern!r} within {timeout}s:\n{self.out[-4000:]}")
+
+    def pid_of(self, component: str) -> int:
+        return int(re.findall(rf"started {component} \(pid (\d+)", self.out)[-1])
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+        self._reader.join(timeout=10)
+        return self.proc.returncode
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state != "Z"
+
+
+def _call(method: str, url: str, token: str | None = None, body: Any = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw)
+        except ValueError:
+            return e.code, raw.decode(errors="replace")
+
+
+def _token(base: str, user: str, password: str) -> str:
+    status, body = _call("POST", f"{base}/auth/token", body={"username": user, "password": password})
+    assert status in (200, 201), (status, body)
+    return str(body["access_token"])
+
+
+@pytest.fixture
+def demo_home(tmp_path: Path) -> Path:
+    """A demo home whose store holds a catalog and a table, so the burst reads real rows."""
+    from airflow_tablemgmt.cli import main
+
+    home = tmp_path / "demo" / "airflow"
+    home.mkdir(parents=True)
+    url = f"sqlite:///{home / 'tablemgmt.db'}"
+    assert main(["--store-url", url, "catalog", "set", "lake", "--warehouse", str(tmp_path / "wh")]) == 0
+    assert main(["--store-url", url, "register", "lake.db.events", "--action", "compute-stats"]) == 0
+    return home
+
+
+@pytest.mark.timeout(900)
+def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(demo_home: Path) -> None:
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    ui = UiScript(_env(demo_home.parent, port, UI_RESTARTS="2"))
+    try:
+        ui.wait_for(r"viewer / \S+", timeout=420)
+        passwords = json.loads((demo_home / "ui-passwords.json").read_text())
+        assert set(passwords) == {"admin", "viewer"}
+        assert f"login: admin / {passwords['admin']}" in ui.out
+        assert f"viewer / {passwords['viewer']}" in ui.out
+        # WAL and the lock wait on Airflow's own SQLite DB.
+        import sqlite3
+
+        mode = sqlite3.connect(demo_home / "airflow.db").execute("PRAGMA journal_mode").fetchone()[0]
+        assert mode.lower() == "wal"
+
+        admin = _token(base, "admin", passwords["admin"])
+        viewer = _token(base, "viewer", passwords["viewer"])
+        status, tables = _call("GET", f"{base}/tablemgmt/v1/tables", viewer)
+        assert status == 200 and [t["table"] for t in tables["items"]] == ["lake.db.events"], tables
+        status, body = _call("POST", f"{base}/tablemgmt/v1/catalogs", viewer,
+                             {"name": "other", "type": "hadoop", "warehouse": "/tmp/x"})  # fmt: skip
+        assert status == 403, (status, body)
+        assert _call("GET", f"{base}/tablemgmt/v1/catalogs/other", admin)[0] == 404  # nothing written
+
+        # The burst: 12 clients, 480 calls mixing the plugin's API, Airflow's own API and token logins,
+        # while the scheduler, dag-processor and triggerer write to the same SQLite DB.
+        paths = ["/tablemgmt/v1/tables", "/tablemgmt/v1/processes", "/api/v2/dags", "/tablemgmt/v1/catalogs",
+                 "/api/v2/pools"]  # fmt: skip
+        counts: Counter[int] = Counter()
+        lock = threading.Lock()
+
+        def client(n: int) -> None:
+            for i in range(40):
+                if i % 10 == 9:
+                    status = _call("POST", f"{base}/auth/token", body={"username": "viewer",
+                                   "password": passwords["viewer"]})[0]  # fmt: skip
+                else:
+                    status = _call("GET", base + paths[(n + i) % len(paths)], admin if n % 2 else viewer)[0]
+                with lock:
+                    counts[status] += 1
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(12)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=600)
+        elapsed = time.monotonic() - started
+        print(f"burst: {sum(counts.values())} calls in {elapsed:.1f} s: {dict(counts)}")
+        assert sum(counts.values()) == 480
+        assert set(counts) <= {200, 201}, dict(counts)
+        time.sleep(5)  # a component that died of the burst is seen dead by now
+        for component in COMPONENTS:
+            assert _alive(ui.pid_of(component)), f"{component} died during the burst:\n{ui.out[-3000:]}"
+        assert "exited" not in ui.out, ui.out[-3000:]
+        logs = demo_home / "ui-logs"
+        for component in COMPONENTS:
+            text = (logs / f"{component}.log").read_text(errors="replace")
+            assert "database is locked" not in text, f"{component}: database is locked"
+
+        # A dead component is reported with its log and restarted.
+        scheduler = ui.pid_of("scheduler")
+        os.killpg(scheduler, signal.SIGKILL)
+        ui.wait_for(r"restarted scheduler \(1 of 2 restarts\)", timeout=60)
+        assert re.search(rf"scheduler \(pid {scheduler}\) exited with status \d+; the end of ", ui.out)
+        restarted = ui.pid_of("scheduler")
+        assert restarted != scheduler
+        time.sleep(3)
+        assert _alive(restarted)
+        assert _call("GET", f"{base}/api/v2/version")[0] == 200
+    finally:
+        ui.stop()
+    assert "stopped api-server, scheduler, dag-processor and triggerer" in ui.out
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.fixture
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for Airflow's metadata (and the store), dropped afterwards."""
+    from sqlalchemy import text
+
+    from tests.support.postgres import admin_engine
+
+    engines = admin_engine("the make-ui test")
+    admin = next(engines)
+    name = f"ui_{uuid.uuid4().hex[:10]}"
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    yield f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.mark.timeout(600)
+def test_make_ui_runs_on_postgresql(tmp_path: Path, pg_database: str) -> None:
+    """docs/ui.md: AIRFLOW__DATABASE__SQL_ALCHEMY_CONN and TABLEMGMT_STORE_URL name PostgreSQL."""
+    from airflow_tablemgmt.store import Store
+
+    Store.for_url(pg_database).upgrade()
+    demo = tmp_path / "demo"
+    port = _free_port()
+    env = _env(demo, port, UI_SMOKE="1")
+    env.update(AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=pg_database, TABLEMGMT_STORE_URL=pg_database)
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "ui.sh")], env=env, capture_output=True, text=True,
+                         timeout=540)  # fmt: skip
+    assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
+    assert "api-server answers" in res.stdout
+    assert not (demo / "airflow" / "airflow.db").exists()  # Airflow's DB is the PostgreSQL one
+    from sqlalchemy import create_engine, inspect
+
+    engine = create_engine(pg_database)
+    try:
+        names = set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    assert {"dag", "dag_run", "tms_table"} <= names
