@@ -6,7 +6,7 @@ import logging
 import posixpath
 import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -242,38 +242,6 @@ def _warn_overrides(table_id: str, action: str, settings: ActionSettings) -> Non
             log.warning("table %s, action %s: %s; allowed by allow-below-floor: true", table_id, action, note)
 
 
-class Declarations(_Model):
-    """The content of ``dags/tables.yaml``."""
-
-    version: Literal[1] = 1
-    catalogs: list[CatalogSpec] = Field(default_factory=list)
-    tables: list[TableSpec] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _references(self) -> Declarations:
-        by_location: dict[tuple[str, ...], str] = {}
-        for i, c in enumerate(self.catalogs):
-            if c.name in by_location.values():
-                raise ValueError(f"catalogs[{i}]: catalog {c.name} is declared twice")
-            other = by_location.setdefault(c.location_key(), c.name)
-            if other != c.name:
-                raise ValueError(
-                    f"catalogs[{i}]: catalog {c.name} reaches the same tables as catalog {other}; one physical "
-                    f"table would have two names and two leases; use catalog {other}"
-                )
-        names = [c.name for c in self.catalogs]
-        seen: set[str] = set()
-        for i, t in enumerate(self.tables):
-            if t.catalog not in names:
-                raise ValueError(
-                    f"tables[{i}].catalog: {t.catalog!r} is not declared; declared catalogs: {', '.join(names) or 'none'}"
-                )
-            if t.id in seen:
-                raise ValueError(f"tables[{i}]: {t.id} is declared twice")
-            seen.add(t.id)
-        return self
-
-
 def _nested(prefix: str, err: ValidationError) -> list[str]:
     out = []
     for e in err.errors():
@@ -354,16 +322,3 @@ def parse_catalog(data: dict[str, Any], source: str = "catalog") -> CatalogSpec:
         return CatalogSpec.model_validate(data, context=WRITING)
     except ValidationError as e:
         raise InvalidDeclaration(format_validation_error(e, source)) from None
-
-
-def parse_declarations(data: Any, source: str = "tables.yaml") -> Declarations:
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InvalidDeclaration(
-            f"{source}: expected a mapping with 'catalogs' and 'tables', got {type(data).__name__}"
-        )
-    try:
-        return Declarations.model_validate(data, context={**PLAIN_TABLE, **WRITING})
-    except ValidationError as e:
-        raise InvalidDeclaration(format_validation_error(e, source, data)) from None

@@ -56,7 +56,6 @@ NOT_ON_RUN_PATH = (
 )
 # pydantic models the run never validates: their validators are built on first use, not at import.
 UNUSED_MODELS = (
-    ("airflow_tablemgmt.core.tables", "Declarations"),
     ("airflow_tablemgmt.core.actions", "RefreshSettings"),
     ("airflow_tablemgmt.core.actions", "ExpireDataSettings"),
     ("airflow_tablemgmt.core.actions", "ComputeStatsSettings"),

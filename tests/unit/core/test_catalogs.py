@@ -107,11 +107,17 @@ def test_different_physical_location(a: dict, b: dict) -> None:
 
 
 def test_declarations_reject_a_second_catalog_over_one_warehouse() -> None:
-    from airflow_tablemgmt.core.tables import parse_declarations
+    import json
+
+    from airflow_tablemgmt.declarations.parse import parse_declarations_text
+
+    def parse_declarations(data: dict) -> None:  # the real parse of a declarations file
+        parse_declarations_text(json.dumps(data), "tables.yaml").raise_for_errors()
 
     data = {"catalogs": [{"name": "lake", "warehouse": "/w"}, {"name": "lake2", "warehouse": "file:/w/"}]}
     with pytest.raises(
-        InvalidDeclaration, match=r"catalogs\[1\]: catalog lake2 reaches the same tables as catalog lake"
+        InvalidDeclaration,
+        match=r"catalogs\[1\] \(catalog lake2\): reaches the same tables as catalog lake",
     ):
         parse_declarations(data)
     with pytest.raises(InvalidDeclaration, match="declared twice"):

@@ -1,10 +1,21 @@
+import json
+
 import pytest
 
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import InvalidDeclaration, UnknownAction
-from airflow_tablemgmt.core.tables import parse_declarations, parse_table
+from airflow_tablemgmt.core.tables import parse_table
+from airflow_tablemgmt.declarations.model import LoadedDeclarations
+from airflow_tablemgmt.declarations.parse import parse_declarations_text
 
 CAT = {"name": "lake", "warehouse": "/tmp/wh"}
+
+
+def parse_declarations(data: dict, source: str = "tables.yaml") -> LoadedDeclarations:
+    """A whole declarations document through the real parse (``declarations.parse``); any error raises."""
+    loaded = parse_declarations_text(json.dumps(data), source)
+    loaded.raise_for_errors()
+    return loaded
 
 
 def decl(actions: dict) -> dict:

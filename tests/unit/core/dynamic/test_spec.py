@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,7 +17,8 @@ from airflow_tablemgmt.core.dynamic import (
     parse_dynamic_table,
 )
 from airflow_tablemgmt.core.errors import InvalidDeclaration
-from airflow_tablemgmt.core.tables import TableSpec, parse_declarations, parse_table
+from airflow_tablemgmt.core.tables import TableSpec, parse_table
+from airflow_tablemgmt.declarations.parse import parse_declarations_text
 
 # --- the definition ------------------------------------------------------------------------------
 
@@ -178,7 +180,9 @@ def test_a_plain_table_cannot_declare_refresh() -> None:
     ):
         parse_table(body)
     with pytest.raises(InvalidDeclaration, match="only dynamic tables refresh"):
-        parse_declarations({"catalogs": [{"name": "lake", "warehouse": "/w"}], "tables": [body]})
+        parse_declarations_text(  # the real parse of a declarations file
+            json.dumps({"catalogs": [{"name": "lake", "warehouse": "/w"}], "tables": [body]}), "tables.yaml"
+        ).raise_for_errors()
     # other actions of plain tables are unaffected
     assert parse_table({**body, "actions": {"expire-snapshots": {}}}).enabled_actions() == [
         "expire-snapshots"
