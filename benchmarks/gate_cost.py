@@ -4,7 +4,7 @@
     start of the DAG's one ``maintain`` task, whose first step is the snapshot check (a run with nothing
     to do ends there, skipped; one with work goes on in the same task). Measured as a fresh Python
     process that imports ``airflow.sdk``, reads a registry of ``--registry`` tables, builds only its
-    own DAG through ``dag_factory.build_dags`` under a parsing context
+    own DAG through ``dag_factory.build.build_dags`` under a parsing context
     (``_AIRFLOW_PARSING_CONTEXT_DAG_ID``, as a worker does), and runs one ``SnapshotReader`` check — ``--runs`` runs after one untimed warm-up, median CPU (user+sys of the child) and wall.
     A real ``airflow tasks run`` also starts the supervisor, talks to the API server and loads the store,
     so this is a lower bound of a task start.
@@ -54,7 +54,7 @@ from airflow.sdk import get_parsing_context
 t1 = time.perf_counter()
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, parse_table
-from airflow_tablemgmt.dag_factory import build_dags
+from airflow_tablemgmt.dag_factory.build import build_dags
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 # trigger: schedule — the mode in which every check is a task start.

@@ -2,7 +2,7 @@
 commit -> run start latency.
 
 Each table enables the four snapshot-driven actions (rewrite-files, rewrite-deletes,
-rewrite-manifests, compute-stats); ``dag_factory.table_asset`` gives it ONE asset whose one watcher
+rewrite-manifests, compute-stats); ``dag_factory.assets.table_asset`` gives it ONE asset whose one watcher
 (``TableSnapshotTrigger`` with ``actions=``) serves all four. Tables are tiny metadata-only Iceberg
 tables in a hadoop warehouse on local disk (metadata written with pyiceberg's model, one ``append``
 snapshot each); a "commit" writes the next ``v<N>.metadata.json`` with a new ``append`` snapshot and
@@ -62,7 +62,8 @@ import json, os
 from airflow.sdk import DAG, get_parsing_context
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow_tablemgmt.core.tables import CatalogSpec, parse_table
-from airflow_tablemgmt.dag_factory import START_DATE, event_plans, table_asset
+from airflow_tablemgmt.dag_factory.assets import event_plans, table_asset
+from airflow_tablemgmt.dag_factory.build import START_DATE
 from airflow_tablemgmt.factories.discovery import load_factories
 
 cfg = json.load(open(os.path.join(os.path.dirname(__file__), "watchers.json")))
