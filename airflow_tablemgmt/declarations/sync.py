@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration
@@ -40,7 +41,6 @@ from airflow_tablemgmt.declarations.checks import (
     is_cross_file,
     stored_dynamic_definitions,
 )
-from airflow_tablemgmt.declarations.files import same_file
 from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord, DeclarationFileRepository
 
@@ -278,9 +278,14 @@ def _prune(
     if errors or any(e.table == "<file>" for f in fs.files for e in f.errors):
         return []  # rule 1
     declared = {t.id for f in fs.files for t in f.tables} | {e.table for f in fs.files for e in f.errors}
-    # Every record as it is now, also of files gone from the set (rule 3); a file's own listing is
-    # its record from before this sync (fs.records), which still names the tables it dropped.
-    records = list(DeclarationFileRepository.of(store).all().values())
+    # Which files' records list each table: every record as it is now, also of files gone from the
+    # set (rule 3). A file's own listing is its record from before this sync (fs.records), which
+    # still names the tables it dropped.
+    listed_in: dict[str, set[str]] = {}
+    for r in DeclarationFileRepository.of(store).all().values():
+        key = _file_key(r.source)
+        for tid in r.entries:
+            listed_in.setdefault(tid, set()).add(key)
     code_rows = (
         {tid for tid, r in registered.items() if r.managed_by == Owner.CODE}
         if registered is not None
@@ -291,17 +296,25 @@ def _prune(
     for i, f in enumerate(fs.files):
         before = fs.records.get(f.source)
         listed = set(before.entries) if before is not None else set()
-        by_others = {tid for r in records if not _same_source(r.source, f.source) for tid in r.entries}
+        key = _file_key(f.source)
+
+        def by_others(tid: str, key: str = key) -> bool:
+            return bool(listed_in.get(tid, set()) - {key})
+
+        if code_rows is None:
+            own = None if i == 0 else listed
+        elif i == 0:  # rule 3, the main file: also the code-owned tables no other record lists
+            own = (listed & code_rows) | {t for t in code_rows if not by_others(t)}
+        else:
+            own = listed & code_rows
         if not f.may_prune(allow_empty_prune=policy.allow_empty):  # rule 2
             if policy.warn_empty and f.declares_tables and not f.errors:  # an explicit, empty `tables: []`
-                own = _owned(listed, by_others, i == 0, code_rows)
                 kept = sorted((own if own is not None else listed) - declared)
                 if kept:
                     _warn_empty(f, kept)
             continue
-        own = _owned(listed, by_others, i == 0, code_rows)  # rule 3
-        if own is None:  # main file, no snapshot: the store keeps what no rule lets this file prune
-            keep_besides = by_others - listed
+        if own is None:  # main file, no snapshot: the live code-owned rows decide (prune_code_tables)
+            keep_besides = {t for t in listed_in if by_others(t)} - listed
             continue
         doomed |= own - declared  # rule 4
     removed: set[str] = set()
@@ -312,16 +325,12 @@ def _prune(
     return sorted(removed)
 
 
-def _same_source(a: str, b: str) -> bool:
-    return a == b or same_file(a, b)
-
-
-def _owned(listed: set[str], by_others: set[str], main: bool, code_rows: set[str] | None) -> set[str] | None:
-    """Rule 3 on the ``code_rows`` snapshot: what the file owns. None for the main file without a
-    snapshot (then the live code-owned rows decide, see :func:`_prune`)."""
-    if code_rows is None:
-        return None if main else listed
-    return (listed | (code_rows - by_others if main else set())) & code_rows
+def _file_key(source: str) -> str:
+    """A file's identity, so records of one file under two spellings count as one owner."""
+    try:
+        return str(Path(source).resolve())
+    except OSError:
+        return source
 
 
 def _warn_empty(f: LoadedDeclarations, kept: list[str]) -> None:
