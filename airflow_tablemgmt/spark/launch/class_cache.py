@@ -13,7 +13,7 @@ Files in the cache directory (``[tablemgmt] jvm_class_cache_dir``):
   in its name at the atomic rename that finished it: the JVM crashes on a truncated archive, so a file
   of any other size is removed, never handed to a JVM.
 * ``driver-<key>.lock`` — the one creator of ``<key>`` (created with O_EXCL; a lock whose process is
-  gone, or older than :data:`LOCK_STALE_S`, is broken). Other runs go without the archive meanwhile.
+  gone, or older than ``archive_files.LOCK_STALE_S``, is broken). Other runs go without the archive meanwhile.
 * ``driver-<key>.<host>.<pid>.<n>.tmp`` — where the creating JVM dumps at exit; renamed into place only
   after the job exited 0 with a SUCCESS result, otherwise deleted (a dead creator's is removed later).
 * ``driver-<key>.off`` — creation or use failed for a reason a rerun would meet again; the reason is in
@@ -26,23 +26,29 @@ gets the options. Nothing here can fail a job: any error turns the cache off for
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
 import os
 import re
 import shutil
-import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from airflow_tablemgmt.spark.launch.archive_files import (
+    acquire,
+    counter,
+    has_dynamic_magic,
+    host_tag,
+    prune,
+    remove_dead_temps,
+    unlink,
+    write_text,
+)
 
 log = logging.getLogger(__name__)
 
 FORMAT = 1  # bump when the key's inputs or the file layout change
 DEFAULT_DIR = "~/.cache/airflow-tablemgmt/jvm"
-KEEP_ARCHIVES = 2
-LOCK_STALE_S = 6 * 3600
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 # The JVM's own sharing options: when the user set any of these, their choice stands.
@@ -56,8 +62,6 @@ FATAL_BANNER = "A fatal error has been detected by the Java Runtime Environment"
 # What the JVM prints when it cannot write the archive at exit (then it exits 1 after the job's work).
 _DUMP_FAILED = ("Error occurred during initialization of VM", "Cannot have non-empty directory in paths")
 _CDS_WARNING = re.compile(r"\[(?:warning|error)\s*\]\[cds")
-_DYNAMIC_MAGIC = 0xF00BABA8
-_counter = itertools.count()
 
 Mode = Literal["use", "create", "off"]
 
@@ -125,7 +129,7 @@ class DriverClassCache:
                 removed = self._remove_used()
                 why = "the driver JVM crashed with it" if crashed else f"the JVM did not use it: {refused}"
                 if refused and not crashed and self.off_marker is not None:
-                    _write_text(self.off_marker, f"{refused}\n")
+                    write_text(self.off_marker, f"{refused}\n")
                     return (
                         f"JVM class cache: {self.archive} {'removed' if removed else 'dropped'}; {why}; "
                         f"not created again for this setup while {self.off_marker} exists"
@@ -138,7 +142,7 @@ class DriverClassCache:
         dump_failed = result_seen and any(marker in ln for ln in lines for marker in _DUMP_FAILED)
         if dump_failed:
             if self.off_marker is not None:
-                _write_text(
+                write_text(
                     self.off_marker, "the JVM could not write the archive at exit:\n" + "\n".join(lines[-5:])
                 )
             return (
@@ -148,12 +152,12 @@ class DriverClassCache:
         if not succeeded:
             return "JVM class cache: the run failed; its archive was not kept", False
         size = self.temp.stat().st_size if self.temp.exists() else 0
-        if size == 0 or not _has_dynamic_magic(self.temp):
+        if size == 0 or not has_dynamic_magic(self.temp):
             return "JVM class cache: the JVM wrote no usable archive; not kept", False
         final = self.archive.with_name(f"{self.archive.name}-{size}.jsa")
         os.replace(self.temp, final)
         self.archive = final
-        _prune(final.parent, keep=final)
+        prune(final.parent, keep=final)
         return f"JVM class cache: created {final} ({size / 2**20:.0f} MB)", False
 
     def _remove_used(self) -> bool:
@@ -169,30 +173,11 @@ class DriverClassCache:
     def release(self) -> None:
         """Delete the temp file (unless finished) and the lock; safe to call more than once."""
         if self.temp is not None:
-            _unlink(self.temp)
+            unlink(self.temp)
             self.temp = None
         if self.lock is not None:
-            _unlink(self.lock)
+            unlink(self.lock)
             self.lock = None
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{next(_counter)}.w")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def _has_dynamic_magic(path: Path) -> bool:
-    with path.open("rb") as f:
-        head = f.read(4)
-    return len(head) == 4 and int.from_bytes(head, "little") == _DYNAMIC_MAGIC
 
 
 # --- what an archive depends on ---------------------------------------------------------------
@@ -374,7 +359,7 @@ def _plan(
         log.warning(
             "JVM class cache: %s is %d bytes, not the %s recorded; removed", found, st.st_size, recorded
         )
-        _unlink(found)
+        unlink(found)
     dirs = [d for d in _classpath_dirs(env, conf, defaults) if _non_empty(d)]
     if dirs:
         return DriverClassCache(
@@ -388,10 +373,10 @@ def _plan(
             "off", f"Java {major or '?'} cannot write a dynamic archive (13 or later can)"
         )
     lock = base.with_name(base.name + ".lock")
-    if not _acquire(lock):
+    if not acquire(lock):
         return DriverClassCache("off", "another run is creating the archive")
-    _remove_dead_temps(directory)
-    temp = base.with_name(f"{base.name}.{_host_tag()}.{os.getpid()}.{next(_counter)}.tmp")
+    remove_dead_temps(directory)
+    temp = base.with_name(f"{base.name}.{host_tag()}.{os.getpid()}.{next(counter)}.tmp")
     return DriverClassCache(
         "create",
         options=f"-XX:ArchiveClassesAtExit={temp} {_QUIET_DUMP}",
@@ -400,112 +385,3 @@ def _plan(
         lock=lock,
         off_marker=off_marker,
     )
-
-
-# --- one creator at a time ----------------------------------------------------------------------
-
-
-def _proc_start(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), so a reused pid is not mistaken for
-    the lock's owner; "" where it cannot be read."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[-1].split()[19]
-
-
-def _host_tag() -> str:
-    return socket.gethostname().replace(".", "_") or "host"
-
-
-def _owner_alive(host: str, pid: int, start: str) -> bool:
-    if host != socket.gethostname():
-        return True  # another host's process: only the lock's age can tell
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not start or _proc_start(pid) in ("", start)
-
-
-def _stale(content: str, mtime: float) -> bool:
-    if time.time() - mtime > LOCK_STALE_S:
-        return True
-    try:
-        host, pid, start = (content.split("\n")[0].split(" ") + ["", "", ""])[:3]
-        return not _owner_alive(host, int(pid), start)
-    except ValueError:
-        return time.time() - mtime > 60  # unreadable: half-written, or garbage once it is old
-
-
-def _acquire(lock: Path) -> bool:
-    """Create ``lock`` exclusively; break it once if its owner is gone. True when this process holds it."""
-    me = f"{socket.gethostname()} {os.getpid()} {_proc_start(os.getpid())}\n"
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            try:
-                content, mtime = lock.read_text(), lock.stat().st_mtime
-            except FileNotFoundError:
-                continue
-            if not _stale(content, mtime):
-                return False
-            # Break it by renaming it away and checking that what moved is what was judged stale: a
-            # creator that replaced it meanwhile gets its lock back.
-            moved = lock.with_name(f"{lock.name}.{os.getpid()}.{next(_counter)}.broken")
-            try:
-                os.rename(lock, moved)
-            except FileNotFoundError:
-                continue
-            if moved.read_text() != content:
-                try:
-                    os.link(moved, lock)
-                except FileExistsError:
-                    pass
-                _unlink(moved)
-                return False
-            _unlink(moved)
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(me)
-        return True
-    return False
-
-
-def _remove_dead_temps(directory: Path) -> None:
-    """Temp archives of creators that died (killed with their worker) before finishing or cleaning up."""
-    host = _host_tag()
-    for temp in directory.glob("driver-*.tmp"):
-        parts = temp.name.split(".")
-        try:
-            old = time.time() - temp.stat().st_mtime > LOCK_STALE_S
-            dead = parts[-4] == host and not _owner_alive(socket.gethostname(), int(parts[-3]), "")
-        except (OSError, ValueError, IndexError):
-            continue
-        if old or dead:
-            _unlink(temp)
-
-
-def _prune(directory: Path, keep: Path) -> None:
-    """Keep the newest :data:`KEEP_ARCHIVES` archives (``keep`` always); a JVM that maps a removed one
-    keeps it until it exits."""
-
-    def mtime(path: Path) -> float:
-        try:
-            return path.stat().st_mtime
-        except OSError:  # removed meanwhile by another run's prune
-            return 0.0
-
-    archives = sorted(directory.glob("driver-*.jsa"), key=mtime, reverse=True)
-    kept = 1
-    for archive in archives:
-        if archive == keep:
-            continue
-        if kept < KEEP_ARCHIVES:
-            kept += 1
-            continue
-        _unlink(archive)

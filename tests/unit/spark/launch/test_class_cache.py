@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from airflow_tablemgmt.spark.conf import spark_home
-from airflow_tablemgmt.spark.launch import class_cache
+from airflow_tablemgmt.spark.launch import archive_files, class_cache
 from airflow_tablemgmt.spark.launch.class_cache import (
     JAVA_OPTIONS,
     ClassCacheSettings,
@@ -156,11 +157,11 @@ def test_a_dead_creators_lock_and_temp_are_cleared(settings: ClassCacheSettings,
     pid = int(dead.stdout)
     cache, _ = _plan(settings, env)
     assert cache.lock is not None and cache.temp is not None
-    host = class_cache._host_tag()
+    host = archive_files.host_tag()
     leftover = cache.temp.with_name(cache.temp.name.replace(f".{host}.{os.getpid()}.", f".{host}.{pid}."))
     cache.release()
     lock = settings.directory / (leftover.name.split(".")[0] + ".lock")
-    lock.write_text(f"{class_cache.socket.gethostname()} {pid} 1\n")
+    lock.write_text(f"{socket.gethostname()} {pid} 1\n")
     leftover.write_bytes(b"half an archive")
 
     again, _ = _plan(settings, env)
