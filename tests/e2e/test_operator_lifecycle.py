@@ -32,7 +32,7 @@ from airflow_tablemgmt.operators.gate import SnapshotGateOperator
 from airflow_tablemgmt.operators.maintenance import TableMaintenanceOperator
 from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
-from tests.threads import in_thread
+from tests.support.threads import in_thread
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

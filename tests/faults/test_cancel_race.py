@@ -24,7 +24,7 @@ from airflow_tablemgmt.services.processes import cancel_process
 from airflow_tablemgmt.store import Store
 from tests.faults.conftest import ROUNDS, Figures
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner, wait_until
-from tests.threads import in_thread
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.faults
 

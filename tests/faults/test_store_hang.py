@@ -22,7 +22,7 @@ from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
 from airflow_tablemgmt.store.timeouts import PG_CONNECT_DEFAULTS, PG_STATEMENT_TIMEOUT_MS
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner, wait_until
-from tests.threads import in_thread
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.faults
 

@@ -24,7 +24,7 @@ from airflow_tablemgmt.core.errors import UnsafeTiming
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner
-from tests.threads import in_thread
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.faults
 

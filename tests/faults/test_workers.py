@@ -19,7 +19,7 @@ from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest, attempt
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner, wait_until
-from tests.threads import in_thread
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.faults
 

@@ -34,7 +34,7 @@ from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 from tests.integration.iceberg_session import skip_unless_ci
-from tests.servers import ACCESS_KEY, REGION, SECRET_KEY, IcebergRestServer, SeaweedS3
+from tests.support.servers import ACCESS_KEY, REGION, SECRET_KEY, IcebergRestServer, SeaweedS3
 
 pytestmark = [pytest.mark.integration]
 MATRIX = os.environ.get("TABLEMGMT_CATALOG_MATRIX") == "1"

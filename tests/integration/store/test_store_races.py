@@ -24,7 +24,7 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest
 from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
-from tests.threads import in_thread
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.integration
 

@@ -164,8 +164,8 @@ class IcebergRestServer:
 
     def start(self) -> IcebergRestServer:
         from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
-        from airflow_tablemgmt.spark.java import resolve_java_home
         from airflow_tablemgmt.spark.launch.artifacts import resolve
+        from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
         [jar] = resolve(["iceberg-rest-fixture"], artifact_settings())
         self.root.mkdir(parents=True, exist_ok=True)
