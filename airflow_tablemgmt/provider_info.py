@@ -40,7 +40,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "Table Management",
-                "python-modules": ["airflow_tablemgmt.triggers.snapshot"],
+                "python-modules": [
+                    "airflow_tablemgmt.triggers.snapshot",
+                    "airflow_tablemgmt.triggers.snapshot_changed",
+                ],
             }
         ],
         "asset-uris": [
