@@ -19,7 +19,7 @@ REFRESH = REFRESH_ACTION.name  # the action's name, defined once (core.actions)
 SCHEDULE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _SCHEDULE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 
-# What started a refresh (values of ``RefreshTrigger``), and the DAG-run conf keys of a request.
+# What started a refresh (the values of ``spec.RefreshTrigger``), and the DAG-run conf keys of a request.
 SCHEDULED, MANUAL, CREATION = "SCHEDULED", "MANUAL", "CREATION"
 CONF_KEYS = ("trigger", "is_periodic", "schedule_time", "static_partitions", "dynamic_options")
 

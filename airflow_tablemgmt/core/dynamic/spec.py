@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from airflow_tablemgmt.core.durations import Duration
+from airflow_tablemgmt.core.dynamic import refresh
 from airflow_tablemgmt.core.dynamic.date_patterns import DateFormatter, partition_values, zone
 from airflow_tablemgmt.core.dynamic.query import check_query, named_tables, referenced_tables
 from airflow_tablemgmt.core.dynamic.refresh import REFRESH
@@ -46,9 +47,9 @@ class RefreshMode(StrEnum):
 class RefreshTrigger(StrEnum):
     """What started a refresh (Snowflake's refresh-history ``REFRESH_TRIGGER``)."""
 
-    SCHEDULED = "SCHEDULED"
-    MANUAL = "MANUAL"
-    CREATION = "CREATION"
+    SCHEDULED = refresh.SCHEDULED
+    MANUAL = refresh.MANUAL
+    CREATION = refresh.CREATION
 
 
 class RefreshAction(StrEnum):
