@@ -55,6 +55,8 @@ StoreDep = Annotated["Store", Depends(get_store)]
 TableId = Annotated[
     str, Path(pattern=TEXT_PATTERN, min_length=5, max_length=800, description="catalog.namespace.table")
 ]
+
+
 def refresh_dag_id(table_id: str) -> str:
     return dag_id_for(table_id, REFRESH_ACTION.name)
 
