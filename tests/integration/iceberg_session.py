@@ -17,7 +17,8 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
 from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
-from airflow_tablemgmt.spark.launch.artifacts import ArtifactError, iceberg_runtime_jar
+from airflow_tablemgmt.spark.errors import ArtifactError
+from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
 from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
 if TYPE_CHECKING:

@@ -97,7 +97,8 @@ def test_sql_on_files_is_refused_and_switched_off(
     assert result["error_class"] in ("InvalidQuery", "QueryNotAllowed"), result
     spark = tables.spark
     # With SQL on files left on (a shared session), the plan check alone refuses it.
-    from airflow_tablemgmt.spark.job.query_policy import QueryNotAllowed, check_plan
+    from airflow_tablemgmt.spark.errors import QueryNotAllowed
+    from airflow_tablemgmt.spark.job.query_policy import check_plan
 
     df = spark.sql(f"SELECT value FROM text.`{secret}`")
     with pytest.raises(QueryNotAllowed, match="reads files directly"):

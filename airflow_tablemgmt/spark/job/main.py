@@ -102,10 +102,10 @@ from airflow_tablemgmt.core.factory import JobSpec  # noqa: E402
 from airflow_tablemgmt.core.identifiers import TableIdentifier  # noqa: E402
 from airflow_tablemgmt.core.tables import CatalogSpec  # noqa: E402
 from airflow_tablemgmt.spark.conf import app_name, validated_catalog  # noqa: E402
-from airflow_tablemgmt.spark.errors import InvalidJobSpec  # noqa: E402
+from airflow_tablemgmt.spark.errors import InvalidJobSpec, NoExecutors  # noqa: E402
 from airflow_tablemgmt.spark.job.redact import REDACT, redact, secret_values  # noqa: E402
 from airflow_tablemgmt.spark.job.session import BackgroundSession  # noqa: E402
-from airflow_tablemgmt.spark.job.watchdog import ExecutorWatchdog, NoExecutors  # noqa: E402
+from airflow_tablemgmt.spark.job.watchdog import ExecutorWatchdog  # noqa: E402
 from airflow_tablemgmt.spark.protocol import (  # noqa: E402
     Timings,
     current_timings,

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
+from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.spark.errors import InvalidQuery, QueryFailed, QueryNotAllowed
 from airflow_tablemgmt.spark.protocol import describe_exception
 
 if TYPE_CHECKING:
@@ -58,20 +59,6 @@ ALLOWED = (
     "allowed: one SELECT (or WITH … SELECT) reading tables of the registered catalog {catalogs}, with "
     "Spark's built-in functions"
 )
-
-
-class InvalidQuery(InvalidDeclaration):
-    """A dynamic table's query does not parse or resolve, or does not produce a partition column."""
-
-
-class QueryNotAllowed(InvalidQuery):
-    """The query asks for something a dynamic table may not do (reflection, files, a command, a table
-    outside the registered catalogs)."""
-
-
-class QueryFailed(TableMgmtError):
-    """Spark failed while running the query. The message is fixed (the error's class, no Spark text):
-    Spark's own message may carry whatever the query computed, so it goes only to the task log."""
 
 
 @contextmanager

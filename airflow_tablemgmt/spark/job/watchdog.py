@@ -24,10 +24,6 @@ WAIT_CONF = "spark.tablemgmt.executorWaitSeconds"
 DEFAULT_WAIT_SECONDS = 60.0
 
 
-class NoExecutors(RuntimeError):
-    """The cluster gave the application no executor for longer than the watchdog waits."""
-
-
 class ExecutorWatchdog(threading.Thread):
     """Cancel the application's jobs when it has had no executor for ``after`` seconds.
 

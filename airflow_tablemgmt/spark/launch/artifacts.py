@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
+from airflow_tablemgmt.spark.errors import ArtifactError
 
 log = logging.getLogger(__name__)
 
@@ -136,10 +136,6 @@ FORMAT_NEEDS: dict[str, tuple[str, ...]] = {
     "delta": ("delta",),
     "paimon": ("paimon",),
 }
-
-
-class ArtifactError(TableMgmtError, RuntimeError):
-    """An artifact could not be provided: missing offline, unreachable, or failing its checksum."""
 
 
 def default_jars_dir() -> Path:

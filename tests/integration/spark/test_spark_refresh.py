@@ -19,16 +19,16 @@ from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.job.main import run
-from airflow_tablemgmt.spark.job.query_policy import QueryFailed, QueryNotAllowed
-from airflow_tablemgmt.spark.job.refresh import (
-    CREATION_PROPERTY,
+from airflow_tablemgmt.spark.errors import (
+    InvalidJobSpec,
     InvalidQuery,
+    QueryFailed,
+    QueryNotAllowed,
     SchemaDrift,
     TableExists,
-    refresh,
 )
+from airflow_tablemgmt.spark.job.main import run
+from airflow_tablemgmt.spark.job.refresh import CREATION_PROPERTY, refresh
 from tests.integration.spark.conftest import CATALOG, NAMESPACE
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
