@@ -58,6 +58,12 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 # Catalog types whose tables live wherever their service says: the service's ``uri`` is what
 # identifies them (with ``warehouse``, which a REST catalog may use as a name, not a path).
 _URI_CATALOGS = {CatalogType.REST, CatalogType.HIVE, CatalogType.JDBC}
+#: A catalog property naming an Airflow connection that supplies the catalog's settings, as the official
+#: apache-iceberg provider's ``iceberg`` connection holds them: host = the catalog's URI, login:password =
+#: the OAuth2 client credential, extra = further catalog properties. Declared properties win; the
+#: connection is read where secrets are resolved (hooks/secrets.py), never stored resolved.
+CONNECTION_PROPERTY = "airflow-connection"
+_CONNECTION_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}")
 # Schemes that reach the same objects under another name.
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "abfss": "abfs", "wasbs": "wasb"}
 WAREHOUSE_RULE = (
@@ -117,9 +123,23 @@ class CatalogSpec(_Model):
         kind = self.type.value
         if self.type in (CatalogType.HADOOP, CatalogType.GLUE) and not self.warehouse:
             raise ValueError(f"warehouse: a {kind} catalog needs a warehouse path or URI")
-        if self.type in _URI_CATALOGS and not self.properties.get("uri", "").strip():
+        connection = self.properties.get(CONNECTION_PROPERTY)
+        if connection is not None and not _CONNECTION_ID.fullmatch(connection):
             raise ValueError(
-                f"properties.uri: a {kind} catalog needs its 'uri' (the {kind} service to reach)"
+                f"properties.{CONNECTION_PROPERTY}: {connection!r} is not an Airflow connection id "
+                "(letters, digits, '_', '.', '-'); give the id itself, e.g. iceberg_default"
+            )
+        if "catalog-impl" in self.properties:
+            raise ValueError(
+                "properties.catalog-impl: a custom catalog implementation is not supported: the gate, the "
+                "watchers and health read catalogs without a JVM (pyiceberg), which cannot load a Java class; "
+                "declare type rest for a catalog that speaks Iceberg's REST protocol (Polaris, Gravitino, "
+                "Unity, Nessie's REST API), or hive, jdbc, glue, hadoop"
+            )
+        if self.type in _URI_CATALOGS and not self.properties.get("uri", "").strip() and connection is None:
+            raise ValueError(
+                f"properties.uri: a {kind} catalog needs its 'uri' (the {kind} service to reach), or "
+                f"properties.{CONNECTION_PROPERTY} naming an Airflow connection whose host is that uri"
             )
         # A REST warehouse may be a name the service resolves; everywhere else it is a location,
         # and a relative one would resolve against whichever directory each worker starts in.
@@ -139,7 +159,8 @@ class CatalogSpec(_Model):
         one physical table two names (and two leases)."""
         warehouse = self.warehouse or self.properties.get("warehouse") or ""
         if self.type in _URI_CATALOGS:
-            return ("uri", normalize_location(self.properties.get("uri", "")), normalize_location(warehouse))
+            uri = self.properties.get("uri") or f"connection:{self.properties.get(CONNECTION_PROPERTY, '')}"
+            return ("uri", normalize_location(uri), normalize_location(warehouse))
         return (self.type.value, normalize_location(warehouse))
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_tablemgmt.core.secrets import SecretReference, parse_reference
-from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.core.tables import CONNECTION_PROPERTY, CatalogSpec
 from airflow_tablemgmt.hooks.errors import SecretResolutionError
 
 _CONN_FIELDS = ("login", "password", "host", "schema", "port")
@@ -99,6 +99,41 @@ def resolve_properties(properties: Mapping[str, Any], field: str = "catalog.prop
     return out
 
 
+def connection_properties(properties: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``properties`` with the settings of the Airflow connection named by ``airflow-connection`` filled
+    in (the official apache-iceberg provider's ``iceberg`` connection): ``uri`` from its host,
+    ``credential`` (OAuth2 ``client_id:client_secret``) from its login and password, and every key of
+    its extra. A property the catalog declares itself wins over the connection's. The connection's
+    password is masked in logs. Without ``airflow-connection``, ``properties`` unchanged (a copy)."""
+    out = dict(properties)
+    conn_id = out.pop(CONNECTION_PROPERTY, None)
+    if conn_id is None:
+        return out
+    from airflow.sdk import BaseHook
+
+    try:
+        conn = BaseHook.get_connection(str(conn_id))
+    except Exception as e:  # noqa: BLE001 - Airflow raises its own not-found types per version
+        raise SecretResolutionError(
+            f"{where}.{CONNECTION_PROPERTY}: connection {conn_id!r} does not resolve ({type(e).__name__}); "
+            "create it (conn type iceberg: host = the catalog URI, login/password = the OAuth2 client "
+            "id and secret, extra = catalog properties)"
+        ) from None
+    supplied: dict[str, Any] = {}
+    host = (conn.host or "").strip()
+    if host:
+        if "://" not in host:  # a connection URI's host has no scheme: rebuild the base URL
+            host = f"https://{host}" + (f":{conn.port}" if conn.port else "")
+        supplied["uri"] = host.rstrip("/")
+    if conn.login and conn.password:
+        _mask(str(conn.password))
+        supplied["credential"] = f"{conn.login}:{conn.password}"
+    for key, value in (conn.extra_dejson or {}).items():
+        if isinstance(value, str | int | float | bool):
+            supplied[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return {**supplied, **out}
+
+
 def resolve_catalog(catalog_json: Mapping[str, Any]) -> dict[str, Any]:
     """The catalog's JSON form (``CatalogSpec.model_dump(mode="json")``) with its properties resolved.
 
@@ -106,8 +141,9 @@ def resolve_catalog(catalog_json: Mapping[str, Any]) -> dict[str, Any]:
     to a log, XCom, trigger kwargs or the store.
     """
     name = catalog_json.get("name", "?")
-    properties = catalog_json.get("properties") or {}
-    return {**catalog_json, "properties": resolve_properties(properties, f"catalog {name}: properties")}
+    where = f"catalog {name}: properties"
+    properties = connection_properties(catalog_json.get("properties") or {}, where)
+    return {**catalog_json, "properties": resolve_properties(properties, where)}
 
 
 def resolve_catalog_spec(catalog: CatalogSpec) -> CatalogSpec:
@@ -116,7 +152,10 @@ def resolve_catalog_spec(catalog: CatalogSpec) -> CatalogSpec:
     ``model_copy`` does not re-validate: the spec was validated with references, and a resolved secret
     would (rightly) be refused as a plaintext value by ``CatalogSpec``'s own checks.
     """
-    if not any(parse_reference(v) is not None for v in catalog.properties.values()):
+    if CONNECTION_PROPERTY not in catalog.properties and not any(
+        parse_reference(v) is not None for v in catalog.properties.values()
+    ):
         return catalog
-    resolved = resolve_properties(catalog.properties, f"catalog {catalog.name}: properties")
+    where = f"catalog {catalog.name}: properties"
+    resolved = resolve_properties(connection_properties(catalog.properties, where), where)
     return catalog.model_copy(update={"properties": resolved})

@@ -14,6 +14,7 @@ CI runs rewrite-files on each backend; ``TABLEMGMT_CATALOG_MATRIX=1`` runs every
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -242,3 +243,42 @@ def test_a_hadoop_catalog_on_an_object_store_needs_an_explicit_opt_in(tmp_path: 
     assert parse_catalog({"name": "h", "warehouse": str(tmp_path)}).warehouse == str(tmp_path)
     # A row stored before the rule still loads (its jobs run as before); writing it again needs the opt-in.
     assert CatalogSpec(name="h", warehouse="s3://bucket/wh").warehouse == "s3://bucket/wh"
+
+
+@pytest.fixture
+def rest_from_connection(
+    rest: IcebergRestServer, s3: SeaweedS3, monkeypatch: pytest.MonkeyPatch
+) -> CatalogSpec:
+    """The REST catalog declared only by an Airflow ``iceberg`` connection: its host is the server's
+    URI and its extra carries the S3 settings (the key pair as it would sit in the connection store)."""
+    extra = {"s3.endpoint": s3.endpoint, "client.region": REGION, "s3.access-key-id": ACCESS_KEY,
+             "s3.secret-access-key": SECRET_KEY}  # fmt: skip
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_TMS_REST_ICEBERG",
+        json.dumps({"conn_type": "iceberg", "host": rest.uri, "extra": extra}),
+    )
+    return parse_catalog(
+        {"name": "restconn", "type": "rest", "properties": {"airflow-connection": "tms_rest_iceberg"}}
+    )
+
+
+@pytest.mark.timeout(300)
+def test_a_catalog_declared_by_an_iceberg_connection_reaches_the_real_server(
+    rest_from_connection: CatalogSpec,
+) -> None:
+    table = seed(rest_from_connection, f"conn_{uuid.uuid4().hex[:6]}", appends=2)
+    reader = SnapshotReader(resolve_catalog_spec(rest_from_connection))
+    state = reader.current_state(table)
+    assert state.snapshot_id is not None
+    assert content(rest_from_connection, table)[:3] == (20, sum(range(20)), 2)
+
+
+@pytest.mark.catalog_matrix
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(not MATRIX, reason="the full catalog matrix runs with TABLEMGMT_CATALOG_MATRIX=1")
+def test_compaction_on_a_catalog_declared_by_an_iceberg_connection(rest_from_connection: CatalogSpec) -> None:
+    table = seed(rest_from_connection, f"connc_{uuid.uuid4().hex[:6]}", appends=4)
+    rows, checksum, files, _ = content(rest_from_connection, table)
+    result = run(rest_from_connection, table, "rewrite-files", {"min-input-files": 2})
+    assert result.summary["before"]["data_files"] == files == 4
+    assert content(rest_from_connection, table)[:3] == (rows, checksum, 1)
