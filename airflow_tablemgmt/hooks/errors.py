@@ -19,3 +19,7 @@ class RunExists(Exception):
 
 class DagMissing(Exception):
     """Airflow has no such DAG yet (the dag processor has not parsed it)."""
+
+
+class SubmitFailed(Exception):
+    """spark-submit exited non-zero (SparkSubmitHook raises AirflowException with this message)."""

@@ -23,15 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_tablemgmt.hooks.airflow_settings import job_env_allow, secrets_backend_may_be_configured
+from airflow_tablemgmt.hooks.errors import SubmitFailed
 from airflow_tablemgmt.spark.launch.environment import job_environment
 
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-class SubmitFailed(Exception):
-    """spark-submit exited non-zero (SparkSubmitHook raises AirflowException with this message)."""
 
 
 # What SparkSubmitHook accepts (airflow.providers.apache.spark.hooks.spark_submit).

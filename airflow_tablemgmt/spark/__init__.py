@@ -10,8 +10,9 @@
   (the one JSON result line the job prints and the launcher parses) and ``errors.py``.
 
 Room to grow: a second launcher, Spark Connect (a remote session instead of a spark-submit of
-``job/main.py``), goes beside ``launch/submit.py`` as ``launch/connect.py`` and runs the same
-``job/`` code over the connect session, speaking the same ``protocol.py``. Maintainers of other table
+``job/main.py``), is its own package beside ``launch/``, ``spark/connect/`` (DESIGN.md: a session per
+process, operation tags and interrupt), and runs the same ``job/`` code over the connect session,
+speaking the same ``protocol.py``. Maintainers of other table
 formats (Hudi, Delta, Paimon) go under ``job/maintainers/<format>/``, beside the Iceberg ones.
 
 Importing this package, ``conf``, ``protocol``, ``errors`` or anything under ``launch/`` never imports
