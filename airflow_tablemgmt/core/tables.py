@@ -129,13 +129,6 @@ class CatalogSpec(_Model):
                 f"properties.{CONNECTION_PROPERTY}: {connection!r} is not an Airflow connection id "
                 "(letters, digits, '_', '.', '-'); give the id itself, e.g. iceberg_default"
             )
-        if "catalog-impl" in self.properties:
-            raise ValueError(
-                "properties.catalog-impl: a custom catalog implementation is not supported: the gate, the "
-                "watchers and health read catalogs without a JVM (pyiceberg), which cannot load a Java class; "
-                "declare type rest for a catalog that speaks Iceberg's REST protocol (Polaris, Gravitino, "
-                "Unity, Nessie's REST API), or hive, jdbc, glue, hadoop"
-            )
         if self.type in _URI_CATALOGS and not self.properties.get("uri", "").strip() and connection is None:
             raise ValueError(
                 f"properties.uri: a {kind} catalog needs its 'uri' (the {kind} service to reach), or "
@@ -149,6 +142,13 @@ class CatalogSpec(_Model):
                 raise ValueError(f"warehouse: {self.warehouse!r} is relative; allowed: {WAREHOUSE_RULE}")
         check_secret_properties(self.properties)
         if (info.context or {}).get(WRITING_KEY):  # a stored row written earlier still loads (shown redacted)
+            if "catalog-impl" in self.properties:
+                raise ValueError(
+                    "properties.catalog-impl: a custom catalog implementation is not supported: the gate, the "
+                    "watchers and health read catalogs without a JVM (pyiceberg), which cannot load a Java class; "
+                    "declare type rest for a catalog that speaks Iceberg's REST protocol (Polaris, Gravitino, "
+                    "Unity, Nessie's REST API), or hive, jdbc, glue, hadoop"
+                )
             check_uri_credentials(self.warehouse, self.properties)
             if self.type == CatalogType.HADOOP:
                 check_hadoop_commits(self.warehouse, self.properties)
