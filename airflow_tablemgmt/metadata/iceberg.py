@@ -1,5 +1,8 @@
 """Cheap Iceberg snapshot checks without a JVM: which snapshot is current, and did it change?
 
+(Over 400 lines on purpose: one reader class with its three ways to the current metadata, the local
+version-hint, the object-store listing and the catalog, whose fallbacks must be read together.)
+
 The gate task (DESIGN.md, data flow step 3), :class:`~airflow_tablemgmt.triggers.snapshot.TableSnapshotTrigger`
 and :class:`~airflow_tablemgmt.sensors.snapshot.TableSnapshotSensor` all ask one question of a table many
 times: is there a snapshot newer than the one I saw? :class:`SnapshotReader` answers it with pyiceberg.

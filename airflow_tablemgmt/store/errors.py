@@ -1,10 +1,10 @@
-"""Errors the store raises that ``core.errors`` does not name yet.
-
-They subclass :class:`~airflow_tablemgmt.core.errors.TableMgmtError` like every other error and
-belong in ``core/errors.py``; they live here only until that module grows them.
-"""
+"""The store's exceptions: refusals of a write (a catalog or table owned by code, in use, not a dynamic
+table, a guarded state change that lost) and an unreachable or outdated store. They subclass
+:class:`~airflow_tablemgmt.core.errors.TableMgmtError` like every other error."""
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from airflow_tablemgmt.core.errors import TableMgmtError
 
@@ -51,3 +51,16 @@ class StoreUnavailable(TableMgmtError):
 
 class StoreNotFound(StoreUnavailable):
     """A read-only open found no SQLite store file (and created none)."""
+
+
+class NotADynamicTable(TableMgmtError):
+    """The id names a registered table that is not a dynamic table (or the other way round)."""
+
+
+class DynamicStateChanged(TableMgmtError):
+    """A guarded state change found the table in another state than the one expected."""
+
+    def __init__(self, table_id: str, state: str, expected: Collection[str]) -> None:
+        super().__init__(f"dynamic table {table_id} is {state}; expected {' or '.join(sorted(expected))}")
+        self.table_id = table_id
+        self.state = state
