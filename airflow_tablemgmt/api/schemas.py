@@ -1,4 +1,4 @@
-"""Request and response bodies of ``/tablemgmt/v1``.
+"""Request and response bodies of ``/tablemgmt/v1`` (over 400 lines: the API's whole contract in one place).
 
 Responses embed the core models (``TableSpec``) and mirror the services' dataclasses; request bodies
 only check JSON types: every rule about values lives in the services, so the REST API and the CLI
@@ -79,6 +79,42 @@ class TableIn(TableChange):
     warehouse: str | None = Field(default=None, description="create the catalog if missing")
 
 
+class BadgeOut(BaseModel):
+    """An action's badge on the list: its newest process, last success and failing streak."""
+
+    last_process: int | None = None
+    last_status: ProcessStatus | None = None
+    last_instant: datetime | None = None
+    last_finished: datetime | None = None
+    last_reason: str | None = None
+    last_success: datetime | None = None
+    failing_streak: int = Field(default=0, description="FAILED/KILLED processes in a row, newest first")
+
+
+class FindingOut(BaseModel):
+    kind: str = Field(description="small_files, delete_files, snapshots or manifests")
+    points: int = Field(description="what it takes off the score")
+    action: str = Field(description="the maintenance action that would fix it")
+    reason: str
+
+
+class HealthScoreOut(BaseModel):
+    """The health score (docs/ui.md, metadata/health.py): 100 minus the points of each finding; a finding
+    exists exactly when an action would help (needs_attention)."""
+
+    score: int = Field(ge=0, le=100)
+    needs_attention: bool
+    findings: list[FindingOut]
+
+
+class RowHealthOut(HealthScoreOut):
+    data_files: int
+    data_bytes: int
+    delete_files: int
+    snapshots: int
+    age_s: float = Field(description="seconds since the figures were read (cached)")
+
+
 class TableSummaryOut(BaseModel):
     table: str
     format: str
@@ -89,6 +125,11 @@ class TableSummaryOut(BaseModel):
     last_status: dict[str, ProcessStatus | None] = Field(
         default_factory=dict, description="action -> status of its newest process"
     )
+    badges: dict[str, BadgeOut] = Field(default_factory=dict, description="action -> its badge")
+    health: RowHealthOut | None = Field(
+        default=None, description="the cached health read; null until the table has been measured"
+    )
+    dynamic: dict[str, Any] | None = Field(default=None, description="a dynamic table's state and freshness")
 
 
 class TablePage(BaseModel):
@@ -96,6 +137,8 @@ class TablePage(BaseModel):
     total: int
     limit: int
     offset: int
+    measuring: int = Field(default=0, description="tables of this page whose health is being read now")
+    measured: int = Field(default=0, description="tables with a cached health read")
 
 
 class ProcessOut(BaseModel):
@@ -118,6 +161,11 @@ class ProcessOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     heartbeat_at: datetime | None
+    timings: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="wait_s (opened -> running: queue and lease), run_s (running -> finished, the CLI's "
+        "DURATION), job_s (the Spark job), total_s (opened -> finished)",
+    )
 
 
 class ProcessPage(BaseModel):
@@ -198,6 +246,19 @@ class FileStatsOut(BaseModel):
     data_bytes: int
     delete_bytes: int
     records: int
+    target_file_size_bytes: int = 0
+    compacted_data_files: int = Field(default=0, description="files a compaction to the target would leave")
+    excess_data_files: int = Field(default=0, description="small files a compaction would remove")
+    min_input_files: int = 0
+    partitions: int = 0
+    deleted_rows: int = 0
+    deleted_row_ratio: float = 0.0
+    manifests: int = 0
+    manifest_bytes: int = 0
+    expirable_snapshots: int = Field(default=0, description="snapshots expire-snapshots would drop")
+    oldest_snapshot_age_s: float | None = None
+    current_snapshot_age_s: float | None = None
+    snapshot_max_age_s: float = 0.0
 
 
 class ActionHealthOut(BaseModel):
@@ -215,6 +276,18 @@ class HealthOut(BaseModel):
     read_at: datetime
     error: str | None
     actions: list[ActionHealthOut]
+    health: HealthScoreOut | None = None
+
+
+class OverviewOut(BaseModel):
+    """The overview page (services/overview.py): store aggregates plus the cached health reads."""
+
+    model_config = ConfigDict(extra="allow")
+
+    now: datetime
+    tables: int
+    measured_tables: int
+    needs_attention: int
 
 
 # --- dynamic tables (/dynamic-tables) ---------------------------------------------------------------

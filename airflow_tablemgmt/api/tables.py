@@ -21,20 +21,13 @@ from airflow_tablemgmt.api.schemas import (
     TableIn,
     TableOut,
     TablePage,
-    TableSummaryOut,
 )
-from airflow_tablemgmt.api.views import actions_of, table_out
+from airflow_tablemgmt.api.views import actions_of, summary_out, table_out
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import TableNotFound
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.text import TEXT_PATTERN
-from airflow_tablemgmt.services import (
-    RegisterRequest,
-    TableSummary,
-    list_tables,
-    register_table,
-    remove_table,
-)
+from airflow_tablemgmt.services import RegisterRequest, register_table, remove_table
 from airflow_tablemgmt.services.health import table_health
 from airflow_tablemgmt.services.run_now import dag_id_for, request_run
 
@@ -84,6 +77,9 @@ def _request(body: TableChange, table: str | None, spec: Mapping[str, Any] | Non
 @router.get("", response_model=TablePage)
 def get_tables(
     store: StoreDep,
+    q: Annotated[
+        str | None, Query(pattern=TEXT_PATTERN, max_length=250, description="part of the table id or owner")
+    ] = None,
     catalog: Annotated[str | None, Query(pattern=TEXT_PATTERN, max_length=250)] = None,
     namespace: Annotated[str | None, Query(pattern=TEXT_PATTERN, max_length=250)] = None,
     action: Annotated[
@@ -92,41 +88,38 @@ def get_tables(
     status: Annotated[
         ProcessStatus | None, Query(description="tables whose newest process of some action has this status")
     ] = None,
+    needs_attention: Annotated[
+        bool, Query(description="only tables whose cached health has a finding (an action would help)")
+    ] = False,
+    sort: Annotated[
+        Literal["table", "owner", "catalog", "updated", "health"],
+        Query(description="health: by the cached health score, worst first (unmeasured last)"),
+    ] = "table",
+    desc: bool = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> TablePage:
-    if action is not None:
-        ACTIONS.get(action)  # an unknown action is an error naming the known ones, not an empty page
-    rows = []
-    for t in list_tables(store):
-        cat, ns, _ = t.table.split(".", 2)
-        if (
-            (catalog and cat != catalog)
-            or (namespace and ns != namespace)
-            or (action and action not in t.actions)
-        ):
-            continue
-        rows.append(t)
+    """One page of tables with what each row shows (badges per action, cached health score):
+    search, filters, sort and paging run in the store's SQL, so the page makes no request per row."""
+    from airflow_tablemgmt.services.overview import list_page
+    from airflow_tablemgmt.store.listing import TableFilter
 
-    def last_status(t: TableSummary) -> dict[str, ProcessStatus | None]:
-        out: dict[str, ProcessStatus | None] = {}
-        for a in t.actions:
-            last = store.processes.list(table_id=t.table, action=a, limit=1)
-            out[a] = last[0].status if last else None
-        return out
-
-    if status is not None:  # judged on every table before paging, so `total` counts matches
-        matching = [(t, s) for t in rows if status in (s := last_status(t)).values()]
-        page = matching[offset : offset + limit]
-        total = len(matching)
-    else:
-        page = [(t, last_status(t)) for t in rows[offset : offset + limit]]
-        total = len(rows)
-    return TablePage(
-        items=[TableSummaryOut(**{**t.__dict__, "last_status": s}) for t, s in page],
-        total=total,
+    found = list_page(
+        store,
+        TableFilter(q=q, catalog=catalog, namespace=namespace, action=action, status=status and str(status)),
+        sort=sort,
+        desc=desc,
+        needs_attention=needs_attention,
         limit=limit,
         offset=offset,
+    )
+    return TablePage(
+        items=[summary_out(r) for r in found.items],
+        total=found.total,
+        limit=limit,
+        offset=offset,
+        measuring=found.measuring,
+        measured=found.measured,
     )
 
 

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.api.schemas import ActionOut, ProcessOut, TableOut
+from airflow_tablemgmt.api.schemas import (
+    ActionOut,
+    BadgeOut,
+    ProcessOut,
+    RowHealthOut,
+    TableOut,
+    TableSummaryOut,
+)
+from airflow_tablemgmt.services.overview import timings
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.process import Process
+    from airflow_tablemgmt.services.overview import TableRow
     from airflow_tablemgmt.store import RegisteredTable, Store
 
 
@@ -35,6 +44,7 @@ def process_out(p: Process) -> ProcessOut:
     data["snapshot_id"] = str(p.snapshot_id) if p.snapshot_id is not None else None
     data["summary"] = json_safe(p.summary)
     data["parameters"] = json_safe(p.parameters)
+    data["timings"] = timings(p)
     return ProcessOut(**data)
 
 
@@ -77,4 +87,46 @@ def table_out(store: Store, reg: RegisteredTable, **extra: Any) -> TableOut:
         spec=reg.spec,
         actions=actions_of(store, reg),
         **extra,
+    )
+
+
+def summary_out(r: TableRow) -> TableSummaryOut:
+    """A list row: badges per action and the cached health (null until measured)."""
+    health = None
+    if r.health is not None:
+        f = r.health.files
+        health = RowHealthOut(
+            **r.health.score.to_dict(),
+            data_files=f.data_files,
+            data_bytes=f.data_bytes,
+            delete_files=f.delete_files,
+            snapshots=f.snapshots,
+            age_s=r.health.age_s,
+        )
+    dynamic = None
+    if r.dynamic:
+        definition = r.dynamic.get("definition") or {}
+        dynamic = {"state": r.dynamic.get("state"), "freshness": definition.get("freshness")}
+    return TableSummaryOut(
+        table=r.table,
+        format=r.format,
+        managed_by=r.managed_by,
+        owner=r.owner,
+        queue=r.queue,
+        actions=r.actions,
+        last_status={a: r.badges[a].last_status for a in r.actions},
+        badges={
+            a: BadgeOut(
+                last_process=b.last_id,
+                last_status=b.last_status,
+                last_instant=b.last_instant,
+                last_finished=b.last_finished,
+                last_reason=b.last_reason,
+                last_success=b.last_success,
+                failing_streak=b.failing_streak,
+            )
+            for a, b in r.badges.items()
+        },
+        health=health,
+        dynamic=dynamic or None,
     )

@@ -1,7 +1,9 @@
 """What a table's current snapshot holds, from its manifests: one walk, two readings of it.
 
-* :class:`FileStats` (:func:`read_file_stats`): the health figures, counts and sizes of data and delete
-  files and how many data files are small, for the REST API's health and the table gauges.
+* :class:`FileStats` (:func:`read_file_stats`): the health figures, measured against the table's own
+  targets (the rewrite-files action's target file size, the expire-snapshots action's age and count):
+  data and delete files, deleted rows, small files and how many of them a compaction would remove,
+  manifests, snapshots and how many an expiry would drop. ``metadata/health.py`` scores them.
 * :class:`TableShape` (:func:`read_shape`): the before/after figures of a maintenance job, everything
   but the live record count, per coerced partition.
 
@@ -13,6 +15,8 @@ functions that read; the catalog it is handed has its secret references already 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,7 +51,10 @@ def live_data_files(io: FileIO, manifests: Iterable[ManifestFile]) -> Iterator[D
 
 @dataclass(frozen=True)
 class FileStats:
-    """What the table's current snapshot holds."""
+    """What the table's current snapshot holds, and the targets it was measured against.
+
+    The fields after ``records`` have defaults so a reader built before them (a test's fake) still works.
+    """
 
     snapshot_id: int | None
     snapshots: int
@@ -58,44 +65,111 @@ class FileStats:
     data_bytes: int
     delete_bytes: int
     records: int
+    #: the rewrite-files action's ``target-file-size-bytes`` (the table's own when the action is absent)
+    target_file_size_bytes: int = DEFAULT_TARGET_FILE_SIZE
+    #: data files a compaction to the target size would leave: per partition, ceil(bytes / target), >= 1
+    compacted_data_files: int = 0
+    #: rewrite-files' ``min-input-files``: fewer small files than this in a table are left alone
+    min_input_files: int = 5
+    partitions: int = 0
+    deleted_rows: int = 0  # rows that position and equality delete files mark deleted
+    manifests: int = 0
+    manifest_bytes: int = 0
+    #: snapshots older than expire-snapshots' ``older-than`` beyond its ``retain-last`` (what it would drop)
+    expirable_snapshots: int = 0
+    oldest_snapshot_age_s: float | None = None
+    current_snapshot_age_s: float | None = None
+    snapshot_max_age_s: float = 5 * 86400.0
 
     @property
     def small_file_ratio(self) -> float:
         return round(self.small_data_files / self.data_files, 4) if self.data_files else 0.0
 
+    @property
+    def excess_data_files(self) -> int:
+        """Small data files a compaction would remove: beyond what the data's size needs, at most the
+        small files. 0 for a table whose every partition already has as few files as its size needs
+        (a table smaller than one target file in one file, however small that file is)."""
+        return max(0, min(self.small_data_files, self.data_files - self.compacted_data_files))
 
-def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> FileStats:
+    @property
+    def deleted_row_ratio(self) -> float:
+        return round(min(1.0, self.deleted_rows / self.records), 4) if self.records else 0.0
+
+    @property
+    def health_score(self) -> int:
+        """0–100, ``metadata/health.py``'s definition (its findings: :func:`metadata.health.score`)."""
+        from airflow_tablemgmt.metadata.health import score
+
+        return score(self).score
+
+
+def read_file_stats(catalog: CatalogSpec, table: TableSpec, *, now: float | None = None) -> FileStats:
     """Counts and sizes of the current snapshot's files, read from its manifests with pyiceberg.
 
     ``catalog`` has its secret references resolved already (the caller's adapter does that).
 
-    A *small file* is a data file under 75 % of the table's target file size
-    (``write.target-file-size-bytes``, Iceberg's default 512 MiB): the bound below which Iceberg's
-    ``rewrite_data_files`` rewrites a file by default (``min-file-size-bytes``).
+    A *small file* is a data file under 75 % of the target file size: the bound below which Iceberg's
+    ``rewrite_data_files`` rewrites a file by default (``min-file-size-bytes``). The target is the
+    table's rewrite-files action's ``target-file-size-bytes`` when the action is declared, else the
+    table's ``write.target-file-size-bytes`` (Iceberg's default 512 MiB).
     """
     from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 
     reader = SnapshotReader(catalog)
     try:
         metadata, io = _load_metadata(reader, table)
+        return _measure(metadata, io, table, time.time() if now is None else now)
     except TableMgmtError:
         raise
     except Exception as e:  # pyiceberg/pyarrow/IO errors: say which table and why
         raise HealthUnavailable(f"table {table.id}: cannot read its Iceberg metadata: {e}") from None
-    target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+
+
+def _targets(metadata: Any, table: TableSpec) -> tuple[int, int, float, int]:
+    """(target file size, min input files, snapshot max age in seconds, retain-last) of ``table``."""
+    rewrite = table.action_settings("rewrite-files")
+    if "rewrite-files" in table.actions:
+        target = int(getattr(rewrite, "target_file_size_bytes", DEFAULT_TARGET_FILE_SIZE))
+    else:
+        target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+    expire = table.action_settings("expire-snapshots")
+    older_than = getattr(expire, "older_than", None)
+    max_age = older_than.total_seconds() if older_than is not None else 5 * 86400.0
+    if (
+        "expire-snapshots" not in table.actions
+        and "history.expire.max-snapshot-age-ms" in metadata.properties
+    ):
+        max_age = int(metadata.properties["history.expire.max-snapshot-age-ms"]) / 1000
+    retain = int(getattr(expire, "retain_last", 1))
+    return target, int(getattr(rewrite, "min_input_files", 5)), max_age, retain
+
+
+def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
+    target, min_input, max_age, retain = _targets(metadata, table)
     threshold = int(target * SMALL_FILE_FRACTION)
     snap = metadata.current_snapshot()
     stats = {"data_files": 0, "small": 0, "delete_files": 0, "data_bytes": 0, "delete_bytes": 0, "records": 0}
+    deleted_rows = 0
+    per_partition: dict[tuple[Any, ...], int] = {}
+    manifests: list[Any] = []
     if snap is not None:
-        for f in live_data_files(io, snap.manifests(io)):
+        manifests = snap.manifests(io)
+        for f in live_data_files(io, manifests):
             if int(f.content) == _DATA:
                 stats["data_files"] += 1
                 stats["data_bytes"] += f.file_size_in_bytes
                 stats["records"] += f.record_count
                 stats["small"] += f.file_size_in_bytes < threshold
+                key = (f.spec_id, *tuple(f.partition))
+                per_partition[key] = per_partition.get(key, 0) + f.file_size_in_bytes
             else:
                 stats["delete_files"] += 1
                 stats["delete_bytes"] += f.file_size_in_bytes
+                deleted_rows += f.record_count
+    times = sorted((s.timestamp_ms / 1000 for s in metadata.snapshots), reverse=True)
+    # The newest ``retain-last`` are kept whatever their age (retain-last >= 1 keeps the current one).
+    expirable = sum(1 for t in times[retain:] if now - t > max_age)
     return FileStats(
         snapshot_id=snap.snapshot_id if snap is not None else None,
         snapshots=len(metadata.snapshots),
@@ -106,6 +180,17 @@ def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> FileStats:
         data_bytes=stats["data_bytes"],
         delete_bytes=stats["delete_bytes"],
         records=stats["records"],
+        target_file_size_bytes=target,
+        compacted_data_files=sum(max(1, math.ceil(b / target)) for b in per_partition.values()),
+        min_input_files=min_input,
+        partitions=len(per_partition),
+        deleted_rows=deleted_rows,
+        manifests=len(manifests),
+        manifest_bytes=sum(int(m.manifest_length) for m in manifests),
+        expirable_snapshots=expirable,
+        oldest_snapshot_age_s=round(now - times[-1], 1) if times else None,
+        current_snapshot_age_s=round(now - snap.timestamp_ms / 1000, 1) if snap is not None else None,
+        snapshot_max_age_s=max_age,
     )
 
 

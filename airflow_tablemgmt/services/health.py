@@ -8,6 +8,10 @@ indexed query per action).
 The file figures and what a *small file* is are ``metadata/files.py``'s (:class:`FileStats`); the
 catalog's secret references are resolved here, before the read.
 
+The score (0–100) and its findings are ``metadata/health.py``'s; :func:`cached_health` hands the list
+and the overview what the cache holds without reading anything, and :func:`warm` reads the tables it
+lacks on one background thread, so a page of the list never waits for Iceberg metadata.
+
 Each fresh read also sends the table's ``tablemgmt.table.*`` gauges through Airflow's Stats
 (:mod:`airflow_tablemgmt.observability`).
 """
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.metadata.files import FileStats
+from airflow_tablemgmt.metadata.health import HealthScore, score
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -50,10 +55,16 @@ class TableHealth:
     error: str | None = None  # why ``files`` is None: the metadata read failed
     actions: list[ActionHealth] = field(default_factory=list)
 
+    @property
+    def score(self) -> HealthScore | None:
+        return score(self.files) if self.files is not None else None
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         if self.files is not None:
-            out["files"]["small_file_ratio"] = self.files.small_file_ratio
+            for name in ("small_file_ratio", "excess_data_files", "deleted_row_ratio"):
+                out["files"][name] = getattr(self.files, name)
+        out["health"] = self.score.to_dict() if self.score is not None else None
         return out
 
 
@@ -80,6 +91,12 @@ class _Cache:
         with self._lock:
             self._entries[key] = (self.clock(), stats)
 
+    def snapshot(self, prefix: str) -> dict[str, tuple[float, FileStats]]:
+        """Every entry under ``prefix`` (one store), by table id, with the clock value it was read at."""
+        with self._lock:
+            items = list(self._entries.items())
+        return {k[len(prefix) :]: v for k, v in items if k.startswith(prefix)}
+
 
 _CACHE = _Cache(time.monotonic)
 
@@ -95,7 +112,7 @@ def table_health(
     """Health of a live table. An unreadable table still answers, with ``files`` None and ``error``."""
     spec = store.tables.get(table_id)
     cache = cache or _CACHE
-    key = f"{store.display_url}|{spec.id}"
+    key = _key(store, spec.id)
     files = cache.get(key, ttl)
     error = None
     fresh = False
@@ -129,3 +146,56 @@ def _action_health(store: Store, table_id: str, action: str) -> ActionHealth:
         bad.id if bad else None,
         bad.failure_reason if bad else None,
     )
+
+
+def _key(store: Store, table_id: str) -> str:
+    return f"{store.display_url}|{table_id}"
+
+
+@dataclass(frozen=True)
+class CachedHealth:
+    """A table's last health read, as the list and the overview show it (no metadata read)."""
+
+    files: FileStats
+    score: HealthScore
+    age_s: float
+
+
+def cached_health(store: Store, *, cache: _Cache | None = None) -> dict[str, CachedHealth]:
+    """Table id -> its last read, for every table this process has read (stale entries included: the
+    list shows the last known score with its age rather than none)."""
+    cache = cache or _CACHE
+    now = cache.clock()
+    return {
+        table_id: CachedHealth(files, score(files), round(now - at, 1))
+        for table_id, (at, files) in cache.snapshot(_key(store, "")).items()
+    }
+
+
+_WARMING: set[str] = set()
+_WARM_LOCK = threading.Lock()
+
+
+def warm(store: Store, table_ids: list[str], *, ttl: float = CACHE_SECONDS) -> int:
+    """Read the health of those ``table_ids`` the cache lacks (or holds stale) on a background thread;
+    returns how many it queued. A table already being read is not queued again."""
+    fresh = cached_health(store)
+    wanted = [t for t in table_ids if t not in fresh or fresh[t].age_s >= ttl]
+    with _WARM_LOCK:
+        todo = [t for t in wanted if _key(store, t) not in _WARMING]
+        _WARMING.update(_key(store, t) for t in todo)
+    if not todo:
+        return 0
+
+    def run() -> None:
+        for t in todo:
+            try:
+                table_health(store, t, ttl=ttl)
+            except Exception:  # noqa: BLE001 - a removed table or a broken catalog: the next list retries
+                pass
+            finally:
+                with _WARM_LOCK:
+                    _WARMING.discard(_key(store, t))
+
+    threading.Thread(target=run, name="tablemgmt-health-warm", daemon=True).start()
+    return len(todo)

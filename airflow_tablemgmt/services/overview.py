@@ -1,0 +1,200 @@
+"""What the page shows at a glance: one page of the table list (search, filters, sort and paging in
+SQL, ``store/listing.py``) with each row's badges and cached health, and the overview's figures.
+
+No row costs a request of its own and nothing here reads Iceberg metadata: health comes from
+``services/health.py``'s cache, and the tables of a page it lacks are read in the background
+(:func:`services.health.warm`), so the next refresh shows them.
+
+A process's times (:func:`timings`) have one definition, used by the History tab and the overview:
+
+* **wait** — opened (``created_at``: the run was asked for) to running (``started_at``): the queue
+  (Airflow's pool and executor slots) and the table's lease, which a PENDING process waits for;
+* **run** — running to finished: the CLI's ``DURATION`` column (``tablemgmt processes``);
+* **job** — the Spark job itself (``summary.duration_seconds``);
+* **total** — opened to finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.actions import ACTIONS
+from airflow_tablemgmt.services.health import CachedHealth, cached_health, warm
+from airflow_tablemgmt.store import listing
+from airflow_tablemgmt.store.listing import ActionState, TableFilter
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.core.process import Process
+    from airflow_tablemgmt.store import Store
+
+SORTS = (*listing.SORTS, "health")
+
+
+def _seconds(a: datetime | None, b: datetime | None) -> float | None:
+    return round((b - a).total_seconds(), 3) if a is not None and b is not None else None
+
+
+def timings(p: Process) -> dict[str, float | None]:
+    """Wait, run, job and total seconds of a process (this module's docstring defines them)."""
+    job = (p.summary or {}).get("duration_seconds")
+    return {
+        "wait_s": _seconds(p.created_at, p.started_at),
+        "run_s": _seconds(p.started_at, p.finished_at),
+        "job_s": float(job) if isinstance(job, int | float) else None,
+        "total_s": _seconds(p.created_at, p.finished_at),
+    }
+
+
+def enabled(actions: dict[str, Any]) -> list[str]:
+    """The enabled actions of a stored ``actions`` document, sorted (as ``TableSpec.enabled_actions``)."""
+    return sorted(a for a, o in actions.items() if not (isinstance(o, dict) and o.get("enabled") is False))
+
+
+@dataclass(frozen=True)
+class TableRow:
+    table: str
+    format: str
+    managed_by: str
+    owner: str
+    queue: str
+    actions: list[str]
+    badges: dict[str, ActionState]
+    health: CachedHealth | None
+    dynamic: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TablePage:
+    items: list[TableRow]
+    total: int
+    limit: int
+    offset: int
+    measuring: int = 0  # tables of this page whose health is being read now
+    measured: int = 0  # tables of the whole store with a cached health read
+    sorts: tuple[str, ...] = field(default=SORTS)
+
+
+def _health_key(h: CachedHealth | None) -> tuple[int, float]:
+    return (0, h.score.score) if h is not None else (1, 0.0)
+
+
+def list_page(
+    store: Store,
+    f: TableFilter,
+    *,
+    sort: str = "table",
+    desc: bool = False,
+    needs_attention: bool = False,
+    limit: int = 25,
+    offset: int = 0,
+    warm_missing: bool = True,
+) -> TablePage:
+    """One page of the table list. Sorting by ``health`` (worst first; unmeasured last) and the
+    ``needs_attention`` filter use the cached scores; every other sort and filter runs in SQL."""
+    if f.action is not None:
+        ACTIONS.get(f.action)  # an unknown action is an error naming the known ones
+    engine = store.engine
+    health = cached_health(store)
+    if sort == "health" or needs_attention:
+        ids = listing.table_ids(engine, f)
+        if needs_attention:
+            ids = [i for i in ids if i in health and health[i].score.needs_attention]
+        if sort == "health":
+            ids.sort(key=lambda i: _health_key(health.get(i)), reverse=desc)
+        elif desc:
+            ids.reverse()
+        total = len(ids)
+        rows = listing.tables_by_id(engine, ids[offset : offset + limit])
+    else:
+        rows, total = listing.page(engine, f, sort=sort, desc=desc, limit=limit, offset=offset)
+    states = listing.action_states(engine, [r.table_id for r in rows])
+    items = []
+    for r in rows:
+        names = enabled(r.actions)
+        items.append(
+            TableRow(
+                r.table_id,
+                r.format,
+                r.managed_by,
+                r.owner,
+                r.queue,
+                names,
+                {a: states.get((r.table_id, a), ActionState()) for a in names},
+                health.get(r.table_id),
+                r.dynamic,
+            )  # fmt: skip
+        )
+    missing = [r.table for r in items if r.health is None]
+    queued = warm(store, missing) if warm_missing and missing else 0
+    return TablePage(items, total, limit, offset, measuring=queued or len(missing), measured=len(health))
+
+
+def overview(store: Store, *, now: datetime | None = None) -> dict[str, Any]:
+    """The overview page's figures, from the store's aggregates and the health cache."""
+    engine = store.engine
+    now = now or store.processes.now()
+    counts = listing.table_counts(engine)
+    health = cached_health(store)
+    attention: dict[str, dict[str, Any]] = {}
+    data_bytes = data_files = small = 0
+    scores = []
+    for table_id, h in health.items():
+        data_bytes += h.files.data_bytes
+        data_files += h.files.data_files
+        small += h.files.excess_data_files
+        scores.append(h.score.score)
+        for finding in h.score.findings:
+            entry = attention.setdefault(
+                finding.kind, {"tables": 0, "action": finding.action, "examples": []}
+            )
+            entry["tables"] += 1
+            if len(entry["examples"]) < 5:
+                entry["examples"].append(table_id)
+    active, per_status = listing.active(engine)
+    return {
+        "now": now,
+        "tables": counts["tables"],
+        "dynamic_tables": counts["dynamic"],
+        "per_catalog": counts["per_catalog"],
+        "measured_tables": len(health),
+        "data_bytes": data_bytes,
+        "data_files": data_files,
+        "removable_files": small,
+        "mean_health_score": round(sum(scores) / len(scores), 1) if scores else None,
+        "needs_attention": sum(1 for h in health.values() if h.score.needs_attention),
+        "attention_by_kind": attention,
+        "newest_status": listing.newest_status_counts(engine),
+        "failing": [
+            {
+                "process_id": r.id,
+                "table": r.table_id,
+                "action": r.action,
+                "status": r.status,
+                "instant": r.instant,
+                "finished_at": r.finished_at,
+                "reason": r.failure_reason,
+            }  # fmt: skip
+            for r in listing.failing(engine)
+        ],
+        "active_per_status": per_status,
+        "active": [
+            {
+                "process_id": r.id,
+                "table": r.table_id,
+                "action": r.action,
+                "status": r.status,
+                "instant": r.instant,
+                "created_at": r.created_at,
+                "started_at": r.started_at,
+                "waiting_s": round((now - r.created_at).total_seconds(), 1) if r.started_at is None else None,
+                "dag_id": r.dag_id,
+                "run_id": r.run_id,
+            }  # fmt: skip
+            for r in active
+        ],
+        "done_24h": listing.done_since(engine, now - timedelta(hours=24)),
+        "done_7d": listing.done_since(engine, now - timedelta(days=7)),
+        "daily_30d": listing.daily(engine, now - timedelta(days=30)),
+    }
