@@ -335,7 +335,7 @@ DELETE_ORPHANS = ACTIONS.register(
 )
 EXPIRE_DATA = ACTIONS.register(Action("expire-data", ExpireDataSettings, True, "delete rows past their TTL"))
 COMPUTE_STATS = ACTIONS.register(
-    Action("compute-stats", ComputeStatsSettings, False, "compute table statistics (Puffin NDV)")
+    Action("compute-stats", ComputeStatsSettings, True, "compute table statistics (Puffin NDV)")
 )
 REFRESH = ACTIONS.register(Action("refresh", RefreshSettings, True, "refresh a dynamic table from its query"))
 
