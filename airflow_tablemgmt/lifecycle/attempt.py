@@ -18,6 +18,7 @@ from airflow_tablemgmt.lifecycle.model import RunOutcome, RunRequest
 from airflow_tablemgmt.lifecycle.results import close_own_row, record_predecessor_success, record_success
 from airflow_tablemgmt.lifecycle.summary import complete_summary, one_line, snapshot_after
 from airflow_tablemgmt.lifecycle.takeover import wait_for_peer
+from airflow_tablemgmt.spark.protocol import name_the_catalog
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -160,7 +161,8 @@ def claim_and_run(
         raise JobFailed(f"process {process.id} was killed")
     if result.status != "SUCCESS":
         raise_if_stopped(runner, process)
-        reason = result.error or "the Spark job failed without a result"
+        reason = name_the_catalog(result.error_class, result.error or "the Spark job failed without a result",
+                                  job.catalog)  # fmt: skip
         runner._fail(process, reason)
         raise JobFailed(f"{req.action} on {req.table_id} failed (process {process.id}): {reason}")
     # A job that committed before a kill landed is recorded too, guarded by this attempt: if the

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -271,3 +272,26 @@ def describe_exception(exc: BaseException) -> tuple[str, str]:
     if len(message) > _MAX_ERROR_CHARS:
         message = message[: _MAX_ERROR_CHARS - 3] + "..."
     return error_class, message
+
+
+_USERINFO = re.compile(r"//[^/@]*@")
+
+# Iceberg's exceptions that mean "the catalog service failed or refused", not "the table or the query is
+# wrong": their messages ("Service failed: 503", "Not authorized") do not say which catalog answered.
+_CATALOG_SERVICE_ERRORS = frozenset({
+    "ServiceFailureException", "ServiceUnavailableException", "CommitStateUnknownException",
+    "RESTException", "NotAuthorizedException", "ForbiddenException", "BadRequestException",
+})  # fmt: skip
+
+
+def name_the_catalog(error_class: str | None, message: str, catalog: Mapping[str, Any]) -> str:
+    """``message`` prefixed with the catalog that failed (its name, type and URI, no credentials) when
+    ``error_class`` is a catalog-service failure, so a process's reason says where to look."""
+    if error_class not in _CATALOG_SERVICE_ERRORS:
+        return message
+    props = catalog.get("properties") or {}
+    where = str(catalog.get("type") or "catalog")
+    uri = props.get("uri") or props.get("airflow-connection")
+    if uri:
+        where += f" at {_USERINFO.sub('//', str(uri))}"
+    return f"catalog {catalog.get('name', '?')} ({where}) failed: {message}"

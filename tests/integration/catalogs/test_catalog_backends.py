@@ -21,26 +21,20 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import InvalidDeclaration
-from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.core.storage import pyiceberg_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, parse_catalog
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 from tests.integration.iceberg_session import skip_unless_ci
+from tests.support.catalogs import content, run, s3_properties, seed, writer
 from tests.support.servers import ACCESS_KEY, REGION, SECRET_KEY, IcebergRestServer, SeaweedS3
 
 pytestmark = [pytest.mark.integration]
 MATRIX = os.environ.get("TABLEMGMT_CATALOG_MATRIX") == "1"
 PG_ADMIN = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
-S3_REFS = {"s3.access-key-id": "env:TMS_TEST_S3_KEY_ID", "s3.secret-access-key": "env:TMS_TEST_S3_SECRET"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -94,16 +88,12 @@ def jdbc_database() -> Iterator[str]:
     admin.dispose()
 
 
-def _s3_properties(s3: SeaweedS3) -> dict[str, str]:
-    return {"s3.endpoint": s3.endpoint, "client.region": REGION, **S3_REFS}
-
-
 @pytest.fixture(scope="module", params=["rest-s3", "jdbc-s3"])
 def backend(request: pytest.FixtureRequest, s3: SeaweedS3) -> CatalogSpec:
     if request.param == "rest-s3":
         rest: IcebergRestServer = request.getfixturevalue("rest")
         return CatalogSpec(
-            name="restlake", type=CatalogType.REST, properties={"uri": rest.uri, **_s3_properties(s3)}
+            name="restlake", type=CatalogType.REST, properties={"uri": rest.uri, **s3_properties(s3)}
         )
     database = request.getfixturevalue("jdbc_database")
     return CatalogSpec(
@@ -114,60 +104,9 @@ def backend(request: pytest.FixtureRequest, s3: SeaweedS3) -> CatalogSpec:
             "uri": f"jdbc:postgresql://127.0.0.1:5432/{database}",
             "jdbc.user": "postgres",
             "jdbc.password": "env:TMS_TEST_PG_PASSWORD",
-            **_s3_properties(s3),
+            **s3_properties(s3),
         },
     )
-
-
-def writer(catalog: CatalogSpec) -> Any:
-    """pyiceberg's catalog for writing test tables, with the same (resolved) settings the product renders."""
-    from pyiceberg.catalog import load_catalog
-
-    from airflow_tablemgmt.metadata.iceberg import sqlalchemy_url
-
-    resolved = resolve_catalog_spec(catalog)
-    props = pyiceberg_properties(resolved.warehouse, resolved.properties)
-    if catalog.type == CatalogType.JDBC:
-        props["uri"] = sqlalchemy_url(props["uri"], props.pop("jdbc.user"), props.pop("jdbc.password"))
-        return load_catalog(catalog.name, type="sql", warehouse=resolved.warehouse, **props)
-    return load_catalog(catalog.name, type="rest", **props)
-
-
-def seed(catalog: CatalogSpec, name: str, appends: int = 6) -> TableIdentifier:
-    import pyarrow as pa
-
-    cat = writer(catalog)
-    try:
-        cat.create_namespace("db")
-    except Exception:  # noqa: BLE001 - it exists
-        pass
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    table = cat.create_table(("db", name), schema=schema)
-    for i in range(appends):
-        table.append(pa.table({"id": list(range(i * 10, i * 10 + 10)), "v": [f"v{i}"] * 10}))
-    return TableIdentifier(catalog.name, "db", name)
-
-
-def content(catalog: CatalogSpec, table: TableIdentifier) -> tuple[int, int, int, int]:
-    """(rows, sum of ids, data files, snapshots), read with pyiceberg."""
-    t = writer(catalog).load_table((table.namespace, table.name))
-    data = t.scan().to_arrow()
-    files = len(list(t.scan().plan_files()))
-    return data.num_rows, sum(data.column("id").to_pylist()), files, len(t.metadata.snapshots)
-
-
-def run(catalog: CatalogSpec, table: TableIdentifier, action: str, raw: dict[str, Any]) -> Any:
-    options = ACTIONS.get(action).settings(raw).options()
-    job = JobSpec(
-        table={"catalog": table.catalog, "namespace": table.namespace, "name": table.name},
-        catalog=catalog.model_dump(mode="json"),
-        action=action,
-        options=options,
-        process_id=1,
-    )
-    result = SparkJobHook().submit(job)
-    assert result.ok, result.error
-    return result
 
 
 @pytest.mark.timeout(900)
