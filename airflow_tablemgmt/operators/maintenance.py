@@ -16,8 +16,8 @@ from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.core.factory import RunPlan, StoreAwareFactory
 from airflow_tablemgmt.core.timing import PENDING_STALE_AFTER, check_timing
 from airflow_tablemgmt.factories.discovery import default_factories
+from airflow_tablemgmt.hooks.engine import submitter_for
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
 from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
@@ -108,8 +108,9 @@ class TableMaintenanceOperator(BaseOperator):
                 setattr(self, name, value)
 
     def make_submitter(self) -> Submitter:
-        """What runs the job: spark-submit through ``spark_conn_id``."""
-        return SparkJobHook(self.spark_conn_id)
+        """What runs the job: spark-submit through ``spark_conn_id``, or the Spark Connect server that
+        ``[tablemgmt] spark_connect_conn_id`` names for this table (``hooks/engine.py``)."""
+        return submitter_for(self.table, self.action, self.spark_conn_id)
 
     def execute(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         # Again here: a cluster policy or a subclass may have changed them after the constructor.

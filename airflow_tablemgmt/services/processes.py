@@ -161,14 +161,18 @@ def run_now(
     ACTIONS.get(action)
     spec = store.tables.get(table_id)
     from airflow_tablemgmt.factories.discovery import factories_for
+    from airflow_tablemgmt.hooks.engine import submitter_for
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-    from airflow_tablemgmt.hooks.spark_job import SparkJobHook
     from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
 
     kwargs: dict[str, Any] = {"stale_after": stale_after} if stale_after else {}
     factories = factories_for(spec.format, action)
     runner = ProcessRunner(
-        store, factories, SparkJobHook(spark_conn_id), resolve_catalog=resolve_catalog_spec, **kwargs
+        store,
+        factories,
+        submitter_for(table_id, action, spark_conn_id),
+        resolve_catalog=resolve_catalog_spec,
+        **kwargs,
     )
     outcome = runner.run(RunRequest(table_id, action, instant, holder=holder))
     return RunResult(outcome.process, outcome.reused, outcome.summary)

@@ -1,4 +1,5 @@
-"""The program ``spark-submit`` runs: ``spark/job/main.py --spec job-spec.json``.
+"""The program ``spark-submit`` runs: ``spark/job/main.py --spec job-spec.json``; and :func:`run_job`, the
+same job on a session the caller has (the Spark Connect engine's remote session, ``spark/connect/``).
 
 It reads the JSON ``JobSpec``, validates the table identifier and catalog, starts (or joins) the
 SparkSession, runs the action's maintainer, and prints exactly one JSON result line on stdout
@@ -102,6 +103,8 @@ from airflow_tablemgmt.core.factory import JobSpec  # noqa: E402
 from airflow_tablemgmt.core.identifiers import TableIdentifier  # noqa: E402
 from airflow_tablemgmt.core.tables import CatalogSpec  # noqa: E402
 from airflow_tablemgmt.spark.conf import app_name, validated_catalog  # noqa: E402
+from airflow_tablemgmt.spark.connect.errors import NotOnConnect  # noqa: E402
+from airflow_tablemgmt.spark.connect.policy import connect_refusal, is_remote  # noqa: E402
 from airflow_tablemgmt.spark.errors import InvalidJobSpec, NoExecutors  # noqa: E402
 from airflow_tablemgmt.spark.job.redact import REDACT, redact, secret_values  # noqa: E402
 from airflow_tablemgmt.spark.job.session import BackgroundSession  # noqa: E402
@@ -112,6 +115,7 @@ from airflow_tablemgmt.spark.protocol import (  # noqa: E402
     describe_exception,
     describe_timings,
     failure_line,
+    parse_result,
     recording,
     success_line,
 )
@@ -120,6 +124,8 @@ _IMPORTS_SECONDS = time.perf_counter() - _IMPORTS_STARTED
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from airflow_tablemgmt.spark.protocol import JobResult
 
 log = logging.getLogger("airflow_tablemgmt.spark.job")
 
@@ -209,6 +215,25 @@ def run(job: JobSpec, spark: SparkSession | None = None) -> tuple[int, str]:
     return outcome.code, outcome.line(timings)
 
 
+def run_job(spark: SparkSession, job: JobSpec) -> JobResult:
+    """Run ``job`` on ``spark`` (a classic session, or a Spark Connect remote one) and return its
+    parsed result, exactly as the spark-submit entry would print it (secrets redacted). Never raises for
+    a job failure; the session is the caller's and stays open."""
+    timings = Timings()
+    with recording(timings):
+        outcome = _execute(job, spark, timings, BackgroundSession())
+    return parse_result([redact(outcome.line(timings), REDACT.secrets)])
+
+
+def _application_id(spark: SparkSession) -> str | None:
+    if is_remote(spark):
+        try:
+            return spark.conf.get("spark.app.id")
+        except Exception:  # noqa: BLE001 - an id for the log only
+            return None
+    return spark.sparkContext.applicationId
+
+
 def _execute(
     job: JobSpec, spark: SparkSession | None, timings: Timings, background: BackgroundSession
 ) -> _Outcome:
@@ -236,6 +261,9 @@ def _execute(
             raise InvalidJobSpec(
                 f"action: {job.action!r} has no Spark maintainer; known: {', '.join(sorted(MAINTAINERS))}"
             )
+        refusal = connect_refusal(job) if spark is not None and is_remote(spark) else None
+        if refusal is not None:
+            raise NotOnConnect(refusal)
         # A maintainer that creates its table (a dynamic table's first refresh) runs without it.
         needs_table = not getattr(maintainer, "may_create_table", False)
         early: early_read.EarlyRead | None = None
@@ -250,11 +278,13 @@ def _execute(
             if jvm_started_at is not None and jvm_started_at < _PYTHON_STARTED_AT:
                 # spark-submit started the driver JVM, which started this Python process.
                 timings.add("driver_jvm", _PYTHON_STARTED_AT - jvm_started_at)
-        app_id = spark.sparkContext.applicationId
+        app_id = _application_id(spark)
         log.info("spark application %s", app_id)
-        watchdog = ExecutorWatchdog(spark.sparkContext)
-        if watchdog.applies:
-            watchdog.start()
+        # On Spark Connect the server's executors are the server's concern (its own cluster manager).
+        if not is_remote(spark):
+            watchdog = ExecutorWatchdog(spark.sparkContext)
+            if watchdog.applies:
+                watchdog.start()
         # What the job read of its table so far, handed to the maintainer for the metrics before.
         first: FirstRead | None = None
         if needs_table:

@@ -1,0 +1,206 @@
+"""The client side of the Connect engine: one remote session per job, its catalog as session settings,
+operation tags for interrupt, and :func:`run_on_connect`, which runs the same ``spark/job`` code.
+
+Isolation: every job opens a session with a fresh ``session_id``; the server gives each session id its
+own ``SparkSession`` (its own SQL configuration and catalog manager), so the catalog settings one job
+sets, its secrets included, are never seen by a concurrent job of another table. The settings travel in
+gRPC ``Config`` requests on that session (``spark.conf.set``), never on a command line; the server logs
+their keys at most (``ConfigRequest`` values are not logged at its default level).
+
+Interrupt: every operation of the job carries the tag ``tms-p<process>-a<attempt>``; :meth:`ConnectRun.interrupt`
+(another thread: the runner's heartbeat on cancel or lease loss, the operator's ``on_kill``) calls
+``interruptTag`` on the same session, and the server cancels the running operation
+(``OPERATION_CANCELED``). A later process can interrupt an earlier attempt's session by its id
+(:func:`interrupt_session`). pyspark is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.spark.conf import catalog_conf
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    from airflow_tablemgmt.spark.protocol import JobResult
+
+log = logging.getLogger(__name__)
+
+#: What the job's gRPC calls retry when the server does not answer, before the job fails: ~5 s in all
+#: (pyspark's default is 15 retries up to a minute apart, minutes in all). Airflow's retry does the rest.
+RETRY_POLICY = {"max_retries": 3, "initial_backoff": 250, "max_backoff": 4000, "backoff_multiplier": 4.0}
+_UNAVAILABLE = (
+    "UNAVAILABLE",
+    "failed to connect",
+    "Connection refused",
+    "Socket closed",
+    "connection reset",
+    "Connection reset",
+    "GOAWAY",
+    "DEADLINE_EXCEEDED",
+    "Broken pipe",
+    "INTERNAL: RST_STREAM",
+)
+#: Prefix of the ids the engine reports as the process's application id: ``connect:<url>#<session id>``.
+APP_ID_PREFIX = "connect:"
+
+
+def connect_conf(catalog: CatalogSpec) -> dict[str, str]:
+    """The catalog's Spark settings as one Connect session can take them.
+
+    ``spark.sql.catalog.<name>*`` are session settings as they are. ``spark.hadoop.<key>`` (Hadoop
+    settings of the application under spark-submit) become Iceberg's per-catalog Hadoop overrides,
+    ``spark.sql.catalog.<name>.hadoop.<key>``, so they stay inside this catalog of this session. Other
+    ``spark.*`` keys are launch settings of the server's application, which one job cannot change: they
+    are left out (their keys, never their values, are logged).
+    """
+    prefix = f"spark.sql.catalog.{catalog.name}"
+    out: dict[str, str] = {}
+    for key, value in catalog_conf(catalog).items():
+        if key == prefix or key.startswith(prefix + "."):
+            out[key] = value
+        elif key.startswith("spark.hadoop."):
+            out[f"{prefix}.hadoop.{key[len('spark.hadoop.') :]}"] = value
+        else:
+            log.warning("%s is a launch setting of the Spark Connect server's application; not applied", key)
+    return out
+
+
+def job_tag(job: JobSpec) -> str:
+    """The operation tag of ``job`` (letters, digits and dashes only, as Spark requires)."""
+    return f"tms-p{job.process_id if job.process_id is not None else 'x'}-a{job.attempt}"
+
+
+def session_url(url: str, session_id: str) -> str:
+    """``url`` (``sc://host:port[/;params]``) with ``session_id`` as its session."""
+    base = url.rstrip("/")
+    return f"{base};session_id={session_id}" if "/;" in base else f"{base}/;session_id={session_id}"
+
+
+def server_of(url: str) -> str:
+    """``sc://host:port`` of ``url``, without its parameters (which may hold a token)."""
+    return url.split("/;", 1)[0].rstrip("/")
+
+
+def looks_unavailable(text: str) -> bool:
+    return any(marker in text for marker in _UNAVAILABLE)
+
+
+def open_session(url: str, session_id: str | None = None) -> RemoteSession:
+    """A new remote session on ``url`` (never the process's default session), with the retry policy."""
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession(connection=session_url(url, session_id or str(uuid.uuid4())))
+    session.client._retry_policy.update(RETRY_POLICY)  # noqa: SLF001 - the reattach iterator shares this dict
+    return session
+
+
+@dataclass
+class ConnectRun:
+    """One job's session on a Connect server; :meth:`interrupt` is safe from any thread."""
+
+    url: str
+    tag: str
+    session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    session: Any = None
+    interrupted: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def application_id(self) -> str:
+        return f"{APP_ID_PREFIX}{server_of(self.url)}#{self.session_id}"
+
+    def open(self, catalog: CatalogSpec) -> RemoteSession:
+        session = open_session(self.url, self.session_id)
+        for key, value in connect_conf(catalog).items():
+            session.conf.set(key, value)
+        session.addTag(self.tag)  # pyspark keeps tags per thread: open() runs in the job's thread
+        with self._lock:
+            self.session = session
+        return session
+
+    def interrupt(self) -> list[str]:
+        """Interrupt the job's running operations on the server; the ids the server interrupted."""
+        with self._lock:
+            session = self.session
+        if session is None:
+            return []
+        try:
+            ids = list(session.interruptTag(self.tag))
+        except Exception as e:  # noqa: BLE001 - a dead server has nothing left to interrupt
+            log.warning("interrupting %s on %s failed: %s", self.tag, server_of(self.url), str(e)[:300])
+            return []
+        self.interrupted.extend(ids)
+        log.info("interrupted %d operation(s) tagged %s on %s", len(ids), self.tag, server_of(self.url))
+        return ids
+
+    def close(self) -> None:
+        with self._lock:
+            session, self.session = self.session, None
+        if session is not None:
+            try:
+                session.stop()
+            except Exception:  # noqa: BLE001 - the channel of a dead server
+                log.debug("closing the Connect session failed", exc_info=True)
+
+
+def interrupt_session(application_id: str) -> list[str] | None:
+    """Interrupt every operation of an earlier run's session, named by its application id; None when
+    the id is not a Connect one."""
+    if not application_id.startswith(APP_ID_PREFIX) or "#" not in application_id:
+        return None
+    server, session_id = application_id[len(APP_ID_PREFIX) :].rsplit("#", 1)
+    session = open_session(server, session_id)
+    try:
+        return list(session.interruptAll())
+    finally:
+        session.stop()
+
+
+def run_on_connect(
+    job: JobSpec,
+    url: str,
+    *,
+    run: ConnectRun | None = None,
+    on_started: Callable[[str], None] | None = None,
+) -> JobResult:
+    """Run ``job`` (its catalog's secrets already resolved) on the Connect server at ``url``: the same
+    job code as under spark-submit (``spark.job.main.run_job``), the same result."""
+    from airflow_tablemgmt.spark.connect.policy import connect_refusal
+    from airflow_tablemgmt.spark.job.main import run_job
+    from airflow_tablemgmt.spark.job.redact import REDACT, secret_values
+    from airflow_tablemgmt.spark.protocol import FAILED, JobResult
+
+    run = run or ConnectRun(url, job_tag(job))
+    server = server_of(url)
+    refusal = connect_refusal(job)
+    if refusal is not None:
+        return JobResult(status=FAILED, error=refusal, error_class="NotOnConnect")
+    REDACT.secrets = secret_values(job)
+    try:
+        from airflow_tablemgmt.spark.conf import validated_catalog
+
+        session = run.open(validated_catalog(job.catalog))
+    except Exception as e:  # noqa: BLE001 - a refused or unreachable server is the job's failure
+        return JobResult(
+            status=FAILED, error_class="ConnectUnavailable",
+            error=f"Spark Connect server {server} refused or could not be reached: {str(e).splitlines()[0][:500]}",
+        )  # fmt: skip
+    try:
+        if on_started is not None:
+            on_started(run.application_id)
+        result = run_job(session, job)
+    finally:
+        run.close()
+    if not result.ok and result.error and looks_unavailable(f"{result.error_class} {result.error}"):
+        result.error = f"Spark Connect server {server} became unreachable during the job (it died or restarted): {result.error}"
+        result.error_class = "ConnectUnavailable"
+    return result

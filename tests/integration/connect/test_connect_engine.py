@@ -1,0 +1,152 @@
+"""The Spark Connect engine against a real server: a compaction of a real Iceberg table through
+``ProcessRunner`` + ``SparkConnectJobHook`` (the process row, the figures, the rows and their checksum),
+catalogs isolated per session, interrupt by tag, a refused refresh and an unreachable server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+from airflow_tablemgmt.factories.discovery import default_factories
+from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
+from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
+from airflow_tablemgmt.spark.connect.server import free_port
+from airflow_tablemgmt.spark.connect.session import ConnectRun, connect_conf, open_session
+from airflow_tablemgmt.store import Store
+from tests.integration.connect.server import ConnectServer
+
+pytestmark = pytest.mark.integration
+
+FILES = 40
+
+
+def small_files_table(url: str, catalog: CatalogSpec, name: str, files: int = FILES) -> str:
+    """A table of ``files`` small data files, written through a Connect session of its own."""
+    spark = open_session(url)
+    try:
+        for key, value in connect_conf(catalog).items():
+            spark.conf.set(key, value)
+        table = f"{catalog.name}.db.{name}"
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog.name}.db").collect()
+        spark.sql(f"CREATE TABLE {table} (id bigint, v string) USING iceberg").collect()
+        rows = spark.range(files * 100).selectExpr("id", "sha1(cast(id AS string)) AS v")
+        rows.repartition(files).writeTo(table).append()
+        return table
+    finally:
+        spark.stop()
+
+
+def table_state(url: str, catalog: CatalogSpec, table: str) -> dict[str, Any]:
+    spark = open_session(url)
+    try:
+        for key, value in connect_conf(catalog).items():
+            spark.conf.set(key, value)
+        files = spark.sql(f"SELECT count(*) AS n FROM {table}.files").collect()[0]["n"]
+        row = spark.sql(f"SELECT count(*) AS n, sum(hash(id, v)) AS h FROM {table}").collect()[0]
+        return {"files": int(files), "rows": int(row["n"]), "checksum": int(row["h"])}
+    finally:
+        spark.stop()
+
+
+def test_compaction_runs_on_the_connect_server_and_is_recorded(
+    connect_server: ConnectServer, tmp_path: Path
+) -> None:
+    catalog = CatalogSpec(name="lake", warehouse=str(tmp_path / "warehouse"))
+    table = small_files_table(connect_server.url, catalog, "small")
+    before = table_state(connect_server.url, catalog, table)
+    assert before["files"] == FILES
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    store.catalogs.upsert(catalog, Owner.STORE)
+    store.tables.upsert(
+        TableSpec(catalog="lake", namespace="db", name="small", actions={"rewrite-files": {}}), Owner.STORE
+    )
+    runner = ProcessRunner(store, default_factories(), SparkConnectJobHook(url=connect_server.url))
+
+    outcome = runner.run(
+        RunRequest(table_id=table, action="rewrite-files", instant=datetime(2026, 1, 1, tzinfo=UTC),
+                   holder="d/r/t/1", try_number=1)
+    )  # fmt: skip
+
+    process = store.processes.get(outcome.process.id)
+    assert str(process.status) == "SUCCESS", process.failure_reason
+    assert str(process.external_id).startswith(f"connect:{connect_server.url}#")
+    after = table_state(connect_server.url, catalog, table)
+    assert after["files"] < before["files"]
+    assert (after["rows"], after["checksum"]) == (before["rows"], before["checksum"])
+    summary = outcome.summary
+    assert summary["before"]["data_files"] == FILES
+    assert summary["after"]["data_files"] == after["files"]
+    assert summary["after"]["live_records"] == before["rows"]
+    assert summary["rewritten_data_files_count"] == FILES
+    store.dispose()
+
+
+def test_sessions_do_not_see_each_others_catalogs(connect_server: ConnectServer, tmp_path: Path) -> None:
+    catalog = CatalogSpec(name="private", warehouse=str(tmp_path / "wh"))
+    small_files_table(connect_server.url, catalog, "t", files=1)
+    other = open_session(connect_server.url)
+    try:
+        names = [r[0] for r in other.sql("SHOW CATALOGS").collect()]
+        assert "private" not in names
+        assert other.conf.get("spark.sql.catalog.private", None) is None
+    finally:
+        other.stop()
+
+
+def test_interrupt_cancels_the_running_operation_on_the_server(connect_server: ConnectServer) -> None:
+    run = ConnectRun(connect_server.url, "tms-p1-a1")
+    spark = run.open(CatalogSpec(name="lake", warehouse="/tmp/unused-warehouse"))
+    errors: list[str] = []
+
+    def long_query() -> None:
+        spark.addTag(run.tag)  # pyspark keeps a session's tags per thread: the job's thread tags its work
+        try:
+            spark.sql("SELECT count(*) FROM range(100000000000)").collect()
+        except Exception as e:  # noqa: BLE001 - the interrupt's error is what is checked
+            errors.append(str(e))
+
+    worker = threading.Thread(target=long_query)
+    worker.start()
+    interrupted: list[str] = []
+    deadline = time.monotonic() + 60
+    while not interrupted and time.monotonic() < deadline:
+        time.sleep(0.5)
+        interrupted = run.interrupt()
+    worker.join(60)
+    run.close()
+    assert interrupted, "the server interrupted no operation tagged tms-p1-a1"
+    assert errors and "OPERATION_CANCELED" in errors[0]
+
+
+def test_refresh_is_refused_on_connect_naming_the_table(connect_server: ConnectServer) -> None:
+    job = JobSpec(
+        table={"catalog": "lake", "namespace": "db", "name": "dyn"},
+        catalog={"name": "lake", "type": "hadoop", "warehouse": "/tmp/w"},
+        action="refresh",
+    )
+    result = SparkConnectJobHook(url=connect_server.url).submit(job)
+    assert not result.ok
+    assert result.error_class == "NotOnConnect"
+    assert "lake.db.dyn" in (result.error or "") and "spark-submit" in (result.error or "")
+
+
+def test_an_unreachable_server_is_a_clear_failure_naming_it() -> None:
+    url = f"sc://127.0.0.1:{free_port()}"
+    job = JobSpec(
+        table={"catalog": "lake", "namespace": "db", "name": "t"},
+        catalog={"name": "lake", "type": "hadoop", "warehouse": "/tmp/w"},
+        action="rewrite-files",
+    )
+    started = time.monotonic()
+    result = SparkConnectJobHook(url=url).submit(job)
+    assert not result.ok
+    assert result.error_class == "ConnectUnavailable"
+    assert url in (result.error or "")
+    assert time.monotonic() - started < 60
