@@ -1,12 +1,13 @@
 # `make demo` (the main job end to end), `make test` (the test suite; it starts the services), `make ui`
 # (Airflow's UI on the demo's home: api-server, scheduler, dag-processor and triggerer; Ctrl-C stops them),
 # `make services` (install and start PostgreSQL and Redis for the tests) and `make jars` (fetch every
-# Spark artifact from Maven Central into the jar cache, for images and offline workers).
+# Spark artifact from Maven Central into the jar cache, for images and offline workers); `make connect` runs a
+# local Spark Connect server for the Connect engine (docs/spark-connect.md; Ctrl-C stops it).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test ui install lint clean services jars
+.PHONY: demo test ui install lint clean services jars connect
 
 install: $(VENV)/.installed
 
@@ -32,6 +33,9 @@ jars: install
 
 ui: install
 	bash scripts/ui.sh
+
+connect: install
+	bash scripts/connect.sh
 
 lint: install
 	$(BIN)/ruff check airflow_tablemgmt tests dags scripts benchmarks

@@ -105,3 +105,43 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m airflow_tablemgmt.spark.connect.server``: resolve the jars, then run the server in the
+    foreground (``exec`` of spark-submit: signals reach the JVM). ``make connect``, ``scripts/connect.sh``
+    and the compose file's ``spark-connect`` service run this."""
+    import argparse
+    import logging
+
+    from airflow_tablemgmt.spark.launch.java import resolve_java_home
+
+    parser = argparse.ArgumentParser(prog="airflow_tablemgmt.spark.connect.server", description=main.__doc__)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 in a container)")
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--need", action="append", default=[], help="more jars by need (aws, postgresql ...)")
+    parser.add_argument("--driver-memory", default="1g")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--print", action="store_true", help="print the command line instead of running it")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    conf = dict(item.split("=", 1) for item in args.conf)
+    conf.setdefault("spark.connect.grpc.binding.address", args.host)
+    spec = server_spec(
+        port=args.port, needs=("iceberg", *args.need), master=args.master, conf=conf,
+        driver_memory=args.driver_memory,
+    )  # fmt: skip
+    command = spec.argv()
+    if args.print:
+        print(" ".join(command))
+        return 0
+    os.environ.setdefault("JAVA_HOME", str(resolve_java_home()))
+    os.environ["SPARK_HOME"] = spark_home()
+    print(f"Spark Connect server: sc://{args.host}:{args.port} (master {args.master})", flush=True)
+    os.execv(command[0], command)
+    return 1  # not reached
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
