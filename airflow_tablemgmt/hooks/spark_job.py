@@ -33,6 +33,9 @@ from airflow_tablemgmt.hooks.spark_submit_direct import (
     connection_from_environment,
     die_with_parent,
     keep_line,
+    kill_tree,
+    process_tree,
+    wait_gone,
 )
 from airflow_tablemgmt.spark.launch.class_cache import DriverClassCache
 from airflow_tablemgmt.spark.launch.environment import job_environment
@@ -45,8 +48,13 @@ EMBEDDED_MASTER = "local[*]"
 _APP_ID = re.compile(r"spark application (?:id )?((?:local|app|application|spark)[-_][\w-]+)")
 # A standalone master's driver id (cluster mode), which ``spark-submit --kill`` accepts.
 _DRIVER_ID = re.compile(r"\bdriver-\d{14}-\d{4,}\b")
-_ERROR_TAIL = 40
 _KILL_TIMEOUT_S = 120
+#: How long a killed job's processes (spark-submit, the driver JVM, PySpark's driver) may take to be
+#: gone before the runner is told they were not seen to end (and keeps the table's lease).
+KILL_WAIT_S = 30.0
+#: A standalone master's driver states in which the driver process is gone.
+ENDED_DRIVER_STATES = frozenset({"FINISHED", "KILLED", "FAILED", "ERROR"})
+_DRIVER_STATE = re.compile(r'"driverState"\s*:\s*"(\w+)"')
 
 
 def _airflow_hook_class() -> type:
@@ -117,6 +125,9 @@ class SparkJobHook:
         self.spark_conn_id = spark_conn_id
         self.workdir = workdir
         self._hook: Any = None
+        self._kill_requested = False
+        self._killed_pids: list[int] = []
+        self._driver_id: str | None = None  # a standalone cluster driver this hook started
 
     def _direct_connection(self) -> SparkConnection | None:
         """The connection, when this process has not imported Airflow and need not (see
@@ -130,6 +141,7 @@ class SparkJobHook:
         the tail of Spark's output as the reason."""
         started: list[str] = []
         clock = SubmitClock()
+        self._kill_requested, self._killed_pids, self._driver_id = False, [], None
 
         def on_line(line: str) -> None:
             clock.line(line)
@@ -142,6 +154,8 @@ class SparkJobHook:
             if m:
                 found = m.group(0) if cluster else m.group(1)
                 started.append(found)
+                if cluster:
+                    self._driver_id = found
                 if on_started is not None:
                     on_started(found)
 
@@ -256,8 +270,52 @@ class SparkJobHook:
         return cache if cache.mode != "off" else None
 
     def kill(self) -> None:
-        if self._hook is not None:
-            self._hook.on_kill()
+        """Kill the running job: SparkSubmitHook's kill (spark-submit, and a cluster driver by id),
+        then every process spark-submit started (the driver JVM and PySpark's Python driver, which a
+        kill of spark-submit alone would orphan). :meth:`job_stopped` says whether they are gone."""
+        hook = self._hook
+        if hook is None:
+            return
+        self._kill_requested = True
+        proc = getattr(hook, "_proc", None) or getattr(hook, "_submit_sp", None)
+        tree = process_tree(proc.pid) if proc is not None and proc.poll() is None else []
+        self._killed_pids = tree
+        hook.on_kill()
+        kill_tree(tree)
+
+    def job_stopped(self) -> bool:
+        """After :meth:`kill`: True once the job's processes are gone (bounded by :data:`KILL_WAIT_S`)
+        and, for a standalone cluster driver, once the master reports it ended. True when no kill was
+        asked. The runner releases the table's lease only then (``lifecycle.model.ConfirmsStop``)."""
+        if not self._kill_requested:
+            return True
+        gone = wait_gone(self._killed_pids, KILL_WAIT_S)
+        if gone and self._driver_id is not None:
+            deadline = time.monotonic() + KILL_WAIT_S
+            while not (gone := self.application_finished(self._driver_id)) and time.monotonic() < deadline:
+                time.sleep(1.0)
+        return gone
+
+    def application_finished(self, application_id: str) -> bool:
+        """Whether the standalone master reports the driver ``application_id`` ended (FINISHED,
+        KILLED, FAILED, ERROR): the master says so only once the worker saw the driver's process
+        exit. False when it cannot tell (another engine, an unreachable master, an unknown id)."""
+        if not _DRIVER_ID.fullmatch(application_id) or self._direct_connection() is not None:
+            return False
+        hook = _airflow_hook_class()(conn_id=self.spark_conn_id)
+        if not hook._should_track_driver_status:
+            return False
+        hook._driver_id = application_id
+        try:
+            res = subprocess.run(
+                hook._build_track_driver_status_command(), capture_output=True, text=True,
+                timeout=_KILL_TIMEOUT_S, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as e:
+            hook.log.warning("tablemgmt: could not ask for the state of driver %s: %s", application_id, e)
+            return False
+        states = _DRIVER_STATE.findall(res.stdout + res.stderr)
+        return bool(states) and states[-1] in ENDED_DRIVER_STATES
 
     def kill_application(self, application_id: str) -> bool:
         """Kill an earlier attempt's application by its id, where the master supports that: a
@@ -286,18 +344,39 @@ class SparkJobHook:
         return acknowledged
 
 
+#: What a failure without a result line is said to be, from fixed words only: (pattern in Spark's
+#: output, what the reason says). The output itself -- driver and executor exception text, which can
+#: carry a query's values, the environment, a file's contents -- never becomes the reason.
+_SIGNS = (
+    (re.compile(r"OutOfMemoryError|Cannot allocate memory"), "the JVM ran out of memory"),
+    (
+        re.compile(r"ClassNotFoundException|NoClassDefFoundError"),
+        "a class was not found (Spark packages or jars)",
+    ),
+    (re.compile(r"Connection refused|UnknownHostException|ConnectException"), "a connection failed"),
+    (re.compile(r"AccessDenied|Permission denied|403 Forbidden"), "access was denied"),
+    (re.compile(r"FileNotFoundException|No such file"), "a file was not found"),
+)
+
+
 def _error_tail(lines: list[str], exit_error: str | None) -> str:
-    """The part of Spark's output that explains a failure: exception lines first, else the last lines."""
-    interesting = [
-        ln
-        for ln in lines
-        if re.search(r"(Exception|Error|error:|Killed|OutOfMemory|FAILED)", ln)
-        and not ln.lstrip().startswith("at ")
-    ]
-    chosen = (interesting or lines)[-_ERROR_TAIL:]
-    reason = "\n".join(chosen).strip()
-    if exit_error:
-        code = re.search(r"Error code is: (-?\d+)", exit_error)
-        suffix = f"spark-submit exited with code {code.group(1)}" if code else exit_error
-        reason = f"{reason}\n{suffix}" if reason else suffix
-    return reason[-4000:]
+    """The reason a job that wrote no result line failed, sanitized: spark-submit's exit code and, in
+    fixed words, the kind of failure Spark's output shows (:data:`_SIGNS`). The reason is stored on
+    the process row, which every viewer reads; Spark's own text is only in the task log, where each
+    line went as it came."""
+    text = "\n".join(lines)
+    kinds = [said for pattern, said in _SIGNS if pattern.search(text)]
+    code = re.search(r"Error code is: (-?\d+)", exit_error or "")
+    if code:
+        ended = f"spark-submit exited with code {code.group(1)}"
+        if code.group(1) in ("137", "-9"):
+            kinds.append("it was killed (SIGKILL)")
+    elif exit_error:
+        ended = "spark-submit failed"
+    else:
+        ended = "spark-submit exited"
+    found = f": {'; '.join(kinds)}" if kinds else ""
+    return (
+        f"the Spark job failed without a result ({ended}){found}; Spark's output is in the log of the task "
+        "that ran this process and is not stored here"
+    )

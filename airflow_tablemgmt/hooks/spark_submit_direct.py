@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -223,3 +224,71 @@ def die_with_parent() -> Callable[[], None] | None:
             os._exit(1)
 
     return preexec
+
+
+# -- a job's processes: spark-submit and what it started (the driver JVM, PySpark's Python driver) ------
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its living descendants (Linux: read from /proc; elsewhere ``[pid]``)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return [pid]
+    for name in entries:
+        if not name.isdigit():
+            continue
+        stat = _stat(int(name))
+        if stat is not None:
+            children.setdefault(stat[1], []).append(int(name))
+    tree, pending = [], [pid]
+    while pending:
+        p = pending.pop()
+        tree.append(p)
+        pending.extend(children.get(p, []))
+    return tree
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, or None when it does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a zombie runs no code)."""
+    stat = _stat(pid)
+    if stat is not None:
+        return stat[0] != "Z"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not os.path.isdir("/proc")  # /proc exists but has no entry: gone
+
+
+def kill_tree(pids: list[int]) -> None:
+    """SIGKILL each of ``pids`` (those already gone are skipped)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def wait_gone(pids: list[int], timeout_s: float) -> bool:
+    """True once none of ``pids`` is alive; False if some still are after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if not any(alive(p) for p in pids):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)

@@ -33,6 +33,26 @@ class KillsById(Submitter, Protocol):
         ...
 
 
+@runtime_checkable
+class ObservesApplications(Protocol):
+    """A submitter that can ask the engine whether an application has ended. A takeover releases a
+    lost attempt's lease after a kill only once this reports the application ended: an acknowledged
+    kill is not a dead driver (a driver may take seconds to die). Without it the lease lapses."""
+
+    def application_finished(self, application_id: str) -> bool:
+        """True only when the engine reports ``application_id`` ended (finished, killed, failed)."""
+        ...
+
+
+@runtime_checkable
+class ConfirmsStop(Protocol):
+    """A submitter that can say whether the job it was told to kill is really gone (the driver's
+    processes, or the application as its master reports it). The runner keeps the table's lease,
+    to lapse on its own, when this answers False."""
+
+    def job_stopped(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class RunRequest:
     table_id: str

@@ -25,6 +25,7 @@ from airflow_tablemgmt.lifecycle.model import (
     HEARTBEAT_EVERY,
     LEASE_TTL,
     STALE_AFTER,
+    ConfirmsStop,
     RunOutcome,
     RunRequest,
     Stop,
@@ -235,8 +236,25 @@ class ProcessRunner:
         try:
             return claim_and_run(self, process, req, table, catalog, factory, recovering, holder, needs_lease)
         finally:
-            if needs_lease:
+            if needs_lease and self._job_gone(process):
                 self.store.leases.release(req.table_id, holder)
+
+    def _job_gone(self, process: Process) -> bool:
+        """Whether the job this attempt ran is gone, so its lease may go: a submitter that killed
+        its job and cannot confirm the job's processes ended keeps the lease, to lapse on its own."""
+        if not isinstance(self.submitter, ConfirmsStop):
+            return True
+        try:
+            gone = self.submitter.job_stopped()
+        except Exception:  # noqa: BLE001 - unknown is not gone
+            log.warning(
+                "tablemgmt: process %s: could not tell whether its job ended", process.id, exc_info=True
+            )
+            gone = False
+        if not gone:
+            log.warning("tablemgmt: process %s attempt %s: its killed Spark job was not seen to end; the table's "
+                        "lease is kept and lapses on its own", process.id, process.attempt)  # fmt: skip
+        return gone
 
     # -- what the attempt and the heartbeat call back ----------------------------------------------
     def _elapsed(self) -> float:

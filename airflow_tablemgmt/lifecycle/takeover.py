@@ -12,7 +12,7 @@ from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.lifecycle.errors import canceled
-from airflow_tablemgmt.lifecycle.model import KillsById, RunOutcome, RunRequest
+from airflow_tablemgmt.lifecycle.model import KillsById, ObservesApplications, RunOutcome, RunRequest
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.lifecycle.runner import ProcessRunner
@@ -57,7 +57,7 @@ def close_orphan(runner: ProcessRunner, process: Process) -> Process:
     """Close a lost attempt as FAILED. Its lease is left alone: the lost worker's job may still be
     running, and the lease lapses on its own ``lease_ttl`` after the last renewal. Until then the
     next attempt stays PENDING (the operator defers, as for any held lease) -- unless the
-    submitter can kill the old application by id and the master acknowledges it."""
+    submitter can kill the old application by id and the master then reports it ended."""
     beat = process.heartbeat_at.isoformat() if process.heartbeat_at else "never"
     reason = (
         f"worker lost: attempt {process.attempt} was left {process.status} with its last heartbeat "
@@ -75,27 +75,61 @@ def close_orphan(runner: ProcessRunner, process: Process) -> Process:
     return closed
 
 
+#: The longest a takeover waits for a killed application to be reported ended before it leaves the
+#: lost attempt's lease to lapse instead (never longer than the lease has left).
+KILL_CONFIRM_WAIT_S = 60.0
+KILL_CONFIRM_POLL_S = 0.5
+
+
 def kill_lost_application(runner: ProcessRunner, process: Process) -> None:
-    """Where the master can kill by id (and acknowledges it), kill the lost attempt's application
-    and only then release its lease, so the next attempt need not wait out the lease TTL."""
+    """Where the master can kill by id, kill the lost attempt's application, and release its lease
+    only once the engine reports the application ended (polled, bounded by
+    :data:`KILL_CONFIRM_WAIT_S` and the lease's remaining time): an acknowledged kill is not a
+    dead driver. Otherwise the lease is left to lapse and the next attempt waits for it."""
     submitter = runner.submitter
     if not isinstance(submitter, KillsById) or not process.external_id:
         return
+    app = process.external_id
     try:
-        if not submitter.kill_application(process.external_id):
+        if not submitter.kill_application(app):
             return
     except Exception:  # noqa: BLE001 - fall back to waiting for the lease
-        log.warning("tablemgmt: killing %s failed", process.external_id, exc_info=True)
+        log.warning("tablemgmt: killing %s failed", app, exc_info=True)
         return
     store = runner.store
     lease = store.leases.get(process.table_id)
-    if lease is not None and lease.holder.startswith(attempt_prefix(process)):
-        store.leases.release(process.table_id, lease.holder)
-        log.info(
-            "tablemgmt: killed %s and released the lost attempt's lease %s",
-            process.external_id,
-            lease.holder,
-        )
+    if lease is None or not lease.holder.startswith(attempt_prefix(process)):
+        return
+    if not isinstance(submitter, ObservesApplications):
+        log.info("tablemgmt: the kill of %s was acknowledged; this engine cannot report it ended, so the "
+                 "lost attempt's lease %s lapses on its own", app, lease.holder)  # fmt: skip
+        return
+    left = (lease.expires_at - store.leases.now()).total_seconds()
+    waited = wait_until_finished(submitter, app, min(KILL_CONFIRM_WAIT_S, left))
+    if waited is None:
+        log.warning("tablemgmt: %s was not reported ended within %.0fs of its acknowledged kill; the lost "
+                    "attempt's lease %s lapses on its own", app, min(KILL_CONFIRM_WAIT_S, left),
+                    lease.holder)  # fmt: skip
+        return
+    store.leases.release(process.table_id, lease.holder)
+    log.info("tablemgmt: killed %s (reported ended after %.1fs) and released the lost attempt's lease %s",
+             app, waited, lease.holder)  # fmt: skip
+
+
+def wait_until_finished(submitter: ObservesApplications, app: str, bound_s: float) -> float | None:
+    """Poll the engine until ``app`` is reported ended: the seconds it took, or None past ``bound_s``
+    (a failing status query counts as not ended)."""
+    started = time.monotonic()
+    poll = threading.Event()
+    while True:
+        try:
+            if submitter.application_finished(app):
+                return time.monotonic() - started
+        except Exception:  # noqa: BLE001 - unknown is not ended
+            log.warning("tablemgmt: asking for the state of %s failed", app, exc_info=True)
+        if time.monotonic() - started >= bound_s:
+            return None
+        poll.wait(min(KILL_CONFIRM_POLL_S, max(0.0, bound_s - (time.monotonic() - started))))
 
 
 def wait_for_peer(runner: ProcessRunner, process: Process, req: RunRequest) -> RunOutcome:

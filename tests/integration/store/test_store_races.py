@@ -250,11 +250,16 @@ class KillableSubmitter(BlockingSubmitter):
         self.killed_ids.append(application_id)
         return self.acknowledge
 
+    def application_finished(self, application_id: str) -> bool:
+        """The master reports the killed application ended (the lease is released only then)."""
+        return application_id in self.killed_ids
+
 
 @pytest.mark.parametrize("acknowledged", [True, False], ids=["kill-acknowledged", "kill-unsupported"])
 def test_takeover_kills_the_lost_application_by_id_before_reusing_its_lease(store, acknowledged):
-    """Where the engine acknowledges killing the lost attempt's application by id, the lease is
-    released and attempt 2 runs at once; otherwise attempt 2 waits for the lease (stays PENDING)."""
+    """Where the engine acknowledges killing the lost attempt's application by id and then reports it
+    ended, the lease is released and attempt 2 runs at once; otherwise attempt 2 waits for the lease
+    (stays PENDING)."""
     register(store)
     p, _ = store.processes.open(TABLE, ACTION, T0)
     store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)

@@ -5,6 +5,7 @@ store-aware factory."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -78,14 +79,41 @@ class StandInSubmitter:
 class KillingSubmitter(StandInSubmitter):
     """Can also kill an earlier attempt's application by id (``KillsById``)."""
 
-    def __init__(self, acknowledge: bool = True, **kwargs: Any) -> None:
+    def __init__(self, acknowledge: bool = True, *, ends_after_polls: int | None = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.acknowledge = acknowledge
         self.killed_ids: list[str] = []
+        # How many status polls after the kill report the application still running (None: never ends).
+        self.ends_after_polls = ends_after_polls
+        self.polls: list[str] = []
+        self.ended_at: float | None = None
 
     def kill_application(self, application_id: str) -> bool:
         self.killed_ids.append(application_id)
         return self.acknowledge
+
+    def application_finished(self, application_id: str) -> bool:
+        self.polls.append(application_id)
+        ended = self.ends_after_polls is not None and len(self.polls) > self.ends_after_polls
+        if ended and self.ended_at is None:
+            self.ended_at = time.monotonic()
+        return ended
+
+    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+        self.submitted_at = time.monotonic()
+        return super().submit(job, on_started)
+
+
+class AcknowledgingOnlySubmitter(StandInSubmitter):
+    """Kills by id and is acknowledged, but cannot report whether the application ended."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.killed_ids: list[str] = []
+
+    def kill_application(self, application_id: str) -> bool:
+        self.killed_ids.append(application_id)
+        return True
 
 
 class StoreAwareStandIn:

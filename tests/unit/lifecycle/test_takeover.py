@@ -13,12 +13,13 @@ import pytest
 from airflow_tablemgmt.core.errors import JobFailed, LeaseUnavailable
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.process import ProcessStatus as S
-from airflow_tablemgmt.lifecycle import KillsById, RunRequest
+from airflow_tablemgmt.lifecycle import KillsById, ObservesApplications, RunRequest, takeover
 from airflow_tablemgmt.store import Store
 from tests.unit.lifecycle.stand_ins import (
     ACTION,
     FAST,
     TABLE,
+    AcknowledgingOnlySubmitter,
     KillingSubmitter,
     StandInSubmitter,
     instant,
@@ -82,6 +83,48 @@ def test_killing_the_lost_application_by_id_releases_its_lease(store: Store, tmp
     outcome = runner(store, killer, tmp_path).run(RunRequest(TABLE, ACTION, instant(3)))
     assert killer.killed_ids == ["app-lost"]
     assert (outcome.process.attempt, outcome.process.status) == (2, S.SUCCESS)
+
+
+def test_the_lost_lease_is_released_only_once_the_killed_application_is_reported_ended(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(takeover, "KILL_CONFIRM_POLL_S", 0.01)
+    lost = submitted_by_another_worker(store, instant(9), beat_ago=timedelta(hours=1))
+    assert store.leases.acquire(TABLE, f"process:{lost.id}:attempt:1:worker-a:0000", timedelta(minutes=2))
+    killer = KillingSubmitter(ends_after_polls=3)  # the driver takes a while to die after the kill
+    outcome = runner(store, killer, tmp_path).run(RunRequest(TABLE, ACTION, instant(9)))
+    assert killer.polls == ["app-lost"] * 4
+    assert killer.ended_at is not None and killer.submitted_at >= killer.ended_at
+    assert (outcome.process.attempt, outcome.process.status) == (2, S.SUCCESS)
+
+
+def test_an_acknowledged_kill_of_an_application_never_reported_ended_keeps_the_lost_lease(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(takeover, "KILL_CONFIRM_POLL_S", 0.01)
+    monkeypatch.setattr(takeover, "KILL_CONFIRM_WAIT_S", 0.2)
+    lost = submitted_by_another_worker(store, instant(10), beat_ago=timedelta(hours=1))
+    holder = f"process:{lost.id}:attempt:1:worker-a:0000"
+    assert store.leases.acquire(TABLE, holder, timedelta(minutes=2))
+    killer = KillingSubmitter(ends_after_polls=None)
+    with pytest.raises(LeaseUnavailable):
+        runner(store, killer, tmp_path).run(RunRequest(TABLE, ACTION, instant(10)))
+    assert killer.killed_ids == ["app-lost"] and len(killer.polls) >= 2 and killer.jobs == []
+    assert store.leases.get(TABLE).holder == holder
+
+
+def test_an_acknowledged_kill_without_a_way_to_see_the_end_keeps_the_lost_lease(
+    store: Store, tmp_path: Path
+) -> None:
+    lost = submitted_by_another_worker(store, instant(11), beat_ago=timedelta(hours=1))
+    holder = f"process:{lost.id}:attempt:1:worker-a:0000"
+    assert store.leases.acquire(TABLE, holder, timedelta(minutes=2))
+    killer = AcknowledgingOnlySubmitter()
+    assert isinstance(killer, KillsById) and not isinstance(killer, ObservesApplications)
+    with pytest.raises(LeaseUnavailable):
+        runner(store, killer, tmp_path).run(RunRequest(TABLE, ACTION, instant(11)))
+    assert killer.killed_ids == ["app-lost"] and killer.jobs == []
+    assert store.leases.get(TABLE).holder == holder
 
 
 def test_an_unacknowledged_kill_keeps_the_lost_lease(store: Store, tmp_path: Path) -> None:
