@@ -34,6 +34,8 @@ def writer(catalog: CatalogSpec) -> Any:
     if catalog.type == CatalogType.JDBC:
         props["uri"] = sqlalchemy_url(props["uri"], props.pop("jdbc.user"), props.pop("jdbc.password"))
         return load_catalog(catalog.name, type="sql", warehouse=resolved.warehouse, **props)
+    if catalog.type == CatalogType.HIVE:
+        return load_catalog(catalog.name, type="hive", warehouse=resolved.warehouse, **props)
     return load_catalog(catalog.name, type="rest", **props)
 
 

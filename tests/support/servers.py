@@ -211,3 +211,60 @@ class IcebergRestServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@dataclass
+class HiveMetastore:
+    """A Hive Metastore thrift server from the Hive jars pyspark ships (Derby-backed, schema created on
+    first start), for Spark's and pyiceberg's HiveCatalog."""
+
+    root: Path
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://127.0.0.1:{self.port}"
+
+    def start(self) -> HiveMetastore:
+        import pyspark
+
+        from airflow_tablemgmt.spark.launch.java import resolve_java_home
+
+        jars = Path(pyspark.__file__).parent / "jars"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = free_ports(1)[0]
+        java = Path(resolve_java_home()) / "bin" / "java"
+        argv = [
+            str(java), "-Xmx512m", "-cp", f"{jars}/*",
+            "-Dhive.async.log.enabled=false",  # Hive's async logger needs a jar pyspark leaves out
+            f"-Djavax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={self.root / 'metastore'};create=true",
+            "-Ddatanucleus.schema.autoCreateAll=true", "-Dhive.metastore.schema.verification=false",
+            f"-Dhive.metastore.warehouse.dir={self.root / 'warehouse'}",
+            "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(self.port),
+        ]  # fmt: skip
+        log = self.root / "metastore.log"
+        # The lock API (HiveCatalog commits lock the table) needs the metastore's transaction tables, which
+        # the JDO schema does not create: Hive's own TxnDbUtil.prepDb creates them in the Derby database.
+        prep = self.root / "PrepTxnTables.java"
+        prep.write_text(
+            "public class PrepTxnTables { public static void main(String[] a) throws Exception {"
+            " org.apache.hadoop.hive.metastore.txn.TxnDbUtil.prepDb(new org.apache.hadoop.hive.conf.HiveConf()); } }"
+        )
+        with log.open("wb") as out:
+            subprocess.run([*argv[:-4], str(prep)], stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
+                           timeout=300, check=True)  # fmt: skip
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
+                                         start_new_session=True)  # fmt: skip
+        wait_for_port(self.port, 180, self.proc, log)
+        return self
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+    def __enter__(self) -> HiveMetastore:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
