@@ -9,20 +9,24 @@ run the same against Airflow's api-server and against a stand-in in unit tests.
 "scheduleTime": "yyyy-MM-dd HH:mm:ss", "staticPartitions", "dynamicOptions"}``, answer ``{"jobId",
 "dagRunId", "clusterInfo": {"master", "applicationId"}}`` once the refresh is submitted (its process
 exists, its DAG run is queued). A bad request is a 400 with the service's message (Flink's, where
-Flink has one: "Schedule time must be specified for periodic refresh."); the same periodic schedule
-time twice answers the same job and queues nothing.
+Flink has one: "Schedule time must be specified for periodic refresh."); ``scheduleTime`` must lie
+within [the refresh DAG's start, now + 5 minutes] and carry a zone unless in FLIP-435's own format
+(UTC); the same periodic schedule time twice answers the same job and queues nothing. ``DELETE …?purge=true``
+is refused (dropping the Iceberg table runs Spark): ``tablemgmt dt drop --purge`` on a worker host.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from airflow.api_fastapi.core_api.security import GetUserDep
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 
 from airflow_tablemgmt.api.deps import get_store, user_name
 from airflow_tablemgmt.api.errors import ApiError, status_and_field
@@ -195,13 +199,20 @@ def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> Dynami
     dag_id = refresh_dag_id(_svc().parse_definition(definition).id)
     airflow.authorize("PUT", dag_id, False)
     dt = _svc().declare(store, definition)
-    paused = airflow.dag_state(dag_id)[0]
     queued = None
-    if paused is not None:  # Airflow knows the DAG (a table created again after a drop): run it now
-        if paused:
-            airflow.pause(dag_id, False)
-        queued = _svc().queue_creation(store, dt.id, airflow.trigger)
-    out = table_out(store, dt.id, airflow, "created")
+    known = False
+    try:
+        paused = airflow.dag_state(dag_id)[0]
+        known = paused is not None
+        if known:  # Airflow knows the DAG (a table created again after a drop): run it now
+            if paused:
+                airflow.pause(dag_id, False)
+            queued = _svc().queue_creation(store, dt.id, airflow.trigger)
+        out = table_out(store, dt.id, airflow, "created")
+    except Exception:
+        if queued is None:  # nothing queued: leave no registration (so no DAG) and no unpaused DAG
+            _svc().abandon(store, dt.id, airflow.pause if known else None)
+        raise
     return DynamicTableCreatedOut(
         **out.model_dump(),
         creation="triggered" if queued is not None else "waiting for the DAG",
@@ -224,7 +235,33 @@ def history(
     return [refresh_out(p) for p in _svc().history(store, table_id, limit)]
 
 
-@router.post("/{table_id}/refresh", response_model=RefreshJobOut)
+class _Flip435Route(APIRoute):
+    """A ``scheduleTime`` that is no string (a number such as ``-1615``, read elsewhere as 1969, or a
+    boolean) is a bad refresh request like any other bad schedule time: 400 naming the field, as the
+    service answers for a time outside the window. Other body errors keep the API's 422."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as e:
+                errors = e.errors()
+                if not errors or any(
+                    tuple(err.get("loc", ()))[:2] != ("body", "scheduleTime") for err in errors
+                ):
+                    raise
+                raise ApiError(
+                    400,
+                    "scheduleTime",
+                    f"scheduleTime: {errors[0].get('input')!r} is not a time; allowed: 'yyyy-MM-dd HH:mm:ss' "
+                    "(UTC) or an ISO 8601 time with a time zone, from the refresh DAG's start to now + 5 minutes",
+                ) from None
+
+        return route
+
+
 def refresh(table_id: TableId, body: RefreshIn, store: StoreDep, airflow: AirflowDep) -> RefreshJobOut:
     """FLIP-435's refresh: submit a refresh of the table for ``scheduleTime`` and answer its job.
     Needs permission to trigger the table's refresh DAG."""
@@ -260,6 +297,15 @@ def refresh(table_id: TableId, body: RefreshIn, store: StoreDep, airflow: Airflo
         dagRunId=run_id,
         clusterInfo=ClusterInfoOut(master=airflow.spark_master(), applicationId=done.process.external_id),
     )
+
+
+router.add_api_route(
+    "/{table_id}/refresh",
+    refresh,
+    methods=["POST"],
+    response_model=RefreshJobOut,
+    route_class_override=_Flip435Route,
+)
 
 
 @router.post("/{table_id}/suspend", response_model=DynamicTableOut)
@@ -310,11 +356,26 @@ def drop(
     table_id: TableId,
     store: StoreDep,
     airflow: AirflowDep,
-    purge: Annotated[bool, Query(description="also drop the Iceberg table and its data")] = False,
+    purge: Annotated[
+        bool,
+        Query(
+            description="refused (422): dropping the Iceberg table runs Spark; use `tablemgmt dt drop --purge`"
+        ),
+    ] = False,
 ) -> DroppedOut:
-    """Remove the workflow first (the refresh DAG is paused, the registration removed; history stays),
-    then, only with ``purge=true``, the Iceberg table. A table declared in tables.yaml answers 409."""
+    """Remove the workflow (the refresh DAG is paused, the registration removed; history stays). A table
+    declared in tables.yaml answers 409. ``purge=true`` is a 422 that changes nothing: dropping the
+    Iceberg table runs Spark, which never runs in the api-server; ``tablemgmt dt drop --purge`` on a
+    worker host removes the workflow and the table together."""
     _svc().get(store, table_id)
     airflow.authorize("DELETE", refresh_dag_id(table_id), False)
-    _svc().drop(store, table_id, purge=purge, pauser=airflow.pause)
-    return DroppedOut(table=table_id, dropped=True, purged=purge)
+    if purge:
+        raise ApiError(
+            422,
+            "purge",
+            "purge: the REST API does not drop a dynamic table's Iceberg table (that runs Spark, which never "
+            f"runs in the api-server); run `tablemgmt dt drop {table_id} --purge` on a worker host instead: it "
+            "removes the workflow and the table together. DELETE without purge removes only the workflow",
+        )
+    _svc().drop(store, table_id, purge=False, pauser=airflow.pause)
+    return DroppedOut(table=table_id, dropped=True, purged=False)

@@ -32,7 +32,7 @@ from airflow_tablemgmt.core.errors import ActionNotSupported
 from airflow_tablemgmt.core.factory import JobSpec, RunPlan, TableOutcome, TriggerContext
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
-from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 
 if TYPE_CHECKING:
@@ -267,6 +267,15 @@ class DynamicTableProcessFactory:
             dt = store.dynamic.get(process.table_id)
         except Exception:  # noqa: BLE001 - dropped meanwhile: nothing to record
             return None
+        if error is not None and dt.state == CREATING and dt.managed_by == Owner.STORE:
+            # A creation that failed for good (REST's, run here on a worker) is not left CREATING:
+            # as the CLI's create, the registration (and with it the refresh DAG) is removed; the
+            # failed process, with its reason, stays in the history. tables.yaml's own tables stay.
+            store.dynamic.delete(process.table_id, Owner.STORE)
+            return TableOutcome(
+                state="REMOVED",
+                halted=f"{process.table_id} was removed: its creation failed (process {process.id})",
+            )
         if summary is not None and (summary.get("schema") or summary.get("source_tables") is not None):
             doc = _definition_doc(dt.definition)
             if summary.get("schema"):

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from airflow_tablemgmt.core.dynamic.refresh import REFRESH, SCHEDULE_TIME_FORMAT
 from airflow_tablemgmt.services.dynamic.changes import alter, declare, drop, resume, suspend
-from airflow_tablemgmt.services.dynamic.create import create, queue_creation
+from airflow_tablemgmt.services.dynamic.create import abandon, create, queue_creation
 from airflow_tablemgmt.services.dynamic.refresh import (
     PERIODIC_NEEDS_SCHEDULE_TIME,
     check_not_suspended,
     check_refresh,
+    check_schedule_time,
     refresh,
     refresh_now,
     refresh_parameters,
@@ -45,9 +46,11 @@ __all__ = [
     "DynamicTableView",
     "RefreshDagTrigger",
     "RefreshRequested",
+    "abandon",
     "alter",
     "check_not_suspended",
     "check_refresh",
+    "check_schedule_time",
     "check_upstreams",
     "create",
     "declare",

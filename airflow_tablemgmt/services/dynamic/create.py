@@ -5,8 +5,11 @@ run, in the refresh DAG's task on a worker, whose Spark job checks its plan firs
 therefore never starts Spark for a creation: :func:`declare` validates the definition and stores it
 CREATING, and :func:`queue_creation` opens the creation process (trigger CREATION) and asks Airflow for
 a run of the refresh DAG, which creates the table. The caller follows the process (``GET
-/processes/{id}``); a creation that fails leaves the table CREATING, with the failed process in its
-history (its reason sanitized by the job), to be altered or dropped.
+/processes/{id}``). A creation that fails for good is not left CREATING: the worker removes the
+registration (and with it the refresh DAG; ``factories.dynamic``'s ``on_finished``), the failed process
+stays in the history with its reason (sanitized by the job). A POST that fails before its run was
+queued leaves nothing behind either: :func:`abandon` removes the registration and pauses a DAG Airflow
+already had.
 
 The CLI's ``tablemgmt dt create`` (:func:`create`) still creates at once in its own process, through
 :func:`declare`: it runs with its user's own environment, not a server's.
@@ -64,9 +67,22 @@ def create(
 
 def _forget(store: Store, table_id: str, owner: Owner) -> None:
     try:
-        store.dynamic.delete(table_id, owner)
+        if store.dynamic.find(table_id) is not None:  # the failed run may have removed it already
+            store.dynamic.delete(table_id, owner)
     except Exception:  # noqa: BLE001 - the original failure is the one to report
         log.warning("tablemgmt: could not remove the failed dynamic table %s", table_id, exc_info=True)
+
+
+def abandon(store: Store, table_id: str, pauser: Callable[[str, bool], None] | None) -> None:
+    """Undo a declaration whose creation could not be queued (REST's POST failed after storing it):
+    pause the refresh DAG where Airflow has one, so no run starts before the DAG file drops it, and
+    remove the registration. Never raises: the original failure is the one to report."""
+    if pauser is not None:
+        try:
+            pauser(dag_id_for(table_id, REFRESH), True)
+        except Exception:  # noqa: BLE001
+            log.warning("tablemgmt: could not pause the refresh DAG of %s", table_id, exc_info=True)
+    _forget(store, table_id, Owner.STORE)
 
 
 def queue_creation(

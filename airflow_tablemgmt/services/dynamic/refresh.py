@@ -8,12 +8,20 @@ encoding (parameters, conf, schedule time) is :mod:`airflow_tablemgmt.core.dynam
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.dynamic.refresh import MANUAL, REFRESH, refresh_conf, refresh_parameters
+from airflow_tablemgmt.core.dynamic.refresh import (
+    MANUAL,
+    REFRESH,
+    format_schedule_time,
+    refresh_conf,
+    refresh_parameters,
+)
 from airflow_tablemgmt.core.errors import IllegalTransition
+from airflow_tablemgmt.core.instants import DAG_START_DATE, RUN_SKEW
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.services.dynamic.views import (
     RefreshDagTrigger,
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["refresh_parameters"]  # re-exported: core.dynamic.refresh
 
 PERIODIC_NEEDS_SCHEDULE_TIME = "Schedule time must be specified for periodic refresh."
+_FLIP_SCHEDULE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")  # SCHEDULE_TIME_FORMAT
 
 
 def check_not_suspended(dt: DynamicTable) -> None:
@@ -71,6 +80,60 @@ def run_refresh_here(
     return outcome.process
 
 
+def check_schedule_time(
+    value: str | datetime | None, field: str = "scheduleTime", now: datetime | None = None
+) -> datetime | None:
+    """A refresh's schedule time, checked as run-now instants are (:mod:`airflow_tablemgmt.core.instants`):
+    FLIP-435's ``yyyy-MM-dd HH:mm:ss`` (UTC by definition) or an ISO 8601 time *with* a time zone,
+    within [the refresh DAG's start, now + a few minutes]. It becomes the DAG run's logical date and
+    the process key: Airflow never starts a run in the future (and it would hold the DAG's one active
+    run), and one before the DAG's start is a run its scheduler never meant. A number (``-1615`` would
+    read as 1969), a boolean or a naive ISO time is refused. None stays None."""
+    if value is None:
+        return None
+    now = now or datetime.now(UTC)
+    latest = (now + RUN_SKEW).replace(microsecond=0)
+    allowed = (
+        f"allowed: 'yyyy-MM-dd HH:mm:ss' (UTC) or an ISO 8601 time with a time zone, between "
+        f"{format_schedule_time(DAG_START_DATE)} (the refresh DAG's start) and {format_schedule_time(latest)} "
+        f"(now + {int(RUN_SKEW.total_seconds() // 60)} minutes), e.g. 2026-02-01 00:00:00"
+    )
+    if not isinstance(value, str | datetime):
+        kind = (
+            "a number"
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else type(value).__name__
+        )
+        raise InvalidInput(f"{field}: {value!r} is {kind}, not a time; {allowed}")
+    naive = value.tzinfo is None if isinstance(value, datetime) else _naive_iso(value)
+    if naive:
+        raise InvalidInput(f"{field}: {value!r} has no time zone (add one, e.g. +00:00); {allowed}")
+    when = parse_schedule_time(value, field)
+    assert when is not None
+    if when < DAG_START_DATE:
+        raise InvalidInput(f"{field}: {value_text(value)} is before the refresh DAG's start; {allowed}")
+    if when > latest:
+        raise InvalidInput(
+            f"{field}: {value_text(value)} is in the future (Airflow would never start its run); {allowed}"
+        )
+    return when
+
+
+def value_text(value: str | datetime) -> str:
+    return repr(value.isoformat()) if isinstance(value, datetime) else repr(value)
+
+
+def _naive_iso(text: str) -> bool:
+    """An ISO 8601 time without a zone (FLIP-435's own format is UTC by definition, so it is not)."""
+    text = text.strip()
+    if _FLIP_SCHEDULE_TIME.match(text):
+        return False
+    try:
+        return datetime.fromisoformat(text).tzinfo is None
+    except ValueError:
+        return False  # not a time at all: the parser says so
+
+
 def check_refresh(
     dt: DynamicTable,
     *,
@@ -80,7 +143,7 @@ def check_refresh(
     dynamic_options: Mapping[str, Any] | None,
 ) -> tuple[datetime, dict[str, str], dict[str, str]]:
     """Validate a refresh request as FLIP-435 does: ``(instant, static partitions, options)``."""
-    when = parse_schedule_time(schedule_time)
+    when = check_schedule_time(schedule_time)
     if is_periodic and when is None:
         raise InvalidInput(PERIODIC_NEEDS_SCHEDULE_TIME)
     partitions = check_options(static_partitions, "staticPartitions")
