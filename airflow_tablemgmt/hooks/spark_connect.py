@@ -55,8 +55,34 @@ def connect_url(host: str, port: int | None, extra: dict[str, Any] | None = None
     return f"sc://{host}" + (f"/;{';'.join(params)}" if params else "")
 
 
+def _from_environment(conn_id: str) -> str | None:
+    """The URL from a JSON ``AIRFLOW_CONN_<ID>`` when Airflow would provably take it from there (no
+    secrets backend, Airflow not imported: the CLI), so a ``tablemgmt run`` does not import Airflow."""
+    import json
+    import os
+    import sys
+
+    from airflow_tablemgmt.hooks.airflow_settings import secrets_backend_may_be_configured
+
+    value = os.environ.get("AIRFLOW_CONN_" + conn_id.upper(), "").strip()
+    if "airflow" in sys.modules or not value.startswith("{") or secrets_backend_may_be_configured():
+        return None
+    try:
+        fields = json.loads(value)
+        extra = fields.get("extra") or {}
+        extra = json.loads(extra) if isinstance(extra, str) else extra
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(fields, dict) or fields.get("conn_type") != CONN_TYPE or not isinstance(extra, dict):
+        return None
+    return connect_url(str(fields.get("host") or ""), fields.get("port"), extra)
+
+
 def url_of_connection(conn_id: str) -> str:
     """The server's URL from Airflow connection ``conn_id`` (environment, secrets backend or metadata DB)."""
+    found = _from_environment(conn_id)
+    if found is not None:
+        return found
     from airflow.sdk import BaseHook
 
     conn = BaseHook.get_connection(conn_id)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.metadata.files import TableShape, read_shape
 from airflow_tablemgmt.spark.conf import catalog_settings, io_settings
+from airflow_tablemgmt.spark.connect.policy import is_remote
 from airflow_tablemgmt.spark.job.early_read import EarlyRead
 from airflow_tablemgmt.spark.protocol import timed
 
@@ -151,6 +152,14 @@ FirstRead = EarlyRead | Loaded
 
 
 def _load_metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
+    if is_remote(spark):  # Spark Connect: no py4j; the metadata log's newest entry is the current file
+        rows = spark.sql(
+            f"SELECT file FROM {metadata_table(table, 'metadata_log_entries')} "
+            "ORDER BY timestamp DESC, latest_sequence_number DESC LIMIT 1"
+        ).collect()
+        if not rows:
+            raise RuntimeError(f"{table} has no metadata log entry")
+        return str(rows[0]["file"])
     jvm = spark._jvm  # noqa: SLF001 - Iceberg's table API has no Python binding in Spark
     if jvm is None:
         raise RuntimeError("the session has no JVM gateway")
@@ -164,6 +173,13 @@ def _load_metadata_location(spark: SparkSession, table: TableIdentifier) -> str:
 def io_properties(spark: SparkSession, catalog: str) -> dict[str, str]:
     """The catalog's Iceberg properties as the session has them (``spark.sql.catalog.<name>.*``),
     minus Spark's own settings: what pyiceberg's FileIO needs (``s3.endpoint`` ...)."""
+    if is_remote(spark):  # Spark Connect: the session's own settings (``SET`` redacts secrets: ask for them)
+        pairs = [(str(r[0]), str(r[1])) for r in spark.sql("SET").collect()]
+        settings = catalog_settings(pairs, catalog)
+        for key, value in settings.items():
+            if "redacted" in value:
+                settings[key] = str(spark.conf.get(key))
+        return io_settings(settings, catalog)
     return io_settings(catalog_settings(spark.sparkContext.getConf().getAll(), catalog), catalog)
 
 

@@ -1,0 +1,242 @@
+"""Thousands of small tables: spark-submit per table against the Spark Connect engine (issue 26, item 4).
+
+N tables of 40 small files each, ``rewrite-files``, three ways, in one run:
+
+- **(a) spark-submit** — ``tablemgmt run <table> rewrite-files`` in a fresh process per table: the CLI,
+  the store (SQLite), the process row and lease, spark-submit → a driver JVM → ``spark/job/main.py``;
+- **(b) connect** — the same ``tablemgmt run`` per table with ``[tablemgmt] spark_connect_conn_id`` set:
+  the process is a thin gRPC client of one warm Spark Connect server (started once, before the clock);
+- **(c) warm** — the physical limit: one Connect session on that same server running
+  ``CALL <catalog>.system.rewrite_data_files(table => ...)`` table after table, no orchestration.
+
+Printed per way: seconds per table, tables per minute, the per-table overhead over (c), and the peak RSS
+of the task's process tree (the largest single process of it, from ``wait4``: for (a) that is the driver
+JVM; for (b) the Python client). Tables are written up front through the server, one set per way.
+
+Left out: Airflow around the task (scheduling, the executor, task start, DAG parse: the same for both
+ways); running tasks in parallel (one at a time here: a 2-core machine); an object store or a remote
+catalog (the warehouse is the local file system); the server's own memory (one JVM for every task,
+printed apart); a host's first spark-submit (one warm-up run of (a) before the clock).
+
+    .venv/bin/python benchmarks/connect_throughput.py [--tables 20] [--files 40] [--master local[2]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CATALOG = "lake"
+NAMESPACE = "db"
+CONN_ID = "spark_connect_bench"
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) of the process tree's largest process, stdout."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=1800)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:6])} ... exited {proc.returncode}:\n{err[-3000:]}\n{out[-2000:]}")
+    return wall, 0.0, out
+
+
+def _run_rss(argv: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of the largest process of the child's tree (``wait4``)."""
+    started = time.perf_counter()
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:6])} ... exited {proc.returncode}; see {log}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def _declarations(warehouse: Path, names: list[str]) -> str:
+    lines = [
+        "version: 1",
+        "catalogs:",
+        f"  - name: {CATALOG}",
+        "    type: hadoop",
+        f"    warehouse: {warehouse}",
+    ]
+    lines.append("tables:")
+    for name in names:
+        lines += [f"  - catalog: {CATALOG}", f"    namespace: {NAMESPACE}", f"    name: {name}", "    actions:",
+                  "      rewrite-files: {}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tables", type=int, default=20, help="tables per way (the issue's figure: 200)")
+    p.add_argument("--files", type=int, default=40, help="small data files per table")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--ways", nargs="+", default=["a", "b", "c"], choices=["a", "b", "c"])
+    p.add_argument("--workdir", type=Path)
+    args = p.parse_args()
+
+    from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.spark.connect.server import free_port, server_spec, start_server, wait_for_port
+    from airflow_tablemgmt.spark.connect.session import connect_conf, open_session
+    from airflow_tablemgmt.spark.launch.java import resolve_java_home
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="tms-connect-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    warehouse = work / "warehouse"
+    catalog = CatalogSpec(name=CATALOG, warehouse=str(warehouse))
+    port = free_port()
+    url = f"sc://127.0.0.1:{port}"
+    print(
+        f"# connect throughput: {args.tables} tables x {args.files} files, master {args.master}, work {work}"
+    )
+    print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}", flush=True)
+    server = start_server(server_spec(port=port, master=args.master), work / "server.log")
+    try:
+        t0 = time.perf_counter()
+        wait_for_port("127.0.0.1", port, 300, server)
+        print(f"# server up in {time.perf_counter() - t0:.1f}s", flush=True)
+        spark = open_session(url)
+        for key, value in connect_conf(catalog).items():
+            spark.conf.set(key, value)
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{NAMESPACE}").collect()
+        names = {w: [f"{w}_{i}" for i in range(args.tables)] for w in args.ways}
+        all_names = [n for w in args.ways for n in names[w]] + ["warmup", "warmup_server"]
+        t0 = time.perf_counter()
+        for name in all_names:
+            table = f"{CATALOG}.{NAMESPACE}.{name}"
+            spark.sql(f"CREATE TABLE {table} (id bigint, v string) USING iceberg").collect()
+            rows = spark.range(args.files * 100).selectExpr("id", "sha1(cast(id AS string)) AS v")
+            rows.repartition(args.files).writeTo(table).append()
+        print(f"# {len(all_names)} tables written in {time.perf_counter() - t0:.1f}s", flush=True)
+
+        # The server's first compaction loads and JIT-compiles Iceberg's code: once, before any clock.
+        spark.sql(f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.warmup_server')").collect()
+        tablemgmt = str(Path(sys.executable).parent / "tablemgmt")
+        store = f"sqlite:///{work / 'tablemgmt.db'}"
+        decl = work / "tables.yaml"
+        decl.write_text(_declarations(warehouse, all_names))
+        base_env = {
+            **os.environ,
+            "JAVA_HOME": resolve_java_home(),
+            "PYSPARK_PYTHON": sys.executable,
+            "AIRFLOW_HOME": str(work / "airflow"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": args.master}),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        _run([tablemgmt, "--store-url", store, "apply", str(decl)], base_env)
+        connect_env = {
+            **base_env,
+            f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps({"conn_type": "spark_connect", "host": url}),
+            "AIRFLOW__TABLEMGMT__SPARK_CONNECT_CONN_ID": CONN_ID,
+        }
+        results: dict[str, dict[str, float]] = {}
+        log = work / "runs.log"
+        if "a" in args.ways:  # a host's first spark-submit writes the driver's class archive
+            _run_rss([tablemgmt, "--store-url", store, "run", f"{CATALOG}.{NAMESPACE}.warmup", "rewrite-files"],
+                     base_env, log)  # fmt: skip
+        for way, env in (("a", base_env), ("b", connect_env)):
+            if way not in args.ways:
+                continue
+            walls, rss = [], []
+            t0 = time.perf_counter()
+            for name in names[way]:
+                argv = [
+                    tablemgmt,
+                    "--store-url",
+                    store,
+                    "run",
+                    f"{CATALOG}.{NAMESPACE}.{name}",
+                    "rewrite-files",
+                ]
+                wall, peak = _run_rss(argv, env, log)
+                walls.append(wall)
+                rss.append(peak)
+            total = time.perf_counter() - t0
+            results[way] = {"total": total, "median": statistics.median(walls), "rss": max(rss)}
+            print(f"# ({way}) done: {total:.1f}s, load {_load()}", flush=True)
+        if "c" in args.ways:
+            t0 = time.perf_counter()
+            walls = []
+            for name in names["c"]:
+                t1 = time.perf_counter()
+                spark.sql(
+                    f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.{name}')"
+                ).collect()
+                walls.append(time.perf_counter() - t1)
+            total = time.perf_counter() - t0
+            self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            results["c"] = {"total": total, "median": statistics.median(walls), "rss": self_rss}
+        spark.stop()
+        server_rss = _rss_of_tree(server.pid)
+    finally:
+        os.killpg(server.pid, 15) if hasattr(os, "killpg") else server.terminate()
+        server.wait(timeout=60)
+    _report(results, args.tables, server_rss)
+    print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}")
+
+
+def _rss_of_tree(pid: int) -> float:
+    """Current RSS (MB) of the server's JVM (the largest process of its group)."""
+    best = 0.0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            if f"\nPPid:\t{pid}\n" not in text and not status.parent.name == str(pid):
+                continue
+            for line in text.splitlines():
+                if line.startswith("VmRSS:"):
+                    best = max(best, int(line.split()[1]) / 1024)
+        except OSError:
+            continue
+    return best
+
+
+def _report(results: dict[str, dict[str, float]], n: int, server_rss: float) -> None:
+    labels = {
+        "a": "(a) spark-submit per table",
+        "b": "(b) Connect, one task per table",
+        "c": "(c) one warm session",
+    }
+    limit = results["c"]["total"] / n if "c" in results else None
+    print()
+    print(
+        "| way | s/table (mean) | s/table (median) | tables/min | overhead over (c), s/table | peak RSS per task (MB) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for way in ("a", "b", "c"):
+        if way not in results:
+            continue
+        r = results[way]
+        per = r["total"] / n
+        over = f"{per - limit:.2f}" if limit is not None else "-"
+        rss = f"{r['rss']:.0f}" if way != "c" else f"{r['rss']:.0f} (this Python, not a task)"
+        print(f"| {labels[way]} | {per:.2f} | {r['median']:.2f} | {60 / per:.1f} | {over} | {rss} |")
+    if "a" in results and "b" in results:
+        print(f"\n(b)/(a) throughput: {results['a']['total'] / results['b']['total']:.1f}x", end="")
+    if "b" in results and "c" in results:
+        print(f"; (b)/(c): {results['c']['total'] / results['b']['total']:.2f}x", end="")
+    print(f"\nConnect server JVM RSS at the end: {server_rss:.0f} MB (shared by every task)")
+
+
+if __name__ == "__main__":
+    main()
