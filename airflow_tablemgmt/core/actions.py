@@ -340,3 +340,7 @@ COMPUTE_STATS = ACTIONS.register(
 REFRESH = ACTIONS.register(Action("refresh", RefreshSettings, True, "refresh a dynamic table from its query"))
 
 __all__ = ["ACTIONS", "Action", "ActionRegistry", "ActionSettings", "RefreshSettings"]
+
+# The Delta and Hudi actions register themselves (core/format_actions.py): imported here so that every
+# action is known once this module is.
+from airflow_tablemgmt.core import format_actions as _format_actions  # noqa: E402, F401

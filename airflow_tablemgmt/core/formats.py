@@ -9,3 +9,5 @@ class TableFormat(StrEnum):
     """A lakehouse table format."""
 
     ICEBERG = "iceberg"
+    DELTA = "delta"
+    HUDI = "hudi"

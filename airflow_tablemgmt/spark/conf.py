@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
 from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.storage import spark_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
@@ -18,6 +20,70 @@ from airflow_tablemgmt.spark.errors import InvalidJobSpec
 
 SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+KRYO = "org.apache.spark.serializer.KryoSerializer"
+
+
+@dataclass(frozen=True)
+class FormatSession:
+    """What a job on a table of one format needs of Spark: its SQL extensions, the session catalog's
+    implementation, further settings (a serializer), and its runtime jars (the artifact resolver's
+    needs, ``tablemgmt jars fetch --format <format>``)."""
+
+    extensions: str
+    session_catalog: str | None
+    needs: tuple[str, ...]
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+#: Per format. A job loads its own format's extensions and catalog only: a Delta table's session has no
+#: Iceberg catalog and no Hudi extension.
+FORMAT_SESSIONS: dict[str, FormatSession] = {
+    "iceberg": FormatSession(ICEBERG_EXTENSIONS, None, ("iceberg",)),
+    "delta": FormatSession(
+        "io.delta.sql.DeltaSparkSessionExtension",
+        "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        ("delta",),
+    ),
+    "hudi": FormatSession(
+        "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+        "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+        ("hudi",),
+        {"spark.serializer": KRYO, "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar"},
+    ),
+}
+
+
+def table_format(catalog: CatalogSpec) -> str:
+    """The format a job spec's catalog was rendered for (``iceberg`` unless a factory said otherwise)."""
+    fmt = str(catalog.properties.get(TABLE_FORMAT_PROPERTY) or "iceberg")
+    if fmt not in FORMAT_SESSIONS:
+        raise InvalidJobSpec(
+            f"catalog.properties.{TABLE_FORMAT_PROPERTY}: unknown format {fmt!r}; known: "
+            f"{', '.join(sorted(FORMAT_SESSIONS))}"
+        )
+    return fmt
+
+
+def session_conf(catalog: CatalogSpec) -> dict[str, str]:
+    """Every setting the job's session builder gets for a table of ``catalog``.
+
+    Iceberg: its extensions and the catalog (:func:`catalog_conf`). A path-based format (Delta, Hudi):
+    its extensions, its session catalog and settings, and the catalog's own ``spark.*`` properties
+    (``spark.hadoop.fs.s3a.*`` for a warehouse on S3); no Iceberg catalog is configured.
+    """
+    fmt = table_format(catalog)
+    if fmt == "iceberg":
+        return {"spark.sql.extensions": ICEBERG_EXTENSIONS, **catalog_conf(catalog)}
+    profile = FORMAT_SESSIONS[fmt]
+    conf = {"spark.sql.extensions": profile.extensions, **profile.conf}
+    if profile.session_catalog:
+        conf["spark.sql.catalog.spark_catalog"] = profile.session_catalog
+    for key, value in catalog.properties.items():
+        if key.startswith("spark."):
+            conf[key] = str(value)
+    return conf
+
 
 # Catalogs without a short Iceberg ``type`` are named by implementation class.
 _CATALOG_IMPL = {
@@ -67,11 +133,8 @@ def launch_conf(catalog: CatalogSpec) -> dict[str, str]:
     A sensitive launch setting is not put on the command line either; it is applied on the session
     builder, where Spark may ignore it (set it in the ``spark_default`` connection instead).
     """
-    return {
-        k: v
-        for k, v in catalog_conf(catalog).items()
-        if not k.startswith(_SESSION_PREFIXES) and not is_sensitive(k)
-    }
+    rendered = catalog_conf(catalog) if table_format(catalog) == "iceberg" else session_conf(catalog)
+    return {k: v for k, v in rendered.items() if not k.startswith(_SESSION_PREFIXES) and not is_sensitive(k)}
 
 
 def base_conf(local: bool = True) -> dict[str, str]:

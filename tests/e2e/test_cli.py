@@ -129,8 +129,8 @@ def test_bad_input_is_rejected_naming_file_table_field_value_and_rule(tmp_path: 
 
     cases = [
         (["--set", "rewrite-files.strategy=fast"], ["actions.rewrite-files.strategy", "'binpack', 'sort' or 'zorder'", "got 'fast'"]),
-        (["--set", "compaction.interval=1h"], ["unknown action 'compaction'", f"known actions: {known}"]),
-        (["--action", "vacuum"], ["unknown action 'vacuum'", f"known actions: {known}"]),
+        (["--set", "compact.interval=1h"], ["unknown action 'compact'", f"known actions: {known}"]),
+        (["--action", "purge"], ["unknown action 'purge'", f"known actions: {known}"]),
         (["--set", "rewrite-files"], ["must look like ACTION.OPTION=VALUE"]),
     ]  # fmt: skip
     for flags, expected in cases:

@@ -103,7 +103,7 @@ INPUT_CASES = {
     "unknown-table-clear": (["clear", "lake.db.nope"], ["table lake.db.nope is not registered"]),
     "unknown-catalog": (["register", "nocat.db.t", "--action", "rewrite-files"], ["catalog 'nocat' is not registered", "lake"]),
     "unknown-catalog-set-from-yaml": (["catalog", "set", "Bad-Name", "--warehouse", "/wh"], ["Bad-Name"]),
-    "unknown-action-run": (["run", "lake.db.orders", "vacuum"], ["unknown action 'vacuum'", "rewrite-files"]),
+    "unknown-action-run": (["run", "lake.db.orders", "purge"], ["unknown action 'purge'", "rewrite-files"]),
     "filter-unknown-table": (["processes", "--table", "lake.db.nope"], ["table lake.db.nope is not registered"]),
     "filter-unknown-action": (["processes", "--action", "nope"], ["unknown action 'nope'", "expire-snapshots"]),
     "unknown-process": (["process", "999999"], ["no process with id 999999"]),

@@ -322,8 +322,8 @@ def test_bad_options_are_rejected_before_any_spark_run(
         assert text in res.stderr, res.stderr
     assert store().tables.get(tid) == spec_before  # the table's spec was not touched
 
-    unknown = tablemgmt("run", tid, "vacuum")
-    assert unknown.returncode == 2 and "unknown action 'vacuum'; known actions: " in unknown.stderr
+    unknown = tablemgmt("run", tid, "purge")
+    assert unknown.returncode == 2 and "unknown action 'purge'; known actions: " in unknown.stderr
     unregistered = tablemgmt("run", f"{CATALOG}.db.nope", ACTION)
     assert (
         unregistered.returncode == 2 and f"table {CATALOG}.db.nope is not registered" in unregistered.stderr

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.conf import ICEBERG_EXTENSIONS, catalog_conf
+from airflow_tablemgmt.spark.conf import session_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,11 +18,13 @@ def build_session(catalog: CatalogSpec, app_name: str) -> SparkSession:
 
     They come from the spec file (its secrets included) and are set on the builder before the session
     exists, so ``spark.sql.catalog.*`` and ``spark.hadoop.*`` take effect in client and local mode.
+    The session is the table's format's (``spark.conf.session_conf``): Iceberg's extensions and catalog,
+    or Delta's / Hudi's extensions, session catalog and serializer, never two formats' at once.
     """
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name).config("spark.sql.extensions", ICEBERG_EXTENSIONS)
-    for key, value in catalog_conf(catalog).items():
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in session_conf(catalog).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

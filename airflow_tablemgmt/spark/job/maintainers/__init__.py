@@ -54,4 +54,16 @@ MAINTAINERS: dict[str, Maintainer] = {
     "refresh": refresh,
 }
 
+
+def _format_maintainers() -> dict[str, Maintainer]:
+    """Delta's and Hudi's maintainers (``maintainers/<format>/``), by their actions' names, which no
+    other format uses. Imported here but nothing of their format's runtime is loaded until one runs."""
+    from airflow_tablemgmt.spark.job.maintainers.delta import DELTA_MAINTAINERS
+    from airflow_tablemgmt.spark.job.maintainers.hudi import HUDI_MAINTAINERS
+
+    return {**DELTA_MAINTAINERS, **HUDI_MAINTAINERS}
+
+
+MAINTAINERS.update(_format_maintainers())
+
 __all__ = ["MAINTAINERS", "Maintainer"]

@@ -1,0 +1,114 @@
+"""HudiProcessFactory: Hudi tables' ``compaction`` (merge-on-read, RFC-43's two phases) and ``clean``, run
+as Hudi's own Spark procedures in a session with Hudi's extensions only.
+
+A Hudi table is path-based, like a Delta one (``<warehouse>/<namespace>/<name>`` of a ``hadoop`` catalog).
+Whether there is work is read from the ``.hoodie`` timeline without a JVM (``metadata/hudi.py``):
+compaction runs when a compaction is pending or at least ``min-delta-commits`` delta commits completed
+since the last one; clean runs when something was committed since the last clean.
+
+RFC-43's two phases: the job schedules a compaction instant, then executes that instant. A pending
+compaction is always executed before a new one is scheduled, and the instant to execute travels in the
+job spec (``compaction-instant``), so it is recorded on the process's parameters: a retry of a process
+whose attempt died after scheduling executes the instant that attempt scheduled, never a second one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
+from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
+from airflow_tablemgmt.core.format_actions import COMPACTION_INSTANT_OPTION, HUDI_CLEAN, HUDI_COMPACTION
+from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.process import Process
+from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.factories.path_formats import ENGINES, FormatSupport, path_job
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+
+log = logging.getLogger(__name__)
+
+# on_new_snapshot stays False: the snapshot gate and watchers read Iceberg metadata; the timeline check
+# (delta commits since the last compaction, commits since the last clean) runs in trigger().
+DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
+    HUDI_COMPACTION.name: TriggerStrategy(Interval.parse("30m"), on_new_snapshot=False, parallelism=4),
+    HUDI_CLEAN.name: TriggerStrategy(Interval.parse("6h"), on_new_snapshot=False, parallelism=2),
+}
+
+
+class HudiProcessFactory:
+    """Maps Hudi actions to Spark jobs; a compaction's instant is chosen from the timeline."""
+
+    name = "hudi"
+    support = FormatSupport(TableFormat.HUDI, DEFAULT_STRATEGIES, ENGINES, "hudi")
+
+    def supported_actions(self) -> dict[TableFormat, set[str]]:
+        return {TableFormat.HUDI: set(DEFAULT_STRATEGIES)}
+
+    def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy:
+        if format != TableFormat.HUDI or action not in DEFAULT_STRATEGIES:
+            raise ActionNotSupported(
+                f"the hudi factory does not support {format}/{action}; supported: "
+                f"{', '.join(sorted(DEFAULT_STRATEGIES))}"
+            )
+        return DEFAULT_STRATEGIES[action]
+
+    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
+        self.trigger_strategy(table.format, action)
+        options = table.action_settings(action).options()
+        timeline = _timeline(table, context)
+        if timeline is not None and action == HUDI_COMPACTION.name:
+            if not timeline.merge_on_read:
+                log.info(
+                    "tablemgmt: compaction on %s: a %s table has nothing to compact",
+                    table.id,
+                    timeline.table_type,
+                )
+                return None
+            pending = timeline.pending_compactions()
+            if pending:
+                options = {**options, COMPACTION_INSTANT_OPTION: pending[0]}
+            elif timeline.delta_commits_since_compaction() < int(options["min-delta-commits"]):
+                log.info(
+                    "tablemgmt: compaction on %s: %d delta commits since the last compaction (< %s): skipped",
+                    table.id,
+                    timeline.delta_commits_since_compaction(),
+                    options["min-delta-commits"],
+                )
+                return None
+        if timeline is not None and action == HUDI_CLEAN.name and timeline.commits_since_clean() == 0:
+            log.info("tablemgmt: clean on %s: nothing committed since the last clean: skipped", table.id)
+            return None
+        return path_job(table, action, options, context, "hudi")
+
+    def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
+        """The same job; for a compaction, the instant the interrupted attempt scheduled (recorded on the
+        process's parameters when it was chosen, else the oldest pending one on the timeline)."""
+        if process.action not in DEFAULT_STRATEGIES:
+            raise RecoverProcessFailed(
+                f"process {process.id}: action {process.action!r} is not a Hudi action"
+            )
+        options = table.action_settings(process.action).options()
+        if process.action == HUDI_COMPACTION.name:
+            recorded = (process.parameters.get("options") or {}).get(COMPACTION_INSTANT_OPTION)
+            timeline = _timeline(table, context)
+            pending = timeline.pending_compactions() if timeline is not None else []
+            instant = recorded if recorded in pending else (pending[0] if pending else None)
+            if instant is not None:
+                options = {**options, COMPACTION_INSTANT_OPTION: instant}
+        return path_job(table, process.action, options, context, "hudi")
+
+
+def _timeline(table: TableSpec, context: TriggerContext) -> Any:
+    from airflow_tablemgmt.metadata.hudi import read_timeline
+    from airflow_tablemgmt.metadata.table_paths import table_location
+
+    try:
+        return read_timeline(table_location(context.catalog, table.identifier))
+    except HealthUnavailable as e:  # unreadable here (e.g. on S3): the job decides on Hudi's own timeline
+        log.info("tablemgmt: %s: the Hudi timeline is not readable here (%s)", table.id, e)
+        return None
+
+
+__all__ = ["DEFAULT_STRATEGIES", "HudiProcessFactory"]

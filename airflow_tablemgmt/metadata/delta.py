@@ -1,0 +1,168 @@
+"""A Delta table's state from its ``_delta_log`` without a JVM: the live files, the version, and what was
+written since the last ``OPTIMIZE``.
+
+The log is the newest checkpoint (``<v>.checkpoint.parquet``, or its parts, read with pyarrow) plus the
+JSON commits after it; ``_last_checkpoint`` names the checkpoint when present, else the directory is
+listed. Commits older than the checkpoint are read only to find the last ``OPTIMIZE``, as far back as
+the log still holds them (``changes since`` then counts from the oldest commit kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.table_paths import local_path
+
+LOG_DIR = "_delta_log"
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10})?\.parquet$")
+OPTIMIZE_OPERATION = "OPTIMIZE"
+
+
+@dataclass(frozen=True)
+class DeltaChanges:
+    """What was committed after the last ``OPTIMIZE`` (or since the oldest commit the log holds)."""
+
+    commits: int = 0
+    files_added: int = 0
+    files_removed: int = 0
+    last_optimize_version: int | None = None
+
+
+@dataclass(frozen=True)
+class DeltaState:
+    """The table at its newest version."""
+
+    location: str
+    version: int
+    files: dict[str, int] = field(default_factory=dict)  # live path (relative, as logged) -> size
+    changes: DeltaChanges = field(default_factory=DeltaChanges)
+    properties: dict[str, str] = field(default_factory=dict)
+    partition_columns: tuple[str, ...] = ()
+
+    @property
+    def data_files(self) -> int:
+        return len(self.files)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.files.values())
+
+    def summary(self) -> dict[str, Any]:
+        """Figures for a process summary (``current_snapshot_id`` is the Delta version)."""
+        return {
+            "current_snapshot_id": self.version,
+            "data_files": self.data_files,
+            "total_bytes": self.total_bytes,
+            "commits_since_optimize": self.changes.commits,
+            "files_added_since_optimize": self.changes.files_added,
+        }
+
+
+def read_delta(location: str) -> DeltaState:
+    """The Delta table at ``location`` (a local path or ``file:`` URI). Raises HealthUnavailable."""
+    root = local_path(location)
+    if root is None:
+        raise HealthUnavailable(
+            f"{location}: only local Delta logs are read without a JVM today; the job reads the table itself"
+        )
+    log = Path(root) / LOG_DIR
+    try:
+        names = os.listdir(log)
+    except OSError as e:
+        raise HealthUnavailable(
+            f"{location}: not a Delta table (no readable {LOG_DIR}/: {e.strerror})"
+        ) from None
+    commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
+    checkpoints = _checkpoint_parts(names)
+    checkpoint = _last_checkpoint(log, checkpoints)
+    if not commits and checkpoint is None:
+        raise HealthUnavailable(f"{location}: {LOG_DIR}/ holds no commit")
+    files: dict[str, int] = {}
+    properties: dict[str, str] = {}
+    partitions: tuple[str, ...] = ()
+    start = 0
+    if checkpoint is not None:
+        files, properties, partitions = _read_checkpoint(log, checkpoints[checkpoint])
+        start = checkpoint + 1
+    version = checkpoint if checkpoint is not None else -1
+    for v in (c for c in commits if c >= start):
+        for action in _actions(log, v):
+            if "add" in action:
+                files[action["add"]["path"]] = int(action["add"].get("size") or 0)
+            elif "remove" in action:
+                files.pop(action["remove"]["path"], None)
+            elif "metaData" in action:
+                properties = dict(action["metaData"].get("configuration") or {})
+                partitions = tuple(action["metaData"].get("partitionColumns") or ())
+        version = v
+    return DeltaState(location, version, files, _changes(log, commits), properties, partitions)
+
+
+def _checkpoint_parts(names: list[str]) -> dict[int, list[str]]:
+    parts: dict[int, list[str]] = {}
+    for n in names:
+        if m := _CHECKPOINT.match(n):
+            parts.setdefault(int(m.group(1)), []).append(n)
+    return parts
+
+
+def _last_checkpoint(log: Path, checkpoints: dict[int, list[str]]) -> int | None:
+    try:
+        version = int(json.loads((log / "_last_checkpoint").read_text())["version"])
+        if version in checkpoints:
+            return version
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return max(checkpoints) if checkpoints else None
+
+
+def _read_checkpoint(log: Path, parts: list[str]) -> tuple[dict[str, int], dict[str, str], tuple[str, ...]]:
+    import pyarrow.parquet as pq
+
+    files: dict[str, int] = {}
+    properties: dict[str, str] = {}
+    partitions: tuple[str, ...] = ()
+    for part in sorted(parts):
+        table = pq.read_table(log / part)
+        columns = set(table.column_names)
+        if "add" in columns:
+            for add in table.column("add").to_pylist():
+                if add is not None:
+                    files[add["path"]] = int(add.get("size") or 0)
+        if "metaData" in columns:
+            for meta in table.column("metaData").to_pylist():
+                if meta is not None:
+                    configuration = meta.get("configuration") or {}
+                    # pyarrow reads a parquet map as a list of (key, value) pairs
+                    properties = dict(configuration) if not isinstance(configuration, dict) else configuration
+                    partitions = tuple(meta.get("partitionColumns") or ())
+    return files, properties, partitions
+
+
+def _actions(log: Path, version: int) -> list[dict[str, Any]]:
+    path = log / f"{version:020d}.json"
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as e:
+        raise HealthUnavailable(f"{path}: unreadable Delta commit: {e}") from None
+
+
+def _changes(log: Path, commits: list[int]) -> DeltaChanges:
+    """Walk the kept commits newest first, counting data changes until the last OPTIMIZE."""
+    count = added = removed = 0
+    for v in reversed(commits):
+        actions = _actions(log, v)
+        operation = next((a["commitInfo"].get("operation") for a in actions if "commitInfo" in a), None)
+        if operation == OPTIMIZE_OPERATION:
+            return DeltaChanges(count, added, removed, v)
+        count += 1
+        added += sum(1 for a in actions if "add" in a and a["add"].get("dataChange", True))
+        removed += sum(1 for a in actions if "remove" in a and a["remove"].get("dataChange", True))
+    return DeltaChanges(count, added, removed, None)

@@ -1,0 +1,12 @@
+"""Delta Lake maintainers: ``OPTIMIZE`` (bin-pack, ``ZORDER BY``, a partition filter) and ``VACUUM`` (never
+below Delta's retention check; a dry run lists what a real run deletes). The table is path-based
+(``delta.`<location>```), in a session built with Delta's extensions and ``DeltaCatalog`` only."""
+
+from __future__ import annotations
+
+from airflow_tablemgmt.spark.job.maintainers.delta.optimize import optimize
+from airflow_tablemgmt.spark.job.maintainers.delta.vacuum import vacuum
+
+DELTA_MAINTAINERS = {"optimize": optimize, "vacuum": vacuum}
+
+__all__ = ["DELTA_MAINTAINERS"]

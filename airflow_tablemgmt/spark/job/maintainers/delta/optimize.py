@@ -1,0 +1,72 @@
+"""Delta ``OPTIMIZE``: bin-pack small files, or ``ZORDER BY`` columns, optionally in some partitions only."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.format_actions import OptimizeSettings
+from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.spark.job import literals
+from airflow_tablemgmt.spark.job.maintainers.delta.table import delta_metrics, delta_name
+from airflow_tablemgmt.spark.job.maintainers.paths import take_location
+from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.protocol import timed
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool):
+        return literals.boolean(value)
+    if isinstance(value, int):
+        return literals.integer(value)
+    return literals.string(str(value))
+
+
+def optimize_sql(location: str, s: OptimizeSettings) -> str:
+    sql = f"OPTIMIZE {delta_name(location)}"
+    if s.partition_filter:
+        sql += " WHERE " + " AND ".join(f"{quote(c)} = {_literal(v)}" for c, v in s.partition_filter.items())
+    if s.zorder_by:
+        sql += f" ZORDER BY ({', '.join(quote(c) for c in s.zorder_by)})"
+    return sql
+
+
+def optimize(
+    spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: object = None
+) -> dict[str, Any]:
+    location = take_location(options, "optimize")
+    s = parse_settings(OptimizeSettings, options, "optimize")
+    with timed("metrics_before"):
+        before = delta_metrics(spark, location)
+    sql = optimize_sql(location, s)
+    log.info("%s", sql)
+    with timed("procedure"):
+        rows = spark.sql(sql).collect()
+    with timed("metrics_after"):
+        after = delta_metrics(spark, location)
+    metrics = (rows[0]["metrics"].asDict(recursive=True) if rows and rows[0]["metrics"] else {}) or {}
+    added, removed = metrics.get("filesAdded") or {}, metrics.get("filesRemoved") or {}
+    log.info("optimize %s: %s files -> %s", location, before["data_files"], after["data_files"])
+    return {
+        "location": location,
+        "strategy": "zorder" if s.zorder_by else "binpack",
+        "zorder_by": s.zorder_by,
+        "partition_filter": s.partition_filter,
+        "files_added": int(metrics.get("numFilesAdded") or 0),
+        "files_removed": int(metrics.get("numFilesRemoved") or 0),
+        "bytes_added": int(added.get("totalSize") or 0),
+        "bytes_removed": int(removed.get("totalSize") or 0),
+        "partitions_optimized": int(metrics.get("partitionsOptimized") or 0),
+        "before": before,
+        "after": after,
+    }
+
+
+# The job's first read of a table is Iceberg's (spark/job/early_read.py); this maintainer reads its Delta
+# table itself, so the job runs it as it runs a maintainer that needs no table loaded first.
+optimize.may_create_table = True  # type: ignore[attr-defined]

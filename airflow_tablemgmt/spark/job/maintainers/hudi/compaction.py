@@ -1,0 +1,86 @@
+"""Hudi compaction of a merge-on-read table in RFC-43's two phases.
+
+1. An instant to execute: the one the job spec names (``compaction-instant``: chosen by the factory from
+   the timeline, or recorded on the process by an interrupted attempt), else the oldest pending one, else
+   a new one scheduled now (``run_compaction(op => 'schedule')``, with ``min-delta-commits`` as Hudi's
+   ``hoodie.compact.inline.max.delta.commits``). A pending compaction is never left behind a new one.
+2. Execute exactly that instant (``run_compaction(op => 'run', timestamp => <instant>)``).
+
+The summary records the instant scheduled and the one executed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.format_actions import COMPACTION_INSTANT_OPTION, HudiCompactionSettings
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.spark.errors import InvalidJobSpec
+from airflow_tablemgmt.spark.job import literals
+from airflow_tablemgmt.spark.job.maintainers.hudi.table import register, timeline_figures
+from airflow_tablemgmt.spark.job.maintainers.paths import take_location
+from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
+from airflow_tablemgmt.spark.protocol import timed
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def _compactions(spark: SparkSession, name: str) -> dict[str, str]:
+    """instant -> state (REQUESTED, INFLIGHT, COMPLETED) of the table's compactions."""
+    rows = spark.sql(f"CALL show_compaction(table => {literals.string(name)})").collect()
+    return {str(r["timestamp"]): str(r["state"]) for r in rows}
+
+
+def compaction(
+    spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: object = None
+) -> dict[str, Any]:
+    location = take_location(options, "compaction")
+    wanted = options.pop(COMPACTION_INSTANT_OPTION, None)
+    s = parse_settings(HudiCompactionSettings, options, "compaction")
+    if wanted is not None and not str(wanted).isdigit():
+        raise InvalidJobSpec(f"compaction.{COMPACTION_INSTANT_OPTION}: {wanted!r} is not a Hudi instant")
+    name = register(spark, table, location)
+    with timed("metrics_before"):
+        before = timeline_figures(location)
+        known = _compactions(spark, name)
+    pending = sorted(i for i, state in known.items() if state != "COMPLETED")
+    scheduled: str | None = None
+    with timed("procedure"):
+        if wanted is not None and known.get(str(wanted)) == "COMPLETED":
+            instant = None  # an earlier attempt completed it: nothing left to execute
+            log.info("compaction %s: instant %s already completed", location, wanted)
+        elif wanted is not None or pending:
+            instant = str(wanted) if wanted is not None else pending[0]
+        else:
+            threshold = f"hoodie.compact.inline.max.delta.commits={s.min_delta_commits}"
+            spark.sql(
+                f"CALL run_compaction(op => 'schedule', table => {literals.string(name)}, "
+                f"options => {literals.string(threshold)})"
+            ).collect()
+            new = sorted(set(_compactions(spark, name)) - set(known))
+            instant = scheduled = new[-1] if new else None
+            log.info("compaction %s: scheduled %s", location, scheduled or "nothing (below the threshold)")
+        if instant is not None:
+            spark.sql(
+                f"CALL run_compaction(op => 'run', table => {literals.string(name)}, timestamp => {int(instant)})"
+            ).collect()
+    with timed("metrics_after"):
+        after = timeline_figures(location)
+        state = _compactions(spark, name).get(instant or "", None)
+    if instant is not None and state != "COMPLETED":
+        raise RuntimeError(f"compaction instant {instant} of {location} is {state} after running it")
+    return {
+        "location": location,
+        "scheduled_instant": scheduled,
+        "executed_instant": instant,
+        "adopted_pending": instant is not None and scheduled is None,
+        "before": before,
+        "after": after,
+    }
+
+
+compaction.may_create_table = True  # type: ignore[attr-defined]  # reads its own table (see delta/optimize.py)

@@ -1,0 +1,41 @@
+"""A path-based Hudi table in the job's session: a session-catalog name for it (``run_clean`` takes a
+table name only), its timeline figures, and its log files."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.hudi import read_timeline
+from airflow_tablemgmt.metadata.table_paths import local_path
+from airflow_tablemgmt.spark.job import literals
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def register(spark: SparkSession, table: TableIdentifier, location: str) -> str:
+    """The table as ``tms_hudi_<namespace>_<name>`` in the session catalog (this session's only, on a
+    session without a metastore), for the procedures that take a table name and no path."""
+    name = f"tms_hudi_{table.namespace}_{table.name}"
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {quote(name)} USING hudi LOCATION {literals.string(location)}")
+    return name
+
+
+def timeline_figures(location: str) -> dict[str, Any]:
+    """The timeline's figures and the table's log files, read without Spark where the table is local."""
+    try:
+        figures = read_timeline(location).summary()
+    except HealthUnavailable:
+        return {}
+    root = local_path(location)
+    if root is not None:
+        logs = base = 0
+        for _dirpath, dirs, names in os.walk(root):
+            dirs[:] = [d for d in dirs if d != ".hoodie"]
+            logs += sum(1 for n in names if ".log." in n and not n.endswith(".crc"))
+            base += sum(1 for n in names if n.endswith(".parquet"))
+        figures.update(log_files=logs, base_files=base)
+    return figures

@@ -1,0 +1,91 @@
+"""Run a path-based format's jobs in a Spark session of that format alone, in a child process.
+
+Each format gets its own JVM (a Delta session must not share a JVM, and so a classpath, with the Iceberg
+session of the other integration tests). The child builds the session exactly as a job does
+(``spark.conf.session_conf`` for the format's catalog, the format's jars from the artifact resolver),
+writes the table with Spark, and runs each job through the job's entry (``spark/job/main.run``),
+printing one JSON line per step; the test reads the table back itself, without Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+from airflow_tablemgmt.core.tables import CatalogSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+STEP = "FORMAT_STEP "
+
+
+def format_catalog(warehouse: Path, fmt: str) -> CatalogSpec:
+    return CatalogSpec(name="lake", type="hadoop", warehouse=str(warehouse), properties={})
+
+
+def start_session(fmt: str) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
+    from airflow_tablemgmt.spark.conf import FORMAT_SESSIONS, session_conf
+    from airflow_tablemgmt.spark.launch.artifacts import jar_paths
+    from airflow_tablemgmt.spark.launch.java import resolve_java_home
+
+    os.environ.setdefault("JAVA_HOME", str(resolve_java_home()))
+    catalog = CatalogSpec(
+        name="lake", type="hadoop", warehouse="/tmp", properties={TABLE_FORMAT_PROPERTY: fmt}
+    )
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.jars", ",".join(jar_paths(FORMAT_SESSIONS[fmt].needs, artifact_settings())))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+    )
+    for key, value in session_conf(catalog).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run_job(spark: SparkSession, job: JobSpec) -> dict[str, Any]:
+    """The job through the job's own entry; its parsed result line."""
+    from airflow_tablemgmt.spark.job.main import run
+
+    code, line = run(job, spark)
+    result = json.loads(line)
+    result["exit_code"] = code
+    return result
+
+
+def step(name: str, **data: Any) -> None:
+    print(STEP + json.dumps({"step": name, **data}, default=str), flush=True)
+
+
+def run_scenario(module: str, warehouse: Path, timeout: float = 900) -> dict[str, dict[str, Any]]:
+    """Run ``module`` (a scenario, ``python -m``) in a child Python; its steps by name."""
+    proc = subprocess.run(
+        [sys.executable, "-m", module, str(warehouse)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    steps = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(STEP):
+            data = json.loads(line[len(STEP) :])
+            steps[data.pop("step")] = data
+    if proc.returncode != 0:
+        raise AssertionError(f"scenario {module} failed ({proc.returncode}):\n{proc.stderr[-6000:]}")
+    return steps

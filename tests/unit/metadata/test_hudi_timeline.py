@@ -1,0 +1,74 @@
+"""metadata/hudi.py on ``.hoodie`` timelines named as Hudi 1.x (``timeline/``) and 0.x write them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.hudi import read_timeline
+
+
+def table(root: Path, names: list[str], *, version_1: bool = True, mor: bool = True) -> Path:
+    hoodie = root / ".hoodie"
+    timeline = hoodie / "timeline" if version_1 else hoodie
+    timeline.mkdir(parents=True)
+    kind = "MERGE_ON_READ" if mor else "COPY_ON_WRITE"
+    (hoodie / "hoodie.properties").write_text(f"hoodie.table.name=t\nhoodie.table.type={kind}\n")
+    for n in names:
+        (timeline / n).write_text("")
+    return root
+
+
+def test_delta_commits_since_the_last_compaction_and_pending_ones(tmp_path: Path) -> None:
+    root = table(
+        tmp_path,
+        [
+            "20261125100000000.deltacommit.requested",
+            "20261125100000000.deltacommit.inflight",
+            "20261125100000000_20261125100001000.deltacommit",
+            "20261125100100000_20261125100101000.deltacommit",
+            "20261125100200000.compaction.requested",
+            "20261125100200000.compaction.inflight",
+            "20261125100200000_20261125100201000.commit",
+            "20261125100300000_20261125100301000.deltacommit",
+            "20261125100400000_20261125100401000.deltacommit",
+            "20261125100500000.compaction.requested",
+            "20261125100600000.deltacommit.requested",
+            "20261125100600000.deltacommit.inflight",
+            ".20261125100400000_20261125100401000.deltacommit.crc",
+        ],
+    )
+    t = read_timeline(str(root))
+    assert t.merge_on_read
+    assert t.completed_compactions() == ["20261125100200000"]
+    assert t.delta_commits_since_compaction() == 2
+    assert t.pending_compactions() == ["20261125100500000"]
+    assert ("20261125100600000", "deltacommit", "inflight") in t.pending
+    assert t.latest_instant == "20261125100400000"
+    assert t.commits_since_clean() == 5
+    assert t.summary()["current_snapshot_id"] == 20261125100400000
+
+
+def test_the_0x_layout_and_a_clean(tmp_path: Path) -> None:
+    root = table(
+        tmp_path,
+        [
+            "20240101000000.commit",
+            "20240101000100.clean.requested",
+            "20240101000100.clean",
+            "20240101000200.commit",
+        ],
+        version_1=False,
+        mor=False,
+    )
+    t = read_timeline(str(root))
+    assert not t.merge_on_read
+    assert t.commits_since_clean() == 1
+    assert t.pending_compactions() == []
+
+
+def test_not_a_hudi_table(tmp_path: Path) -> None:
+    with pytest.raises(HealthUnavailable, match="not a Hudi table"):
+        read_timeline(str(tmp_path))
