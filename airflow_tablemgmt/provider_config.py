@@ -74,6 +74,21 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "fetches it (for workers without network access; fill jars_dir in the image).",
         "True",
     ),
+    "spark_connect_conn_id": _option(
+        "string",
+        "",
+        "A spark_connect connection: the tables spark_connect_tables selects run on that Spark Connect server "
+        "(the task a thin gRPC client, no JVM) instead of spark-submit. Empty: spark-submit for every table. "
+        "Dynamic tables' refreshes always use spark-submit (docs/spark-connect.md).",
+        "spark_connect_default",
+    ),
+    "spark_connect_tables": _option(
+        "string",
+        "",
+        "Which tables run on spark_connect_conn_id: shell patterns separated by commas, matched against the "
+        "table id (catalog.namespace.name) and the catalog name. Empty: every table.",
+        "lake, warehouse.small_*",
+    ),
     "job_env_allow": _option(
         "string",
         "",

@@ -49,6 +49,7 @@ _UNAVAILABLE = (
     "Broken pipe",
     "INTERNAL: RST_STREAM",
 )
+INTERRUPT_EVERY = 1.0
 #: Prefix of the ids the engine reports as the process's application id: ``connect:<url>#<session id>``.
 APP_ID_PREFIX = "connect:"
 
@@ -113,6 +114,8 @@ class ConnectRun:
     session: Any = None
     interrupted: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _closed: threading.Event = field(default_factory=threading.Event)
 
     @property
     def application_id(self) -> str:
@@ -128,21 +131,42 @@ class ConnectRun:
         return session
 
     def interrupt(self) -> list[str]:
-        """Interrupt the job's running operations on the server; the ids the server interrupted."""
+        """Interrupt the job's running operations on the server; the ids the server interrupted.
+
+        The job's later operations are interrupted too: until the run closes, the tag is interrupted again
+        every :data:`INTERRUPT_EVERY` seconds (a kill that lands between two operations, while the job
+        reads metadata on the client, would otherwise interrupt nothing and the job would go on)."""
         with self._lock:
             session = self.session
+            first = not self._stopping.is_set()
+            self._stopping.set()
         if session is None:
             return []
+        if first:
+            threading.Thread(target=self._keep_interrupting, name="tablemgmt-interrupt", daemon=True).start()
+        return self._interrupt_once(session)
+
+    def _keep_interrupting(self) -> None:
+        while not self._closed.wait(INTERRUPT_EVERY):
+            with self._lock:
+                session = self.session
+            if session is None:
+                return
+            self._interrupt_once(session)
+
+    def _interrupt_once(self, session: Any) -> list[str]:
         try:
             ids = list(session.interruptTag(self.tag))
         except Exception as e:  # noqa: BLE001 - a dead server has nothing left to interrupt
             log.warning("interrupting %s on %s failed: %s", self.tag, server_of(self.url), str(e)[:300])
             return []
         self.interrupted.extend(ids)
-        log.info("interrupted %d operation(s) tagged %s on %s", len(ids), self.tag, server_of(self.url))
+        if ids:
+            log.info("interrupted %d operation(s) tagged %s on %s", len(ids), self.tag, server_of(self.url))
         return ids
 
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
             session, self.session = self.session, None
         if session is not None:
