@@ -143,3 +143,26 @@ def test_clean_is_skipped_when_nothing_was_committed_since_the_last_clean(tmp_pa
         ["20261125100000000_20261125100001000.deltacommit", "20261125100100000_20261125100101000.clean"],
     )
     assert factory.trigger(table, "clean", context(tmp_path)) is None
+
+
+def test_a_dag_per_table_and_action_for_every_format() -> None:
+    """The DAG factory builds Delta and Hudi tables' DAGs as it builds Iceberg's: it never names a format."""
+    from airflow_tablemgmt.dag_factory.build import build_dags
+
+    catalog = CatalogSpec(name="lake", type="hadoop", warehouse="/w", properties={})
+    tables = [
+        spec("delta", {"optimize": {"zorder-by": ["v"]}, "vacuum": {"retain": "7d"}}),
+        TableSpec(
+            catalog="lake", namespace="ns", name="h", format="hudi", actions={"compaction": {}, "clean": {}}
+        ),
+    ]
+    res = build_dags(tables, load_factories(), catalogs={"lake": catalog})
+    assert not res.errors, res.errors
+    dags = dict(res.dags)
+    assert set(dags) == {
+        "tms__lake.ns.t__optimize",
+        "tms__lake.ns.t__vacuum",
+        "tms__lake.ns.h__compaction",
+        "tms__lake.ns.h__clean",
+    }
+    assert "delta" in dags["tms__lake.ns.t__vacuum"].tags and "hudi" in dags["tms__lake.ns.h__clean"].tags
