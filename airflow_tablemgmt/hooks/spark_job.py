@@ -128,6 +128,8 @@ class SparkJobHook:
         self._kill_requested = False
         self._killed_pids: list[int] = []
         self._driver_id: str | None = None  # a standalone cluster driver this hook started
+        # Spark properties added for one task (the OpenLineage parent run); the connection's own win.
+        self.extra_conf: dict[str, str] = {}
 
     def _direct_connection(self) -> SparkConnection | None:
         """The connection, when this process has not imported Airflow and need not (see
@@ -171,7 +173,7 @@ class SparkJobHook:
             write_spec(replace(job, catalog=resolve_catalog(job.catalog)), spec_path)
             spec = build_submit_spec(job, spec_path, artifacts=artifact_settings())
             kwargs: dict[str, Any] = {
-                "conf": spec.conf,
+                "conf": {**self.extra_conf, **spec.conf},
                 "jars": ",".join(spec.jars) or None,
                 "packages": ",".join(spec.packages) or None,
                 "name": spec.name,

@@ -20,6 +20,7 @@ from airflow_tablemgmt.hooks.engine import submitter_for
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
+from airflow_tablemgmt.lineage.spark import parent_job_conf
 from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
 
 
@@ -133,8 +134,11 @@ class TableMaintenanceOperator(BaseOperator):
                     existing.status,
                 )
         factories = default_factories()
+        submitter = self.make_submitter()
+        if isinstance(getattr(submitter, "extra_conf", None), dict):
+            submitter.extra_conf.update(parent_job_conf(context))  # type: ignore[attr-defined]
         self._runner = ProcessRunner(
-            store, factories, self.make_submitter(),
+            store, factories, submitter,
             lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,
             resolve_catalog=resolve_catalog_spec,
         )  # fmt: skip
