@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
 from airflow_tablemgmt.core.tables import REFRESH_ACTION
 
 if TYPE_CHECKING:
@@ -28,6 +29,13 @@ def connect_refusal(job: JobSpec) -> str | None:
     """
     t = job.table if isinstance(job.table, dict) else {}
     name = ".".join(str(t.get(k)) for k in ("catalog", "namespace", "name"))
+    properties = job.catalog.get("properties") if isinstance(job.catalog, dict) else None
+    fmt = str((properties or {}).get(TABLE_FORMAT_PROPERTY) or "iceberg")
+    if fmt != "iceberg":
+        return (
+            f"{name}: a {fmt} table does not run on Spark Connect: the server's session extensions are "
+            "Iceberg's (a static setting of the server); run this table on spark-submit"
+        )
     if job.action == REFRESH_ACTION:
         return (
             f"{name}: a dynamic table's refresh does not run on Spark Connect: its query's plan check "

@@ -60,3 +60,10 @@ def test_server_command_line_has_the_jars_and_no_packages() -> None:
     assert argv[argv.index("--jars") + 1] == "/j/connect.jar,/j/iceberg.jar"
     assert "spark.connect.grpc.binding.port=15010" in argv
     assert "--packages" not in argv
+
+
+def test_a_delta_or_hudi_table_is_refused_on_connect() -> None:
+    job = _job("rewrite-files")
+    job.catalog["properties"] = {"tablemgmt.table-format": "delta"}
+    refusal = connect_refusal(job)
+    assert refusal is not None and "delta" in refusal and "spark-submit" in refusal
