@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_tablemgmt.core.errors import InvalidIdentifier
@@ -26,28 +25,6 @@ def validate_identifier(value: str, field: str = "name") -> str:
 # and DAG ids are ``tms__<table id>__<action>`` (core.naming).
 AIRFLOW_DAG_ID_MAX_LEN = 250
 AIRFLOW_TAG_MAX_LEN = 100
-
-
-def dag_id_length_problem(table_id: str, actions: Iterable[str]) -> str | None:
-    """Why ``table_id`` cannot become DAGs (Airflow's DAG-id and tag limits), or None."""
-    # Here, not at the top: core.naming parses DAG ids with this module's TableIdentifier.
-    from airflow_tablemgmt.core.naming import dag_id_for
-
-    problems = []
-    longest = max(actions, key=len, default="")
-    dag_id = dag_id_for(table_id, longest)
-    if len(dag_id) > AIRFLOW_DAG_ID_MAX_LEN:
-        problems.append(
-            f"the DAG id {dag_id} would be {len(dag_id)} chars, Airflow allows {AIRFLOW_DAG_ID_MAX_LEN}"
-        )
-    if len(table_id) > AIRFLOW_TAG_MAX_LEN:
-        problems.append(f"it is a tag of its DAGs and Airflow allows tags of {AIRFLOW_TAG_MAX_LEN} chars")
-    if not problems:
-        return None
-    return (
-        f"table id {table_id}: {len(table_id)} chars; {'; '.join(problems)}; "
-        "shorten the catalog, namespace or table name"
-    )
 
 
 def quote(identifier: str) -> str:

@@ -7,8 +7,10 @@ the task start's single-DAG parse, the UI's link from a DAG page).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from airflow_tablemgmt.core.errors import TableMgmtError
-from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.identifiers import AIRFLOW_DAG_ID_MAX_LEN, AIRFLOW_TAG_MAX_LEN, TableIdentifier
 
 DAG_PREFIX = "tms__"
 #: The DAG that carries declaration errors into Airflow (an import error of the DAG file).
@@ -38,3 +40,22 @@ def parse_dag_id(dag_id: str) -> tuple[str, str] | None:
     except TableMgmtError:
         return None
     return table_id, action
+
+
+def dag_id_length_problem(table_id: str, actions: Iterable[str]) -> str | None:
+    """Why ``table_id`` cannot become DAGs (Airflow's DAG-id and tag limits), or None."""
+    problems = []
+    longest = max(actions, key=len, default="")
+    dag_id = dag_id_for(table_id, longest)
+    if len(dag_id) > AIRFLOW_DAG_ID_MAX_LEN:
+        problems.append(
+            f"the DAG id {dag_id} would be {len(dag_id)} chars, Airflow allows {AIRFLOW_DAG_ID_MAX_LEN}"
+        )
+    if len(table_id) > AIRFLOW_TAG_MAX_LEN:
+        problems.append(f"it is a tag of its DAGs and Airflow allows tags of {AIRFLOW_TAG_MAX_LEN} chars")
+    if not problems:
+        return None
+    return (
+        f"table id {table_id}: {len(table_id)} chars; {'; '.join(problems)}; "
+        "shorten the catalog, namespace or table name"
+    )

@@ -21,7 +21,8 @@ from pydantic import (
 from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAIN_TABLE, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
-from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
+from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
+from airflow_tablemgmt.core.naming import dag_id_length_problem
 from airflow_tablemgmt.core.notify import NotifySpec
 from airflow_tablemgmt.core.secrets import check_secret_properties
 from airflow_tablemgmt.core.storage import check_hadoop_commits

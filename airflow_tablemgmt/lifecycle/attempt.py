@@ -14,7 +14,7 @@ from airflow_tablemgmt.core.factory import JobSpec, ProcessFactory, StoreAwareFa
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.lifecycle.beat import heartbeat, start_watchdog
 from airflow_tablemgmt.lifecycle.errors import WorkerSuperseded, canceled
-from airflow_tablemgmt.lifecycle.model import RunOutcome, RunRequest
+from airflow_tablemgmt.lifecycle.model import RunnerState, RunOutcome, RunRequest
 from airflow_tablemgmt.lifecycle.results import close_own_row, record_predecessor_success, record_success
 from airflow_tablemgmt.lifecycle.summary import complete_summary, one_line, snapshot_after
 from airflow_tablemgmt.lifecycle.takeover import wait_for_peer
@@ -22,14 +22,13 @@ from airflow_tablemgmt.spark.protocol import name_the_catalog
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-    from airflow_tablemgmt.lifecycle.runner import ProcessRunner
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 S = ProcessStatus
 
 
 def claim_and_run(
-    runner: ProcessRunner,
+    runner: RunnerState,
     process: Process,
     req: RunRequest,
     table: TableSpec,
@@ -185,7 +184,7 @@ def claim_and_run(
     return RunOutcome(process, summary)
 
 
-def raise_if_stopped(runner: ProcessRunner, process: Process) -> None:
+def raise_if_stopped(runner: RunnerState, process: Process) -> None:
     """After the heartbeat killed the job: end CANCELED, or stop without writing."""
     stop = runner._stop
     if stop is None:

@@ -12,26 +12,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.errors import IllegalTransition
 from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.lifecycle.model import RunnerState
 from airflow_tablemgmt.lifecycle.watchdog import LeaseWatchdog
-
-if TYPE_CHECKING:
-    from airflow_tablemgmt.lifecycle.runner import ProcessRunner
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 
 
-def watchdog_deadline(runner: ProcessRunner) -> float:
+def watchdog_deadline(runner: RunnerState) -> float:
     """Seconds without a successful renewal after which the worker kills its own job: the lease TTL
     minus one heartbeat interval (the margin for the kill), never below half the TTL."""
     ttl = runner.lease_ttl.total_seconds()
     return max(ttl - runner.heartbeat_every.total_seconds(), ttl / 2)
 
 
-def start_watchdog(runner: ProcessRunner, process: Process, table_id: str, taken_at: float) -> LeaseWatchdog:
+def start_watchdog(runner: RunnerState, process: Process, table_id: str, taken_at: float) -> LeaseWatchdog:
     """Watch the lease taken (or last renewed) at monotonic ``taken_at``."""
 
     def expired(silent: float) -> None:
@@ -50,7 +47,7 @@ def start_watchdog(runner: ProcessRunner, process: Process, table_id: str, taken
 
 
 def heartbeat(
-    runner: ProcessRunner,
+    runner: RunnerState,
     process: Process,
     table_id: str,
     holder: str,

@@ -99,3 +99,32 @@ class Stop:
 
     kind: str  # "canceled" | "superseded"
     reason: str
+
+
+class RunnerState(Protocol):
+    """What the attempt, the heartbeat and the takeover use of the :class:`~.runner.ProcessRunner` that
+    calls them: its settings, its current run's state, and the two ways it ends a row. Declared here so
+    those modules depend on this contract, not on the runner's module (which imports them)."""
+
+    store: Any
+    submitter: Submitter
+    lease_ttl: timedelta
+    heartbeat_every: timedelta
+    stale_after: timedelta
+    wait_for_peer: timedelta
+    resolve_catalog: Callable[[Any], Any] | None
+    _current: Process | None
+    _killed: Any  # threading.Event
+    _stop: Stop | None
+    _claimed_at: float
+    _store_started: float
+    _lease_taken_at: float
+    _journal: Any  # results.ResultJournal
+
+    def _run(self, req: RunRequest) -> RunOutcome: ...
+
+    def _elapsed(self) -> float: ...
+
+    def _fail(self, process: Process, reason: str) -> None: ...
+
+    def _halt(self, process: Process, kind: str, reason: str) -> None: ...

@@ -6,16 +6,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.lifecycle.errors import canceled
-from airflow_tablemgmt.lifecycle.model import KillsById, ObservesApplications, RunOutcome, RunRequest
-
-if TYPE_CHECKING:
-    from airflow_tablemgmt.lifecycle.runner import ProcessRunner
+from airflow_tablemgmt.lifecycle.model import (
+    KillsById,
+    ObservesApplications,
+    RunnerState,
+    RunOutcome,
+    RunRequest,
+)
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 S = ProcessStatus
@@ -26,14 +28,14 @@ def attempt_prefix(p: Process) -> str:
     return f"process:{p.id}:attempt:{p.attempt}:"
 
 
-def is_stale(runner: ProcessRunner, p: Process) -> bool:
+def is_stale(runner: RunnerState, p: Process) -> bool:
     """No heartbeat for ``stale_after`` (or the row's own bound), by the database's clock."""
     beat = p.heartbeat_at or p.started_at or p.created_at
     bound = stale_bound(runner.stale_after, p.heartbeat_every_s)
     return beat is None or runner.store.processes.now() - beat > bound
 
 
-def is_orphaned(runner: ProcessRunner, process: Process, req: RunRequest) -> bool:
+def is_orphaned(runner: RunnerState, process: Process, req: RunRequest) -> bool:
     """A SUBMITTED/RUNNING/CANCELING process whose worker is gone: an earlier try of this same
     Airflow task (Airflow never runs two tries at once), or no heartbeat for ``stale_after`` by
     the database's clock."""
@@ -44,7 +46,7 @@ def is_orphaned(runner: ProcessRunner, process: Process, req: RunRequest) -> boo
     return is_stale(runner, process)
 
 
-def attempt_holds_lease(runner: ProcessRunner, p: Process) -> bool:
+def attempt_holds_lease(runner: RunnerState, p: Process) -> bool:
     lease = runner.store.leases.get(p.table_id)
     return (
         lease is not None
@@ -53,7 +55,7 @@ def attempt_holds_lease(runner: ProcessRunner, p: Process) -> bool:
     )
 
 
-def close_orphan(runner: ProcessRunner, process: Process) -> Process:
+def close_orphan(runner: RunnerState, process: Process) -> Process:
     """Close a lost attempt as FAILED. Its lease is left alone: the lost worker's job may still be
     running, and the lease lapses on its own ``lease_ttl`` after the last renewal. Until then the
     next attempt stays PENDING (the operator defers, as for any held lease) -- unless the
@@ -81,7 +83,7 @@ KILL_CONFIRM_WAIT_S = 60.0
 KILL_CONFIRM_POLL_S = 0.5
 
 
-def kill_lost_application(runner: ProcessRunner, process: Process) -> None:
+def kill_lost_application(runner: RunnerState, process: Process) -> None:
     """Where the master can kill by id, kill the lost attempt's application, and release its lease
     only once the engine reports the application ended (polled, bounded by
     :data:`KILL_CONFIRM_WAIT_S` and the lease's remaining time): an acknowledged kill is not a
@@ -132,7 +134,7 @@ def wait_until_finished(submitter: ObservesApplications, app: str, bound_s: floa
         poll.wait(min(KILL_CONFIRM_POLL_S, max(0.0, bound_s - (time.monotonic() - started))))
 
 
-def wait_for_peer(runner: ProcessRunner, process: Process, req: RunRequest) -> RunOutcome:
+def wait_for_peer(runner: RunnerState, process: Process, req: RunRequest) -> RunOutcome:
     """Another live worker runs this process: wait for its outcome instead of running twice. If
     that worker stops heartbeating meanwhile, take the process over (as a new attempt, which
     still waits for the lost attempt's lease)."""

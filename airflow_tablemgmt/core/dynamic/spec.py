@@ -32,7 +32,8 @@ from airflow_tablemgmt.core.dynamic.date_patterns import DateFormatter, partitio
 from airflow_tablemgmt.core.dynamic.query import check_query, named_tables, referenced_tables
 from airflow_tablemgmt.core.dynamic.refresh import REFRESH
 from airflow_tablemgmt.core.errors import InvalidDeclaration
-from airflow_tablemgmt.core.identifiers import TableIdentifier, dag_id_length_problem, validate_identifier
+from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
+from airflow_tablemgmt.core.naming import dag_id_length_problem
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.text import OWNER_MAX_LEN, check_text
 from airflow_tablemgmt.core.triggers import Freshness

@@ -63,7 +63,7 @@ def test_table_id_too_long_for_an_airflow_tag_is_rejected_with_the_limit() -> No
 
 
 def test_dag_id_limit_checked_for_the_longest_action() -> None:
-    from airflow_tablemgmt.core.identifiers import dag_id_length_problem
+    from airflow_tablemgmt.core.naming import dag_id_length_problem
 
     long_id = "c" * 100 + "." + "n" * 100 + "." + "t" * 30  # 232 chars
     problem = dag_id_length_problem(long_id, ["rewrite-deletes", "expire-data"])
