@@ -92,7 +92,9 @@ def measure(spec: dict[str, Any], rounds: int) -> dict[str, Any]:
 
     catalogs = [CatalogSpec(name=CATALOG, warehouse=spec["warehouse"])]
     t0 = time.perf_counter()
-    check_sources(catalogs, spec["cases"][0]["last"])  # first call: imports and reader set-up, once per process
+    check_sources(
+        catalogs, spec["cases"][0]["last"]
+    )  # first call: imports and reader set-up, once per process
     first_ms = (time.perf_counter() - t0) * 1000
     rows: list[dict[str, Any]] = []
 

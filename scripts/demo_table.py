@@ -25,7 +25,9 @@ def spark_session(warehouse: str, catalog: str = "demo"):  # type: ignore[no-unt
     builder = SparkSession.builder.master("local[2]").appName("tablemgmt-demo-data")
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     conf = {**base_conf(), **catalog_conf(CatalogSpec(name=catalog, type="hadoop", warehouse=warehouse))}
-    conf["spark.jars"] = str(iceberg_runtime_jar(artifact_settings()))  # the wheel's, the jar cache's, or fetched from Maven
+    conf["spark.jars"] = str(
+        iceberg_runtime_jar(artifact_settings())
+    )  # the wheel's, the jar cache's, or fetched from Maven
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

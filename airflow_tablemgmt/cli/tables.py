@@ -6,7 +6,6 @@ same the REST API calls."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt import services

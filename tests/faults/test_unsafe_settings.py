@@ -18,9 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_tablemgmt.core.errors import JobFailed, LeaseUnavailable
+from airflow_tablemgmt.core.errors import JobFailed, LeaseUnavailable, UnsafeTiming
 from airflow_tablemgmt.core.process import ProcessStatus
-from airflow_tablemgmt.core.errors import UnsafeTiming
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 NAMESPACE = "db"
-MISSING_JAR = "Iceberg runtime jar not available: pip install 'airflow-provider-tablemgmt[embedded]' or reach Maven"
+MISSING_JAR = (
+    "Iceberg runtime jar not available: pip install 'airflow-provider-tablemgmt[embedded]' or reach Maven"
+)
 
 
 def runtime_jar() -> Path:
