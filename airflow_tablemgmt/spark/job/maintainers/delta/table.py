@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.metadata.delta import read_delta
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -14,7 +17,18 @@ def delta_name(location: str) -> str:
 
 
 def delta_metrics(spark: SparkSession, location: str) -> dict[str, Any]:
-    """Version, live data files and bytes of the table as committed now."""
+    """Version, live data files and bytes of the table as committed now: from the ``_delta_log`` without
+    Spark where the table is local (``metadata/delta.py``), else ``DESCRIBE DETAIL`` / ``HISTORY``."""
+    try:
+        state = read_delta(location)
+    except HealthUnavailable:
+        pass
+    else:
+        return {
+            "current_snapshot_id": state.version,
+            "data_files": state.data_files,
+            "total_bytes": state.total_bytes,
+        }
     detail = spark.sql(f"DESCRIBE DETAIL {delta_name(location)}").collect()[0].asDict()
     version = spark.sql(f"DESCRIBE HISTORY {delta_name(location)} LIMIT 1").collect()[0]["version"]
     return {

@@ -10,6 +10,7 @@ deleted; a real run then vacuums and reports the files it was asked to delete.
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.format_actions import VACUUM_DRY_RUN_REASON_OPTION, VacuumSettings
@@ -30,11 +31,17 @@ log = logging.getLogger(__name__)
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 
 
+def retain_hours(s: VacuumSettings) -> int:
+    """``retain`` in whole hours, rounded up: Delta rounds a fractional ``RETAIN`` to the nearest hour
+    (30 minutes would pass its check as 1 hour); rounding up keeps at least what was asked for."""
+    assert s.retain is not None
+    return math.ceil(s.retain.total_seconds() / 3600)
+
+
 def vacuum_sql(location: str, s: VacuumSettings, *, dry_run: bool) -> str:
     sql = f"VACUUM {delta_name(location)}"
     if s.retain is not None:
-        hours = s.retain.total_seconds() / 3600
-        sql += f" RETAIN {int(hours) if hours.is_integer() else round(hours, 6)} HOURS"
+        sql += f" RETAIN {retain_hours(s)} HOURS"
     return sql + (" DRY RUN" if dry_run else "")
 
 
@@ -69,7 +76,7 @@ def vacuum(
     log.info("vacuum %s: %s %d files%s", location, key, len(candidates), f" ({reason})" if reason else "")
     return {
         "location": location,
-        "retain": None if s.retain is None else s.retain.total_seconds(),
+        "retain_hours": None if s.retain is None else retain_hours(s),
         "dry_run": dry_run,
         "dry_run_reason": reason if reason else ("dry-run: true is set" if s.dry_run else None),
         "below_floor": bool(s.below_floor()),
