@@ -60,14 +60,20 @@ def create_app() -> FastAPI:
 
     @app.get("/dag-link/{dag_id}", include_in_schema=False)
     def dag_link(dag_id: str) -> RedirectResponse:
-        """The DAG page's "Table maintenance" view: a maintenance DAG opens its table's page."""
+        """The DAG page's "Table maintenance" view: the page opens a maintenance DAG's table at that
+        action (a refresh DAG's dynamic table), and says so for any other DAG rather than bouncing."""
         from urllib.parse import quote
 
         from airflow_tablemgmt.core.naming import parse_dag_id
 
         parsed = parse_dag_id(dag_id)
-        target = f"{PREFIX}/ui/" + (f"#/tables/{quote(parsed[0], safe='.')}" if parsed else "")
-        return RedirectResponse(target, status_code=307)
+        if parsed is None:
+            view = f"dags/{quote(dag_id, safe='')}"
+        elif parsed[1] == "refresh":
+            view = f"dynamic/{quote(parsed[0], safe='.')}"
+        else:
+            view = f"tables/{quote(parsed[0], safe='.')}?tab=maintenance&action={quote(parsed[1])}"
+        return RedirectResponse(f"{PREFIX}/ui/#/{view}", status_code=307)
 
     app.mount(API_VERSION_PATH, create_api_app())
     return app

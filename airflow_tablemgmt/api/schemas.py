@@ -109,6 +109,7 @@ class HealthScoreOut(BaseModel):
 
 class RowHealthOut(HealthScoreOut):
     data_files: int
+    small_data_files: int
     data_bytes: int
     delete_files: int
     snapshots: int

@@ -98,6 +98,7 @@ def summary_out(r: TableRow) -> TableSummaryOut:
         health = RowHealthOut(
             **r.health.score.to_dict(),
             data_files=f.data_files,
+            small_data_files=f.small_data_files,
             data_bytes=f.data_bytes,
             delete_files=f.delete_files,
             snapshots=f.snapshots,

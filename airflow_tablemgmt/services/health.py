@@ -77,25 +77,30 @@ def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> FileStats:
 
 
 class _Cache:
+    """Figures per store and table (keys ``<store>|<table>``), with their score computed once when put:
+    the list and the overview read every table of a store at once."""
+
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[float, FileStats]] = {}
+        self._stores: dict[str, dict[str, tuple[float, FileStats, HealthScore]]] = {}
 
     def get(self, key: str, ttl: float) -> FileStats | None:
+        store, _, table = key.rpartition("|")
         with self._lock:
-            hit = self._entries.get(key)
+            hit = self._stores.get(store, {}).get(table)
         return hit[1] if hit is not None and self.clock() - hit[0] < ttl else None
 
     def put(self, key: str, stats: FileStats) -> None:
+        store, _, table = key.rpartition("|")
+        entry = (self.clock(), stats, score(stats))
         with self._lock:
-            self._entries[key] = (self.clock(), stats)
+            self._stores.setdefault(store, {})[table] = entry
 
-    def snapshot(self, prefix: str) -> dict[str, tuple[float, FileStats]]:
-        """Every entry under ``prefix`` (one store), by table id, with the clock value it was read at."""
+    def snapshot(self, prefix: str) -> dict[str, tuple[float, FileStats, HealthScore]]:
+        """Every entry of one store (``prefix`` is ``<store>|``), by table id, with its read time."""
         with self._lock:
-            items = list(self._entries.items())
-        return {k[len(prefix) :]: v for k, v in items if k.startswith(prefix)}
+            return dict(self._stores.get(prefix.rpartition("|")[0], {}))
 
 
 _CACHE = _Cache(time.monotonic)
@@ -167,8 +172,8 @@ def cached_health(store: Store, *, cache: _Cache | None = None) -> dict[str, Cac
     cache = cache or _CACHE
     now = cache.clock()
     return {
-        table_id: CachedHealth(files, score(files), round(now - at, 1))
-        for table_id, (at, files) in cache.snapshot(_key(store, "")).items()
+        table_id: CachedHealth(files, scored, round(now - at, 1))
+        for table_id, (at, files, scored) in cache.snapshot(_key(store, "")).items()
     }
 
 

@@ -16,6 +16,8 @@ A process's times (:func:`timings`) have one definition, used by the History tab
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -33,7 +35,11 @@ SORTS = (*listing.SORTS, "health")
 
 
 def _seconds(a: datetime | None, b: datetime | None) -> float | None:
-    return round((b - a).total_seconds(), 3) if a is not None and b is not None else None
+    """Seconds from ``a`` to ``b``; None when either is missing or they disagree (``b`` before ``a``:
+    stamps written by hand, e.g. history imported after the fact)."""
+    if a is None or b is None or b < a:
+        return None
+    return round((b - a).total_seconds(), 3)
 
 
 def timings(p: Process) -> dict[str, float | None]:
@@ -131,12 +137,56 @@ def list_page(
     return TablePage(items, total, limit, offset, measuring=queued or len(missing), measured=len(health))
 
 
-def overview(store: Store, *, now: datetime | None = None) -> dict[str, Any]:
-    """The overview page's figures, from the store's aggregates and the health cache."""
+#: Seconds the overview's process aggregates are reused (per store, per api-server process): they scan
+#: the last 30 days of processes, and a page polled by several people need not rescan them each time.
+FIGURES_SECONDS = 10.0
+_FIGURES: dict[str, tuple[float, dict[str, Any]]] = {}
+_FIGURES_LOCK = threading.Lock()
+
+
+def _process_figures(store: Store, now: datetime, ttl: float) -> dict[str, Any]:
+    key = store.display_url
+    with _FIGURES_LOCK:
+        hit = _FIGURES.get(key)
+    if hit is not None and time.monotonic() - hit[0] < ttl:
+        return {**hit[1], "figures_age_s": round(time.monotonic() - hit[0], 1)}
+    engine = store.engine
+    figures = {
+        "newest_status": listing.newest_status_counts(engine),
+        "failing": [
+            {
+                "process_id": r.id,
+                "table": r.table_id,
+                "action": r.action,
+                "status": r.status,
+                "instant": r.instant,
+                "finished_at": r.finished_at,
+                "reason": r.failure_reason,
+            }  # fmt: skip
+            for r in listing.failing(engine)
+        ],
+        **_rollup(listing.finished_per_hour(engine, now - timedelta(days=30)), now),
+    }
+    with _FIGURES_LOCK:
+        _FIGURES[key] = (time.monotonic(), figures)
+    return {**figures, "figures_age_s": 0.0}
+
+
+#: Unmeasured tables one overview request queues for a background health read.
+WARM_LIMIT = 500
+
+
+def overview(
+    store: Store, *, now: datetime | None = None, ttl: float = FIGURES_SECONDS, warm_missing: bool = True
+) -> dict[str, Any]:
+    """The overview page's figures: tables and the unfinished processes read now, the failing ones and
+    the finished ones' aggregates at most ``ttl`` seconds old, health from the health cache."""
     engine = store.engine
     now = now or store.processes.now()
     counts = listing.table_counts(engine)
     health = cached_health(store)
+    if warm_missing and len(health) < counts["tables"]:  # measured in the background for the next look
+        warm(store, [t for t in listing.table_ids(engine, TableFilter()) if t not in health][:WARM_LIMIT])
     attention: dict[str, dict[str, Any]] = {}
     data_bytes = data_files = small = 0
     scores = []
@@ -194,7 +244,51 @@ def overview(store: Store, *, now: datetime | None = None) -> dict[str, Any]:
             }  # fmt: skip
             for r in active
         ],
-        "done_24h": listing.done_since(engine, now - timedelta(hours=24)),
-        "done_7d": listing.done_since(engine, now - timedelta(days=7)),
-        "daily_30d": listing.daily(engine, now - timedelta(days=30)),
+        **_process_figures(store, now, ttl),
+    }
+
+
+def _label(t: datetime) -> str:
+    return t.strftime("%Y-%m-%d %H")
+
+
+def _done(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    per: dict[str, dict[str, int]] = {}
+    failed = 0
+    for r in rows:
+        if r["status"] in listing.FAILED:
+            failed += r["n"]
+        if r["status"] != "SUCCESS":
+            continue
+        a = per.setdefault(r["action"], {"succeeded": 0, "files_removed": 0, "bytes_removed": 0})
+        a["succeeded"] += r["n"]
+        a["files_removed"] += r["files_removed"]
+        a["bytes_removed"] += r["bytes_removed"]
+    return {
+        "succeeded": sum(a["succeeded"] for a in per.values()),
+        "failed": failed,
+        "files_removed": sum(a["files_removed"] for a in per.values()),
+        "bytes_removed": sum(a["bytes_removed"] for a in per.values()),
+        "per_action": per,
+    }
+
+
+def _rollup(rows: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
+    """The last 24 h and 7 days (whole UTC hours: the current one and those before it) and the last 30
+    days per UTC day, from the per-hour rows."""
+    day_ago, week_ago = _label(now - timedelta(hours=23)), _label(now - timedelta(hours=24 * 7 - 1))
+    days: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        d = days.setdefault(r["hour"][:10], {"day": r["hour"][:10], "succeeded": 0, "failed": 0,
+                                             "files_removed": 0, "bytes_removed": 0})  # fmt: skip
+        if r["status"] == "SUCCESS":
+            d["succeeded"] += r["n"]
+            d["files_removed"] += r["files_removed"]
+            d["bytes_removed"] += r["bytes_removed"]
+        elif r["status"] in listing.FAILED:
+            d["failed"] += r["n"]
+    return {
+        "done_24h": _done([r for r in rows if r["hour"] >= day_ago]),
+        "done_7d": _done([r for r in rows if r["hour"] >= week_ago]),
+        "daily_30d": [days[k] for k in sorted(days)],
     }

@@ -3,7 +3,7 @@ SQL, and aggregates over processes, so a page of the list costs a handful of ind
 the number of tables. Nothing here writes.
 
 SQLite and PostgreSQL alike: JSON figures are read with SQLAlchemy's JSON paths (``json_extract`` /
-``->``), dates are bucketed per backend (:func:`_day`).
+``->``), hours are bucketed per backend (:func:`_hour`).
 """
 
 from __future__ import annotations
@@ -86,17 +86,16 @@ def _where(f: TableFilter) -> list[ColumnElement[bool]]:
     return clauses
 
 
-def _newest() -> Any:
-    """Processes that are the newest (by instant) of their (table, action)."""
-    newer = _P.alias("newer")
-    later = (
-        select(literal(1))
-        .where(
-            newer.c.table_id == _P.c.table_id, newer.c.action == _P.c.action, newer.c.instant > _P.c.instant
-        )
-        .exists()
+def _newest(*where: ColumnElement[bool]) -> Any:
+    """Processes that are the newest (by instant) of their (table, action), among those ``where`` picks."""
+    top = (
+        select(_P.c.table_id, _P.c.action, func.max(_P.c.instant).label("instant"))
+        .where(*where)
+        .group_by(_P.c.table_id, _P.c.action)
+        .subquery()
     )
-    return select(_P).where(~later)
+    on = and_(top.c.table_id == _P.c.table_id, top.c.action == _P.c.action, top.c.instant == _P.c.instant)
+    return select(_P).join(top, on)
 
 
 def table_ids(engine: Engine, f: TableFilter) -> list[str]:
@@ -168,7 +167,7 @@ def action_states(engine: Engine, ids: Collection[str]) -> dict[tuple[str, str],
     ids = list(ids)
     if not ids:
         return {}
-    newest = _newest().where(_P.c.table_id.in_(ids)).subquery()
+    newest = _newest(_P.c.table_id.in_(ids)).subquery()
     ok = (
         select(
             _P.c.table_id, _P.c.action, func.max(func.coalesce(_P.c.finished_at, _P.c.instant)).label("at")
@@ -289,86 +288,55 @@ def _num(path: tuple[str, ...]) -> ColumnElement[Any]:
     return func.coalesce(_P.c.summary[path].as_float(), 0)
 
 
-#: Files a finished process removed, from its summary: data files before minus after (a rewrite) plus
-#: what an expiry (``deleted_files``) or an orphan clean-up (``deleted``) says it deleted. Bytes removed
-#: are data bytes before minus after (a rewrite; an expiry's freed bytes are not reported by Iceberg).
+#: Files a finished process removed, from its summary: data files before minus after (a rewrite, an
+#: expiry of data) plus what an expiry (``deleted_files``) or an orphan clean-up (``deleted``) says it
+#: deleted. Bytes removed are data bytes before minus after (Iceberg reports no bytes for an expiry).
 FILES_REMOVED_PATHS = (
     ("deleted_files", "data"),
     ("deleted_files", "position_deletes"),
     ("deleted_files", "equality_deletes"),
     ("deleted_files", "manifests"),
-    ("deleted_files", "manifest_lists"),
-    ("deleted_files", "statistics"),
     ("deleted",),
 )
 
 
-def done_since(engine: Engine, since: datetime) -> dict[str, Any]:
-    """Successful processes finished since ``since``: how many (per action), files and bytes removed."""
-    rewrite_files = _num(("before", "data_files")) - _num(("after", "data_files"))
-    rewrite_bytes = _num(("before", "data_bytes")) - _num(("after", "data_bytes"))
-    removed_files = case((rewrite_files > 0, rewrite_files), else_=0)
-    for path in FILES_REMOVED_PATHS:
-        removed_files = removed_files + _num(path)
-    removed_bytes = case((rewrite_bytes > 0, rewrite_bytes), else_=0)
-    stmt = (
-        select(
-            _P.c.action,
-            func.count(),
-            func.sum(removed_files),
-            func.sum(removed_bytes),
-            func.sum(func.coalesce(_P.c.summary[("rewritten_bytes_count",)].as_float(), 0)),
-        )
-        .where(_P.c.status == "SUCCESS", _P.c.finished_at >= since)
-        .group_by(_P.c.action)
-    )
-    failed = select(func.count()).where(_P.c.status.in_(FAILED), _P.c.finished_at >= since)
-    with engine.connect() as conn:
-        rows = conn.execute(stmt).all()
-        n_failed = conn.execute(failed).scalar_one()
-    per = {a: {"succeeded": int(n), "files_removed": int(f or 0), "bytes_removed": int(b or 0),
-               "bytes_rewritten": int(w or 0)} for a, n, f, b, w in rows}  # fmt: skip
-    return {
-        "succeeded": sum(v["succeeded"] for v in per.values()),
-        "failed": int(n_failed),
-        "files_removed": sum(v["files_removed"] for v in per.values()),
-        "bytes_removed": sum(v["bytes_removed"] for v in per.values()),
-        "per_action": per,
-    }
-
-
-def _day(engine: Engine, column: Any) -> Any:
+def _hour(engine: Engine, column: Any) -> Any:
     if engine.dialect.name == "postgresql":
-        return func.to_char(column, literal("YYYY-MM-DD", String))
-    return func.substr(func.cast(column, String), 1, 10)  # SQLite stores ISO text: the date is its head
+        return func.to_char(column, literal("YYYY-MM-DD HH24", String))
+    return func.substr(func.cast(column, String), 1, 13)  # SQLite stores ISO text: 'YYYY-MM-DD HH'
 
 
-def daily(engine: Engine, since: datetime) -> list[dict[str, Any]]:
-    """Per UTC day since ``since``: processes succeeded and failed, files and bytes removed."""
-    day = _day(engine, _P.c.finished_at).label("day")
-    rewrite_files = _num(("before", "data_files")) - _num(("after", "data_files"))
-    rewrite_bytes = _num(("before", "data_bytes")) - _num(("after", "data_bytes"))
+def finished_per_hour(engine: Engine, since: datetime) -> list[dict[str, Any]]:
+    """Finished processes since ``since``, per UTC hour, action and status: how many, and for the
+    successful ones the files and bytes they removed. One scan; JSON is read only for successes."""
+    hour = _hour(engine, _P.c.finished_at).label("hour")
     ok = _P.c.status == "SUCCESS"
+    files = _num(("before", "data_files")) - _num(("after", "data_files"))
+    data = _num(("before", "data_bytes")) - _num(("after", "data_bytes"))
+    removed = case((files > 0, files), else_=0)
+    for path in FILES_REMOVED_PATHS:
+        removed = removed + _num(path)
     stmt = (
         select(
-            day,
-            func.sum(case((ok, 1), else_=0)),
-            func.sum(case((_P.c.status.in_(FAILED), 1), else_=0)),
-            func.sum(case((and_(ok, rewrite_files > 0), rewrite_files), else_=0)),
-            func.sum(case((and_(ok, rewrite_bytes > 0), rewrite_bytes), else_=0)),
+            hour,
+            _P.c.action,
+            _P.c.status,
+            func.count(),
+            func.sum(case((ok, removed), else_=0)),
+            func.sum(case((and_(ok, data > 0), data), else_=0)),
         )
         .where(_P.c.finished_at >= since)
-        .group_by(day)
-        .order_by(day)
+        .group_by(hour, _P.c.action, _P.c.status)
     )
     with engine.connect() as conn:
         return [
             {
-                "day": d,
-                "succeeded": int(s or 0),
-                "failed": int(f or 0),
-                "files_removed": int(x or 0),
+                "hour": h,
+                "action": a,
+                "status": st,
+                "n": int(n),
+                "files_removed": int(f or 0),
                 "bytes_removed": int(b or 0),
             }  # fmt: skip
-            for d, s, f, x, b in conn.execute(stmt)
+            for h, a, st, n, f, b in conn.execute(stmt)
         ]

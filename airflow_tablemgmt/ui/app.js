@@ -1,8 +1,13 @@
-/* Table maintenance page: a hash-routed view over the /tablemgmt/v1 REST API. No framework, no build.
+/* Table maintenance page: a hash-routed view over the /tablemgmt/v1 REST API. No framework, no build
+ * (so one script of ~900 lines: a second file would need a loader or a bundler).
  *
- * Routes:  #/                      tables with a badge per action and health; search and filters
- *          #/tables/<table id>     per-action charts over time, processes with reasons, Run now, Cancel
- *          #/dags/<dag id>         a maintenance DAG's page (the Airflow "dag" external view) -> its table
+ * Routes (each its own URL; inside Airflow's frame the hash is mirrored to the outer page's URL, so a
+ * link or a reload opens the same view, and the back button walks the views):
+ *   #/                                 overview: tables, size, attention, failing and waiting work, trends
+ *   #/tables?q=&catalog=&…&sort=       the table list: search, filters, sort and paging on the server
+ *   #/tables/<id>?tab=<tab>&action=<a> a table: Details, Files, Snapshots, Maintenance, History
+ *   #/dynamic, #/dynamic/<id>          dynamic tables: definition, freshness lag, refreshes, suspend/resume
+ *   #/dags/<dag id>                    a DAG's "Table maintenance" tab -> its table at that action
  * Every request is same-origin, so the browser sends Airflow's `_token` cookie; the API decides what the
  * user may do, and a 403 is shown as a polite notice rather than an error.
  */
@@ -163,313 +168,447 @@ function explain(err, doing) {
   }
 }
 
-// --- per-action state from the process history ---------------------------------------------------------
 
-/** Last status, last success and failing streak of each action, from processes newest first. */
-function actionStates(processes) {
-  const out = {};
-  for (const p of processes) {
-    const a = p.action;
-    const s = (out[a] = out[a] || { last: null, lastSuccess: null, streak: 0, streakOpen: true });
-    if (!s.last) s.last = p;
-    if (p.status === "SUCCESS") {
-      if (!s.lastSuccess) s.lastSuccess = p;
-      s.streakOpen = false;
-    } else if (s.streakOpen && (p.status === "FAILED" || p.status === "KILLED")) {
-      s.streak += 1;
-    } else if (s.streakOpen && !ACTIVE.has(p.status)) {
-      s.streakOpen = false; // CANCELED breaks a streak: nothing failed
-    }
-  }
-  return out;
+const settle = (promise) => promise.then((v) => v, (e) => ({ error: e.detail || String(e), status: e.status }));
+
+// --- small formatting helpers ----------------------------------------------------------------------------
+
+function fmtSec(v) {
+  if (typeof v !== "number") return "–";
+  if (v < 90) return `${v.toFixed(v < 10 ? 1 : 0)} s`;
+  if (v < 5400) return `${Math.floor(v / 60)} min ${Math.round(v % 60)} s`;
+  if (v < 172800) return `${(v / 3600).toFixed(1)} h`;
+  return `${(v / 86400).toFixed(1)} d`;
 }
-function newestFirst(procs) {
-  return [...procs].sort((a, b) => String(procTime(b)).localeCompare(String(procTime(a))) || (b.id || 0) - (a.id || 0));
+function setCrumb(...parts) {
+  document.getElementById("crumb").replaceChildren(...parts.flatMap((p, i) => (i ? [" / ", p] : [p])));
 }
-function actionNames(table, actionsBody) {
-  const fromActions = list(actionsBody, "actions").map((a) => (typeof a === "string" ? a : pick(a, "action", "name")));
-  if (fromActions.length) return fromActions;
-  const a = pick(table, "actions", "enabled_actions");
-  if (Array.isArray(a)) return a.map((x) => (typeof x === "string" ? x : pick(x, "action", "name")));
-  if (a && typeof a === "object") return Object.keys(a);
-  return [];
+function link(href, text, attrs = {}) {
+  return h("a", { href, ...attrs }, text);
+}
+const tableHref = (id, tab, action) => {
+  const q = new URLSearchParams();
+  if (tab) q.set("tab", tab);
+  if (action) q.set("action", action);
+  const s = q.toString();
+  return `#/tables/${encodeURIComponent(id)}${s ? "?" + s : ""}`;
+};
+function card(label, value, attrs = {}, sub) {
+  return h("div", { class: "card", ...attrs }, h("div", { class: "k" }, label), h("div", { class: "v" }, value), sub ? h("div", { class: "muted small" }, sub) : null);
 }
 
-function badge(action, st) {
-  const last = st && st.last;
-  const status = last ? last.status : "NEVER";
-  const succ = st && st.lastSuccess ? pick(st.lastSuccess, "finished_at", "instant") : null;
+// --- badges and health (what the server computed: no per-row request) --------------------------------------
+
+function badge(action, b) {
+  const status = (b && b.last_status) || "NEVER";
   return h(
-    "span",
-    { class: `badge ${status}`, dataset: { action, status }, title: last ? procReason(last) || status : "no process yet" },
+    "a",
+    { class: `badge ${status}`, href: b && b.table ? tableHref(b.table, "maintenance", action) : undefined, dataset: { action, status }, title: (b && b.last_reason) || status },
     h("b", {}, action),
-    h("span", {}, last ? status.toLowerCase() : "never ran"),
-    h("span", {}, `last success ${ago(succ)}`),
-    st && st.streak ? h("span", { class: "streak" }, `${st.streak} failing in a row`) : null,
+    h("span", {}, b && b.last_status ? b.last_status.toLowerCase() : "never ran"),
+    h("span", {}, `last success ${ago(b && b.last_success)}`),
+    b && b.failing_streak ? h("span", { class: "streak" }, `${b.failing_streak} failing in a row`) : null,
   );
 }
 
-const HEALTH_FIELDS = [
-  ["small files", ["small_files", "small_file_count", "small_data_files"], fmtNum, (v) => v > 0],
-  ["small-file ratio", ["small_file_ratio", "small_files_ratio"], fmtPct, (v) => v >= 0.5],
-  ["delete files", ["delete_files", "delete_file_count"], fmtNum, (v) => v > 0],
-  ["snapshots", ["snapshots", "snapshot_count"], fmtNum, () => false],
-  ["data files", ["data_files", "data_file_count"], fmtNum, () => false],
-  ["bytes", ["data_bytes", "total_bytes", "bytes"], fmtBytes, () => false],
-];
-function healthValue(health, keys) {
-  return pick(health, ...keys.map((k) => `files.${k}`), ...keys);
+function scorePill(health) {
+  if (!health) return h("span", { class: "score unknown", title: "not measured yet" }, "–");
+  const red = health.needs_attention;
+  const why = (health.findings || []).map((f) => `${f.action}: ${f.reason} (−${f.points})`).join("\n");
+  return h("span", { class: `score ${red ? "red" : "ok"}`, dataset: { score: String(health.score) }, title: why || "no action would help" }, String(health.score));
 }
-function healthLine(health) {
-  if (!health) return h("span", { class: "health muted" }, "health unavailable");
-  if (health.error && !health.files) return h("span", { class: "health muted", title: health.error }, "health unavailable");
+
+function rowHealth(health, measuring) {
+  if (!health) return h("span", { class: "health muted" }, measuring ? "measuring…" : "not measured");
   return h(
     "span",
     { class: "health" },
-    HEALTH_FIELDS.slice(0, 4).map(([label, keys, fmt, hot]) => {
-      const v = healthValue(health, keys);
-      return h("span", { class: typeof v === "number" && hot(v) ? "hot" : "" }, `${label} `, h("b", {}, fmt(v)));
-    }),
+    scorePill(health),
+    h("span", {}, "small files ", h("b", {}, fmtNum(health.small_data_files))),
+    h("span", {}, "data files ", h("b", {}, fmtNum(health.data_files))),
+    h("span", {}, "delete files ", h("b", {}, fmtNum(health.delete_files))),
+    h("span", {}, "snapshots ", h("b", {}, fmtNum(health.snapshots))),
+    h("span", {}, fmtBytes(health.data_bytes)),
+    (health.findings || []).length ? h("span", { class: "why" }, health.findings.map((f) => f.action).join(", ") + " would help") : null,
   );
 }
 
-// --- tables list -----------------------------------------------------------------------------------------
+// --- charts: axes, units, execution time on x ------------------------------------------------------------
 
-const listState = { q: "", catalog: "", namespace: "", action: "", status: "", offset: 0 };
+const DAY_MS = 86400000;
+function tickTime(t, span) {
+  const d = new Date(t).toISOString();
+  return span < 2 * DAY_MS ? d.slice(5, 16).replace("T", " ") : d.slice(0, 10);
+}
+
+/** An SVG line/point chart. points: [{t, <key>: number}], series: [[key, label, color]]. */
+function chart(title, unit, points, series, fmt, attrs = {}) {
+  const W = 320, H = 150, L = 52, R = 10, T = 8, B = 28;
+  const box = h("div", { class: "chart", dataset: { chart: title }, ...attrs });
+  const legend = series.map(([k, label, color]) => {
+    const last = [...points].reverse().find((p) => typeof p[k] === "number");
+    return h("span", { class: "legend" }, h("i", { style: `background:${color}` }), `${label} ${last ? fmt(last[k]) : "–"}`);
+  });
+  box.append(h("div", { class: "title" }, h("b", {}, `${title} (${unit})`), legend));
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title} in ${unit} over execution time` });
+  const values = series.flatMap(([k]) => points.map((p) => p[k]).filter((v) => typeof v === "number"));
+  const ts = points.map((p) => p.t);
+  let t0 = Math.min(...ts), t1 = Math.max(...ts);
+  if (t1 - t0 < 60000) { t0 -= 30 * 60000; t1 += 30 * 60000; } // one point, or several a second apart
+  const vmax = Math.max(...values, 0) || 1, vmin = Math.min(...values, 0);
+  const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
+  const y = (v) => H - B - ((v - vmin) / (vmax - vmin)) * (H - B - T);
+  s.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }));
+  s.append(svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
+  const text = (x0, y0, str, anchor) => {
+    const el = svg("text", { x: x0, y: y0, "text-anchor": anchor, class: "tick" });
+    el.textContent = str;
+    return el;
+  };
+  for (const v of [vmin, (vmin + vmax) / 2, vmax]) {
+    s.append(svg("line", { x1: L, y1: y(v), x2: W - R, y2: y(v), class: "grid" }));
+    s.append(text(L - 4, y(v) + 3, fmt(v), "end"));
+  }
+  for (const [t, anchor] of [[t0, "start"], [(t0 + t1) / 2, "middle"], [t1, "end"]]) s.append(text(x(t), H - B + 14, tickTime(t, t1 - t0), anchor));
+  s.append(text((L + W - R) / 2, H - 2, "execution time (UTC)", "middle"));
+  for (const [k, label, color] of series) {
+    const pts = points.filter((p) => typeof p[k] === "number");
+    if (pts.length > 1) s.append(svg("polyline", { points: pts.map((p) => `${x(p.t).toFixed(1)},${y(p[k]).toFixed(1)}`).join(" "), fill: "none", stroke: color, "stroke-width": 2 }));
+    for (const p of pts) {
+      const c = svg("circle", { cx: x(p.t).toFixed(1), cy: y(p[k]).toFixed(1), r: 3, fill: color, "data-series": k, "data-value": String(p[k]), "data-t": new Date(p.t).toISOString(), "data-process": String(p.id ?? "") });
+      const tip = svg("title", {});
+      tip.textContent = `${label} ${fmt(p[k])} at ${new Date(p.t).toISOString()}${p.id ? ` (process ${p.id})` : ""}`;
+      c.append(tip);
+      s.append(c);
+    }
+  }
+  box.append(s);
+  return box;
+}
+
+const sumValues = (o) => (o && typeof o === "object" ? Object.values(o).reduce((a, v) => a + (typeof v === "number" ? v : 0), 0) : undefined);
+
+/** Each action's own figures, from its processes' summaries. */
+const ACTION_CHARTS = {
+  rewrite: [
+    ["Data files", "files", [["before", "before", "var(--c1)"], ["after", "after", "var(--c2)"]], fmtNum, (s) => ({ before: pick(s, "before.data_files"), after: pick(s, "after.data_files") })],
+    ["Bytes rewritten", "bytes", [["bytes", "rewritten", "var(--c3)"]], fmtBytes, (s) => ({ bytes: pick(s, "rewritten_bytes_count") })],
+  ],
+  "expire-snapshots": [
+    ["Snapshots", "snapshots", [["before", "before", "var(--c1)"], ["after", "after", "var(--c2)"]], fmtNum, (s) => ({ before: pick(s, "before.snapshots"), after: pick(s, "after.snapshots") })],
+    ["Files deleted", "files", [["deleted", "deleted", "var(--c3)"]], fmtNum, (s) => ({ deleted: sumValues(s.deleted_files) })],
+  ],
+  "delete-orphans": [["Orphan files", "files", [["deleted", "deleted", "var(--c3)"], ["would", "would delete", "var(--c1)"]], fmtNum, (s) => ({ deleted: s.deleted, would: s.would_delete })]],
+  "expire-data": [["Rows", "rows", [["before", "before", "var(--c1)"], ["after", "after", "var(--c2)"]], fmtNum, (s) => ({ before: pick(s, "before.live_records"), after: pick(s, "after.live_records") })]],
+  refresh: [
+    ["Rows written", "rows", [["rows", "rows", "var(--c1)"]], fmtNum, (s) => ({ rows: s.rows_written })],
+    ["Partitions written", "partitions", [["parts", "partitions", "var(--c2)"]], fmtNum, (s) => ({ parts: s.partitions_written_count })],
+  ],
+};
+ACTION_CHARTS["rewrite-files"] = ACTION_CHARTS["rewrite-deletes"] = ACTION_CHARTS["rewrite-manifests"] = ACTION_CHARTS.rewrite;
+
+const execTime = (p) => new Date(p.finished_at || p.started_at || p.created_at || p.instant).getTime();
+
+function actionCharts(action, procs) {
+  const done = procs.filter((p) => p.status === "SUCCESS" && p.summary).sort((a, b) => execTime(a) - execTime(b));
+  if (!done.length) return h("p", { class: "muted small" }, "No successful process yet: nothing to chart.");
+  const specs = [...(ACTION_CHARTS[action] || []), ["Job time", "seconds", [["job", "job", "var(--c1)"], ["total", "total", "var(--c3)"]], (v) => fmtNum(Math.round(v * 10) / 10), (s, p) => ({ job: p.timings && p.timings.job_s, total: p.timings && p.timings.total_s })]];
+  return h(
+    "div",
+    { class: "charts" },
+    specs.map(([title, unit, series, fmt, read]) => chart(title, unit, done.map((p) => ({ t: execTime(p), id: p.id, ...read(p.summary || {}, p) })), series, fmt)),
+  );
+}
+
+// --- overview ----------------------------------------------------------------------------------------------
+
+async function renderOverview(token) {
+  setCrumb("Overview");
+  const o = await api("/overview");
+  if (token !== routeToken) return;
+  const kinds = Object.entries(o.attention_by_kind || {});
+  const done = (label, d) =>
+    h("div", { class: "card wide", dataset: { figure: label } },
+      h("div", { class: "k" }, `Maintenance done, last ${label}`),
+      h("div", { class: "v" }, `${fmtNum(d.succeeded)} succeeded`, h("span", { class: d.failed ? "bad" : "muted" }, ` · ${fmtNum(d.failed)} failed`)),
+      h("div", { class: "small" }, `files removed `, h("b", { dataset: { value: String(d.files_removed) } }, fmtNum(d.files_removed)), ` · bytes removed `, h("b", {}, fmtBytes(d.bytes_removed))),
+      h("div", { class: "muted small" }, Object.entries(d.per_action || {}).map(([a, v]) => `${a} ${v.succeeded}`).join(" · ")));
+  const days = (o.daily_30d || []).map((d) => ({ t: Date.parse(d.day + "T12:00:00Z"), ok: d.succeeded, failed: d.failed, files: d.files_removed }));
+  view().replaceChildren(
+    h("div", { id: "overview" },
+      h("div", { class: "cards" },
+        card("Tables", fmtNum(o.tables), { dataset: { figure: "tables", value: String(o.tables) } }, `${fmtNum(o.dynamic_tables)} dynamic · ${Object.entries(o.per_catalog || {}).map(([c, n]) => `${c} ${n}`).join(", ")}`),
+        card("Data size", fmtBytes(o.data_bytes), { dataset: { figure: "data_bytes", value: String(o.data_bytes) } }, `of ${fmtNum(o.measured_tables)} measured tables`),
+        card("Data files", fmtNum(o.data_files), { dataset: { figure: "data_files", value: String(o.data_files) } }, `${fmtNum(o.removable_files)} a compaction would remove`),
+        card("Need attention", h("a", { href: "#/tables?attention=1&sort=health" }, fmtNum(o.needs_attention)), { class: `card ${o.needs_attention ? "hot" : ""}`, dataset: { figure: "needs_attention", value: String(o.needs_attention) } }, o.mean_health_score != null ? `mean health score ${o.mean_health_score}` : "no table measured yet"),
+        card("Failing", fmtNum((o.failing || []).length), { dataset: { figure: "failing", value: String((o.newest_status || {}).FAILED || 0) } }, `newest process FAILED: ${fmtNum((o.newest_status || {}).FAILED || 0)}, KILLED: ${fmtNum((o.newest_status || {}).KILLED || 0)}`),
+        card("Waiting or running", fmtNum(Object.values(o.active_per_status || {}).reduce((a, b) => a + b, 0)), { dataset: { figure: "active" } }, Object.entries(o.active_per_status || {}).map(([s, n]) => `${s} ${n}`).join(" · ") || "nothing in flight"),
+      ),
+      h("div", { class: "cards" }, done("24 h", o.done_24h), done("7 d", o.done_7d)),
+      h("h3", {}, "Why tables need attention"),
+      kinds.length
+        ? h("table", { class: "grid", id: "attention" }, h("thead", {}, h("tr", {}, ["Finding", "Tables", "Action that helps", "For example"].map((c) => h("th", {}, c)))),
+            h("tbody", {}, kinds.map(([kind, k]) => h("tr", { dataset: { kind } }, h("td", {}, kind.replace("_", " ")), h("td", { class: "num" }, fmtNum(k.tables)), h("td", {}, k.action), h("td", {}, k.examples.map((t) => link(tableHref(t, "files"), t)).flatMap((a, i) => (i ? [", ", a] : [a])))))))
+        : h("p", { class: "muted" }, o.measured_tables ? "No measured table needs an action." : "No table measured yet: open the table list and the page measures the tables it shows."),
+      h("h3", {}, "Failing"),
+      (o.failing || []).length
+        ? h("table", { class: "grid", id: "failing" }, h("thead", {}, h("tr", {}, ["Table", "Action", "Status", "Finished", "Reason"].map((c) => h("th", {}, c)))),
+            h("tbody", {}, o.failing.map((f) => h("tr", { dataset: { process: String(f.process_id) } }, h("td", {}, link(tableHref(f.table, "history", f.action), f.table)), h("td", {}, f.action), h("td", {}, h("span", { class: `status ${f.status}` }, f.status)), h("td", {}, when(f.finished_at)), h("td", { class: "reason" }, (f.reason || "").split("\n")[0])))))
+        : h("p", { class: "muted" }, "Nothing is failing."),
+      h("h3", {}, "Waiting and running"),
+      (o.active || []).length
+        ? h("table", { class: "grid", id: "active" }, h("thead", {}, h("tr", {}, ["Table", "Action", "Status", "Opened", "Waiting (queue + lease)"].map((c) => h("th", {}, c)))),
+            h("tbody", {}, o.active.map((a) => h("tr", {}, h("td", {}, link(tableHref(a.table, "history", a.action), a.table)), h("td", {}, a.action), h("td", {}, h("span", { class: `status ${a.status}` }, a.status)), h("td", {}, when(a.created_at)), h("td", { class: "num" }, a.waiting_s != null ? fmtSec(a.waiting_s) : "running")))))
+        : h("p", { class: "muted" }, "No process is waiting or running."),
+      h("h3", {}, "Last 30 days"),
+      days.length
+        ? h("div", { class: "charts" },
+            chart("Processes per day", "processes", days, [["ok", "succeeded", "var(--c2)"], ["failed", "failed", "var(--bad)"]], fmtNum),
+            chart("Files removed per day", "files", days, [["files", "removed", "var(--c1)"]], fmtNum))
+        : h("p", { class: "muted" }, "No process finished in the last 30 days."),
+      h("p", { class: "muted small" }, `Process figures ${o.figures_age_s ? `${Math.round(o.figures_age_s)} s old` : "fresh"}; health from the last read of each table (kept a minute).`),
+    ),
+  );
+  stamp();
+}
+
+// --- tables list ---------------------------------------------------------------------------------------------
+
+const LIST_KEYS = ["q", "catalog", "namespace", "action", "status", "attention", "sort", "desc", "offset"];
+const listState = {};
 
 function readListState(query) {
   const p = new URLSearchParams(query || "");
-  for (const k of Object.keys(listState)) listState[k] = k === "offset" ? Number(p.get(k) || 0) : p.get(k) || "";
+  for (const k of LIST_KEYS) listState[k] = p.get(k) || "";
+  listState.offset = Number(listState.offset || 0);
 }
-function writeListState() {
+function writeListState(push = false) {
   const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(listState)) if (v) p.set(k, String(v));
-  const q = p.toString();
-  history.replaceState(null, "", `#/${q ? "?" + q : ""}`);
+  for (const k of LIST_KEYS) if (listState[k]) p.set(k, String(listState[k]));
+  const url = `#/tables${p.toString() ? "?" + p : ""}`;
+  if (push) location.hash = url;
+  else history.replaceState(null, "", url);
+  syncParent();
 }
-
-async function mapLimited(items, limit, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  async function worker() {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i], i);
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-const settle = (promise) => promise.then((v) => v, (e) => ({ error: e.detail || String(e), status: e.status }));
 
 async function renderTables(token) {
-  document.getElementById("crumb").textContent = "";
+  setCrumb(link("#/", "Overview"), "Tables");
   const params = new URLSearchParams({ limit: String(PAGE_SIZE), offset: String(listState.offset) });
-  for (const k of ["catalog", "namespace", "action", "status"]) if (listState[k]) params.set(k, listState[k]);
+  for (const k of ["q", "catalog", "namespace", "action", "status", "sort"]) if (listState[k]) params.set(k, listState[k]);
+  if (listState.attention) params.set("needs_attention", "true");
+  if (listState.desc) params.set("desc", "true");
   const body = await api(`/tables?${params}`);
   if (token !== routeToken) return;
-  let tables = list(body, "tables");
-  const q = listState.q.trim().toLowerCase();
-  if (q) tables = tables.filter((t) => String(tableId(t)).toLowerCase().includes(q) || String(pick(t, "owner", "spec.owner") || "").toLowerCase().includes(q));
-  const rows = await mapLimited(tables, 6, async (t) => {
-    const id = tableId(t);
-    const enc = encodeURIComponent(id);
-    // The list's rows name their actions already; per row, only health and history are fetched.
-    const [health, procs] = await Promise.all([
-      settle(api(`/tables/${enc}/health`)),
-      settle(api(`/processes?${new URLSearchParams({ table: id, limit: "200" })}`)),
-    ]);
-    return { t, id, health, procs: newestFirst(list(procs, "processes")) };
-  });
-  if (token !== routeToken) return;
-  const n = total(body, tables.length);
-  // The filter bar survives re-renders, so typing in the search box keeps its focus and caret.
   let bar = document.getElementById("filters");
   if (!bar) {
     bar = filtersBar();
     view().replaceChildren(bar, h("div", { id: "results" }));
   }
-  document.getElementById("results").replaceChildren(tablesGrid(rows), pager(n, list(body, "tables").length));
+  const items = list(body, "tables");
+  document.getElementById("results").replaceChildren(tablesGrid(items, body.measuring), pager(total(body, items.length), items.length, body));
   stamp();
+  // The tables of this page the server is measuring now: show their health when it is read.
+  if (body.measuring) scheduleRefresh(token, 2500);
 }
 
 function filtersBar() {
+  const go = () => { listState.offset = 0; writeListState(); route(); };
   const input = (name, placeholder, type = "text") =>
-    h("input", {
-      type, name, placeholder, value: listState[name], "aria-label": placeholder,
-      onchange: (e) => { listState[name] = e.target.value; listState.offset = 0; writeListState(); route(); },
-    });
-  const status = h(
-    "select",
-    { name: "status", "aria-label": "last status", onchange: (e) => { listState.status = e.target.value; listState.offset = 0; writeListState(); route(); } },
-    ["", "SUCCESS", "FAILED", "PENDING", "SUBMITTED", "RUNNING", "CANCELING", "CANCELED", "KILLED"].map((s) => h("option", { value: s, selected: s === listState.status }, s || "any status")),
-  );
+    h("input", { type, name, placeholder, value: listState[name], "aria-label": placeholder, onchange: (e) => { listState[name] = e.target.value; go(); } });
+  const select = (name, label, options) =>
+    h("select", { name, "aria-label": label, onchange: (e) => { listState[name] = e.target.value; go(); } },
+      options.map(([v, text]) => h("option", { value: v, selected: v === listState[name] }, text)));
   const search = input("q", "Search tables or owners", "search");
-  search.addEventListener("input", debounce((e) => { listState.q = e.target.value; writeListState(); route(); }, 250));
-  return h("div", { class: "filters", id: "filters" }, search, input("catalog", "catalog"), input("namespace", "namespace"), input("action", "action"), status);
+  search.addEventListener("input", debounce((e) => { listState.q = e.target.value; go(); }, 250));
+  const check = (name, label) => h("label", { class: "small" }, h("input", { type: "checkbox", name, checked: !!listState[name], onchange: (e) => { listState[name] = e.target.checked ? "1" : ""; go(); } }), ` ${label}`);
+  return h(
+    "div",
+    { class: "filters", id: "filters" },
+    search, input("catalog", "catalog"), input("namespace", "namespace"), input("action", "action"),
+    select("status", "last status", ["", "SUCCESS", "FAILED", "PENDING", "SUBMITTED", "RUNNING", "CANCELING", "CANCELED", "KILLED"].map((s) => [s, s || "any last status"])),
+    check("attention", "needs attention"),
+    select("sort", "sort by", [["", "sort: table"], ["health", "sort: health score"], ["owner", "sort: owner"], ["catalog", "sort: catalog"], ["updated", "sort: last changed"]]),
+    check("desc", "descending"),
+  );
 }
 function debounce(fn, ms) {
   let t;
   return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), ms); };
 }
 
-function tablesGrid(rows) {
+function tablesGrid(rows, measuring) {
   if (!rows.length) return h("div", { class: "empty" }, "No tables match. Declare tables in dags/tables.yaml or register them with the REST API or `tablemgmt register`.");
   return h(
     "table",
     { class: "grid", id: "tables" },
     h("thead", {}, h("tr", {}, h("th", {}, "Table"), h("th", {}, "Actions"), h("th", {}, "Health"), h("th", {}, "Owner"))),
-    h(
-      "tbody",
-      {},
-      rows.map(({ t, id, health, procs }) => {
-        const states = actionStates(procs);
-        const names = actionNames(t, null);
-        for (const a of Object.keys(states)) if (!names.includes(a)) names.push(a);
-        return h(
-          "tr",
-          { dataset: { table: id } },
-          h("td", {}, h("a", { href: `#/tables/${encodeURIComponent(id)}` }, id), h("div", { class: "muted small" }, [pick(t, "format", "spec.format"), dynamicText(t), pick(t, "managed_by") && `managed by ${pick(t, "managed_by")}`].filter(Boolean).join(" · "))),
-          h("td", {}, h("div", { class: "badges" }, names.map((a) => badge(a, states[a])))),
-          h("td", {}, healthLine(health)),
-          h("td", {}, pick(t, "owner", "spec.owner") || ""),
-        );
-      }),
-    ),
+    h("tbody", {}, rows.map((t) => {
+      const id = tableId(t);
+      const dyn = t.dynamic ? ["dynamic", t.dynamic.freshness && `freshness ${t.dynamic.freshness}`, t.dynamic.state].filter(Boolean).join(" · ") : "";
+      return h(
+        "tr",
+        { dataset: { table: id } },
+        h("td", {}, h("a", { href: tableHref(id) }, id), h("div", { class: "muted small" }, [t.format, dyn, t.managed_by && `managed by ${t.managed_by}`].filter(Boolean).join(" · "))),
+        h("td", {}, h("div", { class: "badges" }, (t.actions || []).map((a) => badge(a, { ...(t.badges || {})[a], table: id })))),
+        h("td", {}, rowHealth(t.health, measuring)),
+        h("td", {}, t.owner || ""),
+      );
+    })),
   );
 }
 
-/** "dynamic · freshness 5 MINUTE · ACTIVE" for a dynamic table (its refresh is an action with a badge). */
-function dynamicText(t) {
-  const d = pick(t, "dynamic", "spec.dynamic", "definition", "spec.definition");
-  if (!d || typeof d !== "object") return "";
-  return ["dynamic", pick(d, "freshness") && `freshness ${pick(d, "freshness")}`, pick(d, "state", "status")].filter(Boolean).join(" · ");
-}
-
-function pager(n, shown) {
+function pager(n, shown, body) {
   const from = n ? listState.offset + 1 : 0;
-  const go = (d) => () => { listState.offset = Math.max(0, listState.offset + d); writeListState(); route(); };
+  const go = (d) => () => { listState.offset = Math.max(0, listState.offset + d); writeListState(true); };
   return h(
     "div",
     { class: "pager" },
     h("button", { disabled: listState.offset === 0, onclick: go(-PAGE_SIZE) }, "‹ Prev"),
-    h("span", { class: "muted small" }, `${from}–${listState.offset + shown} of ${n}`),
+    h("span", { class: "muted small", id: "count" }, `${from}–${listState.offset + shown} of ${n}`),
     h("button", { disabled: listState.offset + shown >= n, onclick: go(PAGE_SIZE) }, "Next ›"),
+    h("span", { class: "muted small" }, `${fmtNum(body.measured)} tables measured${body.measuring ? `, ${body.measuring} being measured` : ""}`),
   );
 }
 
-// --- table page ------------------------------------------------------------------------------------------
+// --- table page: tabs ----------------------------------------------------------------------------------------
 
-async function renderTable(id, token) {
+const TABS = [["details", "Details"], ["files", "Files"], ["snapshots", "Snapshots"], ["maintenance", "Maintenance"], ["history", "History"]];
+
+async function renderTable(id, query, token) {
   const enc = encodeURIComponent(id);
-  document.getElementById("crumb").textContent = `/ ${id}`;
-  const [table, actions, health, procsBody] = await Promise.all([
+  const q = new URLSearchParams(query || "");
+  const tab = TABS.some(([k]) => k === q.get("tab")) ? q.get("tab") : "details";
+  const focus = q.get("action") || "";
+  setCrumb(link("#/", "Overview"), link("#/tables", "Tables"), id);
+  const [table, health, procsBody] = await Promise.all([
     api(`/tables/${enc}`),
-    settle(api(`/tables/${enc}/actions`)),
     settle(api(`/tables/${enc}/health`)),
     api(`/processes?${new URLSearchParams({ table: id, limit: "200" })}`),
   ]);
   if (token !== routeToken) return;
-  const procs = newestFirst(list(procsBody, "processes"));
-  const states = actionStates(procs);
-  const names = actionNames(table, actions.error ? null : actions);
-  for (const a of Object.keys(states)) if (!names.includes(a)) names.push(a);
-  const actionInfo = Object.fromEntries(list(actions.error ? null : actions, "actions").filter((a) => typeof a === "object").map((a) => [pick(a, "action", "name"), a]));
-
+  const procs = list(procsBody, "processes").sort((a, b) => execTime(b) - execTime(a) || b.id - a.id);
+  const actions = list(table.actions);
+  const score = health && !health.error ? health.health : null;
+  const tabs = h("nav", { class: "tabs", id: "tabs" }, TABS.map(([k, label]) => h("a", { href: tableHref(id, k, k === "maintenance" || k === "history" ? focus : ""), class: k === tab ? "active" : "", dataset: { tab: k } }, label)));
+  const body = {
+    details: () => detailsTab(table, health),
+    files: () => filesTab(health),
+    snapshots: () => snapshotsTab(health, procs),
+    maintenance: () => maintenanceTab(id, actions, procs, focus),
+    history: () => historyTab(procs, focus),
+  }[tab]();
   view().replaceChildren(
-    h("h2", { id: "table-title" }, id),
-    h("p", { class: "muted", id: "dynamic", hidden: !dynamicText(table) }, dynamicText(table)),
-    healthCards(health),
-    ...names.map((a) => actionSection(id, a, actionInfo[a], states[a], procs.filter((p) => p.action === a))),
-    h("h3", {}, "Processes"),
-    processTable(procs),
+    h("div", { class: "title-row" }, h("h2", { id: "table-title" }, id), score ? scorePill({ ...score }) : null,
+      score && score.findings.length ? h("span", { class: "why" }, score.findings.map((f) => f.reason).join("; ")) : h("span", { class: "muted small" }, score ? "no action would help now" : "")),
+    tabs,
+    h("div", { id: `tab-${tab}`, class: "tab" }, body),
   );
   stamp();
-  // Keep the page current while something runs; each refresh replaces the view as a whole.
+  if (focus && tab === "maintenance") {
+    const el = document.querySelector(`section.action[data-action="${CSS.escape(focus)}"]`);
+    if (el) { el.classList.add("focus"); el.scrollIntoView({ block: "start" }); }
+  }
   if (procs.some((p) => ACTIVE.has(p.status))) scheduleRefresh(token);
 }
 
-function healthCards(health) {
-  if (!health || (health.error && !health.files)) {
-    return h("p", { class: "muted", id: "health" }, `Health unavailable${health && health.error ? `: ${health.error}` : ""}`);
-  }
-  return h(
-    "div",
-    { class: "cards", id: "health" },
-    HEALTH_FIELDS.map(([label, keys, fmt]) => h("div", { class: "card" }, h("div", { class: "k" }, label), h("div", { class: "v" }, fmt(healthValue(health, keys))))),
+function kv(rows) {
+  return h("table", { class: "kv" }, h("tbody", {}, rows.filter(([, v]) => v !== undefined).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v instanceof Node ? v : String(v ?? "–"))))));
+}
+
+function detailsTab(table, health) {
+  const s = table.spec || {};
+  return h("div", {},
+    kv([["Table", table.table], ["Catalog", s.catalog], ["Namespace", s.namespace], ["Format", s.format], ["Owner", s.owner || "–"], ["Queue", s.queue], ["Priority", s.priority], ["Managed by", table.managed_by]]),
+    h("h3", {}, "Health score"),
+    healthScoreBlock(health),
+    h("h3", {}, "Actions and options"),
+    h("pre", { class: "json" }, JSON.stringify(s.actions || {}, null, 2)),
+    h("p", { class: "muted small" }, "Schema, partition spec and sort order are not shown yet: they need a metadata read this page does not make."),
   );
 }
 
-function actionSection(id, action, info, st, procs) {
-  const schedule = [pick(info, "trigger", "schedule.trigger"), pick(info, "interval", "schedule.interval", "schedule")]
-    .filter((x) => x !== undefined && typeof x !== "object")
-    .join(" ");
-  const next = pick(info, "next_run", "next_run_at", "schedule.next_run");
-  const dagId = pick(info, "dag_id") || `tms__${id}__${action}`;
-  const run = h("button", { class: "primary", dataset: { run: action }, onclick: (e) => runNow(id, action, dagId, e.target) }, "Run now");
-  return h(
-    "section",
-    { class: "action", dataset: { action } },
-    h("h3", {}, action, badge(action, st), h("span", { class: "muted small" }, [schedule, next && `next ${when(next)}`].filter(Boolean).join(" · ")), h("span", { class: "spacer" }), run),
-    charts(procs),
+function healthScoreBlock(health) {
+  if (!health || health.error || !health.health) return h("p", { class: "muted", id: "health" }, `Health unavailable${health && health.error ? `: ${health.error}` : ""}`);
+  const sc = health.health;
+  return h("div", { id: "health" },
+    h("p", {}, scorePill(sc), ` ${sc.score} / 100 — ${sc.needs_attention ? "an action would help" : "no action would help now"}`),
+    sc.findings.length ? h("ul", {}, sc.findings.map((f) => h("li", { dataset: { finding: f.kind } }, h("b", {}, `−${f.points} ${f.action}: `), f.reason))) : null,
+    h("p", { class: "muted small" }, "100 minus the points of each finding; a finding exists only when a maintenance action would fix it (docs/ui.md)."));
+}
+
+function filesTab(health) {
+  const f = health && health.files;
+  if (!f) return healthScoreBlock(health);
+  const bars = [["data files now", f.data_files], ["after a compaction to the target", f.compacted_data_files]];
+  const max = Math.max(...bars.map(([, v]) => v), 1);
+  return h("div", {},
+    h("div", { class: "cards", id: "files" },
+      card("Data files", fmtNum(f.data_files), { dataset: { figure: "data_files", value: String(f.data_files) } }, `${fmtNum(f.records)} records`),
+      card("Data size", fmtBytes(f.data_bytes), {}, `${fmtNum(f.partitions)} partitions`),
+      card("Target file size", fmtBytes(f.target_file_size_bytes), {}, `small: under ${fmtBytes(f.small_file_threshold_bytes)}`),
+      card("Small files", fmtNum(f.small_data_files), {}, `${fmtPct(f.small_file_ratio)} of data files`),
+      card("Compaction would remove", fmtNum(f.excess_data_files), { class: `card ${f.excess_data_files && f.small_data_files >= f.min_input_files ? "hot" : ""}` }, `rewrite-files acts from ${f.min_input_files} small files`),
+      card("Delete files", fmtNum(f.delete_files), {}, `${fmtNum(f.deleted_rows)} rows deleted (${fmtPct(f.deleted_row_ratio)})`),
+    ),
+    h("div", { class: "hbars" }, bars.map(([label, v]) => h("div", { class: "hbar" }, h("span", { class: "label" }, label), h("span", { class: "fill", style: `width:${(100 * v) / max}%` }), h("b", {}, fmtNum(v))))),
+    h("p", { class: "muted small" }, "Per-partition counts and a size histogram are not shown yet; the figures above are the current snapshot's live files."),
   );
 }
 
-function summaryOf(p) {
-  const s = p.summary || {};
-  const dur = pick(s, "duration_seconds") ?? (p.started_at && p.finished_at ? (new Date(p.finished_at) - new Date(p.started_at)) / 1000 : undefined);
-  return {
-    t: new Date(procTime(p)).getTime(),
-    before: pick(s, "before.data_files", "files_before"),
-    after: pick(s, "after.data_files", "files_after"),
-    bytes: pick(s, "rewritten_bytes_count", "rewritten_bytes", "bytes_rewritten", "drop_bytes"),
-    duration: dur,
-  };
-}
-
-function charts(procs) {
-  const points = procs.filter((p) => !ACTIVE.has(p.status)).map(summaryOf).filter((p) => !isNaN(p.t)).sort((a, b) => a.t - b.t);
-  if (!points.length) return h("p", { class: "muted small" }, "No finished process yet.");
-  return h(
-    "div",
-    { class: "charts" },
-    chart("Data files", points, [["before", "before", "var(--c1)"], ["after", "after", "var(--c2)"]], fmtNum),
-    chart("Bytes rewritten", points, [["bytes", "bytes", "var(--c3)"]], fmtBytes),
-    chart("Duration", points, [["duration", "seconds", "var(--c1)"]], (v) => `${fmtNum(v)} s`),
+function snapshotsTab(health, procs) {
+  const f = health && health.files;
+  const changes = procs.filter((p) => p.status === "SUCCESS" && p.summary && p.summary.before && p.summary.after);
+  return h("div", {},
+    f ? h("div", { class: "cards", id: "snapshots" },
+      card("Snapshots", fmtNum(f.snapshots), {}, `current ${f.snapshot_id || "–"}`),
+      card("Expiry would drop", fmtNum(f.expirable_snapshots), {}, `older than ${fmtSec(f.snapshot_max_age_s)}`),
+      card("Oldest snapshot", fmtSec(f.oldest_snapshot_age_s), {}, "age"),
+      card("Current snapshot", fmtSec(f.current_snapshot_age_s), {}, "age"),
+      card("Manifests", fmtNum(f.manifests), {}, fmtBytes(f.manifest_bytes)),
+    ) : healthScoreBlock(health),
+    h("h3", {}, "Snapshots written by maintenance"),
+    changes.length
+      ? h("table", { class: "grid" }, h("thead", {}, h("tr", {}, ["Finished", "Action", "Snapshot before → after", "Data files", "Records", "Snapshots"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, changes.map((p) => { const b = p.summary.before, a = p.summary.after; return h("tr", {}, h("td", {}, when(p.finished_at)), h("td", {}, p.action), h("td", { class: "small" }, `${b.current_snapshot_id ?? "–"} → ${a.current_snapshot_id ?? "–"}`), h("td", { class: "num" }, `${fmtNum(b.data_files)} → ${fmtNum(a.data_files)}`), h("td", { class: "num" }, `${fmtNum(b.live_records)} → ${fmtNum(a.live_records)}`), h("td", { class: "num" }, `${fmtNum(b.snapshots)} → ${fmtNum(a.snapshots)}`)); })))
+      : h("p", { class: "muted" }, "No maintenance has changed this table yet."),
   );
 }
 
-/** A small inline SVG line chart over time; one polyline per series, dots for single points. */
-function chart(title, points, series, fmt) {
-  const W = 300, H = 90, P = 6;
-  const values = series.flatMap(([k]) => points.map((p) => p[k]).filter((v) => typeof v === "number"));
-  const box = h("div", { class: "chart", dataset: { chart: title } });
-  const legend = series.map(([k, label, color]) => {
-    const last = [...points].reverse().find((p) => typeof p[k] === "number");
-    return h("span", { class: "legend" }, h("i", { style: `background:${color}` }), `${label} ${last ? fmt(last[k]) : "–"}`);
-  });
-  box.append(h("div", { class: "title" }, h("b", {}, title), legend));
-  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img", "aria-label": title });
-  s.append(svg("line", { x1: P, y1: H - P, x2: W - P, y2: H - P, class: "axis" }));
-  if (values.length) {
-    const t0 = points[0].t, t1 = points[points.length - 1].t;
-    const vmax = Math.max(...values, 0), vmin = Math.min(...values, 0);
-    const x = (t) => (t1 === t0 ? W / 2 : P + ((t - t0) / (t1 - t0)) * (W - 2 * P));
-    const y = (v) => (vmax === vmin ? H / 2 : H - P - ((v - vmin) / (vmax - vmin)) * (H - 2 * P));
-    for (const [k, label, color] of series) {
-      const pts = points.filter((p) => typeof p[k] === "number");
-      if (pts.length > 1) s.append(svg("polyline", { points: pts.map((p) => `${x(p.t).toFixed(1)},${y(p[k]).toFixed(1)}`).join(" "), fill: "none", stroke: color, "stroke-width": 2, "vector-effect": "non-scaling-stroke" }));
-      for (const p of pts) {
-        const c = svg("circle", { cx: x(p.t).toFixed(1), cy: y(p[k]).toFixed(1), r: 2.5, fill: color });
-        const tip = svg("title", {});
-        tip.textContent = `${label} ${fmt(p[k])} at ${new Date(p.t).toISOString()}`;
-        c.append(tip);
-        s.append(c);
-      }
-    }
-  }
-  box.append(s);
-  return box;
+function maintenanceTab(id, actions, procs, focus) {
+  if (!actions.length) return h("p", { class: "muted" }, "No action is enabled on this table.");
+  return h("div", {}, actions.map((info) => {
+    const a = info.action;
+    const mine = procs.filter((p) => p.action === a);
+    const last = mine[0];
+    const lastOk = mine.find((p) => p.status === "SUCCESS");
+    const run = h("button", { class: "primary", dataset: { run: a }, onclick: (e) => runNow(id, a, info.dag_id, e.target) }, "Run now");
+    const pause = info.paused == null ? null : h("button", { dataset: { pause: a }, onclick: (e) => setPaused(info.dag_id, !info.paused, e.target) }, info.paused ? "Resume schedule" : "Pause schedule");
+    return h("section", { class: "action", dataset: { action: a } },
+      h("h3", {}, a, badge(a, { last_status: last && last.status, last_success: lastOk && (lastOk.finished_at || lastOk.instant), last_reason: last && last.failure_reason }),
+        h("span", { class: "spacer" }), pause, run),
+      h("p", { class: "muted small" }, [info.schedule, info.paused ? "paused" : info.paused === false ? "active" : "not parsed by Airflow yet", info.next_run && `next run ${when(info.next_run)}`, link(`/dags/${encodeURIComponent(info.dag_id)}`, `DAG ${info.dag_id}`, { target: "_top" })].filter(Boolean).flatMap((x, i) => (i ? [" · ", x] : [x]))),
+      actionCharts(a, mine),
+    );
+  }));
+}
+
+function logHref(p) {
+  if (!p.dag_id || !p.run_id) return null;
+  return `/dags/${encodeURIComponent(p.dag_id)}/runs/${encodeURIComponent(p.run_id)}/tasks/${encodeURIComponent(p.task_id || "maintain")}`;
+}
+function triggerOf(p) {
+  const t = pick(p, "summary.trigger", "parameters.trigger");
+  if (t) return String(t);
+  const r = p.run_id || "";
+  return r.startsWith("manual__") ? "manual" : r.startsWith("scheduled__") ? "schedule" : r.startsWith("asset_triggered__") ? "snapshot" : r ? r.split("__")[0] : "–";
+}
+
+function historyTab(procs, focus) {
+  const rows = focus ? procs.filter((p) => p.action === focus) : procs;
+  return h("div", {},
+    focus ? h("p", { class: "small" }, `Processes of ${focus} · `, link(location.hash.replace(/([?&])action=[^&]*/, "$1").replace(/[?&]$/, ""), "all actions")) : null,
+    processTable(rows),
+    h("p", { class: "muted small" }, "Wait: opened → running (the queue and the table's lease). Run: running → finished (the CLI's DURATION). Job: the Spark job. Total: opened → finished. Newest first."));
 }
 
 function processTable(procs) {
@@ -477,31 +616,149 @@ function processTable(procs) {
   return h(
     "table",
     { class: "grid", id: "processes" },
-    h("thead", {}, h("tr", {}, ["Id", "Action", "Instant", "Status", "Attempt", "Duration", "Files", "Reason", ""].map((c) => h("th", {}, c)))),
-    h(
-      "tbody",
-      {},
-      procs.map((p) => {
-        const s = summaryOf(p);
-        const cancel = ACTIVE.has(p.status) && p.status !== "CANCELING"
-          ? h("button", { class: "danger", dataset: { cancel: String(p.id) }, onclick: (e) => cancelProcess(p, e.target) }, "Cancel")
-          : null;
-        return h(
-          "tr",
-          { dataset: { process: String(p.id), status: p.status } },
-          h("td", { class: "num" }, String(p.id)),
-          h("td", {}, p.action),
-          h("td", {}, when(p.instant)),
-          h("td", {}, h("span", { class: `status ${p.status}` }, p.status)),
-          h("td", { class: "num" }, fmtNum(p.attempt)),
-          h("td", { class: "num" }, typeof s.duration === "number" ? `${fmtNum(s.duration)} s` : "–"),
-          h("td", { class: "num" }, s.before !== undefined || s.after !== undefined ? `${fmtNum(s.before)} → ${fmtNum(s.after)}` : "–"),
-          h("td", { class: "reason" }, procReason(p)),
-          h("td", {}, cancel),
-        );
-      }),
-    ),
+    h("thead", {}, h("tr", {}, ["Id", "Action", "Trigger", "Started", "Finished", "Status", "Wait", "Run", "Job", "Total", "Files", "Reason", "Log", ""].map((c) => h("th", {}, c)))),
+    h("tbody", {}, procs.map((p) => {
+      const t = p.timings || {};
+      const s = p.summary || {};
+      const cancel = ACTIVE.has(p.status) && p.status !== "CANCELING"
+        ? h("button", { class: "danger", dataset: { cancel: String(p.id) }, onclick: (e) => cancelProcess(p, e.target) }, "Cancel")
+        : null;
+      const before = pick(s, "before.data_files"), after = pick(s, "after.data_files");
+      const log = logHref(p);
+      return h(
+        "tr",
+        { dataset: { process: String(p.id), status: p.status } },
+        h("td", { class: "num" }, String(p.id)),
+        h("td", {}, p.action),
+        h("td", {}, triggerOf(p)),
+        h("td", { title: `instant ${when(p.instant)}` }, when(p.started_at || p.created_at)),
+        h("td", {}, when(p.finished_at)),
+        h("td", {}, h("span", { class: `status ${p.status}` }, p.status)),
+        h("td", { class: "num", dataset: { wait: String(t.wait_s ?? "") } }, fmtSec(t.wait_s)),
+        h("td", { class: "num" }, fmtSec(t.run_s)),
+        h("td", { class: "num" }, fmtSec(t.job_s)),
+        h("td", { class: "num" }, fmtSec(t.total_s)),
+        h("td", { class: "num" }, before !== undefined || after !== undefined ? `${fmtNum(before)} → ${fmtNum(after)}` : "–"),
+        h("td", { class: "reason" }, procReason(p)),
+        h("td", {}, log ? h("a", { href: log, target: "_top", class: "log" }, "task log") : "–"),
+        h("td", {}, cancel),
+      );
+    })),
   );
+}
+
+// --- dynamic tables ------------------------------------------------------------------------------------------
+
+async function renderDynamicList(token) {
+  setCrumb(link("#/", "Overview"), "Dynamic tables");
+  const body = await api("/dynamic-tables?limit=200");
+  if (token !== routeToken) return;
+  const items = list(body);
+  view().replaceChildren(items.length
+    ? h("table", { class: "grid", id: "dynamic-tables" }, h("thead", {}, h("tr", {}, ["Dynamic table", "State", "Freshness", "Last refresh", "Finished"].map((c) => h("th", {}, c)))),
+        h("tbody", {}, items.map((d) => h("tr", { dataset: { table: d.table } }, h("td", {}, link(`#/dynamic/${encodeURIComponent(d.table)}`, d.table)), h("td", {}, h("span", { class: `status ${d.state}` }, d.state)), h("td", {}, d.freshness), h("td", {}, d.last_refresh ? `${d.last_refresh.state} ${d.last_refresh.refresh_action || ""}` : "never"), h("td", {}, when(d.last_refresh && d.last_refresh.finished_at))))))
+    : h("div", { class: "empty" }, "No dynamic table. Declare one under dynamic-tables: in tables.yaml or POST /tablemgmt/v1/dynamic-tables."));
+  stamp();
+}
+
+/** Freshness lag: now minus the end of the last period a successful refresh completed (its schedule time),
+ * or its finish when it has none. */
+function freshnessLag(history) {
+  const ok = history.find((r) => r.state === "SUCCESS");
+  if (!ok) return null;
+  const at = ok.schedule_time ? Date.parse(ok.schedule_time.replace(" ", "T") + "Z") : Date.parse(ok.finished_at);
+  return isNaN(at) ? null : Math.max(0, (Date.now() - at) / 1000);
+}
+
+async function renderDynamic(id, token) {
+  const enc = encodeURIComponent(id);
+  setCrumb(link("#/", "Overview"), link("#/dynamic", "Dynamic tables"), id);
+  const [dt, hist] = await Promise.all([api(`/dynamic-tables/${enc}`), api(`/dynamic-tables/${enc}/history?limit=50`)]);
+  if (token !== routeToken) return;
+  const history = list(hist);
+  const def = dt.definition || {};
+  const lag = freshnessLag(history);
+  const suspended = dt.state === "SUSPENDED";
+  const toggle = h("button", { dataset: { dtAction: suspended ? "resume" : "suspend" }, onclick: (e) => dynamicAction(id, suspended ? "resume" : "suspend", e.target) }, suspended ? "Resume" : "Suspend");
+  view().replaceChildren(
+    h("div", { class: "title-row" }, h("h2", { id: "table-title" }, id), h("span", { class: `status ${dt.state}`, id: "dt-state" }, dt.state), h("span", { class: "spacer" }), toggle),
+    h("div", { class: "cards" },
+      card("Freshness", def.freshness || dt.freshness, {}, dt.cron ? `cron ${dt.cron} (UTC)` : "refreshed after its sources"),
+      card("Freshness lag", lag == null ? "–" : fmtSec(lag), { id: "dt-lag" }, "now − last completed period"),
+      card("Consecutive failures", fmtNum(dt.consecutive_failures), {}, `suspends after ${dt.suspend_after_failures}`),
+      card("Next run", when(dt.next_run), {}, dt.paused ? "DAG paused" : dt.dag_id)),
+    dt.suspended_reason ? h("p", { class: "notice denied" }, dt.suspended_reason) : null,
+    h("h3", {}, "Definition"),
+    kv([["Query", h("pre", { class: "json" }, def.query || "")], ["Sources", (history[0] && Object.keys(history[0].source_snapshots || {}).join(", ")) || "–"], ["Partitioned by", (def["partitioned-by"] || []).join(", ") || "–"],
+        ["Partition formatters", JSON.stringify(def["partition-fields"] || {})], ["Time zone", def["time-zone"] || "UTC"], ["Refresh mode", def["refresh-mode"] || "full"], ["Dynamic options", JSON.stringify(dt.dynamic_options || {})]]),
+    h("h3", {}, "Refresh (FLIP-435)"),
+    refreshForm(id),
+    h("h3", {}, "Refresh history"),
+    history.length
+      ? h("table", { class: "grid", id: "refreshes" }, h("thead", {}, h("tr", {}, ["Id", "State", "Trigger", "Refresh", "Schedule time", "Rows", "Partitions", "Duration", "Started", "Application", "Reason"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, history.map((r) => h("tr", { dataset: { process: String(r.process_id), status: r.state } },
+            h("td", { class: "num" }, String(r.process_id)), h("td", {}, h("span", { class: `status ${r.state}` }, r.state)), h("td", {}, r.trigger || "–"),
+            h("td", {}, r.refresh_action || "–"), h("td", {}, r.schedule_time || "–"), h("td", { class: "num" }, fmtNum(r.rows_written)),
+            h("td", { class: "num" }, fmtNum((r.partitions_written || []).length)),
+            h("td", { class: "num" }, r.refresh_action === "NO_DATA" ? "no data: skipped" : fmtSec(r.duration_seconds)),
+            h("td", {}, when(r.started_at)), h("td", { class: "small" }, r.application_id || "–"), h("td", { class: "reason" }, r.reason || "")))))
+      : h("p", { class: "muted" }, "No refresh yet."),
+  );
+  stamp();
+}
+
+function pairs(text) {
+  const out = {};
+  for (const line of String(text || "").split(/[\n,]/)) {
+    const [k, ...v] = line.split("=");
+    if (k && k.trim()) out[k.trim()] = v.join("=").trim();
+  }
+  return out;
+}
+
+function refreshForm(id) {
+  const periodic = h("input", { type: "checkbox", name: "isPeriodic" });
+  const time = h("input", { type: "datetime-local", name: "scheduleTime", step: "1" });
+  const parts = h("textarea", { name: "staticPartitions", rows: "2", placeholder: "day=2026-11-25" });
+  const opts = h("textarea", { name: "dynamicOptions", rows: "2", placeholder: "spark.sql.shuffle.partitions=8" });
+  const submit = h("button", { class: "primary", type: "submit" }, "Refresh");
+  return h("form", {
+    class: "refresh", id: "refresh-form", onsubmit: async (e) => {
+      e.preventDefault();
+      submit.disabled = true;
+      clearNotice();
+      const body = { isPeriodic: periodic.checked, staticPartitions: pairs(parts.value), dynamicOptions: pairs(opts.value) };
+      if (time.value) body.scheduleTime = time.value.replace("T", " ") + (time.value.length === 16 ? ":00" : "");
+      try {
+        const res = await api(`/dynamic-tables/${encodeURIComponent(id)}/refresh`, { method: "POST", body });
+        notify("info", `Refresh of ${id} submitted — process ${res.jobId}${res.dagRunId ? ` (DAG run ${res.dagRunId})` : ""}.`);
+      } catch (err) {
+        explain(err, `refresh ${id}`);
+      } finally {
+        submit.disabled = false;
+      }
+      await refresh();
+    },
+  },
+  h("label", {}, periodic, " periodic (refresh scheduleTime's period)"),
+  h("label", {}, "schedule time ", time, h("span", { class: "muted small" }, " in the table's time zone")),
+  h("label", {}, "static partitions ", parts),
+  h("label", {}, "options ", opts),
+  submit);
+}
+
+async function dynamicAction(id, what, button) {
+  button.disabled = true;
+  clearNotice();
+  try {
+    const res = await api(`/dynamic-tables/${encodeURIComponent(id)}/${what}`, { method: "POST", body: {} });
+    notify("info", `${id} is ${res.state}.`);
+  } catch (err) {
+    explain(err, `${what} ${id}`);
+  } finally {
+    button.disabled = false;
+  }
+  await refresh();
 }
 
 // --- mutations -------------------------------------------------------------------------------------------
@@ -521,6 +778,26 @@ async function runNow(id, action, dagId, button) {
   await refresh();
 }
 
+async function setPaused(dagId, paused, button) {
+  button.disabled = true;
+  clearNotice();
+  try {
+    // Airflow's own API: pausing is Airflow's decision, under Airflow's permissions.
+    const res = await fetch(`/api/v2/dags/${encodeURIComponent(dagId)}`, {
+      method: "PATCH", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify({ is_paused: paused }),
+    });
+    if (!res.ok) throw new ApiError(res.status, detailText(await res.json().catch(() => null)) || res.statusText, dagId);
+    notify("info", `${dagId} is ${paused ? "paused" : "active"}.`);
+  } catch (err) {
+    explain(err, `${paused ? "pause" : "resume"} ${dagId}`);
+  } finally {
+    button.disabled = false;
+  }
+  await refresh();
+}
+
 async function cancelProcess(p, button) {
   button.disabled = true;
   clearNotice();
@@ -534,44 +811,81 @@ async function cancelProcess(p, button) {
   await refresh();
 }
 
-// --- routing ---------------------------------------------------------------------------------------------
+// --- routing, and the outer page's URL -------------------------------------------------------------------
 
 let routeToken = 0;
 let refreshTimer = null;
 
-function scheduleRefresh(token) {
+function scheduleRefresh(token, ms = REFRESH_MS) {
   clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(() => { if (token === routeToken) refresh(); }, REFRESH_MS);
+  refreshTimer = setTimeout(() => { if (token === routeToken) refresh(); }, ms);
 }
 function stamp() {
   document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
-
 async function refresh() {
   return route(true);
+}
+
+/** Inside Airflow's frame: mirror this view's hash onto the outer page's URL (same origin), so the
+ * address bar names the view and a reload or a shared link opens it. */
+function syncParent() {
+  try {
+    if (window.parent === window) return;
+    const outer = window.parent.location;
+    const want = location.hash && location.hash !== "#" ? location.hash : "#/";
+    if (outer.hash !== want) window.parent.history.replaceState(window.parent.history.state, "", outer.pathname + outer.search + want);
+  } catch (_) {
+    /* another origin: nothing to mirror */
+  }
+}
+/** Opened through a deep link: the outer page's hash names the view this frame should show; and when
+ * the outer hash changes (edited in the address bar), the frame follows it. */
+function adoptParent() {
+  try {
+    if (window.parent === window) return;
+    const outer = () => window.parent.location.hash;
+    if ((!location.hash || location.hash === "#/") && outer().startsWith("#/")) history.replaceState(null, "", outer());
+    window.parent.addEventListener("hashchange", () => {
+      if (outer().startsWith("#/") && outer() !== location.hash) location.hash = outer();
+    });
+  } catch (_) {
+    /* another origin */
+  }
 }
 
 async function route(keepNotice = false) {
   const token = ++routeToken;
   clearTimeout(refreshTimer);
   if (!keepNotice) clearNotice();
+  syncParent();
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, query] = hash.split("?");
+  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", path.startsWith(a.dataset.route) && (a.dataset.route !== "/" || path === "/"));
   try {
     let m;
     if ((m = path.match(/^\/tables\/(.+)$/))) {
-      await renderTable(decodeURIComponent(m[1]), token);
-    } else if ((m = path.match(/^\/dags?\/(.+)$/))) {
-      // tms__<catalog>.<namespace>.<table>__<action>: the maintenance DAG's table page.
-      const dm = decodeURIComponent(m[1]).match(/^tms__(.+)__([a-z0-9-]+)$/);
-      if (!dm) {
-        view().replaceChildren(h("div", { class: "empty" }, `DAG ${decodeURIComponent(m[1])} is not a table-maintenance DAG.`));
-        return;
-      }
-      location.replace(`#/tables/${encodeURIComponent(dm[1])}`);
-    } else {
+      await renderTable(decodeURIComponent(m[1]), query, token);
+    } else if (path === "/tables") {
+      if (!document.getElementById("filters")) view().replaceChildren(h("p", { class: "muted" }, "Loading…"));
       readListState(query);
       await renderTables(token);
+    } else if ((m = path.match(/^\/dynamic\/(.+)$/))) {
+      await renderDynamic(decodeURIComponent(m[1]), token);
+    } else if (path === "/dynamic") {
+      await renderDynamicList(token);
+    } else if ((m = path.match(/^\/dags?\/(.+)$/))) {
+      // tms__<catalog>.<namespace>.<table>__<action>: the maintenance DAG's table page, at that action.
+      const dagId = decodeURIComponent(m[1]);
+      const dm = dagId.match(/^tms__(.+)__([a-z0-9-]+)$/);
+      if (!dm) {
+        setCrumb("DAG");
+        view().replaceChildren(h("div", { class: "empty", id: "not-maintenance" }, `DAG ${dagId} is not a table-maintenance DAG: it has no table page. `, link("#/", "Open the overview")));
+        return;
+      }
+      location.replace(dm[2] === "refresh" ? `#/dynamic/${encodeURIComponent(dm[1])}` : tableHref(dm[1], "maintenance", dm[2]));
+    } else {
+      await renderOverview(token);
     }
   } catch (err) {
     if (token !== routeToken) return;
@@ -580,5 +894,6 @@ async function route(keepNotice = false) {
   }
 }
 
-window.addEventListener("hashchange", () => route());
+window.addEventListener("hashchange", () => { if (!location.hash.startsWith("#/tables?") || !document.getElementById("filters")) view().replaceChildren(h("p", { class: "muted" }, "Loading…")); route(); });
+adoptParent();
 route();

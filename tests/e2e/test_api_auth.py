@@ -252,7 +252,10 @@ def test_dag_link_opens_the_table_page(api: Api) -> None:
         f"/tablemgmt/dag-link/tms__{CATALOG}.runs.t1__expire-snapshots", follow_redirects=False
     )
     assert r.status_code == 307
-    assert r.headers["location"] == f"/tablemgmt/ui/#/tables/{CATALOG}.runs.t1"
+    assert (
+        r.headers["location"]
+        == f"/tablemgmt/ui/#/tables/{CATALOG}.runs.t1?tab=maintenance&action=expire-snapshots"
+    )
 
 
 def test_health_answers_for_a_table_without_iceberg_metadata(api: Api) -> None:

@@ -2,11 +2,13 @@
 
 The first test checks the page's router alone (fast, no browser). The second starts a real ``airflow
 api-server`` (simple auth manager, two users) and a ``dag-processor`` (Run now needs the action's DAG
-parsed), logs in through Airflow's own login form, opens the page from Airflow's navigation route, finds
-the table with its badges and health, opens its page (charts from the process history), presses *Run now*
-and sees the PENDING process appear, presses *Cancel* and sees it CANCELED — each checked in the store too —
-opens the maintenance DAG's own "Table maintenance" tab, and finally, as a viewer, sees *Run now* refused
-politely with nothing started. Screenshots go to a temporary directory, or to
+parsed), logs in through Airflow's own login form, opens the page from Airflow's navigation route: the
+overview, whose figures must equal the store's; the table list with its badges and health score; the
+table page's tabs (a chart's points must equal the processes' figures), presses *Run now* and sees the
+PENDING process appear in History, presses *Cancel* and sees it CANCELED — each checked in the store too —
+opens a deep link from a fresh load (the outer URL names the view), the maintenance DAG's own "Table
+maintenance" tab (the table at that action) and a dynamic table (suspended and resumed from the page), and
+finally, as a viewer, sees *Run now* refused politely with nothing started. Screenshots go to a temporary directory, or to
 ``$TABLEMGMT_SCREENSHOTS`` (``TABLEMGMT_SCREENSHOTS=docs/screenshots`` refreshes the committed ones).
 
 No scheduler runs: the REST API opens the process PENDING when it triggers the DAG run, so the cancel is
@@ -71,7 +73,12 @@ tables:
     actions:
       rewrite-files: {{interval: 1h, min-input-files: 2}}
       expire-snapshots: {{interval: 1d}}
+dynamic-tables:
+  - identifier: {dynamic}
+    query: SELECT kind, count(*) AS n FROM demo.db.events GROUP BY kind
+    freshness: 1 HOUR
 """
+DYNAMIC = "demo.db.kinds"
 
 
 # --- the router alone -------------------------------------------------------------------------------------
@@ -212,10 +219,13 @@ def _seed_history(store_url: str) -> list[int]:
     store = Store.for_url(store_url)
     now = datetime.now(UTC).replace(microsecond=0)
     ids = []
-    for days, files, status in ((3, 48, S.SUCCESS), (2, 61, S.FAILED), (1, 57, S.SUCCESS)):
-        p, _ = store.processes.open(TABLE, ACTION, now - timedelta(days=days), dag_id=DAG_ID)
+    for days, files, status in ((3, 48, S.SUCCESS), (2, 61, S.FAILED), (0.5, 57, S.SUCCESS)):
+        instant = now - timedelta(days=days)
+        p, _ = store.processes.open(TABLE, ACTION, instant, dag_id=DAG_ID)
         store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
-        store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1)
+        started = instant + timedelta(minutes=2)  # two minutes queued and waiting for the lease
+        store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, started_at=started)
+        finished = started + timedelta(seconds=30 + files)
         if status == S.SUCCESS:
             summary = {
                 "before": {"data_files": files},
@@ -223,10 +233,14 @@ def _seed_history(store_url: str) -> list[int]:
                 "rewritten_bytes_count": files * 180_000,
                 "duration_seconds": 20.0 + files / 4,
             }
-            store.processes.transition(p.id, S.SUCCESS, expected=S.RUNNING, attempt=1, summary=summary)
+            store.processes.transition(
+                p.id, S.SUCCESS, expected=S.RUNNING, attempt=1, summary=summary, finished_at=finished
+            )
         else:
             reason = "Spark job failed: executor lost (exit code 137)"
-            store.processes.transition(p.id, S.FAILED, expected=S.RUNNING, attempt=1, failure_reason=reason)
+            store.processes.transition(
+                p.id, S.FAILED, expected=S.RUNNING, attempt=1, failure_reason=reason, finished_at=finished
+            )
         ids.append(p.id)
     return ids
 
@@ -308,7 +322,9 @@ def test_page_inside_airflow_ui_runs_and_cancels(
             [str(BIN / "airflow"), "db", "migrate"], env=dep.env, stdout=out, stderr=subprocess.STDOUT
         )
     _make_iceberg_table(tmp_path / "wh")
-    (dep.home / "dags" / "tables.yaml").write_text(TABLES_YAML.format(warehouse=tmp_path / "wh"))
+    (dep.home / "dags" / "tables.yaml").write_text(
+        TABLES_YAML.format(warehouse=tmp_path / "wh", dynamic=DYNAMIC)
+    )
     (dep.home / "dags" / "tablemgmt_dags.py").write_bytes((ROOT / "dags" / "tablemgmt_dags.py").read_bytes())
     seeded = _seed_history(dep.env["TABLEMGMT_STORE_URL"])
     assert migrate.wait(timeout=300) == 0, dep.log("db-migrate").read_text()[-3000:]
@@ -339,33 +355,60 @@ def test_page_inside_airflow_ui_runs_and_cancels(
         wait = WebDriverWait(drv, 60)
         _login(drv, base, "admin")
 
-        # The page from Airflow's navigation: the table, a badge per action, health from Iceberg metadata.
+        store = Store.for_url(dep.env["TABLEMGMT_STORE_URL"])
+        iframe = (By.TAG_NAME, "iframe")
+
+        # The page from Airflow's navigation opens on the overview; its figures are the store's.
+        from airflow_tablemgmt.services.overview import overview
+
         _open_in_airflow(drv, f"{base}/plugin/tablemgmt")
+        figure = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '#overview [data-figure="tables"]'))
+        expected = overview(store, ttl=0, warm_missing=False)
+        assert int(figure.get_attribute("data-value")) == expected["tables"] == len(store.tables.list())
+        for window, key, removed in (("24 h", "done_24h", 57 - 4), ("7 d", "done_7d", (48 - 4) + (57 - 4))):
+            done = drv.find_element(By.CSS_SELECTOR, f'#overview [data-figure="{window}"] b[data-value]')
+            assert int(done.get_attribute("data-value")) == expected[key]["files_removed"] == removed
+        _screenshot(drv, "overview.png")
+
+        # The table list: a badge per action, the health score from Iceberg metadata (read in the background).
+        drv.switch_to.frame(drv.find_element(*iframe))
+        drv.find_element(By.CSS_SELECTOR, 'nav.top a[data-route="/tables"]').click()
         row = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"]'))
         badges = {b.get_attribute("data-action"): b for b in row.find_elements(By.CSS_SELECTOR, ".badge")}
         assert set(badges) == {"rewrite-files", "expire-snapshots"}, set(badges)
         assert badges["rewrite-files"].get_attribute("data-status") == "SUCCESS"
-        assert re.search(r"last success \d+[sm] ago", badges["rewrite-files"].text), badges[
-            "rewrite-files"
-        ].text
+        # the newest success finished 12 hours ago (the seeded history's finish times, not when it was seeded)
+        assert "last success 12h ago" in badges["rewrite-files"].text, badges["rewrite-files"].text
         assert badges["expire-snapshots"].text.splitlines()[1] == "never ran"
-        health = wait.until(lambda d: row.find_element(By.CSS_SELECTOR, ".health")).text
+
+        def health_text(d: Any) -> str | None:
+            try:
+                text = d.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"] .health').text
+            except WebDriverException:
+                return None
+            return text if "snapshots" in text else None
+
+        health = wait.until(health_text)
         assert re.search(r"small files 4\b", health) and re.search(r"snapshots 4\b", health), health
+        score = drv.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"] .score')
+        assert score.get_attribute("class") == "score red" and int(score.get_attribute("data-score")) < 100
+        assert "rewrite-files would help" in health, health
         search = drv.find_element(By.CSS_SELECTOR, "input[type=search]")
         search.send_keys("no-such-table")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".empty"))
         search.clear()
         search.send_keys("events")
         row = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"]'))
+        wait.until(lambda d: d.find_element(By.ID, "count").text == "1–1 of 1")  # searched on the server
         _screenshot(drv, "tables.png")
 
-        # The table page: a chart per action over time, the processes with their reasons.
-        drv.switch_to.frame(drv.find_element(By.TAG_NAME, "iframe"))
+        # The table page: Details first, then each tab.
+        drv.switch_to.frame(drv.find_element(*iframe))
 
         def table_page_open(d: Any) -> bool:
             # The search re-renders the list on every keystroke, so a row found mid-typing may be gone:
-            # click the link of the row as it is now, until the table page shows its processes.
-            if d.find_elements(By.CSS_SELECTOR, "#processes tr[data-process]"):
+            # click the link of the row as it is now, until the table page shows its tabs.
+            if d.find_elements(By.CSS_SELECTOR, "#tabs a.active[data-tab=details]"):
                 return True
             try:
                 d.find_element(By.CSS_SELECTOR, f'#tables tr[data-table="{TABLE}"]').find_element(
@@ -376,36 +419,105 @@ def test_page_inside_airflow_ui_runs_and_cancels(
             return False
 
         wait.until(table_page_open)
+        assert drv.find_element(By.ID, "table-title").text == TABLE
+        assert "data-platform" in drv.find_element(By.ID, "tab-details").text
+        assert drv.find_elements(By.CSS_SELECTOR, '#health li[data-finding="small_files"]')
+        _screenshot(drv, "table-details.png")
+
+        def open_tab(name: str) -> None:
+            drv.switch_to.default_content()
+            drv.switch_to.frame(drv.find_element(*iframe))
+
+            def opened(d: Any) -> bool:
+                # The page re-renders after an action (and every 5 s while something runs): click the
+                # tab as it is now until it is the active one.
+                if d.find_elements(By.CSS_SELECTOR, f"#tabs a.active[data-tab={name}]"):
+                    return True
+                try:
+                    d.find_element(By.CSS_SELECTOR, f"#tabs a[data-tab={name}]").click()
+                except WebDriverException:
+                    pass
+                return False
+
+            wait.until(opened)
+
+        open_tab("files")
+        assert (
+            drv.find_element(By.CSS_SELECTOR, '#files [data-figure="data_files"]').get_attribute("data-value")
+            == "4"
+        )
+        _screenshot(drv, "table-files.png")
+        open_tab("snapshots")
+        assert "Snapshots" in drv.find_element(By.ID, "snapshots").text
+        _screenshot(drv, "table-snapshots.png")
+
+        # Maintenance: each action's own charts; the points of one are the processes' figures.
+        open_tab("maintenance")
         section = drv.find_element(By.CSS_SELECTOR, 'section.action[data-action="rewrite-files"]')
         files_chart = section.find_element(By.CSS_SELECTOR, '[data-chart="Data files"]')
         assert len(files_chart.find_elements(By.CSS_SELECTOR, "circle")) == 4  # 2 successes x before/after
         assert "before 57" in files_chart.text and "after 4" in files_chart.text, files_chart.text
-        rows = {
-            r.get_attribute("data-process"): r
-            for r in drv.find_elements(By.CSS_SELECTOR, "#processes tr")[1:]
+        assert "execution time (UTC)" in files_chart.text and "(files)" in files_chart.text
+        plotted = {
+            (
+                int(c.get_attribute("data-process")),
+                c.get_attribute("data-series"),
+                float(c.get_attribute("data-value")),
+            )
+            for c in files_chart.find_elements(By.CSS_SELECTOR, "circle")
         }
-        assert set(rows) == {str(i) for i in seeded}
-        assert "executor lost" in rows[str(seeded[1])].text
+        successes = [
+            p
+            for p in store.processes.list(table_id=TABLE, action=ACTION)
+            if p.status == ProcessStatus.SUCCESS
+        ]
+        assert plotted == {
+            (p.id, side, float(p.summary[side]["data_files"]))
+            for p in successes
+            for side in ("before", "after")
+        }
+        xs = {
+            c.get_attribute("data-process"): c.get_attribute("data-t")
+            for c in files_chart.find_elements(By.CSS_SELECTOR, "circle")
+        }
+        assert all(xs[str(p.id)].startswith(p.finished_at.strftime("%Y-%m-%dT%H:%M")) for p in successes)
+        _screenshot(drv, "table-maintenance.png")
 
-        # Run now: the REST API triggers the DAG run and opens the process, which the page shows.
-        section.find_element(By.CSS_SELECTOR, "button[data-run]").click()
+        # Run now: the REST API triggers the DAG run and opens the process, which History shows.
+        drv.switch_to.frame(drv.find_element(*iframe))
+        drv.find_element(
+            By.CSS_SELECTOR, 'section.action[data-action="rewrite-files"] button[data-run]'
+        ).click()
         notice = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#notice.info"))
         match = re.search(r"process (\d+)", notice.text)
         assert match, notice.text
         pid = int(match.group(1))
+        open_tab("history")
         wait.until(
             lambda d: d.find_elements(
                 By.CSS_SELECTOR, f'#processes tr[data-process="{pid}"][data-status="PENDING"]'
             )
         )
-        store = Store.for_url(dep.env["TABLEMGMT_STORE_URL"])
+        rows = {
+            r.get_attribute("data-process"): r
+            for r in drv.find_elements(By.CSS_SELECTOR, "#processes tr")[1:]
+        }
+        assert set(rows) == {str(i) for i in seeded} | {str(pid)}
+        assert list(rows) == [str(pid), *map(str, reversed(seeded))]  # newest first
+        assert "executor lost" in rows[str(seeded[1])].text
         created = store.processes.get(pid)
         assert (created.table_id, created.action, created.status) == (TABLE, ACTION, ProcessStatus.PENDING)
         assert dep.query("SELECT run_id FROM dag_run WHERE dag_id = :d", d=DAG_ID) == [(created.run_id,)]
+        log = rows[str(pid)].find_element(By.CSS_SELECTOR, "a.log").get_attribute("href")
+        assert log.endswith(
+            f"/dags/{DAG_ID}/runs/{created.run_id}/tasks/{created.task_id or 'maintain'}".replace(
+                "+", "%2B"
+            ).replace(":", "%3A")
+        ), log
         _screenshot(drv, "table-run-now.png")
 
         # Cancel: the PENDING process ends CANCELED at once, with the user named in its reason.
-        drv.switch_to.frame(drv.find_element(By.TAG_NAME, "iframe"))
+        drv.switch_to.frame(drv.find_element(*iframe))
         drv.find_element(By.CSS_SELECTOR, f'button[data-cancel="{pid}"]').click()
         row = wait.until(
             lambda d: d.find_element(
@@ -415,17 +527,47 @@ def test_page_inside_airflow_ui_runs_and_cancels(
         assert "admin" in row.text, row.text
         assert store.processes.get(pid).status == ProcessStatus.CANCELED
         assert not drv.find_elements(By.CSS_SELECTOR, f'button[data-cancel="{pid}"]')
-        _screenshot(drv, "table.png")
+        # The outer page's URL names the view, so the address bar can be shared.
+        assert drv.execute_script("return window.parent.location.hash") == drv.execute_script(
+            "return location.hash"
+        )
+        assert "tab=history" in drv.execute_script("return window.parent.location.hash")
+        _screenshot(drv, "table-history.png")
 
-        # The maintenance DAG's own "Table maintenance" tab opens the same table page.
+        # A deep link opened from scratch (a fresh load of Airflow) lands on that view.
+        drv.get(f"{base}/")
+        _open_in_airflow(drv, f"{base}/plugin/tablemgmt#/tables/{TABLE}?tab=files")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#tabs a.active[data-tab=files]"))
+        assert drv.find_element(By.ID, "table-title").text == TABLE
+
+        # The maintenance DAG's own "Table maintenance" tab opens the table at that action.
         _open_in_airflow(drv, f"{base}/dags/{DAG_ID}/plugin/tablemgmt-dag")
         title = wait.until(lambda d: d.find_element(By.ID, "table-title"))
         assert title.text == TABLE
+        wait.until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, 'section.action.focus[data-action="rewrite-files"]')
+        )
+        assert drv.find_elements(By.CSS_SELECTOR, "#tabs a.active[data-tab=maintenance]")
+
+        # A dynamic table: its definition, then suspend and resume from the page (the store agrees).
+        drv.execute_script("location.hash = arguments[0]", f"#/dynamic/{DYNAMIC}")
+        state = wait.until(lambda d: d.find_element(By.ID, "dt-state"))
+        assert "count(*)" in drv.find_element(By.ID, "view").text
+        assert drv.find_elements(By.CSS_SELECTOR, "#refresh-form input[type=datetime-local]")
+        if state.text != "SUSPENDED":
+            drv.find_element(By.CSS_SELECTOR, "button[data-dt-action=suspend]").click()
+            wait.until(lambda d: d.find_element(By.ID, "dt-state").text == "SUSPENDED")
+            assert str(store.dynamic.get(DYNAMIC).state) == "SUSPENDED"
+        _screenshot(drv, "dynamic-table.png")
+        drv.switch_to.frame(drv.find_element(*iframe))
+        drv.find_element(By.CSS_SELECTOR, "button[data-dt-action=resume]").click()
+        wait.until(lambda d: d.find_element(By.ID, "dt-state").text == "ACTIVE")
+        assert str(store.dynamic.get(DYNAMIC).state) == "ACTIVE"
 
         # A viewer may look but not run: a polite notice, and nothing started.
         _login(drv, base, "viewer")
         _open_in_airflow(drv, f"{base}/plugin/tablemgmt")
-        drv.execute_script("location.hash = arguments[0]", f"#/tables/{TABLE}")
+        drv.execute_script("location.hash = arguments[0]", f"#/tables/{TABLE}?tab=maintenance")
         button = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'button[data-run="rewrite-files"]'))
         before = len(store.processes.list(table_id=TABLE, limit=100))
         button.click()

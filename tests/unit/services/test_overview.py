@@ -120,20 +120,20 @@ def test_health_sort_and_needs_attention_use_the_cache(store: Store, monkeypatch
     assert by_health.items[2].health is None  # not measured yet: last
     red = overview.list_page(store, TableFilter(), needs_attention=True, warm_missing=False)
     assert _ids(red) == ["lake.sales.orders"] and red.total == 1
-    o = overview.overview(store, now=T0 + timedelta(hours=3))
+    o = overview.overview(store, now=T0 + timedelta(hours=3), ttl=0, warm_missing=False)
     assert o["needs_attention"] == 1 and o["attention_by_kind"]["small_files"]["tables"] == 1
     assert o["measured_tables"] == 2 and o["data_files"] == 532
 
 
 def test_overview_counts_equal_the_processes(store: Store) -> None:
-    o = overview.overview(store, now=T0 + timedelta(hours=3))
+    o = overview.overview(store, now=T0 + timedelta(hours=3), ttl=0, warm_missing=False)
     assert o["tables"] == 3 and o["per_catalog"] == {"lake": 2, "sea": 1}
     assert [(f["table"], f["action"], f["status"]) for f in o["failing"]] == [
         ("lake.sales.orders", "rewrite-files", "KILLED")
     ]
     assert o["active_per_status"] == {"PENDING": 1} and o["active"][0]["table"] == "lake.sales.refunds"
     # finished_at is the database's clock (now), so "the last 24 h" is taken from now here
-    done = overview.overview(store)["done_24h"]
+    done = overview.overview(store, ttl=0, warm_missing=False)["done_24h"]
     assert done["succeeded"] == 2 and done["failed"] == 2
     assert done["files_removed"] == (528 - 4) + 7 and done["bytes_removed"] == 2000
     assert done["per_action"]["rewrite-files"]["files_removed"] == 524
@@ -148,3 +148,13 @@ def test_timings_follow_one_definition() -> None:
                 task_id=None, created_at=T0, started_at=T0 + timedelta(seconds=140),
                 finished_at=T0 + timedelta(seconds=200), heartbeat_at=None)  # fmt: skip
     assert overview.timings(p) == {"wait_s": 140.0, "run_s": 60.0, "job_s": 30.0, "total_s": 200.0}
+
+
+def test_the_30_days_roll_up_per_day_and_the_last_24_hours(store: Store) -> None:
+    o = overview.overview(store, ttl=0, warm_missing=False)
+    today = o["now"].strftime("%Y-%m-%d")
+    (day,) = o["daily_30d"]
+    assert day == {"day": today, "succeeded": 2, "failed": 2, "files_removed": 531, "bytes_removed": 2000}
+    assert o["done_7d"] == o["done_24h"] and o["figures_age_s"] == 0.0
+    again = overview.overview(store, warm_missing=False)  # within FIGURES_SECONDS: the same figures, aged
+    assert again["daily_30d"] == o["daily_30d"] and again["figures_age_s"] >= 0.0
