@@ -215,19 +215,6 @@ def overview(
         "mean_health_score": round(sum(scores) / len(scores), 1) if scores else None,
         "needs_attention": sum(1 for h in health.values() if h.score.needs_attention),
         "attention_by_kind": attention,
-        "newest_status": listing.newest_status_counts(engine),
-        "failing": [
-            {
-                "process_id": r.id,
-                "table": r.table_id,
-                "action": r.action,
-                "status": r.status,
-                "instant": r.instant,
-                "finished_at": r.finished_at,
-                "reason": r.failure_reason,
-            }  # fmt: skip
-            for r in listing.failing(engine)
-        ],
         "active_per_status": per_status,
         "active": [
             {

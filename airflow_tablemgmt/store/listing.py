@@ -80,9 +80,7 @@ def _where(f: TableFilter) -> list[ColumnElement[bool]]:
             and_(_T.c.actions[f.action].as_json().isnot(None), func.coalesce(enabled, true()) == true())
         )
     if f.status:
-        clauses.append(
-            _T.c.table_id.in_(_newest().where(_P.c.status == f.status).with_only_columns(_P.c.table_id))
-        )
+        clauses.append(_T.c.table_id.in_(_newest_in_status(f.status)))
     return clauses
 
 
@@ -96,6 +94,20 @@ def _newest(*where: ColumnElement[bool]) -> Any:
     )
     on = and_(top.c.table_id == _P.c.table_id, top.c.action == _P.c.action, top.c.instant == _P.c.instant)
     return select(_P).join(top, on)
+
+
+def _newest_in_status(status: str) -> Any:
+    """Table ids with a process in ``status`` that is the newest of its (table, action): the status
+    index picks the candidates, the (table, action, instant) key rules out those with a newer one."""
+    newer = _P.alias("newer")
+    later = (
+        select(literal(1))
+        .where(
+            newer.c.table_id == _P.c.table_id, newer.c.action == _P.c.action, newer.c.instant > _P.c.instant
+        )
+        .exists()
+    )
+    return select(_P.c.table_id).where(_P.c.status == status, ~later)
 
 
 def table_ids(engine: Engine, f: TableFilter) -> list[str]:
@@ -241,20 +253,28 @@ def newest_status_counts(engine: Engine) -> dict[str, int]:
 
 
 def failing(engine: Engine, limit: int = 20) -> list[Any]:
-    """(table, action) pairs whose newest process FAILED or was KILLED, newest first."""
-    newest = _newest().subquery()
+    """(table, action) pairs whose newest process FAILED or was KILLED, newest first (the status index
+    picks the candidates, as :func:`_newest_in_status`)."""
+    newer = _P.alias("newer")
+    later = (
+        select(literal(1))
+        .where(
+            newer.c.table_id == _P.c.table_id, newer.c.action == _P.c.action, newer.c.instant > _P.c.instant
+        )
+        .exists()
+    )
     stmt = (
         select(
-            newest.c.id,
-            newest.c.table_id,
-            newest.c.action,
-            newest.c.status,
-            newest.c.instant,
-            newest.c.finished_at,
-            newest.c.failure_reason,
+            _P.c.id,
+            _P.c.table_id,
+            _P.c.action,
+            _P.c.status,
+            _P.c.instant,
+            _P.c.finished_at,
+            _P.c.failure_reason,
         )  # fmt: skip
-        .where(newest.c.status.in_(FAILED))
-        .order_by(newest.c.instant.desc())
+        .where(_P.c.status.in_(FAILED), ~later)
+        .order_by(_P.c.instant.desc())
         .limit(limit)
     )
     with engine.connect() as conn:
