@@ -2,7 +2,7 @@
 
 Kept beside ``core/actions.py`` (which imports this module at its end, so every action is registered
 once ``core.actions`` is imported) because each format's options follow its own procedures: Delta's
-``OPTIMIZE`` / ``VACUUM``, Hudi's ``run_compaction`` / ``run_clean``.
+``OPTIMIZE`` / ``VACUUM``, Hudi's ``run_compaction`` / ``run_clean`` / ``run_clustering``.
 Floors work as the Iceberg actions' do: a destructive retention below its floor needs an explicit
 ``allow-below-floor: true``, and Delta's own retention check is never turned off.
 """
@@ -10,6 +10,7 @@ Floors work as the Iceberg actions' do: a destructive retention below its floor 
 from __future__ import annotations
 
 from datetime import timedelta
+from enum import StrEnum
 
 from pydantic import Field, field_validator, model_validator
 
@@ -145,6 +146,21 @@ class HudiCleanSettings(ActionSettings):
         return self
 
 
+class ClusteringLayout(StrEnum):
+    LINEAR = "linear"
+    ZORDER = "z-order"
+    HILBERT = "hilbert"
+
+
+class HudiClusteringSettings(ActionSettings):
+    """Hudi ``run_clustering``: rewrite file groups sorted by ``sort-columns`` (linear, z-order or hilbert)."""
+
+    sort_columns: list[str] = Field(min_length=1, description="the columns to sort or space-fill by")
+    layout: ClusteringLayout = ClusteringLayout.LINEAR
+
+    _cols = field_validator("sort_columns")(_columns)
+
+
 OPTIMIZE = ACTIONS.register(
     Action("optimize", OptimizeSettings, True, "Delta: bin-pack or Z-order data files (OPTIMIZE)")
 )
@@ -156,4 +172,7 @@ HUDI_COMPACTION = ACTIONS.register(
 )
 HUDI_CLEAN = ACTIONS.register(
     Action("clean", HudiCleanSettings, True, "Hudi: delete old file slices (run_clean)")
+)
+HUDI_CLUSTERING = ACTIONS.register(
+    Action("clustering", HudiClusteringSettings, True, "Hudi: recluster file groups (run_clustering)")
 )

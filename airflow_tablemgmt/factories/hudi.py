@@ -1,10 +1,12 @@
-"""HudiProcessFactory: Hudi tables' ``compaction`` (merge-on-read, RFC-43's two phases) and ``clean``, run
+"""HudiProcessFactory: Hudi tables' ``compaction`` (merge-on-read, RFC-43's two phases), ``clean`` and
+``clustering``, run
 as Hudi's own Spark procedures in a session with Hudi's extensions only.
 
 A Hudi table is path-based, like a Delta one (``<warehouse>/<namespace>/<name>`` of a ``hadoop`` catalog).
 Whether there is work is read from the ``.hoodie`` timeline without a JVM (``metadata/hudi.py``):
 compaction runs when a compaction is pending or at least ``min-delta-commits`` delta commits completed
-since the last one; clean runs when something was committed since the last clean.
+since the last one; clean and clustering run when something was committed since the last clean or
+clustering.
 
 RFC-43's two phases: the job schedules a compaction instant, then executes that instant. A pending
 compaction is always executed before a new one is scheduled, and the instant to execute travels in the
@@ -19,7 +21,12 @@ from typing import Any
 
 from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
-from airflow_tablemgmt.core.format_actions import COMPACTION_INSTANT_OPTION, HUDI_CLEAN, HUDI_COMPACTION
+from airflow_tablemgmt.core.format_actions import (
+    COMPACTION_INSTANT_OPTION,
+    HUDI_CLEAN,
+    HUDI_CLUSTERING,
+    HUDI_COMPACTION,
+)
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
@@ -34,6 +41,7 @@ log = logging.getLogger(__name__)
 DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
     HUDI_COMPACTION.name: TriggerStrategy(Interval.parse("30m"), on_new_snapshot=False, parallelism=4),
     HUDI_CLEAN.name: TriggerStrategy(Interval.parse("6h"), on_new_snapshot=False, parallelism=2),
+    HUDI_CLUSTERING.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
 }
 
 
@@ -79,6 +87,15 @@ class HudiProcessFactory:
                 return None
         if timeline is not None and action == HUDI_CLEAN.name and timeline.commits_since_clean() == 0:
             log.info("tablemgmt: clean on %s: nothing committed since the last clean: skipped", table.id)
+            return None
+        if (
+            timeline is not None
+            and action == HUDI_CLUSTERING.name
+            and timeline.commits_since_clustering() == 0
+        ):
+            log.info(
+                "tablemgmt: clustering on %s: nothing committed since the last clustering: skipped", table.id
+            )
             return None
         return path_job(table, action, options, context, "hudi")
 

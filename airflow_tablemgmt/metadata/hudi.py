@@ -57,6 +57,10 @@ class HudiTimeline:
         last = max((i for i, action in self.completed if action == "clean"), default="")
         return sum(1 for i, action in self.completed if action in _WRITES and i > last)
 
+    def commits_since_clustering(self) -> int:
+        last = max((i for i, action in self.completed if action == "replacecommit"), default="")
+        return sum(1 for i, action in self.completed if action in ("commit", "deltacommit") and i > last)
+
     def count(self, action: str) -> int:
         return sum(1 for _, a in self.completed if a == action)
 

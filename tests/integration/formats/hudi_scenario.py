@@ -1,6 +1,6 @@
 """The Hudi scenario (run by test_hudi.py in a child process): a merge-on-read table written by Spark,
 then compaction in RFC-43's two phases (scheduled and executed by one job; then a retry of an attempt that
-died after scheduling executes that instant), and clean, each job made by the Hudi factory and run through
+died after scheduling executes that instant), clean and z-order clustering, each job made by the Hudi factory and run through
 the job's entry."""
 
 from __future__ import annotations
@@ -73,7 +73,11 @@ def main(warehouse: Path) -> None:
         namespace="app",
         name="events",
         format="hudi",
-        actions={"compaction": {"min-delta-commits": 2}, "clean": {"retain-commits": 1}},
+        actions={
+            "compaction": {"min-delta-commits": 2},
+            "clean": {"retain-commits": 1},
+            "clustering": {"sort-columns": ["v", "id"], "layout": "z-order"},
+        },
     )
 
     before = read_back()
@@ -121,6 +125,16 @@ def main(warehouse: Path) -> None:
     t = time.perf_counter()
     result = run_job(spark, job)
     step("clean", result=result, wall=round(time.perf_counter() - t, 2), before=before, after=read_back())
+    before = read_back()
+    job = factory.trigger(spec, "clustering", context)
+    t = time.perf_counter()
+    result = run_job(spark, job)
+    step(
+        "clustering", result=result, wall=round(time.perf_counter() - t, 2), before=before, after=read_back()
+    )
+    again = factory.trigger(spec, "clustering", context)
+    step("clustering_again", job=None if again is None else again.options)
+
     spark.stop()
 
 

@@ -62,6 +62,20 @@ def test_a_retry_executes_the_instant_the_dead_attempt_scheduled(scenario: tuple
     unchanged_rows(step)
 
 
+def test_clustering_rewrites_file_groups_along_a_z_order(scenario: tuple[Path, Steps]) -> None:
+    location, steps = scenario
+    step = steps["clustering"]
+    summary = step["result"]["summary"]
+    assert step["result"]["exit_code"] == 0, step["result"]
+    assert summary["layout"] == "z-order" and summary["sort_columns"] == ["v", "id"]
+    assert summary["states"] == ["COMPLETED"] and summary["file_groups_rewritten"] >= 1
+    (instant,) = summary["instants"]
+    assert read_timeline(str(location)).count("replacecommit") == 1
+    assert step["after"]["current_snapshot_id"] == int(instant)
+    unchanged_rows(step)
+    assert steps["clustering_again"]["job"] is None  # nothing committed since: skipped without a JVM
+
+
 def test_clean_deletes_old_file_slices_only(scenario: tuple[Path, Steps]) -> None:
     location, steps = scenario
     step = steps["clean"]

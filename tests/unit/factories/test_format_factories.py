@@ -53,7 +53,7 @@ def hudi_timeline(root: Path, names: list[str]) -> None:
 def test_each_format_declares_its_actions_triggers_engines_and_session() -> None:
     for factory, fmt, actions in (
         (DeltaProcessFactory(), TableFormat.DELTA, {"optimize", "vacuum"}),
-        (HudiProcessFactory(), TableFormat.HUDI, {"compaction", "clean"}),
+        (HudiProcessFactory(), TableFormat.HUDI, {"compaction", "clean", "clustering"}),
     ):
         assert isinstance(factory, ProcessFactory)
         assert factory.supported_actions() == {fmt: actions}
