@@ -183,6 +183,10 @@ def table_health(table_id: str, files: FileStats | None) -> None:
     """Per-table gauges from a health read (pyiceberg): files, small files, delete files, snapshots."""
     if files is None:
         return
+    from airflow_tablemgmt.metadata.health import score
+
     values = {name: getattr(files, name) for name in HEALTH_GAUGES}
+    # The same 0-100 score REST, the page and the CLI show (metadata/health.py).
+    values["health_score"] = score(files).score
     for name, value in values.items():
         _emit("gauge", f"table.{name}", value, {"table": table_id}, table_id)

@@ -96,13 +96,6 @@ class FileStats:
     def deleted_row_ratio(self) -> float:
         return round(min(1.0, self.deleted_rows / self.records), 4) if self.records else 0.0
 
-    @property
-    def health_score(self) -> int:
-        """0–100, ``metadata/health.py``'s definition (its findings: :func:`metadata.health.score`)."""
-        from airflow_tablemgmt.metadata.health import score
-
-        return score(self).score
-
 
 def read_file_stats(catalog: CatalogSpec, table: TableSpec, *, now: float | None = None) -> FileStats:
     """Counts and sizes of the current snapshot's files, read from its manifests with pyiceberg.

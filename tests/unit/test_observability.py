@@ -11,6 +11,7 @@ import pytest
 from airflow_tablemgmt import observability
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.metadata.files import FileStats
+from airflow_tablemgmt.metadata.health import score
 
 
 class StatsdReceiver:
@@ -138,7 +139,10 @@ def test_health_gauges(statsd: StatsdReceiver) -> None:
         "airflow.tablemgmt.table.delete_files.demo__db__events": ["2|g"],
         "airflow.tablemgmt.table.snapshots.demo__db__events": ["12|g"],
         "airflow.tablemgmt.table.data_bytes.demo__db__events": ["4096|g"],
+        # The score REST and the page show, from the same figures (metadata/health.py).
+        "airflow.tablemgmt.table.health_score.demo__db__events": [f"{score(files).score}|g"],
     })  # fmt: skip
+    assert score(files).score < 100  # 30 small files of 40: a finding, so the gauge says so
 
 
 def test_an_emit_that_raises_never_reaches_the_caller(
