@@ -349,9 +349,14 @@ _OBJECT_STORE_NEEDS = (
 
 
 def catalog_needs(catalog: CatalogSpec) -> list[str]:
-    """What a job on a table of ``catalog`` needs: the Iceberg runtime, the object store's bundle its
-    warehouse or properties point at (or its ``io-impl`` names), and the JDBC driver of a JDBC catalog."""
-    needs = ["iceberg"]
+    """What a job on a table of ``catalog`` needs: its format's runtime (Iceberg's unless the factory marked
+    the job's catalog with another format: ``spark/conf.py``'s ``FORMAT_SESSIONS``; a table of one format
+    never loads another's), the object store's bundle its warehouse or properties point at (or its
+    ``io-impl`` names), and the JDBC driver of a JDBC catalog."""
+    from airflow_tablemgmt.spark.conf import FORMAT_SESSIONS, table_format
+
+    format_needs = list(FORMAT_SESSIONS[table_format(catalog)].needs)
+    needs = list(format_needs)
     values = [catalog.warehouse or "", *(str(v) for v in catalog.properties.values())]
     io_impl = str(catalog.properties.get("io-impl", ""))
     for schemes, need in _OBJECT_STORE_NEEDS:
@@ -364,7 +369,7 @@ def catalog_needs(catalog: CatalogSpec) -> list[str]:
     # service may send (vended credentials): its FileIO needs the AWS SDK unless another store is named.
     remote = (
         catalog.type in (CatalogType.REST, CatalogType.HIVE)
-        and len(needs) == 1
+        and len(needs) == len(format_needs)
         and not any(k.startswith(("gcs.", "adls.")) for k in catalog.properties)
     )
     if catalog.type == CatalogType.GLUE or ".aws." in io_impl or s3_settings or remote:

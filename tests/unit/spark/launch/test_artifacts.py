@@ -214,3 +214,18 @@ def test_user_jars_and_packages_are_merged_not_dropped() -> None:
     assert packages == ["org.x:y:1", "org.z:w:2"]
     conf, jars, packages = merge_user_jars({}, {"spark.jars": "/defaults/d.jar"}, ours)
     assert jars == ["/cache/iceberg.jar", "/defaults/d.jar"] and packages == [] and conf == {}
+
+
+def test_a_delta_or_hudi_job_gets_its_own_runtime_and_not_icebergs() -> None:
+    """The factory marks the job's catalog with the table's format; the jars follow it."""
+    from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+    from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.spark.launch.artifacts import catalog_needs
+
+    for fmt in ("delta", "hudi"):
+        local = CatalogSpec(name="p", warehouse="/wh", properties={TABLE_FORMAT_PROPERTY: fmt})
+        assert catalog_needs(local) == [fmt]
+        on_s3 = CatalogSpec(name="p", warehouse="s3://b/wh", properties={TABLE_FORMAT_PROPERTY: fmt,
+                                                                            "allow-unsafe-commits": "true"})  # fmt: skip
+        assert catalog_needs(on_s3)[0] == fmt and "iceberg" not in catalog_needs(on_s3)
+    assert catalog_needs(CatalogSpec(name="i", warehouse="/wh")) == ["iceberg"]
