@@ -1,7 +1,7 @@
 """The actions of Delta and Hudi tables: their settings models, registered in :data:`core.actions.ACTIONS`.
 
-Kept beside ``core/actions.py`` (which imports this module at its end, so every action is registered
-once ``core.actions`` is imported) because each format's options follow its own procedures: Delta's
+Kept beside ``core/actions.py`` (which registers :data:`FORMAT_ACTIONS`, so every action is known once
+``core.actions`` is imported; this module imports only ``core/action_model.py``) because each format's options follow its own procedures: Delta's
 ``OPTIMIZE`` / ``VACUUM``, Hudi's ``run_compaction`` / ``run_clean`` / ``run_clustering``.
 Floors work as the Iceberg actions' do: a destructive retention below its floor needs an explicit
 ``allow-below-floor: true``, and Delta's own retention check is never turned off.
@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator, model_validator
 
-from airflow_tablemgmt.core.actions import ACTIONS, Action, ActionSettings
+from airflow_tablemgmt.core.action_model import Action, ActionSettings
 from airflow_tablemgmt.core.durations import Duration, format_duration
 from airflow_tablemgmt.core.identifiers import validate_identifier
 
@@ -161,18 +161,15 @@ class HudiClusteringSettings(ActionSettings):
     _cols = field_validator("sort_columns")(_columns)
 
 
-OPTIMIZE = ACTIONS.register(
-    Action("optimize", OptimizeSettings, True, "Delta: bin-pack or Z-order data files (OPTIMIZE)")
+OPTIMIZE = Action("optimize", OptimizeSettings, True, "Delta: bin-pack or Z-order data files (OPTIMIZE)")
+VACUUM = Action("vacuum", VacuumSettings, True, "Delta: delete files past the retention (VACUUM)")
+HUDI_COMPACTION = Action(
+    "compaction", HudiCompactionSettings, True, "Hudi: compact log files into base files (MOR)"
 )
-VACUUM = ACTIONS.register(
-    Action("vacuum", VacuumSettings, True, "Delta: delete files past the retention (VACUUM)")
+HUDI_CLEAN = Action("clean", HudiCleanSettings, True, "Hudi: delete old file slices (run_clean)")
+HUDI_CLUSTERING = Action(
+    "clustering", HudiClusteringSettings, True, "Hudi: recluster file groups (run_clustering)"
 )
-HUDI_COMPACTION = ACTIONS.register(
-    Action("compaction", HudiCompactionSettings, True, "Hudi: compact log files into base files (MOR)")
-)
-HUDI_CLEAN = ACTIONS.register(
-    Action("clean", HudiCleanSettings, True, "Hudi: delete old file slices (run_clean)")
-)
-HUDI_CLUSTERING = ACTIONS.register(
-    Action("clustering", HudiClusteringSettings, True, "Hudi: recluster file groups (run_clustering)")
-)
+
+#: Registered in :data:`core.actions.ACTIONS` by that module.
+FORMAT_ACTIONS = (OPTIMIZE, VACUUM, HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING)
