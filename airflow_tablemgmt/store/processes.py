@@ -1,5 +1,9 @@
 """``ProcessRepository``: one row per (table, action, instant) and its guarded lifecycle.
 
+(Over 400 lines on purpose: every guarded transition of a process row in one place, so the legal
+transitions and the statements that enforce them are read together; the page's read-only listings
+live in ``store/listing.py``.)
+
 Every status change is ``UPDATE ... WHERE id = :id AND status IN (:expected) [AND attempt = :n]``
 with a rowcount check, so two workers racing on one process cannot both win: the loser gets
 :class:`IllegalTransition` naming the status it lost to. A worker's writes (every transition except
