@@ -154,3 +154,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_handler)
     app.add_exception_handler(TableMgmtError, _service_handler)
     app.add_exception_handler(ApiError, _api_handler)
+
+
+class BodyTooLarge(Exception):
+    """A request body grew past the size limit while it was read (api/limits.py answers 413)."""

@@ -11,6 +11,8 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from airflow_tablemgmt.api.errors import BodyTooLarge
+
 #: Table declarations, catalog settings and dynamic-table queries are small; 1 MiB is far above any.
 MAX_BODY_BYTES = 1024 * 1024
 _WITH_BODY = {"POST", "PUT", "PATCH"}
@@ -20,10 +22,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class BodyTooLarge(Exception):
-    pass
 
 
 def _is_json(content_type: str) -> bool:

@@ -37,3 +37,7 @@ class NotFound(TableMgmtError):
 class Conflict(TableMgmtError):
     """The request contradicts the object's state or owner (suspending a suspended table, changing a
     table declared in tables.yaml, creating one that exists); nothing was changed."""
+
+
+class DuplicateRun(TableMgmtError):
+    """A run of this action at this instant exists already (a process or a DAG run)."""

@@ -17,18 +17,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from airflow_tablemgmt.core.actions import ACTIONS
-from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
 from airflow_tablemgmt.core.naming import dag_id_for as dag_id_for  # re-exported: the services and api use it
 from airflow_tablemgmt.core.process import Process
-from airflow_tablemgmt.services.errors import InvalidInput
+from airflow_tablemgmt.services.errors import DuplicateRun, InvalidInput
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
-
-
-class DuplicateRun(TableMgmtError):
-    """A run of this action at this instant exists already (a process or a DAG run)."""
 
 
 class DagTrigger(Protocol):
