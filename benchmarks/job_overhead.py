@@ -355,7 +355,9 @@ def main() -> None:
         site.mkdir(exist_ok=True)
         (site / "sitecustomize.py").write_text(_BASELINE_SITE)
         pythonpath = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-        envs["before"] = {**env, "TMS_BASELINE_TREE": str(args.baseline.resolve()), "PYTHONPATH": pythonpath}
+        # The job's environment is allow-listed ([tablemgmt] job_env_allow): let the swap reach the driver.
+        envs["before"] = {**env, "TMS_BASELINE_TREE": str(args.baseline.resolve()), "PYTHONPATH": pythonpath,
+                          "AIRFLOW__TABLEMGMT__JOB_ENV_ALLOW": "PYTHONPATH TMS_BASELINE_TREE"}  # fmt: skip
     for side, side_env in envs.items():
         decl = work / f"tables-{side}.yaml"
         declared = {_table(a, SIDES[side], r): a for a, r in plan}
