@@ -18,6 +18,15 @@ os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = '{"conn_type": "spark", "host": "local[2]"}'
 os.environ["TABLEMGMT_STORE_URL"] = f"sqlite:///{os.path.join(_HOME, 'tablemgmt.db')}"
 os.makedirs(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], exist_ok=True)
+# One Fernet key for this test process and every Airflow subprocess it starts: a trigger row written
+# (encrypted) by a subprocess's ``dag.test()`` must decrypt in the next in-process ``dag.test()``, which
+# reads every trigger row of the shared test DB. Without it, a subprocess that finds a generated
+# ``fernet_key`` in airflow.cfg encrypts with it while this process (configured before the file
+# existed) reads with none.
+if not os.environ.get("AIRFLOW__CORE__FERNET_KEY"):
+    from cryptography.fernet import Fernet
+
+    os.environ["AIRFLOW__CORE__FERNET_KEY"] = Fernet.generate_key().decode()
 
 _FAULT_FIGURES: list[dict[str, Any]] = []
 

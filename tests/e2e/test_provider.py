@@ -57,7 +57,10 @@ def test_tablemgmt_connection_type_and_its_form_are_registered(airflow_db: str) 
 
 def test_triggers_and_provider_configuration_are_listed(airflow_db: str) -> None:
     triggers = [t for t in airflow_json("triggers") if t["package_name"] == PACKAGE]
-    assert [t["class"] for t in triggers] == ["airflow_tablemgmt.triggers.snapshot"]
+    assert sorted(t["class"] for t in triggers) == [
+        "airflow_tablemgmt.triggers.snapshot",
+        "airflow_tablemgmt.triggers.snapshot_changed",
+    ]
     configs = {c["provider_config"][0]: c["provider_config"][1] for c in airflow_json("configs")}
     assert set(configs[PACKAGE]) == {"tablemgmt"}, configs.get(PACKAGE)
     res = run(
