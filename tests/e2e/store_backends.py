@@ -13,27 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.support.postgres import PG_URL
 
-PG_URL = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgresql"]
 
 
 def _pg_admin():  # type: ignore[no-untyped-def]
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.exc import OperationalError
-    from sqlalchemy.pool import NullPool
+    from tests.support.postgres import reachable_admin
 
-    engine = create_engine(PG_URL, poolclass=NullPool, connect_args={"connect_timeout": 5})
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-    except OperationalError as e:
-        message = f"PostgreSQL for the API tests is unreachable at {PG_URL}: {e.orig}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return engine
+    return reachable_admin("the API tests")
 
 
 @contextmanager
