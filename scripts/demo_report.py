@@ -14,6 +14,7 @@ import os
 import secrets
 import sys
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from airflow_tablemgmt.core.process import Process, ProcessStatus
@@ -149,7 +150,9 @@ def next_steps(
         *(f"  curl -s {auth} {api}/processes/{pid}" for pid in process_ids),
     ]
     if dynamic:
-        refresh = json.dumps({"isPeriodic": True, "scheduleTime": "2030-01-01 00:00:00"})
+        # A schedule time inside the accepted window (the refresh DAG's start .. now + 5 min): today, 00:00 UTC.
+        today = datetime.now(UTC).strftime("%Y-%m-%d 00:00:00")
+        refresh = json.dumps({"isPeriodic": True, "scheduleTime": today})
         lines += [
             "",
             f"The dynamic table {dynamic}: its definition, state and refresh history, and FLIP-435's refresh",
