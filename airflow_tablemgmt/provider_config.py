@@ -100,11 +100,13 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "string",
         "",
         "Notifications for every table, as JSON: Airflow notifiers by class path with their kwargs, the "
-        "events (failed, failing-streak, suspended) and the failing streak's length; the same document as a "
-        "table's notify: (docs/notifications.md). Empty: none.",
+        "events (failed, failing-streak, suspended, unhealthy; default all), the failing streak's length "
+        "(failing-streak, default 3) and the health score under which a table is unhealthy (health-below, "
+        "default 50; sent once per crossing, measured after each process); the same document as a table's "
+        "notify: (docs/notifications.md). Empty: none.",
         '{"notifiers": [{"class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier", '
-        '"kwargs": {"to": "data-platform@example.com"}}], "events": ["failed", "failing-streak", "suspended"], '
-        '"failing-streak": 3}',
+        '"kwargs": {"to": "data-platform@example.com"}}], '
+        '"events": ["failed", "failing-streak", "suspended", "unhealthy"], "failing-streak": 3, "health-below": 50}',
     ),
 }
 

@@ -1,5 +1,6 @@
 """The failure callback of every maintenance and refresh task: decides from the store which events a
-final failure makes (``failed``, ``failing-streak``, ``suspended``) and sends them.
+final failure makes (``failed``, ``failing-streak``, ``suspended``) and sends them, then measures the
+table's health (``unhealthy``, :mod:`airflow_tablemgmt.notifications.health`).
 
 Airflow calls ``on_failure_callback`` once the task has failed for good (after its last retry, or at
 once for a failure retries cannot fix, such as a cancel or an automatic suspension), in the task's
@@ -18,6 +19,7 @@ from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.notifications.dispatch import Route, global_notify, routes, send
 from airflow_tablemgmt.notifications.events import Notification
+from airflow_tablemgmt.notifications.health import after_process
 
 log = logging.getLogger(__name__)
 _FAILURES = frozenset({ProcessStatus.FAILED, ProcessStatus.KILLED})
@@ -125,3 +127,6 @@ def on_task_failure(context: Mapping[str, Any]) -> None:
             sent,
             len(route.notifiers),
         )
+    # The table is measured after a failed process too: writers may have made it worse since the last one.
+    process_id = next((n.process_id for _, n in decided if n.process_id is not None), None)
+    after_process(store, table_id, action, context, process_id=process_id)

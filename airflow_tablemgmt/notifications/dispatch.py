@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration
-from airflow_tablemgmt.core.notify import NotifierSpec, NotifyEvent, NotifySpec
+from airflow_tablemgmt.core.notify import DEFAULT_HEALTH_BELOW, NotifierSpec, NotifyEvent, NotifySpec
 from airflow_tablemgmt.notifications.events import Notification
 
 log = logging.getLogger(__name__)
@@ -31,11 +31,13 @@ DEFAULT_FIELDS: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class Route:
-    """Notifiers, the events they take and the streak that counts as one (from one NotifySpec)."""
+    """Notifiers, the events they take, the streak that counts as one and the health threshold (from one
+    NotifySpec)."""
 
     notifiers: tuple[NotifierSpec, ...]
     events: frozenset[NotifyEvent]
     failing_streak: int
+    health_below: int = DEFAULT_HEALTH_BELOW
 
 
 def parse_notify(value: str | Mapping[str, Any] | None, source: str) -> NotifySpec | None:
@@ -60,7 +62,11 @@ def routes(table_notify: NotifySpec | None, global_spec: NotifySpec | None) -> l
     specs = [s for s in (table_notify,) if s is not None]
     if global_spec is not None and (table_notify is None or table_notify.inherit):
         specs.append(global_spec)
-    return [Route(tuple(s.notifiers), frozenset(s.events), s.failing_streak) for s in specs if s.notifiers]
+    return [
+        Route(tuple(s.notifiers), frozenset(s.events), s.failing_streak, s.health_below)
+        for s in specs
+        if s.notifiers
+    ]
 
 
 def build_notifier(spec: NotifierSpec) -> Any:

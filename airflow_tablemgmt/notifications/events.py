@@ -22,9 +22,17 @@ class Notification:
     streak: int = 0
     suspended_reason: str | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    # unhealthy: the score, the threshold it fell below, the findings (metadata/health.py's, each with
+    # ``enabled``: whether the table runs that action) and the table's page
+    health_score: int | None = None
+    health_below: int | None = None
+    findings: tuple[dict[str, Any], ...] = ()
+    page: str | None = None
 
     @property
     def subject(self) -> str:
+        if self.event == NotifyEvent.UNHEALTHY:
+            return f"[tablemgmt] {self.table} health score {self.health_score} is below {self.health_below}"
         if self.event == NotifyEvent.SUSPENDED:
             return f"[tablemgmt] {self.table} suspended after {self.streak} failed refreshes"
         if self.event == NotifyEvent.FAILING_STREAK:
@@ -33,6 +41,8 @@ class Notification:
 
     @property
     def text(self) -> str:
+        if self.event == NotifyEvent.UNHEALTHY:
+            return self._unhealthy_text()
         lines = [self.subject, ""]
         what = {
             NotifyEvent.FAILED: "The process failed and its task has no retry left.",
@@ -56,6 +66,30 @@ class Notification:
         lines += [f"{k}: {v}" for k, v in sorted(self.figures.items())]
         if self.process_id is not None:
             lines += ["", f"tablemgmt process {self.process_id}   # the process, its summary and failure"]
+        return "\n".join(lines)
+
+    def _unhealthy_text(self) -> str:
+        after = f"its {self.action} process {self.process_id}" if self.process_id else f"its {self.action}"
+        lines = [
+            self.subject,
+            "",
+            f"The table's health score is {self.health_score} of 100, below {self.health_below}, measured after "
+            f"{after} ended. You are told once: again only after it is back at {self.health_below} or more "
+            "and falls again.",
+            "",
+            "What would help:" if self.findings else "No action would help (no finding).",
+        ]
+        for f in self.findings:
+            note = "" if f.get("enabled") else " (not among the table's actions)"
+            lines.append(f"- {f['action']}{note}, -{f['points']} points: {f['reason']}")
+        rows = [("table", self.table), ("DAG run", f"{self.dag_id} / {self.run_id}" if self.dag_id else None)]
+        lines += [""] + [f"{k}: {v}" for k, v in rows if v not in (None, "")]
+        lines += ["", f"page: {self.page}"] if self.page else [""]
+        lines.append(f"REST: GET /tablemgmt/v1/tables/{self.table}/health")
+        for action in dict.fromkeys(f["action"] for f in self.findings if f.get("enabled")):
+            lines.append(
+                f"tablemgmt run {self.table} {action}   # run it now rather than at its next schedule"
+            )
         return "\n".join(lines)
 
     def template_context(self) -> dict[str, Any]:

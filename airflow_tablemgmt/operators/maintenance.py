@@ -21,6 +21,7 @@ from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
 from airflow_tablemgmt.lineage.spark import parent_job_conf
+from airflow_tablemgmt.notifications.health import after_process
 from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
 
 
@@ -183,6 +184,8 @@ class TableMaintenanceOperator(BaseOperator):
                 self.log.error("tablemgmt: %s", table_outcome.halted)
                 raise AirflowFailException(f"tablemgmt: {e}; {table_outcome.halted}") from e
             raise AirflowException(str(e)) from e
+        if not outcome.reused:  # the unhealthy notification, once per crossing (docs/notifications.md)
+            after_process(store, self.table, self.action, context, process_id=outcome.process.id)
         return outcome.summary
 
     def _plan(self, store: Any, factories: Any, context: Any) -> RunPlan:

@@ -36,7 +36,7 @@ VERSION_TABLE = "tms_alembic_version"
 #: The newest migration, i.e. the schema these models describe. Bump it with every migration
 #: (a test checks it against the migration scripts); it lets a process check the schema
 #: without importing Alembic.
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 
 # Deterministic constraint names, so later migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -163,4 +163,20 @@ class DeclarationFileRow:
         _required("entries", json_document()),  # table_id -> [entry hash, updated_at]
         _required("errors", json_document()),  # [[table, message], ...]
         _required("updated_at", UtcDateTime()),
+    )
+
+
+class HealthAlertRow:
+    """Whether a table's health score is below a notification threshold, as last measured (migration 0005):
+    the ``unhealthy`` notification is sent by whoever flips ``below`` (``store/health_alerts.py``)."""
+
+    __table__ = Table(
+        "tms_health_alert",
+        Base.metadata,
+        Column("table_id", String(TABLE_ID_LEN), primary_key=True),
+        Column("threshold", Integer, primary_key=True),
+        _required("below", Boolean),
+        _required("score", Integer),
+        _required("changed_at", UtcDateTime()),
+        _required("measured_at", UtcDateTime()),
     )
