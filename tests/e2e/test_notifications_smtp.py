@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import email
 import json
+import os
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -215,3 +216,150 @@ def test_a_tables_notify_is_declared_in_yaml_and_kept_by_the_store(store: Any) -
     assert kept.failing_streak == 5 and [str(e) for e in kept.events] == ["failing-streak"]
     bad = text.replace("failing-streak: 5", "failing-streak: 1")
     assert any("failing-streak" in e.message for e in parse_declarations_text(bad, "tables.yaml").errors)
+
+
+# --- unhealthy: a table's health score crossing below health-below (notifications/health.py) ---------------
+
+HEALTH_TABLE = "lake.sales.events"
+
+
+@pytest.fixture
+def small_files_lake(tmp_path: Path) -> tuple[Any, Any]:
+    """An Iceberg table in a SQL catalog on SQLite, written by pyiceberg as the health score's own tests
+    write theirs (tests/unit/metadata/test_health.py): no JVM. Returns (the pyiceberg table, a store that
+    registers it with ``notify: {events: [unhealthy]}`` to one mailbox)."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+    from airflow_tablemgmt.store import Store
+
+    uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", f"file://{tmp_path / 'wh'}"
+    catalog = SqlCatalog("lake", uri=uri, warehouse=warehouse)
+    catalog.create_namespace("sales")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+    table = catalog.create_table("sales.events", schema=schema)
+    store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
+    store.catalogs.upsert(
+        CatalogSpec(name="lake", type="jdbc", warehouse=warehouse, properties={"uri": uri}), Owner.STORE
+    )
+    notify = {"notifiers": [_notifier("oncall@example.com")], "events": ["unhealthy"]}
+    spec = {"catalog": "lake", "namespace": "sales", "name": "events", "notify": notify,
+            "actions": {"expire-snapshots": {}, "rewrite-files": {}}}  # fmt: skip
+    store.tables.upsert(TableSpec.model_validate(spec), Owner.STORE)
+    return table, store
+
+
+def _append_small_files(table: Any, n: int) -> None:
+    import pyarrow as pa
+
+    for i in range(n):
+        rows = pa.table(
+            {"id": [i * 10 + j for j in range(10)], "v": ["x"] * 10}, schema=table.schema().as_arrow()
+        )
+        table.append(rows)
+
+
+def test_a_health_crossing_mails_once_and_again_only_after_recovering(
+    inbox: _Inbox, small_files_lake: tuple[Any, Any], tmp_path: Path
+) -> None:
+    """Twelve small appends take the table to 48 (< 50, the default): two workers finishing a process of it
+    at the same moment measure it, and the server receives exactly one mail; measured again while still
+    below, none; rewritten into one file it recovers (none), and twelve appends later it crosses again: one."""
+    import threading
+
+    from airflow_tablemgmt.notifications.health import after_process, read_health
+    from airflow_tablemgmt.store import Store
+
+    table, store = small_files_lake
+    _append_small_files(table, 12)
+    spec = store.tables.get(HEALTH_TABLE)
+    low = read_health(store, spec)
+    assert low.score < 50 and {f.action for f in low.findings} >= {"rewrite-files"}, low
+
+    # Two workers, each with its own connection to the store, finish a process of the table at once.
+    workers = [Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}") for _ in range(2)]
+    barrier, sent = threading.Barrier(2), [0, 0]
+
+    def worker(i: int) -> None:
+        barrier.wait(timeout=30)
+        sent[i] = after_process(workers[i], HEALTH_TABLE, "expire-snapshots", process_id=41 + i)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(sent) == [0, 1] and len(inbox.messages) == 1
+    rcpt, message = inbox.messages[0]
+    assert rcpt == ["oncall@example.com"]
+    assert str(message["Subject"]) == f"[tablemgmt] {HEALTH_TABLE} health score {low.score} is below 50"
+    body = inbox.bodies()[0]
+    assert f"health score is {low.score} of 100, below 50" in body
+    assert "- rewrite-files, -" in body and "compaction would remove 11" in body
+    assert f"tablemgmt run {HEALTH_TABLE} rewrite-files" in body
+    assert f"/plugin/tablemgmt#/tables/{HEALTH_TABLE}" in body
+
+    # Still below after another small append: measured, nothing sent.
+    _append_small_files(table, 1)
+    assert after_process(store, HEALTH_TABLE, "rewrite-files", process_id=43) == 0
+    assert len(inbox.messages) == 1
+
+    # Rewritten into one file (what a compaction does): recovered, nothing sent, the alert re-armed.
+    table.overwrite(table.scan().to_arrow())
+    healthy = read_health(store, spec)
+    assert healthy.score >= 50, healthy
+    assert after_process(store, HEALTH_TABLE, "rewrite-files", process_id=44) == 0
+    _append_small_files(table, 12)
+    assert after_process(store, HEALTH_TABLE, "expire-snapshots", process_id=45) == 1
+    assert len(inbox.messages) == 2
+    print("\n" + str(inbox.messages[0][1]["Subject"]) + "\n\n" + body)  # what docs/notifications.md quotes
+
+
+SPARK_TABLE = "lake.sales.clicks"
+
+
+@pytest.mark.skipif(
+    os.environ.get("TABLEMGMT_NOTIFY_FULL") != "1",
+    reason="the unhealthy notification through a real Spark run runs with TABLEMGMT_NOTIFY_FULL=1",
+)
+@pytest.mark.timeout(1200)
+def test_the_operator_mails_once_when_its_process_leaves_the_table_unhealthy(
+    airflow_db: str, dags_folder: Path, inbox: _Inbox, tmp_path: Path, monkeypatch
+) -> None:
+    """On demand (two spark-submit runs and a table written by Spark, minutes on 2 cores): the DAG the
+    factory builds runs expire-snapshots on a Spark-written table of many small files; after its process
+    the operator measures the table (its small files cost it about 33 points, below health-below 80): one
+    mail. The next run measures it still below: none. Measured: 240 s (2 cores, load 8)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+    from airflow_tablemgmt.store import Store
+    from tests.e2e.conftest import make_table
+
+    table = make_table(tmp_path / "wh", SPARK_TABLE, files=24, rows=2400)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("TABLEMGMT_STORE_URL", url)
+    monkeypatch.delenv("AIRFLOW__TABLEMGMT__NOTIFY", raising=False)
+    store = Store.for_url(url)
+    store.catalogs.upsert(CatalogSpec(name="lake", warehouse=str(table.warehouse)), Owner.STORE)
+    notify = {"notifiers": [_notifier("oncall@example.com")], "events": ["unhealthy"], "health-below": 80}
+    spec = {"catalog": "lake", "namespace": "sales", "name": "clicks", "notify": notify,
+            "actions": {"expire-snapshots": {"retries": 0}, "rewrite-files": {}}}  # fmt: skip
+    store.tables.upsert(TableSpec.model_validate(spec), Owner.STORE)
+
+    bag = DagBag(dag_folder=str(dags_folder))
+    dag = bag.get_dag(f"tms__{SPARK_TABLE}__expire-snapshots")
+    assert dag is not None, (bag.import_errors, sorted(bag.dag_ids))
+    for day in (1, 2):
+        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC))
+        assert str(run.state) == "success", run
+        assert len(inbox.messages) == 1, [str(m["Subject"]) for _, m in inbox.messages]
+    processes = store.processes.list(table_id=SPARK_TABLE, action="expire-snapshots", limit=10)
+    assert [str(p.status) for p in processes] == ["SUCCESS", "SUCCESS"]
+    subject = str(inbox.messages[0][1]["Subject"])
+    assert subject.startswith(f"[tablemgmt] {SPARK_TABLE} health score ") and subject.endswith(" is below 80")
+    body = inbox.bodies()[0]
+    first = min(p.id for p in processes)
+    assert f"after its expire-snapshots process {first} ended" in body
+    assert f"tablemgmt run {SPARK_TABLE} rewrite-files" in body and f"DAG run: tms__{SPARK_TABLE}" in body
