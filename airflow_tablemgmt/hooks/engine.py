@@ -12,7 +12,7 @@ needs the driver's JVM): they stay on spark-submit whatever the selection says.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.tables import REFRESH_ACTION
 from airflow_tablemgmt.hooks.airflow_settings import UNKNOWN, setting_or_airflow
@@ -45,14 +45,15 @@ def engine_for(table_id: str, action: str) -> str | None:
 
 
 def submitter_for(
-    table_id: str, action: str, spark_conn_id: str = "spark_default"
+    table_id: str, action: str, spark_conn_id: str = "spark_default", store: Any = None
 ) -> SparkJobHook | SparkConnectJobHook:
-    """What runs ``action`` on ``table_id``: a Spark Connect client or spark-submit on ``spark_conn_id``."""
+    """What runs ``action`` on ``table_id``: a Spark Connect client or spark-submit on ``spark_conn_id``.
+    ``store`` (the run's): a Connect job leases one of the server's slots there (its slot limit)."""
     conn_id = engine_for(table_id, action)
     if conn_id is not None:
         from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
 
-        return SparkConnectJobHook(conn_id)
+        return SparkConnectJobHook(conn_id, store=store)
     from airflow_tablemgmt.hooks.spark_job import SparkJobHook
 
     return SparkJobHook(spark_conn_id)

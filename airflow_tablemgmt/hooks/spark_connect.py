@@ -11,19 +11,25 @@ change. :meth:`kill` (cancel, lease loss, ``on_kill``) interrupts the job's oper
 from __future__ import annotations
 
 import logging
+import threading
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.spark.connect.errors import ConnectBusy
+from airflow_tablemgmt.spark.connect.pool import SlotLease, SlotPool, settings_hash
 from airflow_tablemgmt.spark.connect.session import (
     ConnectRun,
     interrupt_session,
     job_tag,
+    process_age,
     run_on_connect,
     server_of,
 )
-from airflow_tablemgmt.spark.protocol import JobResult
+from airflow_tablemgmt.spark.protocol import FAILED, JobResult
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +61,27 @@ def connect_url(host: str, port: int | None, extra: dict[str, Any] | None = None
     return f"sc://{host}" + (f"/;{';'.join(params)}" if params else "")
 
 
-def _from_environment(conn_id: str) -> str | None:
+def slot_settings(extra: dict[str, Any] | None) -> tuple[int, float]:
+    """The server's slot limit and how long a task waits for a free slot, from the connection's extras
+    ``slots`` (default 8) and ``slot_wait`` (seconds, default 120)."""
+    from airflow_tablemgmt.spark.connect.pool import DEFAULT_SLOTS, DEFAULT_WAIT
+
+    extra = extra or {}
+    out: list[float] = []
+    for key, default, low in (("slots", DEFAULT_SLOTS, 1), ("slot_wait", DEFAULT_WAIT, 0)):
+        raw = extra.get(key, default)
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not value >= low or (key == "slots" and value != int(value)):
+            kind = "a whole number >= 1" if key == "slots" else "seconds >= 0"
+            raise ValueError(f"a spark_connect connection's extra {key}: {raw!r} is not {kind}")
+        out.append(value)
+    return int(out[0]), out[1]
+
+
+def _from_environment(conn_id: str) -> tuple[str, dict[str, Any]] | None:
     """The URL from a JSON ``AIRFLOW_CONN_<ID>`` when Airflow would provably take it from there (no
     secrets backend, Airflow not imported: the CLI), so a ``tablemgmt run`` does not import Airflow."""
     import json
@@ -75,55 +101,127 @@ def _from_environment(conn_id: str) -> str | None:
         return None
     if not isinstance(fields, dict) or fields.get("conn_type") != CONN_TYPE or not isinstance(extra, dict):
         return None
-    return connect_url(str(fields.get("host") or ""), fields.get("port"), extra)
+    return connect_url(str(fields.get("host") or ""), fields.get("port"), extra), extra
 
 
-def url_of_connection(conn_id: str) -> str:
-    """The server's URL from Airflow connection ``conn_id`` (environment, secrets backend or metadata DB)."""
+def target_of_connection(conn_id: str) -> tuple[str, dict[str, Any]]:
+    """The server's URL and the connection's extras, from Airflow connection ``conn_id`` (environment,
+    secrets backend or metadata DB)."""
     found = _from_environment(conn_id)
     if found is not None:
         return found
     from airflow.sdk import BaseHook
 
     conn = BaseHook.get_connection(conn_id)
-    return connect_url(conn.host or "", conn.port, conn.extra_dejson)
+    extra = conn.extra_dejson
+    return connect_url(conn.host or "", conn.port, extra), extra
+
+
+def url_of_connection(conn_id: str) -> str:
+    """The server's URL from Airflow connection ``conn_id``."""
+    return target_of_connection(conn_id)[0]
 
 
 class SparkConnectJobHook:
-    """A :class:`~airflow_tablemgmt.lifecycle.Submitter` that runs the job on a Spark Connect server."""
+    """A :class:`~airflow_tablemgmt.lifecycle.Submitter` that runs the job on a Spark Connect server.
 
-    def __init__(self, conn_id: str = "spark_connect_default", url: str | None = None) -> None:
+    With a store (:meth:`use_store`), the job holds one of the server's slots while it runs
+    (``spark/connect/pool.py``: the server's slot limit, the ``slots`` extra) and attaches to the
+    session that slot kept, configured already when its catalog settings are the job's. Without one,
+    every job opens a session of its own and nothing bounds the server's jobs but its FAIR scheduler.
+    """
+
+    def __init__(
+        self,
+        conn_id: str = "spark_connect_default",
+        url: str | None = None,
+        *,
+        store: Any = None,
+        slots: int | None = None,
+        slot_wait: float | None = None,
+    ) -> None:
         self.conn_id = conn_id
         self._url = url
+        self._extra: dict[str, Any] = {}
+        self._store = store
+        self._slots = slots
+        self._slot_wait = slot_wait
         self._run: ConnectRun | None = None
+        self._stop = threading.Event()
 
     @property
     def url(self) -> str:
         if self._url is None:
-            self._url = url_of_connection(self.conn_id)
+            self._url, self._extra = target_of_connection(self.conn_id)
         return self._url
+
+    def use_store(self, store: Any) -> None:
+        """Lease the server's slots through ``store`` (the task's store)."""
+        self._store = store
+
+    def _pool(self) -> SlotPool | None:
+        if self._store is None:
+            return None
+        from airflow_tablemgmt.store.connect_slots import ConnectSlotRepository
+
+        slots, wait = slot_settings(self._extra)
+        return SlotPool(
+            ConnectSlotRepository.of(self._store), server_of(self.url),
+            slots=self._slots or slots, wait=wait if self._slot_wait is None else self._slot_wait,
+        )  # fmt: skip
 
     def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
         from airflow_tablemgmt.hooks.secrets import resolve_catalog
+        from airflow_tablemgmt.spark.conf import validated_catalog
+        from airflow_tablemgmt.spark.connect.session import connect_conf
 
+        before_submit = process_age()
         url = self.url
+        tag = job_tag(job)
         # Secret references resolve here, on the worker; they reach the server only as this job's
         # session configuration (gRPC), never a command line or a log line.
         resolved = replace(job, catalog=resolve_catalog(job.catalog))
-        self._run = ConnectRun(url, job_tag(job))
+        try:
+            conf = connect_conf(validated_catalog(resolved.catalog))
+        except Exception:  # noqa: BLE001 - an invalid catalog: the job reports it as under spark-submit
+            conf = None
+        lease: SlotLease | None = None
+        pool = self._pool() if conf is not None else None
+        waited = 0.0
+        if pool is not None:
+            started = time.perf_counter()
+            try:
+                lease = pool.lease(settings_hash(conf or {}), f"{tag}-{uuid.uuid4().hex[:12]}", self._stop)
+            except ConnectBusy as e:
+                log.error("tablemgmt: ConnectBusy: %s", e)
+                return JobResult(status=FAILED, error=str(e), error_class="ConnectBusy")
+            waited = time.perf_counter() - started
+        self._run = ConnectRun(url, tag)
+        if lease is not None:
+            self._run = ConnectRun(url, tag, session_id=lease.slot.session_id, reused=lease.slot.reused)
+            self._run.timings["slot_wait"] = round(waited, 3)
+        if before_submit is not None:
+            self._run.timings["process_before_submit"] = round(before_submit, 3)
+        if self._stop.is_set():  # killed while it waited for a slot
+            self._run.interrupt()
         log.info(
-            "tablemgmt: running %s on Spark Connect server %s (tag %s)",
-            job.action,
-            server_of(url),
-            self._run.tag,
-        )
-        result = run_on_connect(resolved, url, run=self._run, on_started=on_started)
+            "tablemgmt: running %s on Spark Connect server %s (tag %s%s)", job.action, server_of(url), tag,
+            "" if lease is None else f", slot {lease.slot.slot}" + (", session reused" if lease.slot.reused else ""),
+        )  # fmt: skip
+        result: JobResult | None = None
+        try:
+            result = run_on_connect(resolved, url, run=self._run, on_started=on_started, conf=conf)
+        finally:
+            if lease is not None:
+                clean = result is not None and result.ok and not self._run.interrupted
+                lease.release(keep_session=clean and not self._stop.is_set())
         if not result.ok:
             log.error("tablemgmt: %s: %s", result.error_class, result.error)
         return result
 
     def kill(self) -> None:
         """Interrupt the running job's operations on the server (from any thread)."""
+        self._stop.set()
         run = self._run
         if run is not None:
             run.interrupt()

@@ -136,6 +136,8 @@ class TableMaintenanceOperator(BaseOperator):
                 )
         factories = default_factories()
         submitter = self.make_submitter()
+        if callable(getattr(submitter, "use_store", None)):  # a Spark Connect job leases a server slot there
+            submitter.use_store(store)  # type: ignore[attr-defined]
         if isinstance(getattr(submitter, "extra_conf", None), dict):
             submitter.extra_conf.update(parent_job_conf(context))  # type: ignore[attr-defined]
         self._runner = ProcessRunner(

@@ -170,7 +170,7 @@ def run_now(
     runner = ProcessRunner(
         store,
         factories,
-        submitter_for(table_id, action, spark_conn_id),
+        submitter_for(table_id, action, spark_conn_id, store=store),
         resolve_catalog=resolve_catalog_spec,
         **kwargs,
     )

@@ -36,7 +36,7 @@ VERSION_TABLE = "tms_alembic_version"
 #: The newest migration, i.e. the schema these models describe. Bump it with every migration
 #: (a test checks it against the migration scripts); it lets a process check the schema
 #: without importing Alembic.
-SCHEMA_REVISION = "0005"
+SCHEMA_REVISION = "0006"
 
 # Deterministic constraint names, so later migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -112,7 +112,7 @@ class ProcessRow:
         _required("instant", UtcDateTime()),
         _required("status", String(16)),
         _required("attempt", Integer),
-        _required("engine", String(32)),
+        _required("engine", String(255)),  # spark-submit, or spark-connect <server> (0006)
         _optional("external_id", String(255)),  # Spark application id
         _optional("snapshot_id", BigInteger),  # table snapshot the process saw
         _required("parameters", json_document()),
@@ -179,4 +179,21 @@ class HealthAlertRow:
         _required("score", Integer),
         _required("changed_at", UtcDateTime()),
         _required("measured_at", UtcDateTime()),
+    )
+
+
+class ConnectSlotRow:
+    """One slot of a Spark Connect server (migration 0006): its holder (a task, with a lease expiry) and the
+    server-side session it left configured for the next task of the same settings (``store/connect_slots.py``)."""
+
+    __table__ = Table(
+        "tms_connect_slot",
+        Base.metadata,
+        Column("server", String(255), primary_key=True),  # sc://host:port, no parameters
+        Column("slot", Integer, primary_key=True),
+        _optional("session_id", String(64)),
+        _optional("settings_hash", String(64)),
+        _optional("holder", String(255)),
+        _optional("expires_at", UtcDateTime()),
+        _optional("used_at", UtcDateTime()),
     )

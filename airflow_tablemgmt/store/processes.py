@@ -148,6 +148,8 @@ class ProcessRepository:
             if values[name] is not None:
                 values[name] = as_utc(values[name], name)
         values["status"] = str(to)
+        if values.get("external_id"):  # the job started: the engine that runs it (issue 26)
+            values["engine"] = engine_of(str(values["external_id"]))
         guard = [_T.c.id == process_id, _T.c.status.in_([str(s) for s in allowed])]
         if attempt is not None:
             guard.append(_T.c.attempt == attempt)
@@ -380,6 +382,14 @@ def _load(conn: Connection, process_id: int) -> Process:
     if row is None:
         raise ProcessNotFound(f"no process with id {process_id}")
     return _to_process(row)
+
+
+def engine_of(external_id: str) -> str:
+    """What ran a job, from its application id: ``spark-connect sc://host:port`` for a Spark Connect
+    session's id (``connect:<server>#<session>[/<tag>]``, ``spark/connect/session.py``), else ``spark-submit``."""
+    if external_id.startswith("connect:"):
+        return "spark-connect " + external_id[len("connect:") :].split("#", 1)[0][:240]
+    return "spark-submit"
 
 
 def _describe(p: Process) -> str:

@@ -10,5 +10,10 @@ class ConnectUnavailable(TableMgmtError):
     The message names the server; Airflow's retry runs the job again."""
 
 
+class ConnectBusy(ConnectUnavailable):
+    """Every slot of the Spark Connect server (its slot limit) stayed held by other tasks for as long as
+    the task waits for one. The message names the server and the limit; Airflow's retry tries again."""
+
+
 class NotOnConnect(TableMgmtError):
     """An action that needs the Spark driver's JVM (py4j) and therefore runs only through spark-submit."""

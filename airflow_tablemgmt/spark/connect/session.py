@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,8 +96,62 @@ def looks_unavailable(text: str) -> bool:
     return any(marker in text for marker in _UNAVAILABLE)
 
 
+def process_age() -> float | None:
+    """Seconds since this process started (Linux ``/proc``), else None: the interpreter's start, the
+    imports and the store's work before a job, as one figure."""
+    import os
+    from pathlib import Path
+
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        started_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        return max(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def import_client() -> float:
+    """Import pyspark's Connect client; the seconds it took (0 when already imported).
+
+    pyspark 3.5 imports ``distutils.version`` for a version check; setuptools' ``distutils`` shim (on by
+    default in a venv) would import all of setuptools for it (~0.4-0.7 s of a task's start). The shim is
+    stepped around for this import only, so the standard library's module answers."""
+    import sys
+    import time
+    import warnings
+
+    if "pyspark.sql.connect.session" in sys.modules:
+        return 0.0
+    started = time.perf_counter()
+    hack = sys.modules.get("_distutils_hack")
+    shimmed = hack is not None and "distutils" not in sys.modules and hasattr(hack, "remove_shim")
+    if shimmed:
+        hack.remove_shim()  # type: ignore[union-attr]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import pyspark.sql.connect.session  # noqa: F401
+    finally:
+        if shimmed:
+            hack.add_shim()  # type: ignore[union-attr]
+    return time.perf_counter() - started
+
+
+def set_conf(session: RemoteSession, conf: dict[str, str]) -> None:
+    """Set ``conf`` on ``session`` in one gRPC ``Config`` request (``spark.conf.set`` sends one per key)."""
+    if not conf:
+        return
+    import pyspark.sql.connect.proto as proto
+
+    pairs = [proto.KeyValue(key=k, value=v) for k, v in conf.items()]
+    session.client.config(proto.ConfigRequest.Operation(set=proto.ConfigRequest.Set(pairs=pairs)))
+
+
 def open_session(url: str, session_id: str | None = None) -> RemoteSession:
-    """A new remote session on ``url`` (never the process's default session), with the retry policy."""
+    """A remote session on ``url`` (never the process's default session), with the retry policy: a new
+    one, or the server-side session ``session_id`` names (created on the server when it has none)."""
+    import_client()
     from pyspark.sql.connect.session import SparkSession
 
     session = SparkSession(connection=session_url(url, session_id or str(uuid.uuid4())))
@@ -111,7 +166,10 @@ class ConnectRun:
     url: str
     tag: str
     session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    #: The session was left configured with the same catalog settings by an earlier job (a slot's reuse).
+    reused: bool = False
     session: Any = None
+    timings: dict[str, float] = field(default_factory=dict)
     interrupted: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
@@ -119,13 +177,19 @@ class ConnectRun:
 
     @property
     def application_id(self) -> str:
-        return f"{APP_ID_PREFIX}{server_of(self.url)}#{self.session_id}"
+        """``connect:<server>#<session id>/<tag>``: a takeover interrupts this job's tag on that session
+        (a pooled session may run a later task's job by then, which must go on)."""
+        return f"{APP_ID_PREFIX}{server_of(self.url)}#{self.session_id}/{self.tag}"
 
-    def open(self, catalog: CatalogSpec) -> RemoteSession:
+    def open(self, catalog: CatalogSpec, conf: dict[str, str] | None = None) -> RemoteSession:
+        """Attach to the run's session and give it the catalog's settings (one ``Config`` request, also
+        on a reused session: one the server evicted or lost in a restart comes back empty)."""
+        self.timings["connect_import"] = round(import_client(), 3)
+        started = time.perf_counter()
         session = open_session(self.url, self.session_id)
-        for key, value in connect_conf(catalog).items():
-            session.conf.set(key, value)
+        set_conf(session, connect_conf(catalog) if conf is None else conf)
         session.addTag(self.tag)  # pyspark keeps tags per thread: open() runs in the job's thread
+        self.timings["session_open"] = round(time.perf_counter() - started, 3)
         with self._lock:
             self.session = session
         return session
@@ -166,11 +230,14 @@ class ConnectRun:
         return ids
 
     def close(self) -> None:
+        """Close the client's channel. The server-side session stays (pyspark 3.5 cannot release it): a
+        slot's next task attaches to it, otherwise the server's session cache expires it."""
         self._closed.set()
         with self._lock:
             session, self.session = self.session, None
         if session is not None:
             try:
+                session.clearTags()
                 session.stop()
             except Exception:  # noqa: BLE001 - the channel of a dead server
                 log.debug("closing the Connect session failed", exc_info=True)
@@ -182,11 +249,29 @@ def interrupt_session(application_id: str) -> list[str] | None:
     if not application_id.startswith(APP_ID_PREFIX) or "#" not in application_id:
         return None
     server, session_id = application_id[len(APP_ID_PREFIX) :].rsplit("#", 1)
+    session_id, _, tag = session_id.partition("/")
     session = open_session(server, session_id)
     try:
-        return list(session.interruptAll())
+        return list(session.interruptTag(tag) if tag else session.interruptAll())
     finally:
         session.stop()
+
+
+def _refresh_table(run: ConnectRun, session: RemoteSession, job: JobSpec) -> None:
+    """On a reused session the catalog may hold this table from an earlier job (Iceberg's catalog caches
+    tables): drop that, so the job reads the table as a new session would. A table that does not exist is
+    the job's to report; an unreachable server is raised."""
+    from airflow_tablemgmt.core.identifiers import TableIdentifier
+
+    started = time.perf_counter()
+    try:
+        t = job.table
+        session.catalog.refreshTable(TableIdentifier(t["catalog"], t["namespace"], t["name"]).quoted)
+    except Exception as e:
+        if looks_unavailable(str(e)):
+            raise
+        log.debug("refreshing the table on the reused session: %s", str(e)[:300])
+    run.timings["table_refresh"] = round(time.perf_counter() - started, 3)
 
 
 def run_on_connect(
@@ -195,6 +280,7 @@ def run_on_connect(
     *,
     run: ConnectRun | None = None,
     on_started: Callable[[str], None] | None = None,
+    conf: dict[str, str] | None = None,
 ) -> JobResult:
     """Run ``job`` (its catalog's secrets already resolved) on the Connect server at ``url``: the same
     job code as under spark-submit (``spark.job.main.run_job``), the same result."""
@@ -212,7 +298,9 @@ def run_on_connect(
     try:
         from airflow_tablemgmt.spark.conf import validated_catalog
 
-        session = run.open(validated_catalog(job.catalog))
+        session = run.open(validated_catalog(job.catalog), conf)
+        if run.reused:
+            _refresh_table(run, session, job)
     except Exception as e:  # noqa: BLE001 - a refused or unreachable server is the job's failure
         return JobResult(
             status=FAILED, error_class="ConnectUnavailable",
@@ -223,7 +311,12 @@ def run_on_connect(
             on_started(run.application_id)
         result = run_job(session, job)
     finally:
+        started = time.perf_counter()
         run.close()
+        run.timings["session_close"] = round(time.perf_counter() - started, 3)
+    if result.summary is not None and isinstance(result.summary.get("timings"), dict):
+        result.summary["timings"].update(run.timings)
+        result.summary["session_reused"] = run.reused
     if not result.ok and result.error and looks_unavailable(f"{result.error_class} {result.error}"):
         result.error = f"Spark Connect server {server} became unreachable during the job (it died or restarted): {result.error}"
         result.error_class = "ConnectUnavailable"
