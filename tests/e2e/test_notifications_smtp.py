@@ -22,6 +22,7 @@ from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.notifications.callback import decide, failing_streak, on_task_failure
 from airflow_tablemgmt.notifications.dispatch import send
+from airflow_tablemgmt.notifications.health import health_routes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 SMTP_NOTIFIER = "airflow.providers.smtp.notifications.smtp.SmtpNotifier"
@@ -363,3 +364,27 @@ def test_the_operator_mails_once_when_its_process_leaves_the_table_unhealthy(
     first = min(p.id for p in processes)
     assert f"after its expire-snapshots process {first} ended" in body
     assert f"tablemgmt run {SPARK_TABLE} rewrite-files" in body and f"DAG run: tms__{SPARK_TABLE}" in body
+
+
+def test_a_dynamic_tables_notify_is_declared_in_yaml_and_kept_by_the_store(store: Any) -> None:
+    """A dynamic table's own ``notify:`` reaches its store row, which the failure callback and the health
+    evaluation read (as a maintained table's)."""
+    from airflow_tablemgmt.declarations import parse_declarations_text
+    from airflow_tablemgmt.declarations.sync import apply_declarations
+
+    text = (
+        "catalogs: [{name: lake, warehouse: /data/wh}]\n"
+        "dynamic-tables:\n- identifier: lake.sales.daily\n"
+        "  query: SELECT order_day, count(*) AS n FROM lake.sales.orders GROUP BY order_day\n"
+        "  freshness: 1 DAY\n"
+        "  notify:\n    events: [suspended, unhealthy]\n    health-below: 70\n    notifiers:\n"
+        f"    - {{class: {SMTP_NOTIFIER}, kwargs: {{to: team@example.com}}}}\n"
+    )
+    loaded = parse_declarations_text(text, "tables.yaml")
+    assert loaded.errors == [] and len(loaded.dynamic_tables) == 1
+    apply_declarations(store, loaded, prune=False)
+    kept = store.tables.get("lake.sales.daily").notify
+    assert kept is not None and kept == loaded.dynamic_tables[0].notify
+    assert kept.health_below == 70 and [str(e) for e in kept.events] == ["suspended", "unhealthy"]
+    routes = health_routes(kept, None)
+    assert [(r.health_below, r.notifiers[0].kwargs["to"]) for r in routes] == [(70, "team@example.com")]

@@ -34,6 +34,7 @@ from airflow_tablemgmt.core.dynamic.refresh import REFRESH
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
 from airflow_tablemgmt.core.naming import dag_id_length_problem
+from airflow_tablemgmt.core.notify import NotifySpec
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.text import OWNER_MAX_LEN, check_text
 from airflow_tablemgmt.core.triggers import Freshness
@@ -143,6 +144,7 @@ class DynamicTableSpec(_Model):
     suspend_after_failures: int = Field(
         default=5, ge=1, description="consecutive failed scheduled refreshes before the table is suspended"
     )
+    notify: NotifySpec | None = Field(default=None, description="notifications (docs/notifications.md)")
     columns: list[Column] | None = Field(
         default=None, alias="schema", description="filled at creation from Spark's analysis of the query"
     )
@@ -337,6 +339,7 @@ class DynamicTableSpec(_Model):
                 "queue": self.queue,
                 "priority": self.priority,
                 "actions": {REFRESH: refresh},
+                "notify": self.notify,
             }
         )
 
