@@ -2,7 +2,7 @@
 
 Kept beside ``core/actions.py`` (which registers :data:`FORMAT_ACTIONS`, so every action is known once
 ``core.actions`` is imported; this module imports only ``core/action_model.py``) because each format's options follow its own procedures: Delta's
-``OPTIMIZE`` / ``VACUUM``, Hudi's ``run_compaction`` / ``run_clean`` / ``run_clustering``.
+``OPTIMIZE`` / ``VACUUM``, Hudi's ``run_compaction`` / ``run_clean`` / ``run_clustering`` / ``archive_commits``.
 Floors work as the Iceberg actions' do: a destructive retention below its floor needs an explicit
 ``allow-below-floor: true``, and Delta's own retention check is never turned off.
 """
@@ -161,6 +161,46 @@ class HudiClusteringSettings(ActionSettings):
     _cols = field_validator("sort_columns")(_columns)
 
 
+ARCHIVE_MIN_COMMITS_FLOOR = 5
+
+
+class HudiArchiveSettings(ActionSettings):
+    """Hudi ``archive_commits``: move completed instants off the active timeline once it holds more than
+    ``max-commits``, down to ``min-commits``; Hudi never archives past the last clean's earliest retained
+    commit or a pending compaction or clustering."""
+
+    min_commits: int = Field(default=20, ge=1, description="instants the active timeline keeps")
+    max_commits: int = Field(default=30, ge=2, description="instants on the timeline before it archives")
+    retain_commits: int = Field(default=10, ge=1, description="commits the clean retains (< min-commits)")
+    allow_below_floor: bool = Field(
+        default=False, description="explicit, logged override of the 5-commit floor on min-commits"
+    )
+
+    @model_validator(mode="after")
+    def _bounds(self) -> HudiArchiveSettings:
+        if self.min_commits < ARCHIVE_MIN_COMMITS_FLOOR and not self.allow_below_floor:
+            raise ValueError(
+                f"min-commits: {self.min_commits} is below the floor of {ARCHIVE_MIN_COMMITS_FLOOR}, which keeps "
+                "the instants incremental readers and time travel need on the active timeline; allowed: >= "
+                f"{ARCHIVE_MIN_COMMITS_FLOOR}, or set allow-below-floor: true to override"
+            )
+        if self.max_commits <= self.min_commits:
+            raise ValueError(
+                f"max-commits: {self.max_commits} must be greater than min-commits ({self.min_commits})"
+            )
+        if self.retain_commits >= self.min_commits:
+            raise ValueError(
+                f"retain-commits: {self.retain_commits} must be less than min-commits ({self.min_commits}), "
+                "as Hudi requires (hoodie.keep.min.commits > hoodie.clean.commits.retained)"
+            )
+        return self
+
+    def below_floor(self) -> list[str]:
+        if self.min_commits < ARCHIVE_MIN_COMMITS_FLOOR:
+            return [f"min-commits {self.min_commits} is below the floor of {ARCHIVE_MIN_COMMITS_FLOOR}"]
+        return []
+
+
 OPTIMIZE = Action("optimize", OptimizeSettings, True, "Delta: bin-pack or Z-order data files (OPTIMIZE)")
 VACUUM = Action("vacuum", VacuumSettings, True, "Delta: delete files past the retention (VACUUM)")
 HUDI_COMPACTION = Action(
@@ -170,6 +210,12 @@ HUDI_CLEAN = Action("clean", HudiCleanSettings, True, "Hudi: delete old file sli
 HUDI_CLUSTERING = Action(
     "clustering", HudiClusteringSettings, True, "Hudi: recluster file groups (run_clustering)"
 )
+HUDI_ARCHIVE = Action(
+    "archive",
+    HudiArchiveSettings,
+    True,
+    "Hudi: archive old instants off the active timeline (archive_commits)",
+)
 
 #: Registered in :data:`core.actions.ACTIONS` by that module.
-FORMAT_ACTIONS = (OPTIMIZE, VACUUM, HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING)
+FORMAT_ACTIONS = (OPTIMIZE, VACUUM, HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING, HUDI_ARCHIVE)

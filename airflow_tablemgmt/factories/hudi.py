@@ -1,12 +1,11 @@
-"""HudiProcessFactory: Hudi tables' ``compaction`` (merge-on-read, RFC-43's two phases), ``clean`` and
-``clustering``, run
-as Hudi's own Spark procedures in a session with Hudi's extensions only.
+"""HudiProcessFactory: Hudi tables' ``compaction`` (merge-on-read, RFC-43's two phases), ``clean``,
+``clustering`` and ``archive``, run as Hudi's own Spark procedures in a session with Hudi's extensions only.
 
 A Hudi table is path-based, like a Delta one (``<warehouse>/<namespace>/<name>`` of a ``hadoop`` catalog).
 Whether there is work is read from the ``.hoodie`` timeline without a JVM (``metadata/hudi.py``):
 compaction runs when a compaction is pending or at least ``min-delta-commits`` delta commits completed
 since the last one; clean and clustering run when something was committed since the last clean or
-clustering.
+clustering; archive runs when the active timeline holds more than ``max-commits`` completed commits.
 
 RFC-43's two phases: the job schedules a compaction instant, then executes that instant. A pending
 compaction is always executed before a new one is scheduled, and the instant to execute travels in the
@@ -23,6 +22,7 @@ from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFail
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.format_actions import (
     COMPACTION_INSTANT_OPTION,
+    HUDI_ARCHIVE,
     HUDI_CLEAN,
     HUDI_CLUSTERING,
     HUDI_COMPACTION,
@@ -42,6 +42,7 @@ DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
     HUDI_COMPACTION.name: TriggerStrategy(Interval.parse("30m"), on_new_snapshot=False, parallelism=4),
     HUDI_CLEAN.name: TriggerStrategy(Interval.parse("6h"), on_new_snapshot=False, parallelism=2),
     HUDI_CLUSTERING.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
+    HUDI_ARCHIVE.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
 }
 
 
@@ -95,6 +96,18 @@ class HudiProcessFactory:
         ):
             log.info(
                 "tablemgmt: clustering on %s: nothing committed since the last clustering: skipped", table.id
+            )
+            return None
+        if (
+            timeline is not None
+            and action == HUDI_ARCHIVE.name
+            and timeline.active_commits() <= int(options["max-commits"])
+        ):
+            log.info(
+                "tablemgmt: archive on %s: %d commits on the active timeline (<= max-commits %s): skipped",
+                table.id,
+                timeline.active_commits(),
+                options["max-commits"],
             )
             return None
         return path_job(table, action, options, context, "hudi")

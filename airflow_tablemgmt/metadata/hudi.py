@@ -61,6 +61,23 @@ class HudiTimeline:
         last = max((i for i, action in self.completed if action == "replacecommit"), default="")
         return sum(1 for i, action in self.completed if action in ("commit", "deltacommit") and i > last)
 
+    def active_commits(self) -> int:
+        """Completed commits on the active timeline (what Hudi's archiver compares with max-commits)."""
+        return sum(1 for _, action in self.completed if action in _WRITES)
+
+    def maintenance_instants(self) -> set[str]:
+        """Completed instants this service's table services wrote: compactions (a ``commit`` requested as
+        a ``compaction``) and clusterings (a ``replacecommit`` requested as a ``clustering`` in 1.x)."""
+        ours = self._requested_as("compaction") | self._requested_as("clustering")
+        return {i for i, action in self.completed if action in _WRITES and i in ours}
+
+    def ancestry(self, depth: int) -> list[tuple[int, bool]]:
+        """The newest ``depth`` completed commits, newest first: (instant, whether a writer changed data
+        in it) -- False for compaction and clustering, which rewrite files and keep the rows."""
+        ours = self.maintenance_instants()
+        commits = [i for i, action in self.completed if action in _WRITES]
+        return [(int(i), i not in ours) for i in reversed(commits[-depth:])]
+
     def count(self, action: str) -> int:
         return sum(1 for _, a in self.completed if a == action)
 
@@ -74,6 +91,7 @@ class HudiTimeline:
             "pending_compactions": self.pending_compactions(),
             "commits_since_clean": self.commits_since_clean(),
             "completed_instants": len(self.completed),
+            "active_commits": self.active_commits(),
         }
 
     def _requested_as(self, action: str) -> set[str]:
@@ -83,6 +101,19 @@ class HudiTimeline:
 
 
 _WRITES = ("commit", "deltacommit", "replacecommit")
+
+
+def timeline_listing(location: str) -> frozenset[str]:
+    """The names in the timeline directory: what a watcher compares before reading the timeline again."""
+    root = local_path(location)
+    if root is None:
+        raise HealthUnavailable(f"{location}: only local Hudi timelines are read without a JVM today")
+    hoodie = Path(root) / HOODIE
+    timeline = hoodie / "timeline" if (hoodie / "timeline").is_dir() else hoodie
+    try:
+        return frozenset(os.listdir(timeline))
+    except OSError as e:
+        raise HealthUnavailable(f"{location}: unreadable Hudi timeline ({e.strerror})") from None
 
 
 def read_timeline(location: str) -> HudiTimeline:
@@ -120,6 +151,67 @@ def read_timeline(location: str) -> HudiTimeline:
         pending,
         {a: tuple(sorted(v)) for a, v in requested.items()},
     )
+
+
+_LOG_FILE = re.compile(r"^\.(.+)_(\d{14,17})\.log\.\d+(?:_[\d-]+)?$")
+_BASE_FILE = re.compile(r"^(.+?)_[\d-]+_(\d{14,17})\.(?:parquet|orc|hfile)$")
+
+
+@dataclass(frozen=True)
+class HudiFiles:
+    """The table's data files on disk by file group: base files and log files (every slice still kept)."""
+
+    base_files: dict[str, int] = field(default_factory=dict)  # file group id -> base files
+    log_files: dict[str, int] = field(default_factory=dict)  # file group id -> log files
+
+    @property
+    def file_groups(self) -> int:
+        return len(set(self.base_files) | set(self.log_files))
+
+    def summary(self) -> dict[str, Any]:
+        logs = list(self.log_files.values())
+        return {
+            "file_groups": self.file_groups,
+            "base_files": sum(self.base_files.values()),
+            "log_files": sum(logs),
+            "max_log_files_per_file_group": max(logs, default=0),
+            "file_groups_with_logs": sum(1 for n in logs if n),
+        }
+
+
+def list_files(location: str) -> HudiFiles:
+    """Base and log files per file group, listed from the local table directory (``.hoodie`` skipped).
+    Raises HealthUnavailable off the local disk."""
+    root = local_path(location)
+    if root is None:
+        raise HealthUnavailable(f"{location}: only local Hudi tables are listed without a JVM today")
+    base: dict[str, int] = {}
+    logs: dict[str, int] = {}
+    for _dirpath, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != HOODIE]
+        for name in names:
+            if m := _LOG_FILE.match(name):
+                logs[m.group(1)] = logs.get(m.group(1), 0) + 1
+            elif m := _BASE_FILE.match(name):
+                base[m.group(1)] = base.get(m.group(1), 0) + 1
+    return HudiFiles(base, logs)
+
+
+def hudi_health(location: str) -> dict[str, Any]:
+    """The table's health figures without a JVM: the timeline's (pending compactions, delta commits since
+    the last compaction, commits since the last clean, active commits) and the files' (log files per
+    file group). Raises HealthUnavailable."""
+    timeline = read_timeline(location)
+    return {
+        "format": "hudi",
+        "table_type": timeline.table_type,
+        "latest_instant": timeline.latest_instant,
+        "pending_compactions": len(timeline.pending_compactions()),
+        "delta_commits_since_compaction": timeline.delta_commits_since_compaction(),
+        "commits_since_clean": timeline.commits_since_clean(),
+        "active_commits": timeline.active_commits(),
+        **list_files(location).summary(),
+    }
 
 
 def _table_type(hoodie: Path, location: str) -> str:

@@ -115,7 +115,7 @@ def test_yaml_declared_table_is_owned_by_code(tmp_path: Path) -> None:
 
 
 def test_bad_input_is_rejected_naming_file_table_field_value_and_rule(tmp_path: Path) -> None:
-    known = "clean, clustering, compaction, compute-stats, delete-orphans, expire-data, expire-snapshots, optimize, refresh, rewrite-deletes, rewrite-files, rewrite-manifests, vacuum"
+    known = "archive, clean, clustering, compaction, compute-stats, delete-orphans, expire-data, expire-snapshots, optimize, refresh, rewrite-deletes, rewrite-files, rewrite-manifests, vacuum"
     bad_yaml = tmp_path / "bad_tables.yaml"
     bad_yaml.write_text(
         TABLES_YAML.replace("clicode", "clibad").format(warehouse=tmp_path / "wh", retain_last=0)

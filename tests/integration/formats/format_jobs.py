@@ -30,21 +30,23 @@ def format_catalog(warehouse: Path, fmt: str) -> CatalogSpec:
     return CatalogSpec(name="lake", type="hadoop", warehouse=str(warehouse), properties={})
 
 
-def start_session(fmt: str) -> SparkSession:
+def start_session(fmt: str, catalog: CatalogSpec | None = None) -> SparkSession:
+    """A session of ``fmt`` alone, as a job builds it for ``catalog`` (default: a local warehouse): the
+    format's jars, plus what the catalog's warehouse needs (``hadoop-aws`` for ``s3a://``)."""
     from pyspark.sql import SparkSession
 
     from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
-    from airflow_tablemgmt.spark.conf import FORMAT_SESSIONS, session_conf
-    from airflow_tablemgmt.spark.launch.artifacts import jar_paths
+    from airflow_tablemgmt.spark.conf import session_conf
+    from airflow_tablemgmt.spark.launch.artifacts import catalog_needs, jar_paths
     from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
     os.environ.setdefault("JAVA_HOME", str(resolve_java_home()))
-    catalog = CatalogSpec(
-        name="lake", type="hadoop", warehouse="/tmp", properties={TABLE_FORMAT_PROPERTY: fmt}
+    catalog = (catalog or CatalogSpec(name="lake", type="hadoop", warehouse="/tmp", properties={})).model_copy(
+        update={"properties": {**(catalog.properties if catalog else {}), TABLE_FORMAT_PROPERTY: fmt}}
     )
     builder = (
         SparkSession.builder.master("local[2]")
-        .config("spark.jars", ",".join(jar_paths(FORMAT_SESSIONS[fmt].needs, artifact_settings())))
+        .config("spark.jars", ",".join(jar_paths(catalog_needs(catalog), artifact_settings())))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -72,10 +74,11 @@ def step(name: str, **data: Any) -> None:
     print(STEP + json.dumps({"step": name, **data}, default=str), flush=True)
 
 
-def run_scenario(module: str, warehouse: Path, timeout: float = 900) -> dict[str, dict[str, Any]]:
-    """Run ``module`` (a scenario, ``python -m``) in a child Python; its steps by name."""
+def run_scenario(module: str, warehouse: Path, *args: str, timeout: float = 900) -> dict[str, dict[str, Any]]:
+    """Run ``module`` (a scenario, ``python -m``, given ``warehouse`` and ``args``) in a child Python; its
+    steps by name."""
     proc = subprocess.run(
-        [sys.executable, "-m", module, str(warehouse)],
+        [sys.executable, "-m", module, str(warehouse), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

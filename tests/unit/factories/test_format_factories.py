@@ -5,6 +5,7 @@ the formats write them; no JVM)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def hudi_timeline(root: Path, names: list[str]) -> None:
 def test_each_format_declares_its_actions_triggers_engines_and_session() -> None:
     for factory, fmt, actions in (
         (DeltaProcessFactory(), TableFormat.DELTA, {"optimize", "vacuum"}),
-        (HudiProcessFactory(), TableFormat.HUDI, {"compaction", "clean", "clustering"}),
+        (HudiProcessFactory(), TableFormat.HUDI, {"compaction", "clean", "clustering", "archive"}),
     ):
         assert isinstance(factory, ProcessFactory)
         assert factory.supported_actions() == {fmt: actions}
@@ -143,6 +144,37 @@ def test_clean_is_skipped_when_nothing_was_committed_since_the_last_clean(tmp_pa
         ["20261125100000000_20261125100001000.deltacommit", "20261125100100000_20261125100101000.clean"],
     )
     assert factory.trigger(table, "clean", context(tmp_path)) is None
+
+
+def test_archive_runs_only_when_the_active_timeline_holds_more_than_max_commits(tmp_path: Path) -> None:
+    factory = HudiProcessFactory()
+    table = spec("hudi", {"archive": {"min-commits": 5, "max-commits": 6, "retain-commits": 2}})
+    names = [f"2026112510{m:02d}00000_2026112510{m:02d}01000.deltacommit" for m in range(6)]
+    hudi_timeline(tmp_path, [*names, "20261125100600000_20261125100601000.clean"])
+    assert factory.trigger(table, "archive", context(tmp_path)) is None  # 6 commits: a clean is no commit
+    (tmp_path / "ns/t/.hoodie/timeline/20261125100700000_20261125100701000.commit").write_text("")
+    job = factory.trigger(table, "archive", context(tmp_path))
+    assert job is not None and job.options["max-commits"] == 6 and job.options["min-commits"] == 5
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"min-commits": 3, "max-commits": 4, "retain-commits": 2}, "min-commits\t3 is below the floor of 5"),
+        ({"min-commits": 20, "max-commits": 20}, "max-commits\t20 must be greater than min-commits (20)"),
+        ({"min-commits": 10, "retain-commits": 10}, "retain-commits\t10 must be less than min-commits (10)"),
+    ],
+)
+def test_archive_settings_name_the_field_the_value_and_the_rule(options: dict, message: str) -> None:
+    from airflow_tablemgmt.core.errors import InvalidDeclaration
+
+    with pytest.raises((ValueError, InvalidDeclaration), match=re.escape(f"archive.{message}")):
+        spec("hudi", {"archive": options})
+    below = spec(
+        "hudi",
+        {"archive": {"min-commits": 3, "max-commits": 4, "retain-commits": 2, "allow-below-floor": True}},
+    )
+    assert below.action_settings("archive").below_floor() == ["min-commits 3 is below the floor of 5"]
 
 
 def test_a_dag_per_table_and_action_for_every_format() -> None:

@@ -24,6 +24,27 @@ def register(spark: SparkSession, table: TableIdentifier, location: str) -> str:
     return name
 
 
+def has_metadata_table(spark: SparkSession, location: str) -> bool:
+    """Whether the table's metadata table is available (``hoodie.table.metadata.partitions`` in
+    ``.hoodie/hoodie.properties`` names a partition), read through Spark's file system so it holds on S3
+    too. Hudi's own procedures take it as a flag; guessing False for a table that has one would skip the
+    gates Hudi keeps for it (archiving waits for the metadata table's first compaction)."""
+    path = f"{location.rstrip('/')}/.hoodie/hoodie.properties"
+    root = local_path(location)
+    if root is not None:
+        try:
+            with open(os.path.join(root, ".hoodie", "hoodie.properties")) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return False
+    else:
+        lines = [r[0] for r in spark.read.text(path).collect()]
+    for line in lines:
+        if line.startswith("hoodie.table.metadata.partitions="):
+            return bool(line.split("=", 1)[1].strip())
+    return False
+
+
 def timeline_figures(location: str) -> dict[str, Any]:
     """The timeline's figures and the table's log files, read without Spark where the table is local."""
     try:
