@@ -51,12 +51,13 @@ def table_asset(table: TableSpec, catalog: CatalogSpec, plans: dict[str, Schedul
     Built from the table's whole action set, never from one action, so a task start (which builds
     one DAG) produces the same asset as the DAG processor's full parse.
     """
+    from airflow_tablemgmt.triggers.format_readers import watched_catalog
     from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
 
     table_id = table.id
     trigger = TableSnapshotTrigger(
         table_id=table_id,
-        catalog=catalog,
+        catalog=watched_catalog(catalog, table.format),
         poll_interval=min(plan.poll_interval for plan in plans.values()).total_seconds(),
         actions={action: plan.interval.min_spacing().total_seconds() for action, plan in plans.items()},
         data_changes_only=True,

@@ -166,3 +166,80 @@ def _changes(log: Path, commits: list[int]) -> DeltaChanges:
         added += sum(1 for a in actions if "add" in a and a["add"].get("dataChange", True))
         removed += sum(1 for a in actions if "remove" in a and a["remove"].get("dataChange", True))
     return DeltaChanges(count, added, removed, None)
+
+
+#: A live file below this size counts as small in :func:`delta_health` (Delta's OPTIMIZE aims at 1 GiB;
+#: a quarter of the 128 MiB Parquet block is the usual "small" line).
+SMALL_FILE_BYTES = 32 * 1024 * 1024
+
+
+def delta_health(location: str, small_file_bytes: int = SMALL_FILE_BYTES) -> dict[str, Any]:
+    """The table's health figures from its log, without a JVM: live files, small files, the log's size
+    (JSON commits kept and their bytes, the newest checkpoint) and what was written since the last
+    OPTIMIZE. Raises HealthUnavailable."""
+    state = read_delta(location)
+    root = local_path(location)
+    assert root is not None  # read_delta raised otherwise
+    log = Path(root) / LOG_DIR
+    commits = checkpoint_bytes = commit_bytes = 0
+    checkpoint: int | None = None
+    for entry in os.scandir(log):
+        if _COMMIT.match(entry.name):
+            commits += 1
+            commit_bytes += entry.stat().st_size
+        elif m := _CHECKPOINT.match(entry.name):
+            checkpoint = max(checkpoint or 0, int(m.group(1)))
+            checkpoint_bytes += entry.stat().st_size
+    sizes = list(state.files.values())
+    return {
+        "format": "delta",
+        "version": state.version,
+        "data_files": state.data_files,
+        "total_bytes": state.total_bytes,
+        "small_files": sum(1 for size in sizes if size < small_file_bytes),
+        "small_file_bytes": small_file_bytes,
+        "log_commits": commits,
+        "log_bytes": commit_bytes + checkpoint_bytes,
+        "checkpoint_version": checkpoint,
+        "commits_since_checkpoint": state.version - (checkpoint if checkpoint is not None else -1),
+        "commits_since_optimize": state.changes.commits,
+        "files_added_since_optimize": state.changes.files_added,
+    }
+
+
+def ancestry(location: str, depth: int) -> list[tuple[int, bool]]:
+    """The newest ``depth`` commits still in the log, newest first: (version, whether it changed data),
+    i.e. added or removed a file with ``dataChange`` true (OPTIMIZE and VACUUM do not)."""
+    root = local_path(location)
+    if root is None:
+        raise HealthUnavailable(f"{location}: only local Delta logs are read without a JVM today")
+    log = Path(root) / LOG_DIR
+    try:
+        versions = sorted((int(m.group(1)) for n in os.listdir(log) if (m := _COMMIT.match(n))), reverse=True)
+    except OSError as e:
+        raise HealthUnavailable(
+            f"{location}: not a Delta table (no readable {LOG_DIR}/: {e.strerror})"
+        ) from None
+    out: list[tuple[int, bool]] = []
+    for v in versions[:depth]:
+        actions = _actions(log, v)
+        changed = any(
+            (kind in a and a[kind].get("dataChange", True)) for a in actions for kind in ("add", "remove")
+        )
+        out.append((v, changed))
+    return out
+
+
+def latest_version(location: str) -> int | None:
+    """The newest commit's version from the log's listing alone (no commit read): the cheap poll."""
+    root = local_path(location)
+    if root is None:
+        raise HealthUnavailable(f"{location}: only local Delta logs are read without a JVM today")
+    try:
+        names = os.listdir(Path(root) / LOG_DIR)
+    except OSError as e:
+        raise HealthUnavailable(
+            f"{location}: not a Delta table (no readable {LOG_DIR}/: {e.strerror})"
+        ) from None
+    versions = [int(m.group(1)) for n in names if (m := _COMMIT.match(n) or _CHECKPOINT.match(n))]
+    return max(versions, default=None)

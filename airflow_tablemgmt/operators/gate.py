@@ -72,11 +72,13 @@ def check_snapshot(store: Any, table: str, action: str, log: logging.Logger | An
     that cannot be made (catalog unreachable, table missing) raises :class:`AirflowException` naming
     the table (or the project's own error, which does), so the task fails and Airflow retries it."""
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-    from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+    from airflow_tablemgmt.triggers.format_readers import reader_for, watched_catalog
 
     try:
         spec = store.tables.get(table)
-        reader = SnapshotReader(resolve_catalog_spec(store.catalogs.get(spec.catalog)))
+        reader = reader_for(
+            resolve_catalog_spec(watched_catalog(store.catalogs.get(spec.catalog), spec.format))
+        )
         last = store.processes.last_successful(table, action)
         last_seen = last.snapshot_id if last else None
         changed, current = reader.has_new_snapshot(TableIdentifier.parse(table), last_seen)

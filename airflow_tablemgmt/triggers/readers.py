@@ -53,8 +53,11 @@ def _copy_form(form: dict[str, Any]) -> dict[str, Any]:
 
 def resolved_reader(catalog: dict[str, Any]) -> SnapshotReader:
     """A reader over ``catalog`` with its secret references resolved in this process (blocking I/O:
-    a connection or variable lookup; call it in a worker thread from a trigger)."""
-    return SnapshotReader(resolve_catalog_spec(CatalogSpec.model_validate(catalog)))
+    a connection or variable lookup; call it in a worker thread from a trigger). The reader of the
+    format the catalog is marked with (``format_readers.reader_for``), Iceberg's by default."""
+    from airflow_tablemgmt.triggers.format_readers import reader_for
+
+    return reader_for(resolve_catalog_spec(CatalogSpec.model_validate(catalog)))  # type: ignore[return-value]
 
 
 _shared_readers: dict[str, SnapshotReader] = {}
