@@ -5,20 +5,27 @@ N tables of 40 small files each, ``rewrite-files``, three ways, in one run:
 - **(a) spark-submit** — ``tablemgmt run <table> rewrite-files`` in a fresh process per table: the CLI,
   the store (SQLite), the process row and lease, spark-submit → a driver JVM → ``spark/job/main.py``;
 - **(b) connect** — the same ``tablemgmt run`` per table with ``[tablemgmt] spark_connect_conn_id`` set:
-  the process is a thin gRPC client of one warm Spark Connect server (started once, before the clock);
+  the process is a thin gRPC client of one warm Spark Connect server (started once, before the clock); it
+  leases one of the server's slots and attaches to the session the slot kept (configured, catalog loaded);
+- **(n) connect, new session per task** — (b) with the connection's ``reuse_sessions: false``: the slot
+  limit holds, every task opens and configures a session of its own (the engine before the slots);
 - **(c) warm** — the physical limit: one Connect session on that same server running
   ``CALL <catalog>.system.rewrite_data_files(table => ...)`` table after table, no orchestration.
 
 Printed per way: seconds per table, tables per minute, the per-table overhead over (c), and the peak RSS
 of the task's process tree (the largest single process of it, from ``wait4``: for (a) that is the driver
-JVM; for (b) the Python client). Tables are written up front through the server, one set per way.
+JVM; for (b) the Python client). Tables are written up front through the server, one set per way. Then
+where a Connect task's time goes (medians, from the job's ``timings`` in ``tablemgmt run --json``: the
+process's age when the job is submitted, the store's work before it, the slot wait, the client's import,
+the session's set-up, the job's phases, the session's close; the rest is the result's recording and the
+exit), and the client import with and without setuptools' ``distutils`` shim.
 
 Left out: Airflow around the task (scheduling, the executor, task start, DAG parse: the same for both
 ways); running tasks in parallel (one at a time here: a 2-core machine); an object store or a remote
 catalog (the warehouse is the local file system); the server's own memory (one JVM for every task,
 printed apart); a host's first spark-submit (one warm-up run of (a) before the clock).
 
-    .venv/bin/python benchmarks/connect_throughput.py [--tables 20] [--files 40] [--master local[2]]
+    .venv/bin/python benchmarks/connect_throughput.py [--tables 20] [--tables-a 6] [--files 40] [--master local[2]]
 """
 
 from __future__ import annotations
@@ -57,17 +64,67 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     return wall, 0.0, out
 
 
-def _run_rss(argv: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of the largest process of the child's tree (``wait4``)."""
+def _run_rss(argv: list[str], env: dict[str, str], log: Path) -> tuple[float, float, dict]:
+    """Wall seconds, peak RSS (MB) of the largest process of the child's tree (``wait4``), and the run's
+    ``--json`` summary (its stdout)."""
     started = time.perf_counter()
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+    with open(log, "ab") as err, tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen([*argv, "--json"], env=env, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
+        wall = time.perf_counter() - started
+        out.seek(0)
+        text = out.read().decode(errors="replace")
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:6])} ... exited {proc.returncode}; see {log}")
-    return wall, usage.ru_maxrss / 1024
+        raise SystemExit(f"{' '.join(argv[:6])} ... exited {proc.returncode}; see {log}\n{text[-2000:]}")
+    try:
+        summary = json.loads(text).get("summary") or {}
+    except ValueError:
+        summary = {}
+    return wall, usage.ru_maxrss / 1024, summary
+
+
+#: Where a Connect task's time goes: (label, the job's timing keys summed).
+PHASES = (
+    ("interpreter, CLI imports, parse", ("_before_store",)),
+    ("store before the job (process row, lease, claim)", ("store_before_job",)),
+    ("slot lease (wait + statements)", ("slot_wait",)),
+    ("Connect client import (pyspark, grpc, pandas, pyarrow)", ("connect_import",)),
+    ("session open + catalog settings (1 Config request)", ("session_open",)),
+    ("table refresh on a reused session", ("table_refresh",)),
+    ("job imports (maintainers, pyiceberg)", ("imports",)),
+    ("figures before (early read / table load)", ("metrics_before", "table_load")),
+    ("the procedure (CALL rewrite_data_files)", ("procedure",)),
+    ("figures after", ("metrics_after",)),
+    ("maintainer other", ("maintainer_other",)),
+    ("session close", ("session_close",)),
+    ("after the job: result, process rows, exit", ("_after",)),
+)
+_JOB_KEYS = ("connect_import", "session_open", "table_refresh", "imports", "metrics_before", "table_load",
+             "procedure", "metrics_after", "maintainer_other", "session_close")  # fmt: skip
+
+
+def _phases(wall: float, summary: dict) -> dict[str, float]:
+    t = {k: float(v) for k, v in (summary.get("timings") or {}).items() if isinstance(v, (int, float))}
+    before = t.get("process_before_submit", 0.0)
+    t["_before_store"] = max(before - t.get("store_before_job", 0.0), 0.0)
+    t["_after"] = max(wall - before - t.get("slot_wait", 0.0) - sum(t.get(k, 0.0) for k in _JOB_KEYS), 0.0)
+    t["_wall"] = wall
+    return t
+
+
+def _import_probe(rounds: int = 3) -> dict[str, float]:
+    """Median seconds of ``import pyspark.sql.connect.session`` in a fresh interpreter: as pyspark does it
+    (setuptools' distutils shim imports setuptools) and as ``session.import_client`` does it."""
+    plain = "import time; t = time.perf_counter(); import pyspark.sql.connect.session; print(time.perf_counter() - t)"
+    ours = ("from airflow_tablemgmt.spark.connect.session import import_client; import time; "
+            "t = time.perf_counter(); import_client(); print(time.perf_counter() - t)")  # fmt: skip
+    out: dict[str, float] = {}
+    for name, code in (("with the shim", plain), ("shim stepped around", ours)):
+        runs = [float(subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                                     text=True, check=True).stdout.split()[-1]) for _ in range(rounds)]  # fmt: skip
+        out[name] = statistics.median(runs)
+    return out
 
 
 def _declarations(warehouse: Path, names: list[str]) -> str:
@@ -88,9 +145,11 @@ def _declarations(warehouse: Path, names: list[str]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tables", type=int, default=20, help="tables per way (the issue's figure: 200)")
+    p.add_argument("--tables-a", type=int, help="tables for (a) only (spark-submit is ~40 s a table loaded)")
+    p.add_argument("--slots", type=int, default=4, help="the Connect server's slot limit (the slots extra)")
     p.add_argument("--files", type=int, default=40, help="small data files per table")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--ways", nargs="+", default=["a", "b", "c"], choices=["a", "b", "c"])
+    p.add_argument("--ways", nargs="+", default=["a", "b", "n", "c"], choices=["a", "b", "n", "c"])
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
 
@@ -118,7 +177,8 @@ def main() -> None:
         for key, value in connect_conf(catalog).items():
             spark.conf.set(key, value)
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{NAMESPACE}").collect()
-        names = {w: [f"{w}_{i}" for i in range(args.tables)] for w in args.ways}
+        count = {w: (args.tables_a or args.tables) if w == "a" else args.tables for w in args.ways}
+        names = {w: [f"{w}_{i}" for i in range(count[w])] for w in args.ways}
         all_names = [n for w in args.ways for n in names[w]] + ["warmup", "warmup_server"]
         t0 = time.perf_counter()
         for name in all_names:
@@ -144,20 +204,24 @@ def main() -> None:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         _run([tablemgmt, "--store-url", store, "apply", str(decl)], base_env)
-        connect_env = {
-            **base_env,
-            f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps({"conn_type": "spark_connect", "host": url}),
-            "AIRFLOW__TABLEMGMT__SPARK_CONNECT_CONN_ID": CONN_ID,
-        }
+
+        def connect_env(extra: dict) -> dict[str, str]:
+            conn = {"conn_type": "spark_connect", "host": url, "extra": {"slots": args.slots, **extra}}
+            return {**base_env, f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(conn),
+                    "AIRFLOW__TABLEMGMT__SPARK_CONNECT_CONN_ID": CONN_ID}  # fmt: skip
+
         results: dict[str, dict[str, float]] = {}
+        phases: dict[str, list[dict[str, float]]] = {}
         log = work / "runs.log"
         if "a" in args.ways:  # a host's first spark-submit writes the driver's class archive
             _run_rss([tablemgmt, "--store-url", store, "run", f"{CATALOG}.{NAMESPACE}.warmup", "rewrite-files"],
                      base_env, log)  # fmt: skip
-        for way, env in (("a", base_env), ("b", connect_env)):
+        envs = {"a": base_env, "b": connect_env({}), "n": connect_env({"reuse_sessions": False})}
+        for way, env in envs.items():
             if way not in args.ways:
                 continue
             walls, rss = [], []
+            phases[way] = []
             t0 = time.perf_counter()
             for name in names[way]:
                 argv = [
@@ -168,11 +232,13 @@ def main() -> None:
                     f"{CATALOG}.{NAMESPACE}.{name}",
                     "rewrite-files",
                 ]
-                wall, peak = _run_rss(argv, env, log)
+                wall, peak, summary = _run_rss(argv, env, log)
                 walls.append(wall)
                 rss.append(peak)
+                phases[way].append(_phases(wall, summary))
             total = time.perf_counter() - t0
-            results[way] = {"total": total, "median": statistics.median(walls), "rss": max(rss)}
+            results[way] = {"total": total, "median": statistics.median(walls), "rss": max(rss),
+                            "n": len(walls)}  # fmt: skip
             print(f"# ({way}) done: {total:.1f}s, load {_load()}", flush=True)
         if "c" in args.ways:
             t0 = time.perf_counter()
@@ -185,13 +251,18 @@ def main() -> None:
                 walls.append(time.perf_counter() - t1)
             total = time.perf_counter() - t0
             self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            results["c"] = {"total": total, "median": statistics.median(walls), "rss": self_rss}
+            results["c"] = {"total": total, "median": statistics.median(walls), "rss": self_rss,
+                            "n": len(walls)}  # fmt: skip
         spark.stop()
         server_rss = _rss_of_tree(server.pid)
     finally:
         os.killpg(server.pid, 15) if hasattr(os, "killpg") else server.terminate()
         server.wait(timeout=60)
-    _report(results, args.tables, server_rss)
+    probe = _import_probe()
+    _report(results, server_rss)
+    _report_phases(phases)
+    print("\nClient import in a fresh interpreter (median of 3): "
+          + ", ".join(f"{k} {v:.2f}s" for k, v in probe.items()))  # fmt: skip
     print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}")
 
 
@@ -211,31 +282,46 @@ def _rss_of_tree(pid: int) -> float:
     return best
 
 
-def _report(results: dict[str, dict[str, float]], n: int, server_rss: float) -> None:
+def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
     labels = {
         "a": "(a) spark-submit per table",
-        "b": "(b) Connect, one task per table",
+        "b": "(b) Connect, one task per table, slot's session reused",
+        "n": "(n) Connect, one task per table, new session per task",
         "c": "(c) one warm session",
     }
-    limit = results["c"]["total"] / n if "c" in results else None
+    per = {w: r["total"] / r["n"] for w, r in results.items()}
+    limit = per.get("c")
     print()
-    print(
-        "| way | s/table (mean) | s/table (median) | tables/min | overhead over (c), s/table | peak RSS per task (MB) |"
-    )
-    print("|---|---:|---:|---:|---:|---:|")
-    for way in ("a", "b", "c"):
+    print("| way | tables | s/table (mean) | s/table (median) | tables/min | overhead over (c), s/table "
+          "| x (c)'s throughput | peak RSS per task (MB) |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for way in ("a", "b", "n", "c"):
         if way not in results:
             continue
         r = results[way]
-        per = r["total"] / n
-        over = f"{per - limit:.2f}" if limit is not None else "-"
+        over = f"{per[way] - limit:.2f}" if limit is not None else "-"
+        ratio = f"{limit / per[way]:.2f}" if limit is not None else "-"
         rss = f"{r['rss']:.0f}" if way != "c" else f"{r['rss']:.0f} (this Python, not a task)"
-        print(f"| {labels[way]} | {per:.2f} | {r['median']:.2f} | {60 / per:.1f} | {over} | {rss} |")
-    if "a" in results and "b" in results:
-        print(f"\n(b)/(a) throughput: {results['a']['total'] / results['b']['total']:.1f}x", end="")
-    if "b" in results and "c" in results:
-        print(f"; (b)/(c): {results['c']['total'] / results['b']['total']:.2f}x", end="")
+        print(f"| {labels[way]} | {r['n']:.0f} | {per[way]:.2f} | {r['median']:.2f} | {60 / per[way]:.1f} "
+              f"| {over} | {ratio} | {rss} |")  # fmt: skip
+    for way in ("b", "n"):
+        if way in per and "a" in per:
+            print(f"\n({way})/(a) throughput: {per['a'] / per[way]:.1f}x", end="")
     print(f"\nConnect server JVM RSS at the end: {server_rss:.0f} MB (shared by every task)")
+
+
+def _report_phases(phases: dict[str, list[dict[str, float]]]) -> None:
+    ways = [w for w in ("b", "n") if phases.get(w)]
+    if not ways:
+        return
+    print("\nWhere a Connect task's time goes (s, median over its tables):\n")
+    print("| phase | " + " | ".join(f"({w})" for w in ways) + " |")
+    print("|---|" + "---:|" * len(ways))
+    for label, keys in PHASES:
+        cells = [statistics.median([sum(p.get(k, 0.0) for k in keys) for p in phases[w]]) for w in ways]
+        print(f"| {label} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    walls = [statistics.median([p["_wall"] for p in phases[w]]) for w in ways]
+    print("| **wall** | " + " | ".join(f"**{c:.3f}**" for c in walls) + " |")
 
 
 if __name__ == "__main__":

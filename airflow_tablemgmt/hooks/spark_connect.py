@@ -127,7 +127,8 @@ class SparkConnectJobHook:
 
     With a store (:meth:`use_store`), the job holds one of the server's slots while it runs
     (``spark/connect/pool.py``: the server's slot limit, the ``slots`` extra) and attaches to the
-    session that slot kept, configured already when its catalog settings are the job's. Without one,
+    session that slot kept, configured already when its catalog settings are the job's (the extra
+    ``reuse_sessions: false`` keeps the limit but gives every job a new session). Without one,
     every job opens a session of its own and nothing bounds the server's jobs but its FAIR scheduler.
     """
 
@@ -214,7 +215,8 @@ class SparkConnectJobHook:
         finally:
             if lease is not None:
                 clean = result is not None and result.ok and not self._run.interrupted
-                lease.release(keep_session=clean and not self._stop.is_set())
+                reuse = str(self._extra.get("reuse_sessions", "true")).lower() not in ("false", "0", "no")
+                lease.release(keep_session=clean and reuse and not self._stop.is_set())
         if not result.ok:
             log.error("tablemgmt: %s: %s", result.error_class, result.error)
         return result

@@ -150,3 +150,45 @@ def test_an_unreachable_server_is_a_clear_failure_naming_it() -> None:
     assert result.error_class == "ConnectUnavailable"
     assert url in (result.error or "")
     assert time.monotonic() - started < 60
+
+
+def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
+    connect_server: ConnectServer, tmp_path: Path
+) -> None:
+    """Two tasks of one catalog, one after the other, through one slot: the second attaches to the session
+    the first left configured (catalog loaded) and still compacts its own table; a catalog of other settings
+    gets a session of its own. The process rows name the engine and the server."""
+    lake = CatalogSpec(name="lake", warehouse=str(tmp_path / "warehouse"))
+    other = CatalogSpec(name="lake", warehouse=str(tmp_path / "warehouse2"))
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    names = ["r1", "r2"]
+    for name in names:
+        small_files_table(connect_server.url, lake, name, files=6)
+    store.catalogs.upsert(lake, Owner.STORE)
+    for name in names:
+        store.tables.upsert(
+            TableSpec(catalog="lake", namespace="db", name=name, actions={"rewrite-files": {}}), Owner.STORE
+        )
+    outcomes = []
+    for name in names:
+        hook = SparkConnectJobHook(url=connect_server.url, store=store, slots=1, slot_wait=30)
+        runner = ProcessRunner(store, default_factories(), hook)
+        outcomes.append(runner.run(RunRequest(table_id=f"lake.db.{name}", action="rewrite-files",
+                                              instant=datetime(2026, 1, 1, tzinfo=UTC), holder=f"d/r/{name}/1")))  # fmt: skip
+    first, second = (store.processes.get(o.process.id) for o in outcomes)
+    assert str(first.status) == str(second.status) == "SUCCESS", (first.failure_reason, second.failure_reason)
+    session_of = {p.id: str(p.external_id).split("#")[1].split("/")[0] for p in (first, second)}
+    assert session_of[first.id] == session_of[second.id]
+    assert outcomes[0].summary["session_reused"] is False and outcomes[1].summary["session_reused"] is True
+    assert [o.summary["rewritten_data_files_count"] for o in outcomes] == [6, 6]
+    assert first.engine == second.engine == f"spark-connect {connect_server.url}"
+    assert table_state(connect_server.url, lake, "lake.db.r2")["files"] < 6
+    # Other settings of the same catalog name: the one slot, a new session (never the configured one).
+    job = JobSpec(table={"catalog": "lake", "namespace": "db", "name": "absent"},
+                  catalog={"name": "lake", "type": "hadoop", "warehouse": other.warehouse}, action="rewrite-files",
+                  process_id=99)  # fmt: skip
+    hook = SparkConnectJobHook(url=connect_server.url, store=store, slots=1, slot_wait=30)
+    result = hook.submit(job)
+    assert not result.ok and result.error_class == "TableNotFound", result.error
+    assert hook._run is not None and not hook._run.reused and hook._run.session_id not in session_of.values()
+    store.dispose()
