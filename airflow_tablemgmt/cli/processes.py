@@ -28,12 +28,12 @@ def cmd_processes(args: argparse.Namespace) -> int:
         dur = (
             f"{(p.finished_at - p.started_at).total_seconds():.1f}s" if p.finished_at and p.started_at else ""
         )
-        rows.append([p.id, p.table_id, p.action, p.instant.isoformat(timespec="seconds"), p.status, p.attempt, dur,
+        rows.append([p.id, p.table_id, p.action, p.instant.isoformat(timespec="seconds"), p.status, p.attempt, dur, p.engine,
                      (p.failure_reason or "").splitlines()[0][:60] if p.failure_reason else ""])  # fmt: skip
     Output(args).listing(
         [p.to_dict() for p in procs],
         rows,
-        ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "ATTEMPT", "DURATION", "REASON"],
+        ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "ATTEMPT", "DURATION", "ENGINE", "REASON"],
     )
     return 0
 

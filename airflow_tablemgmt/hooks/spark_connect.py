@@ -160,6 +160,9 @@ class SparkConnectJobHook:
         """Lease the server's slots through ``store`` (the task's store)."""
         self._store = store
 
+    def _reuse(self) -> bool:
+        return str(self._extra.get("reuse_sessions", "true")).lower() not in ("false", "0", "no")
+
     def _pool(self) -> SlotPool | None:
         if self._store is None:
             return None
@@ -192,7 +195,9 @@ class SparkConnectJobHook:
         if pool is not None:
             started = time.perf_counter()
             try:
-                lease = pool.lease(settings_hash(conf or {}), f"{tag}-{uuid.uuid4().hex[:12]}", self._stop)
+                # reuse_sessions false: a hash no slot has, so every job gets a new session
+                key = settings_hash(conf or {}) if self._reuse() else uuid.uuid4().hex
+                lease = pool.lease(key, f"{tag}-{uuid.uuid4().hex[:12]}", self._stop)
             except ConnectBusy as e:
                 log.error("tablemgmt: ConnectBusy: %s", e)
                 return JobResult(status=FAILED, error=str(e), error_class="ConnectBusy")
@@ -215,8 +220,7 @@ class SparkConnectJobHook:
         finally:
             if lease is not None:
                 clean = result is not None and result.ok and not self._run.interrupted
-                reuse = str(self._extra.get("reuse_sessions", "true")).lower() not in ("false", "0", "no")
-                lease.release(keep_session=clean and reuse and not self._stop.is_set())
+                lease.release(keep_session=clean and self._reuse() and not self._stop.is_set())
         if not result.ok:
             log.error("tablemgmt: %s: %s", result.error_class, result.error)
         return result
