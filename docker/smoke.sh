@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the compose deployment: start it, wait for health, get a token, make a small Iceberg
-# table on the shared warehouse, register it through the REST API, run rewrite-files now, and read the
-# process back until it ends. Exit 0 only when the process succeeded on the Spark cluster.
+# table in the REST catalog on S3 (catalog `lake`, docker/tables.yaml), register it through the REST API,
+# run rewrite-files now, and read the process back until it ends. Exit 0 only when the process succeeded.
+# With -f docker-compose.connect.yaml in SMOKE_COMPOSE_FILES the job runs on the spark-connect server.
 #
 #   cp docker/.env.example docker/.env   # and fill it in
 #   docker/smoke.sh                      # SMOKE_KEEP=1 leaves the deployment running
@@ -12,7 +13,8 @@ set -a; . ./.env; set +a
 PORT="${AIRFLOW_API_PORT:-8080}"
 API="http://localhost:${PORT}"
 TABLE="lake.smoke.events"
-compose() { docker compose -f docker-compose.yaml "$@"; }
+read -r -a FILES <<<"${SMOKE_COMPOSE_FILES:--f docker-compose.yaml}"
+compose() { docker compose "${FILES[@]}" "$@"; }
 
 compose up -d --build
 if [ -z "${SMOKE_KEEP:-}" ]; then trap 'compose down' EXIT; fi
@@ -32,11 +34,30 @@ TOKEN=$(curl -fsS -X POST "${API}/auth/token" -H 'Content-Type: application/json
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
 auth=(-H "Authorization: Bearer ${TOKEN}" -H 'Content-Type: application/json')
 
-echo "making ${TABLE} (24 small files) on the shared warehouse ..."
-compose exec -T airflow-worker-1 python /opt/tablemgmt/scripts/demo_table.py \
-  --warehouse /data/warehouse --table "${TABLE}" --files 24 --rows 24000 >/dev/null
+echo "making ${TABLE} (24 small files) in the REST catalog on S3 ..."
+# pyiceberg on the worker, with the catalog's settings as the product renders them (the S3 keys through
+# the env: references the worker resolves).
+compose exec -T airflow-worker-1 python - <<'PY'
+import os, yaml
+import pyarrow as pa
+from pyiceberg.catalog import load_catalog
+from airflow_tablemgmt.core.storage import pyiceberg_properties
+from airflow_tablemgmt.core.tables import parse_catalog
+from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+[declared] = yaml.safe_load(open("/opt/airflow/dags/tables.yaml"))["catalogs"]
+spec = resolve_catalog_spec(parse_catalog(declared))
+cat = load_catalog("lake", type="rest", **pyiceberg_properties(spec.warehouse, spec.properties))
+try:
+    cat.create_namespace("smoke")
+except Exception:
+    pass
+t = cat.create_table(("smoke", "events"), schema=pa.schema([("id", pa.int64()), ("v", pa.string())]))
+for i in range(24):
+    t.append(pa.table({"id": list(range(i * 1000, i * 1000 + 1000)), "v": [f"v{i}"] * 1000}))
+PY
 
-# Catalog `lake` (/data/warehouse) is declared in dags/tables.yaml; it reaches the store at the first parse.
+# Catalog `lake` is declared in docker/tables.yaml (mounted as the dags' tables.yaml); it reaches the
+# store at the first parse.
 echo "registering ${TABLE} ..."
 for _ in $(seq 1 60); do
   code=$(curl -s -o /tmp/tms-smoke.json -w '%{http_code}' -X POST "${API}/tablemgmt/v1/tables" "${auth[@]}" \
