@@ -6,9 +6,9 @@ N tables of 40 small files each, ``rewrite-files``, three ways, in one run:
   the store (SQLite), the process row and lease, spark-submit → a driver JVM → ``spark/job/main.py``;
 - **(b) connect** — the same ``tablemgmt run`` per table with ``[tablemgmt] spark_connect_conn_id`` set:
   the process is a thin gRPC client of one warm Spark Connect server (started once, before the clock); it
-  leases one of the server's slots and attaches to the session the slot kept (configured, catalog loaded);
-- **(n) connect, new session per task** — (b) with the connection's ``reuse_sessions: false``: the slot
-  limit holds, every task opens and configures a session of its own (the engine before the slots);
+  leases one of the server's slots and (``reuse_sessions: true``) attaches to the session the slot kept;
+- **(n) connect, new session per task** — (b) with the connection's ``reuse_sessions: false`` (the
+  default): the slot limit holds, every task opens and configures a session of its own;
 - **(c) warm** — the physical limit: one Connect session on that same server running
   ``CALL <catalog>.system.rewrite_data_files(table => ...)`` table after table, no orchestration.
 
@@ -216,7 +216,11 @@ def main() -> None:
         if "a" in args.ways:  # a host's first spark-submit writes the driver's class archive
             _run_rss([tablemgmt, "--store-url", store, "run", f"{CATALOG}.{NAMESPACE}.warmup", "rewrite-files"],
                      base_env, log)  # fmt: skip
-        envs = {"a": base_env, "b": connect_env({}), "n": connect_env({"reuse_sessions": False})}
+        envs = {
+            "a": base_env,
+            "b": connect_env({"reuse_sessions": True}),
+            "n": connect_env({"reuse_sessions": False}),
+        }
         for way, env in envs.items():
             if way not in args.ways:
                 continue

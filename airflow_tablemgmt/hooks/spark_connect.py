@@ -127,8 +127,9 @@ class SparkConnectJobHook:
 
     With a store (:meth:`use_store`), the job holds one of the server's slots while it runs
     (``spark/connect/pool.py``: the server's slot limit, the ``slots`` extra) and attaches to the
-    session that slot kept, configured already when its catalog settings are the job's (the extra
-    ``reuse_sessions: false`` keeps the limit but gives every job a new session). Without one,
+    session that slot kept, configured already when its catalog settings are the job's, when the extra
+    ``reuse_sessions`` is true (default false: every job a new session; on a local Hadoop catalog reuse
+    measured no gain, ``docs/spark-connect.md``). Without one,
     every job opens a session of its own and nothing bounds the server's jobs but its FAIR scheduler.
     """
 
@@ -140,6 +141,7 @@ class SparkConnectJobHook:
         store: Any = None,
         slots: int | None = None,
         slot_wait: float | None = None,
+        reuse_sessions: bool | None = None,
     ) -> None:
         self.conn_id = conn_id
         self._url = url
@@ -147,6 +149,7 @@ class SparkConnectJobHook:
         self._store = store
         self._slots = slots
         self._slot_wait = slot_wait
+        self._reuse_sessions = reuse_sessions
         self._run: ConnectRun | None = None
         self._stop = threading.Event()
 
@@ -161,7 +164,9 @@ class SparkConnectJobHook:
         self._store = store
 
     def _reuse(self) -> bool:
-        return str(self._extra.get("reuse_sessions", "true")).lower() not in ("false", "0", "no")
+        if self._reuse_sessions is not None:
+            return self._reuse_sessions
+        return str(self._extra.get("reuse_sessions", "false")).lower() in ("true", "1", "yes")
 
     def _pool(self) -> SlotPool | None:
         if self._store is None:

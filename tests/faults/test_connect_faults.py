@@ -95,9 +95,10 @@ def test_kill9_of_the_server_fails_the_process_naming_it_and_the_retry_completes
                 time.sleep(1.0)
                 s.kill9()
 
-            runner = ProcessRunner(
-                store, default_factories(), _Started(SparkConnectJobHook(url=server.url), kill_soon)
-            )
+            # Through the slots, as tablemgmt run and the operator run it: the killed job's slot is freed
+            # and its session forgotten, the retry's job gets the slot and a new session.
+            pooled = SparkConnectJobHook(url=server.url, store=store, slots=1, slot_wait=30)
+            runner = ProcessRunner(store, default_factories(), _Started(pooled, kill_soon))
             with pytest.raises(Exception):  # noqa: B017 - JobFailed, whatever the phase the kill hit
                 runner.run(_request(table, 1))
             failed = store.processes.list(table_id=table, limit=1)[0]
@@ -106,9 +107,11 @@ def test_kill9_of_the_server_fails_the_process_naming_it_and_the_retry_completes
             server = start_connect_server(tmp_path / f"server-{i + 1}.log", port)
             now = table_state(server.url, catalog, table)
             assert (now["rows"], now["checksum"]) == (states[i]["rows"], states[i]["checksum"])
-            retry = ProcessRunner(store, default_factories(), SparkConnectJobHook(url=server.url))
+            retry_hook = SparkConnectJobHook(url=server.url, store=store, slots=1, slot_wait=30)
+            retry = ProcessRunner(store, default_factories(), retry_hook)
             outcome = retry.run(_request(table, 2))
             assert str(outcome.process.status) == "SUCCESS"
+            assert retry_hook._run is not None and not retry_hook._run.reused
             after = table_state(server.url, catalog, table)
             assert (after["rows"], after["checksum"]) == (states[i]["rows"], states[i]["checksum"])
             figures.rows_lost += max(0, states[i]["rows"] - after["rows"])
@@ -149,5 +152,34 @@ def test_cancel_interrupts_the_job_on_the_server(tmp_path: Path, figures: Figure
                 continue
             assert str(process.status) == "CANCELED", (process.status, process.failure_reason)
             assert hook._run is not None and hook._run.interrupted, "the server interrupted nothing"
+    finally:
+        server.stop()
+
+
+def test_a_kept_session_after_a_server_restart_is_set_up_again(tmp_path: Path, figures: Figures) -> None:
+    """A slot keeps a configured session; the server restarts (its sessions are gone); the next task of the
+    same settings attaches to that session id on the new server, which starts it empty: the task's catalog
+    settings are sent again and the job completes."""
+    figures.scenario = "connect: a slot's kept session after a server restart"
+    port = free_port()
+    server = start_connect_server(tmp_path / "server-a.log", port)
+    catalog = CatalogSpec(name="lake", warehouse=str(tmp_path / "warehouse"))
+    try:
+        tables = [small_files_table(server.url, catalog, n, files=8) for n in ("s0", "s1")]
+        store = _store(tmp_path, catalog, ["s0", "s1"])
+        first = SparkConnectJobHook(url=server.url, store=store, slots=1, reuse_sessions=True)
+        assert (
+            str(ProcessRunner(store, default_factories(), first).run(_request(tables[0], 1)).process.status)
+            == "SUCCESS"
+        )
+        server.stop()
+        server = start_connect_server(tmp_path / "server-b.log", port)
+        figures.rounds += 1
+        second = SparkConnectJobHook(url=server.url, store=store, slots=1, reuse_sessions=True)
+        outcome = ProcessRunner(store, default_factories(), second).run(_request(tables[1], 1))
+        assert str(outcome.process.status) == "SUCCESS", outcome.process.failure_reason
+        assert second._run is not None and second._run.reused
+        assert second._run.session_id == first._run.session_id  # type: ignore[union-attr]
+        assert outcome.summary["rewritten_data_files_count"] == 8
     finally:
         server.stop()

@@ -171,7 +171,9 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
         )
     outcomes = []
     for name in names:
-        hook = SparkConnectJobHook(url=connect_server.url, store=store, slots=1, slot_wait=30)
+        hook = SparkConnectJobHook(
+            url=connect_server.url, store=store, slots=1, slot_wait=30, reuse_sessions=True
+        )
         runner = ProcessRunner(store, default_factories(), hook)
         outcomes.append(runner.run(RunRequest(table_id=f"lake.db.{name}", action="rewrite-files",
                                               instant=datetime(2026, 1, 1, tzinfo=UTC), holder=f"d/r/{name}/1")))  # fmt: skip
@@ -187,7 +189,9 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     job = JobSpec(table={"catalog": "lake", "namespace": "db", "name": "absent"},
                   catalog={"name": "lake", "type": "hadoop", "warehouse": other.warehouse}, action="rewrite-files",
                   process_id=99)  # fmt: skip
-    hook = SparkConnectJobHook(url=connect_server.url, store=store, slots=1, slot_wait=30)
+    hook = SparkConnectJobHook(
+        url=connect_server.url, store=store, slots=1, slot_wait=30, reuse_sessions=True
+    )
     result = hook.submit(job)
     assert not result.ok and result.error_class == "TableNotFound", result.error
     assert hook._run is not None and not hook._run.reused and hook._run.session_id not in session_of.values()
