@@ -162,10 +162,12 @@ class ProcessOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     heartbeat_at: datetime | None
+    lease_acquired_at: datetime | None = None
     timings: dict[str, float | None] = Field(
         default_factory=dict,
-        description="wait_s (opened -> running: queue and lease), run_s (running -> finished, the CLI's "
-        "DURATION), job_s (the Spark job), total_s (opened -> finished)",
+        description="lease_wait_s (opened -> the table's lease taken; null: no lease), queue_wait_s (the "
+        "lease taken -> running), wait_s (opened -> running: both), run_s (running -> finished, the CLI's "
+        "RUN), job_s (the Spark job), total_s (opened -> finished): services.processes.timings",
     )
 
 

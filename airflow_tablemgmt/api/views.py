@@ -12,7 +12,7 @@ from airflow_tablemgmt.api.schemas import (
     TableOut,
     TableSummaryOut,
 )
-from airflow_tablemgmt.services.overview import timings
+from airflow_tablemgmt.services.processes import timings
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.process import Process

@@ -6,13 +6,27 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from airflow_tablemgmt import services
 from airflow_tablemgmt.cli.common import logs_to_stderr, open_store, positive_seconds
 from airflow_tablemgmt.cli.output import Output, add_output_option
-from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.services.processes import timings
+
+
+def _when(t: datetime | None) -> str:
+    return t.isoformat(timespec="seconds") if t else ""
+
+
+def _secs(s: float | None) -> str:
+    return f"{s:.1f}s" if s is not None else ""
+
+
+def _with_timings(p: Process) -> dict[str, Any]:
+    """A process as a document with its times (``services.processes.timings``: the REST API's too)."""
+    return {**p.to_dict(), "timings": timings(p)}
 
 
 def cmd_processes(args: argparse.Namespace) -> int:
@@ -25,21 +39,22 @@ def cmd_processes(args: argparse.Namespace) -> int:
     )
     rows = []
     for p in procs:
-        dur = (
-            f"{(p.finished_at - p.started_at).total_seconds():.1f}s" if p.finished_at and p.started_at else ""
-        )
-        rows.append([p.id, p.table_id, p.action, p.instant.isoformat(timespec="seconds"), p.status, p.attempt, dur, p.engine,
+        t = timings(p)
+        rows.append([p.id, p.table_id, p.action, p.instant.isoformat(timespec="seconds"), p.status, p.attempt,
+                     _when(p.started_at), _when(p.finished_at), _secs(t["lease_wait_s"]), _secs(t["queue_wait_s"]),
+                     _secs(t["run_s"]), _secs(t["job_s"]), _secs(t["total_s"]), p.engine,
                      (p.failure_reason or "").splitlines()[0][:60] if p.failure_reason else ""])  # fmt: skip
     Output(args).listing(
-        [p.to_dict() for p in procs],
+        [_with_timings(p) for p in procs],
         rows,
-        ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "ATTEMPT", "DURATION", "ENGINE", "REASON"],
-    )
+        ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "LEASE WAIT",
+         "QUEUE WAIT", "RUN", "JOB", "TOTAL", "ENGINE", "REASON"],
+    )  # fmt: skip
     return 0
 
 
 def cmd_process(args: argparse.Namespace) -> int:
-    Output(args).one(services.get_process(open_store(args, create=False), args.id).to_dict())
+    Output(args).one(_with_timings(services.get_process(open_store(args, create=False), args.id)))
     return 0
 
 

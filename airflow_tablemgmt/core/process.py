@@ -89,6 +89,8 @@ class Process:
     #: The heartbeat interval (seconds) the worker running this attempt promised; the reaper judges
     #: the row by it (:func:`core.timing.stale_bound`).
     heartbeat_every_s: float | None = None
+    #: When this attempt took the table's lease (None: not yet, or an action that takes none).
+    lease_acquired_at: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -233,6 +233,8 @@ class ProcessRunner:
                 f"table {req.table_id} is leased by {lease.holder if lease else '?'} until "
                 f"{lease.expires_at.isoformat() if lease else '?'}; process {process.id} stays PENDING"
             )
+        if needs_lease:  # the lease wait (created_at -> lease_acquired_at) on the History tab and the CLI
+            self.store.processes.lease_taken(process.id, process.attempt)
         try:
             return claim_and_run(self, process, req, table, catalog, factory, recovering, holder, needs_lease)
         finally:

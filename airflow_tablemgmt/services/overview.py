@@ -5,13 +5,8 @@ No row costs a request of its own and nothing here reads Iceberg metadata: healt
 ``services/health.py``'s cache, and the tables of a page it lacks are read in the background
 (:func:`services.health.warm`), so the next refresh shows them.
 
-A process's times (:func:`timings`) have one definition, used by the History tab and the overview:
-
-* **wait** — opened (``created_at``: the run was asked for) to running (``started_at``): the queue
-  (Airflow's pool and executor slots) and the table's lease, which a PENDING process waits for;
-* **run** — running to finished: the CLI's ``DURATION`` column (``tablemgmt processes``);
-* **job** — the Spark job itself (``summary.duration_seconds``);
-* **total** — opened to finished.
+A process's times are :func:`services.processes.timings` (one definition for the CLI, REST and
+the page).
 """
 
 from __future__ import annotations
@@ -24,33 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.services.health import CachedHealth, cached_health, warm
+from airflow_tablemgmt.services.processes import timings  # noqa: F401 - the page's times, re-exported
 from airflow_tablemgmt.store import listing
 from airflow_tablemgmt.store.listing import ActionState, TableFilter
 
 if TYPE_CHECKING:
-    from airflow_tablemgmt.core.process import Process
     from airflow_tablemgmt.store import Store
 
 SORTS = (*listing.SORTS, "health")
-
-
-def _seconds(a: datetime | None, b: datetime | None) -> float | None:
-    """Seconds from ``a`` to ``b``; None when either is missing or they disagree (``b`` before ``a``:
-    stamps written by hand, e.g. history imported after the fact)."""
-    if a is None or b is None or b < a:
-        return None
-    return round((b - a).total_seconds(), 3)
-
-
-def timings(p: Process) -> dict[str, float | None]:
-    """Wait, run, job and total seconds of a process (this module's docstring defines them)."""
-    job = (p.summary or {}).get("duration_seconds")
-    return {
-        "wait_s": _seconds(p.created_at, p.started_at),
-        "run_s": _seconds(p.started_at, p.finished_at),
-        "job_s": float(job) if isinstance(job, int | float) else None,
-        "total_s": _seconds(p.created_at, p.finished_at),
-    }
 
 
 def enabled(actions: dict[str, Any]) -> list[str]:
@@ -226,6 +202,11 @@ def overview(
                 "created_at": r.created_at,
                 "started_at": r.started_at,
                 "waiting_s": round((now - r.created_at).total_seconds(), 1) if r.started_at is None else None,
+                "lease_acquired_at": r.lease_acquired_at,
+                # PENDING without the lease: waiting for it; lease taken, not running: the queue
+                "lease_wait_s": round(((r.lease_acquired_at or now) - r.created_at).total_seconds(), 1)
+                if r.started_at is None and r.status == "PENDING"
+                else None,
                 "dag_id": r.dag_id,
                 "run_id": r.run_id,
             }  # fmt: skip

@@ -1,4 +1,19 @@
-"""Process operations: list (with validated filters), show, cancel, clear, run now."""
+"""Process operations: list (with validated filters), show, cancel, clear, run now; a process's times.
+
+A process's times (:func:`timings`) have one definition, used by ``tablemgmt processes`` /
+``tablemgmt process N``, the REST API (``timings`` of a process), the History tab and the overview:
+
+* **lease wait** (``lease_wait_s``) — opened (``created_at``: the task asked for the run) to the
+  table's lease taken (``lease_acquired_at``), a PENDING process waiting (deferred, retried) while
+  another process holds the table; None for an action that takes no lease (compute-stats);
+* **queue wait** (``queue_wait_s``) — the lease taken (or, without a lease, opened) to running
+  (``started_at``): reading the table's metadata to plan the job, the submission and the cluster's
+  queue until the Spark application runs;
+* **wait** (``wait_s``) — the two together: opened to running;
+* **run** (``run_s``) — running to finished: the CLI's ``RUN`` column;
+* **job** (``job_s``) — the Spark job itself (``summary.duration_seconds``);
+* **total** (``total_s``) — opened to finished.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +29,28 @@ from airflow_tablemgmt.services.errors import InvalidInput
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
+
+
+def _seconds(a: datetime | None, b: datetime | None) -> float | None:
+    """Seconds from ``a`` to ``b``; None when either is missing or they disagree (``b`` before ``a``:
+    stamps written by hand, e.g. history imported after the fact)."""
+    if a is None or b is None or b < a:
+        return None
+    return round((b - a).total_seconds(), 3)
+
+
+def timings(p: Process) -> dict[str, float | None]:
+    """Lease wait, queue wait, wait, run, job and total seconds of a process (the module docstring)."""
+    job = (p.summary or {}).get("duration_seconds")
+    lease_at = p.lease_acquired_at
+    return {
+        "lease_wait_s": _seconds(p.created_at, lease_at),
+        "queue_wait_s": _seconds(lease_at or p.created_at, p.started_at),
+        "wait_s": _seconds(p.created_at, p.started_at),
+        "run_s": _seconds(p.started_at, p.finished_at),
+        "job_s": float(job) if isinstance(job, int | float) and not isinstance(job, bool) else None,
+        "total_s": _seconds(p.created_at, p.finished_at),
+    }
 
 
 def parse_instant(value: str | None, field: str = "--instant") -> datetime:

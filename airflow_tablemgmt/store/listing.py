@@ -292,6 +292,7 @@ def active(engine: Engine, limit: int = 20) -> tuple[list[Any], dict[str, int]]:
             _P.c.instant,
             _P.c.created_at,
             _P.c.started_at,
+            _P.c.lease_acquired_at,
             _P.c.dag_id,
             _P.c.run_id,
         )  # fmt: skip

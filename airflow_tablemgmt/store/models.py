@@ -36,7 +36,7 @@ VERSION_TABLE = "tms_alembic_version"
 #: The newest migration, i.e. the schema these models describe. Bump it with every migration
 #: (a test checks it against the migration scripts); it lets a process check the schema
 #: without importing Alembic.
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0007"
 
 # Deterministic constraint names, so later migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -126,6 +126,7 @@ class ProcessRow:
         _optional("finished_at", UtcDateTime()),
         _optional("heartbeat_at", UtcDateTime()),
         _optional("heartbeat_every_s", Float),  # the interval the worker promised (migration 0004)
+        _optional("lease_acquired_at", UtcDateTime()),  # the table's lease taken (migration 0007)
         UniqueConstraint("table_id", "action", "instant"),
         Index("ix_tms_process_table_id_action_status", "table_id", "action", "status"),
         Index("ix_tms_process_status", "status"),

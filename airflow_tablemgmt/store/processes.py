@@ -201,6 +201,7 @@ class ProcessRepository:
                     finished_at=None,
                     heartbeat_at=db_now(conn),
                     heartbeat_every_s=None,
+                    lease_acquired_at=None,
                 )
             ).rowcount
             if changed != 1:
@@ -233,6 +234,16 @@ class ProcessRepository:
                     f"attempt {attempt} is no longer running"
                 )
             return current.status
+
+    def lease_taken(self, process_id: int, attempt: int) -> None:
+        """Stamp (database time) when ``attempt`` took the table's lease: the History tab's and the
+        CLI's lease wait is ``created_at`` to this. A superseded attempt's stamp writes nothing."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                update(_T)
+                .where(_T.c.id == process_id, _T.c.attempt == attempt)
+                .values(lease_acquired_at=db_now(conn))
+            )
 
     def now(self) -> datetime:
         """The database's current time: the clock heartbeats are stamped and judged by."""
@@ -428,4 +439,5 @@ def _to_process(row: Row[Any]) -> Process:
         finished_at=row.finished_at,
         heartbeat_at=row.heartbeat_at,
         heartbeat_every_s=row.heartbeat_every_s,
+        lease_acquired_at=row.lease_acquired_at,
     )

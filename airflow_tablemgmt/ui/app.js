@@ -357,8 +357,8 @@ async function renderOverview(token) {
         : h("p", { class: "muted" }, "Nothing is failing."),
       h("h3", {}, "Waiting and running"),
       (o.active || []).length
-        ? h("table", { class: "grid", id: "active" }, h("thead", {}, h("tr", {}, ["Table", "Action", "Status", "Opened", "Waiting (queue + lease)"].map((c) => h("th", {}, c)))),
-            h("tbody", {}, o.active.map((a) => h("tr", {}, h("td", {}, link(tableHref(a.table, "history", a.action), a.table)), h("td", {}, a.action), h("td", {}, h("span", { class: `status ${a.status}` }, a.status)), h("td", {}, when(a.created_at)), h("td", { class: "num" }, a.waiting_s != null ? fmtSec(a.waiting_s) : "running")))))
+        ? h("table", { class: "grid", id: "active" }, h("thead", {}, h("tr", {}, ["Table", "Action", "Status", "Opened", "Waiting (queue + lease)", "Of it, lease"].map((c) => h("th", {}, c)))),
+            h("tbody", {}, o.active.map((a) => h("tr", {}, h("td", {}, link(tableHref(a.table, "history", a.action), a.table)), h("td", {}, a.action), h("td", {}, h("span", { class: `status ${a.status}` }, a.status)), h("td", {}, when(a.created_at)), h("td", { class: "num" }, a.waiting_s != null ? fmtSec(a.waiting_s) : "running"), h("td", { class: "num" }, a.lease_wait_s != null ? fmtSec(a.lease_wait_s) : "–")))))
         : h("p", { class: "muted" }, "No process is waiting or running."),
       h("h3", {}, "Last 30 days"),
       days.length
@@ -608,7 +608,7 @@ function historyTab(procs, focus) {
   return h("div", {},
     focus ? h("p", { class: "small" }, `Processes of ${focus} · `, link(location.hash.replace(/([?&])action=[^&]*/, "$1").replace(/[?&]$/, ""), "all actions")) : null,
     processTable(rows),
-    h("p", { class: "muted small" }, "Wait: opened → running (the queue and the table's lease). Run: running → finished (the CLI's DURATION). Job: the Spark job. Total: opened → finished. Newest first."));
+    h("p", { class: "muted small" }, "Lease wait: opened → the table's lease taken (– : the action takes no lease). Queue wait: the lease taken → running (planning, submission, the cluster's queue). Run: running → finished. Job: the Spark job. Total: opened → finished. The same figures as tablemgmt processes. Newest first."));
 }
 
 function processTable(procs) {
@@ -616,7 +616,7 @@ function processTable(procs) {
   return h(
     "table",
     { class: "grid", id: "processes" },
-    h("thead", {}, h("tr", {}, ["Id", "Action", "Trigger", "Started", "Finished", "Status", "Wait", "Run", "Job", "Total", "Files", "Reason", "Log", ""].map((c) => h("th", {}, c)))),
+    h("thead", {}, h("tr", {}, ["Id", "Action", "Trigger", "Started", "Finished", "Status", "Lease wait", "Queue wait", "Run", "Job", "Total", "Files", "Reason", "Log", ""].map((c) => h("th", {}, c)))),
     h("tbody", {}, procs.map((p) => {
       const t = p.timings || {};
       const s = p.summary || {};
@@ -634,7 +634,8 @@ function processTable(procs) {
         h("td", { title: `instant ${when(p.instant)}` }, when(p.started_at || p.created_at)),
         h("td", {}, when(p.finished_at)),
         h("td", {}, h("span", { class: `status ${p.status}` }, p.status)),
-        h("td", { class: "num", dataset: { wait: String(t.wait_s ?? "") } }, fmtSec(t.wait_s)),
+        h("td", { class: "num", dataset: { leaseWait: String(t.lease_wait_s ?? "") } }, fmtSec(t.lease_wait_s)),
+        h("td", { class: "num", dataset: { queueWait: String(t.queue_wait_s ?? ""), wait: String(t.wait_s ?? "") } }, fmtSec(t.queue_wait_s)),
         h("td", { class: "num" }, fmtSec(t.run_s)),
         h("td", { class: "num" }, fmtSec(t.job_s)),
         h("td", { class: "num" }, fmtSec(t.total_s)),

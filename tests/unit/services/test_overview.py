@@ -141,13 +141,31 @@ def test_overview_counts_equal_the_processes(store: Store) -> None:
 
 def test_timings_follow_one_definition() -> None:
     from airflow_tablemgmt.core.process import Process
+    from airflow_tablemgmt.services.processes import timings
 
     p = Process(id=1, table_id="a.b.c", action="rewrite-files", instant=T0, status=S.SUCCESS, attempt=1,
                 engine="spark", external_id=None, snapshot_id=None, parameters={},
                 summary={"duration_seconds": 30.0}, failure_reason=None, dag_id=None, run_id=None,
                 task_id=None, created_at=T0, started_at=T0 + timedelta(seconds=140),
-                finished_at=T0 + timedelta(seconds=200), heartbeat_at=None)  # fmt: skip
-    assert overview.timings(p) == {"wait_s": 140.0, "run_s": 60.0, "job_s": 30.0, "total_s": 200.0}
+                finished_at=T0 + timedelta(seconds=200), heartbeat_at=None,
+                lease_acquired_at=T0 + timedelta(seconds=125))  # fmt: skip
+    assert overview.timings is timings  # the page's times are the CLI's
+    assert timings(p) == {"lease_wait_s": 125.0, "queue_wait_s": 15.0, "wait_s": 140.0, "run_s": 60.0,
+                          "job_s": 30.0, "total_s": 200.0}  # fmt: skip
+    no_lease = Process(**{**p.__dict__, "lease_acquired_at": None})  # compute-stats takes none
+    assert timings(no_lease)["lease_wait_s"] is None and timings(no_lease)["queue_wait_s"] == 140.0
+
+
+def test_the_lease_stamp_is_the_databases_and_a_retry_clears_it(store: Store) -> None:
+    p, _ = store.processes.open("lake.sales.orders", "rewrite-files", T0 + timedelta(days=1))
+    assert p.lease_acquired_at is None
+    store.processes.lease_taken(p.id, attempt=2)  # a superseded attempt's stamp writes nothing
+    assert store.processes.get(p.id).lease_acquired_at is None
+    store.processes.lease_taken(p.id, attempt=1)
+    taken = store.processes.get(p.id).lease_acquired_at
+    assert taken is not None and p.created_at is not None and taken >= p.created_at
+    store.processes.transition(p.id, S.FAILED, expected=S.PENDING, attempt=1)
+    assert store.processes.new_attempt(p.id, expected=S.FAILED).lease_acquired_at is None
 
 
 def test_the_30_days_roll_up_per_day_and_the_last_24_hours(store: Store) -> None:
