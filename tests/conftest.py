@@ -28,6 +28,34 @@ if not os.environ.get("AIRFLOW__CORE__FERNET_KEY"):
 
     os.environ["AIRFLOW__CORE__FERNET_KEY"] = Fernet.generate_key().decode()
 
+# TABLEMGMT_FULL=1: everything CI leaves for on-demand runs (keeps CI under 30 minutes): the tests marked
+# ``on_demand`` below and every area's own switch.
+ON_DEMAND_SWITCHES = (
+    "TABLEMGMT_CATALOG_MATRIX",
+    "TABLEMGMT_FORMATS_FULL",
+    "TABLEMGMT_CONNECT_FAULTS",
+    "TABLEMGMT_NOTIFY_FULL",
+)
+FULL = os.environ.get("TABLEMGMT_FULL") == "1"
+if FULL:
+    for _switch in ON_DEMAND_SWITCHES:
+        os.environ.setdefault(_switch, "1")
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """A test marked ``on_demand`` (a long scenario whose guarantee a shorter CI test also covers,
+    named in its marker's reason) is skipped unless ``TABLEMGMT_FULL=1``."""
+    if FULL:
+        return
+    import pytest
+
+    for item in items:
+        marker = item.get_closest_marker("on_demand")
+        if marker is not None:
+            why = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            item.add_marker(pytest.mark.skip(reason=f"on demand (TABLEMGMT_FULL=1): {why}"))
+
+
 _FAULT_FIGURES: list[dict[str, Any]] = []
 
 

@@ -118,7 +118,8 @@ def test_two_parses_writing_the_cache_at_once_leave_one_whole_file(
     (dags / "tables.yaml").write_text(declarations(300))
     dagbag(dags, {**env, "AIRFLOW__TABLEMGMT__DAG_CACHE_DIR": "off"})  # sync the file into the store
     cache = tmp_path / "cache"
-    for round in range(3):
+    # Three rounds on demand (TABLEMGMT_FULL=1); CI races one.
+    for round in range(3 if os.environ.get("TABLEMGMT_FULL") == "1" else 1):
         shutil.rmtree(cache, ignore_errors=True)
         # Both parses start from the same line: one must not find the other's finished cache (it would
         # read it, rightly, and the round would race nothing).

@@ -49,6 +49,10 @@ def deployment(tmp_path: Path) -> Iterator[AirflowDeployment]:
         dep.stop()
 
 
+@pytest.mark.on_demand(
+    reason="tests/e2e/test_real_scheduler.py runs the Task SDK path under a real scheduler and "
+    "tests/e2e/test_cli_dt.py a dynamic table's creation and refreshes, test_dynamic_lifecycle.py NO_DATA"
+)
 def test_dynamic_table_is_created_then_refreshed_on_its_cron(
     deployment: AirflowDeployment, tmp_path: Path
 ) -> None:

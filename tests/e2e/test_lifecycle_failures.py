@@ -161,6 +161,10 @@ def test_duplicate_trigger_runs_one_spark_job(tables: dict[str, IcebergTable], t
     assert row.snapshot_id == after.snapshot_id
 
 
+@pytest.mark.on_demand(
+    reason="tests/faults/test_kill9.py kills the worker, its group or the driver mid-job and recovers; "
+    "tests/e2e/test_operator_worker_death.py kills a task's worker"
+)
 @pytest.mark.timeout(TABLES_SETUP + 30 + 300 + 60 + 60 + 2 * 600 + 60)  # covers every wait below
 def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
     tables: dict[str, IcebergTable], tmp_path: Path

@@ -102,6 +102,10 @@ def polling_since(dep: AirflowDeployment, since: int) -> bool | None:
         return (b"1 snapshot watchers have started polling" in f.read()) or None
 
 
+@pytest.mark.on_demand(
+    reason="tests/integration/triggers/test_watcher_startup.py covers the watcher's start-up orderings "
+    "and tests/e2e/test_real_scheduler.py a commit's run under a real triggerer"
+)
 @pytest.mark.timeout(900)
 def test_a_commit_while_the_triggerer_is_down_starts_one_run_and_restarts_report_nothing_twice(
     deployment: AirflowDeployment, tmp_path: Path
