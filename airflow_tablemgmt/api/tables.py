@@ -30,6 +30,7 @@ from airflow_tablemgmt.core.text import TEXT_PATTERN
 from airflow_tablemgmt.services import RegisterRequest, register_table, remove_table
 from airflow_tablemgmt.services.health import table_health
 from airflow_tablemgmt.services.run_now import dag_id_for, request_run
+from airflow_tablemgmt.services.tables import table_metadata
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -190,6 +191,27 @@ def get_health(table_id: TableId, store: StoreDep) -> HealthOut:
         sid = h["files"]["snapshot_id"]
         h["files"]["snapshot_id"] = str(sid) if sid is not None else None
     return HealthOut(**h)
+
+
+@router.get("/{table_id}/details", response_model=dict[str, Any])
+def get_details(table_id: TableId, store: StoreDep) -> dict[str, Any]:
+    """The Details tab: schema (nested columns dotted), partition spec, sort order, properties, location,
+    owner and catalog, read with pyiceberg from the table's current metadata."""
+    return table_metadata(store, table_id, "details")
+
+
+@router.get("/{table_id}/files", response_model=dict[str, Any])
+def get_files(table_id: TableId, store: StoreDep) -> dict[str, Any]:
+    """The Files tab: per partition (the most files first, at most 500) the live data and delete files,
+    bytes, records, small files and a histogram of data file sizes against the table's target size."""
+    return table_metadata(store, table_id, "files")
+
+
+@router.get("/{table_id}/snapshots", response_model=dict[str, Any])
+def get_snapshots(table_id: TableId, store: StoreDep) -> dict[str, Any]:
+    """The Snapshots tab: every snapshot oldest first, its operation and the data/delete files, records
+    and bytes it added and removed (its summary)."""
+    return table_metadata(store, table_id, "snapshots")
 
 
 @router.post("/{table_id}/actions/{action}/runs", response_model=RunOut, status_code=201)

@@ -228,3 +228,31 @@ def show_table(store: Store, table_id: str) -> dict[str, Any]:
 def remove_table(store: Store, table_id: str) -> None:
     """Soft-delete a store-owned table (its process history stays)."""
     store.tables.remove(table_id, Owner.STORE)
+
+
+#: The table page's metadata tabs and what reads each (``metadata/table_views.py``).
+TABS = ("details", "files", "snapshots")
+
+
+def table_metadata(store: Store, table_id: str, tab: str) -> dict[str, Any]:
+    """The Details, Files or Snapshots tab of a live Iceberg table, read with pyiceberg (no JVM) on its
+    catalog with the secret references resolved; Details adds the owner and the catalog from the store."""
+    if tab not in TABS:
+        raise InvalidInput(f"tab: {tab!r} is not a metadata tab; allowed: {', '.join(TABS)}")
+    reg = store.tables.get_registered(table_id)
+    spec = reg.spec
+    if str(spec.format) != "iceberg":
+        raise InvalidInput(f"table {spec.id}: format {spec.format} has no {tab} tab; allowed: iceberg tables")
+    from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+    from airflow_tablemgmt.metadata import table_views
+
+    catalog = store.catalogs.get(spec.catalog)
+    read = {"details": table_views.read_details, "files": table_views.read_files,
+            "snapshots": table_views.read_snapshots}[tab]  # fmt: skip
+    out: dict[str, Any] = {"table": spec.id, **read(resolve_catalog_spec(catalog), spec)}
+    if tab == "details":
+        out["owner"] = spec.owner
+        out["managed_by"] = str(reg.managed_by)
+        out["catalog"] = {"name": catalog.name, "type": str(catalog.type.value),
+                          "warehouse": catalog.warehouse, "uri": catalog.properties.get("uri")}  # fmt: skip
+    return out

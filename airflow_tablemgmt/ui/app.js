@@ -480,10 +480,12 @@ async function renderTable(id, query, token) {
   const tab = TABS.some(([k]) => k === q.get("tab")) ? q.get("tab") : "details";
   const focus = q.get("action") || "";
   setCrumb(link("#/", "Overview"), link("#/tables", "Tables"), id);
-  const [table, health, procsBody] = await Promise.all([
+  const metaTab = ["details", "files", "snapshots"].includes(tab);
+  const [table, health, procsBody, meta] = await Promise.all([
     api(`/tables/${enc}`),
     settle(api(`/tables/${enc}/health`)),
     api(`/processes?${new URLSearchParams({ table: id, limit: "200" })}`),
+    metaTab ? settle(api(`/tables/${enc}/${tab}`)) : Promise.resolve(null),
   ]);
   if (token !== routeToken) return;
   const procs = list(procsBody, "processes").sort((a, b) => execTime(b) - execTime(a) || b.id - a.id);
@@ -491,9 +493,9 @@ async function renderTable(id, query, token) {
   const score = health && !health.error ? health.health : null;
   const tabs = h("nav", { class: "tabs", id: "tabs" }, TABS.map(([k, label]) => h("a", { href: tableHref(id, k, k === "maintenance" || k === "history" ? focus : ""), class: k === tab ? "active" : "", dataset: { tab: k } }, label)));
   const body = {
-    details: () => detailsTab(table, health),
-    files: () => filesTab(health),
-    snapshots: () => snapshotsTab(health, procs),
+    details: () => detailsTab(table, health, meta),
+    files: () => filesTab(health, meta),
+    snapshots: () => snapshotsTab(health, procs, meta),
     maintenance: () => maintenanceTab(id, actions, procs, focus),
     history: () => historyTab(procs, focus),
   }[tab]();
@@ -515,15 +517,37 @@ function kv(rows) {
   return h("table", { class: "kv" }, h("tbody", {}, rows.filter(([, v]) => v !== undefined).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v instanceof Node ? v : String(v ?? "–"))))));
 }
 
-function detailsTab(table, health) {
+const metaError = (meta, what) => h("p", { class: "muted", dataset: { metaError: "1" } }, `${what} unavailable${meta && meta.error ? `: ${meta.error}` : ""}`);
+
+function schemaBlock(meta) {
+  if (!meta || meta.error) return metaError(meta, "Schema, partition spec and sort order");
+  const spec = meta.partition_spec.fields, sort = meta.sort_order.fields;
+  return h("div", {},
+    h("h3", {}, `Schema (id ${meta.schema_id})`),
+    h("table", { class: "grid", id: "schema" }, h("thead", {}, h("tr", {}, ["Id", "Column", "Type", "Required", "Doc"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, meta.columns.map((c) => h("tr", { dataset: { column: c.name } }, h("td", { class: "num" }, String(c.id)), h("td", {}, c.name), h("td", { class: "small" }, c.type), h("td", {}, c.required ? "yes" : "no"), h("td", { class: "small" }, c.doc || ""))))),
+    h("h3", {}, "Partition spec and sort order"),
+    kv([
+      ["Partition spec", h("span", { id: "partition-spec" }, spec.length ? spec.map((f) => `${f.transform}(${f.source}) as ${f.name}`).join(", ") : "unpartitioned")],
+      ["Sort order", h("span", { id: "sort-order" }, sort.length ? sort.map((f) => `${f.transform === "identity" ? f.source : `${f.transform}(${f.source})`} ${f.direction} ${f.null_order.replace("-", " ")}`).join(", ") : "unsorted")],
+      ["Location", meta.location], ["Format version", meta.format_version], ["Current snapshot", meta.current_snapshot_id || "none"], ["Last updated", when(meta.last_updated)],
+      ["Catalog", `${meta.catalog.name} (${meta.catalog.type}${meta.catalog.warehouse ? `, ${meta.catalog.warehouse}` : ""}${meta.catalog.uri ? `, ${meta.catalog.uri}` : ""})`],
+    ]),
+    h("h3", {}, "Properties"),
+    Object.keys(meta.properties).length
+      ? h("table", { class: "kv", id: "properties" }, h("tbody", {}, Object.entries(meta.properties).map(([k, v]) => h("tr", { dataset: { property: k } }, h("th", {}, k), h("td", { class: "small" }, v)))))
+      : h("p", { class: "muted" }, "No table property."));
+}
+
+function detailsTab(table, health, meta) {
   const s = table.spec || {};
   return h("div", {},
     kv([["Table", table.table], ["Catalog", s.catalog], ["Namespace", s.namespace], ["Format", s.format], ["Owner", s.owner || "–"], ["Queue", s.queue], ["Priority", s.priority], ["Managed by", table.managed_by]]),
+    schemaBlock(meta),
     h("h3", {}, "Health score"),
     healthScoreBlock(health),
     h("h3", {}, "Actions and options"),
     h("pre", { class: "json" }, JSON.stringify(s.actions || {}, null, 2)),
-    h("p", { class: "muted small" }, "Schema, partition spec and sort order are not shown yet: they need a metadata read this page does not make."),
   );
 }
 
@@ -536,9 +560,36 @@ function healthScoreBlock(health) {
     h("p", { class: "muted small" }, "100 minus the points of each finding; a finding exists only when a maintenance action would fix it (docs/ui.md)."));
 }
 
-function filesTab(health) {
+function bucketLabels(meta) {
+  const b = meta.buckets, fr = meta.bucket_fractions;
+  return [...b.map((v, i) => `< ${fmtBytes(v)} (${Math.round(fr[i] * 100)} %)`), `≥ ${fmtBytes(b[b.length - 1])}`];
+}
+
+function histogram(counts, labels, smallBuckets) {
+  const max = Math.max(...counts, 1);
+  return h("div", { class: "histogram" }, counts.map((n, i) => h("div", { class: `hbar${i < smallBuckets ? " small-bucket" : ""}`, dataset: { bucket: String(i), count: String(n) } },
+    h("span", { class: "label" }, labels[i]), h("span", { class: "fill", style: `width:${(100 * n) / max}%` }), h("b", {}, fmtNum(n)))));
+}
+
+function partitionsBlock(meta) {
+  if (!meta || meta.error) return metaError(meta, "Per-partition files");
+  const labels = bucketLabels(meta);
+  const small = meta.bucket_fractions.indexOf(0.75) + 1;
+  return h("div", {},
+    h("h3", {}, `Data file sizes against the target ${fmtBytes(meta.target_file_size_bytes)} (all partitions)`),
+    histogram(meta.totals.histogram, labels, small),
+    h("p", { class: "muted small" }, `Bars in red are small files (under 75 % of the target), what rewrite-files rewrites. ${fmtNum(meta.totals.data_files)} data files, ${fmtNum(meta.totals.delete_files)} delete files.`),
+    h("h3", {}, `Per partition (${fmtNum(meta.partitions_total)}${meta.partitions.length < meta.partitions_total ? `, the ${meta.partitions.length} with the most files` : ""})`),
+    h("table", { class: "grid", id: "partitions" }, h("thead", {}, h("tr", {}, ["Partition", "Data files", "Small", "Size", "Records", "Delete files", "Sizes (histogram buckets)"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, meta.partitions.map((p) => h("tr", { dataset: { partition: p.partition, files: String(p.data_files) } },
+        h("td", {}, p.partition || "(unpartitioned)"), h("td", { class: "num" }, fmtNum(p.data_files)), h("td", { class: "num" }, fmtNum(p.small_files)),
+        h("td", { class: "num" }, fmtBytes(p.data_bytes)), h("td", { class: "num" }, fmtNum(p.records)), h("td", { class: "num" }, fmtNum(p.delete_files)),
+        h("td", { class: "small", title: labels.join(" | ") }, p.histogram.join(" · ")))))));
+}
+
+function filesTab(health, meta) {
   const f = health && health.files;
-  if (!f) return healthScoreBlock(health);
+  if (!f) return h("div", {}, healthScoreBlock(health), partitionsBlock(meta));
   const bars = [["data files now", f.data_files], ["after a compaction to the target", f.compacted_data_files]];
   const max = Math.max(...bars.map(([, v]) => v), 1);
   return h("div", {},
@@ -551,11 +602,27 @@ function filesTab(health) {
       card("Delete files", fmtNum(f.delete_files), {}, `${fmtNum(f.deleted_rows)} rows deleted (${fmtPct(f.deleted_row_ratio)})`),
     ),
     h("div", { class: "hbars" }, bars.map(([label, v]) => h("div", { class: "hbar" }, h("span", { class: "label" }, label), h("span", { class: "fill", style: `width:${(100 * v) / max}%` }), h("b", {}, fmtNum(v))))),
-    h("p", { class: "muted small" }, "Per-partition counts and a size histogram are not shown yet; the figures above are the current snapshot's live files."),
+    partitionsBlock(meta),
   );
 }
 
-function snapshotsTab(health, procs) {
+function timelineBlock(meta) {
+  if (!meta || meta.error) return metaError(meta, "The snapshot timeline");
+  const snaps = [...meta.snapshots].reverse();
+  const delta = (a, r) => `+${fmtNum(a)} / −${fmtNum(r)}`;
+  return h("div", {},
+    h("h3", {}, `Timeline (${fmtNum(snaps.length)} snapshots, newest first)`),
+    snaps.length
+      ? h("table", { class: "grid", id: "timeline" }, h("thead", {}, h("tr", {}, ["Committed", "Snapshot", "Operation", "Data files +/−", "Delete files +/−", "Records +/−", "Bytes +/−", "Total records"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, snaps.map((s) => h("tr", { dataset: { snapshot: s.snapshot_id, operation: s.operation || "" }, class: s.current ? "current" : "" },
+            h("td", {}, when(s.committed_at)), h("td", { class: "small" }, `${s.snapshot_id}${s.current ? " (current)" : ""}`), h("td", {}, s.operation || "–"),
+            h("td", { class: "num" }, delta(s.added_data_files, s.removed_data_files)), h("td", { class: "num" }, delta(s.added_delete_files, s.removed_delete_files)),
+            h("td", { class: "num" }, delta(s.added_records, s.removed_records)), h("td", { class: "num" }, `+${fmtBytes(s.added_bytes)} / −${fmtBytes(s.removed_bytes)}`),
+            h("td", { class: "num" }, fmtNum(s.total_records))))))
+      : h("p", { class: "muted" }, "The table has no snapshot."));
+}
+
+function snapshotsTab(health, procs, meta) {
   const f = health && health.files;
   const changes = procs.filter((p) => p.status === "SUCCESS" && p.summary && p.summary.before && p.summary.after);
   return h("div", {},
@@ -566,6 +633,7 @@ function snapshotsTab(health, procs) {
       card("Current snapshot", fmtSec(f.current_snapshot_age_s), {}, "age"),
       card("Manifests", fmtNum(f.manifests), {}, fmtBytes(f.manifest_bytes)),
     ) : healthScoreBlock(health),
+    timelineBlock(meta),
     h("h3", {}, "Snapshots written by maintenance"),
     changes.length
       ? h("table", { class: "grid" }, h("thead", {}, h("tr", {}, ["Finished", "Action", "Snapshot before → after", "Data files", "Records", "Snapshots"].map((c) => h("th", {}, c)))),

@@ -1,0 +1,175 @@
+"""What the table page's Details, Files and Snapshots tabs show, read from Iceberg metadata with
+pyiceberg (no JVM): the schema, partition spec, sort order and properties; the live files per
+partition against the target file size; the snapshot timeline with each snapshot's added and removed
+files and records (from its summary).
+
+``catalog`` has its secret references resolved already (``services/tables.py`` does that).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_tablemgmt.core.errors import TableMgmtError
+from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.files import _DATA, _load_metadata, _targets, live_data_files, quiet_pyiceberg
+
+#: Upper bounds of the Files tab's size buckets, as fractions of the target file size (the last
+#: bucket is open). Under 0.75 is a *small file* (``metadata.files``: what rewrite-files rewrites).
+SIZE_BUCKETS = (0.125, 0.25, 0.5, 0.75, 1.0, 1.5)
+#: Partitions listed at most (the most files first); the totals count all of them.
+MAX_PARTITIONS = 500
+
+
+def _read(catalog: CatalogSpec, table: TableSpec) -> tuple[Any, Any]:
+    from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+
+    try:
+        with quiet_pyiceberg():
+            return _load_metadata(SnapshotReader(catalog), table)
+    except TableMgmtError:
+        raise
+    except Exception as e:  # pyiceberg/pyarrow/IO errors: say which table and why
+        raise HealthUnavailable(f"table {table.id}: cannot read its Iceberg metadata: {e}") from None
+
+
+def _ms(ts: int | None) -> str | None:
+    return datetime.fromtimestamp(ts / 1000, UTC).isoformat() if ts is not None else None
+
+
+def read_details(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
+    """Schema (every column, nested ones dotted), partition spec, sort order and properties."""
+    metadata, _ = _read(catalog, table)
+    schema = metadata.schema()
+    from pyiceberg.schema import index_by_id
+
+    columns = []
+    for field_id, field in sorted(index_by_id(schema).items()):
+        columns.append({"id": field_id, "name": schema.find_column_name(field_id), "type": str(field.field_type),
+                        "required": bool(field.required), "doc": field.doc})  # fmt: skip
+    spec = metadata.spec()
+    sort = metadata.sort_order_by_id(metadata.default_sort_order_id)
+    snap = metadata.current_snapshot()
+    return {
+        "location": metadata.location,
+        "format_version": int(metadata.format_version),
+        "table_uuid": str(metadata.table_uuid),
+        "last_updated": _ms(metadata.last_updated_ms),
+        "current_snapshot_id": str(snap.snapshot_id) if snap is not None else None,
+        "schema_id": schema.schema_id,
+        "columns": columns,
+        "partition_spec": {
+            "spec_id": spec.spec_id,
+            "fields": [
+                {
+                    "name": f.name,
+                    "source": schema.find_column_name(f.source_id),
+                    "transform": str(f.transform),
+                }
+                for f in spec.fields
+            ],  # fmt: skip
+        },
+        "sort_order": {
+            "order_id": sort.order_id if sort is not None else 0,
+            "fields": [
+                {
+                    "source": schema.find_column_name(f.source_id),
+                    "transform": str(f.transform),
+                    "direction": str(f.direction.value),
+                    "null_order": str(f.null_order.value),
+                }
+                for f in (sort.fields if sort is not None else [])
+            ],  # fmt: skip
+        },
+        "properties": dict(sorted(metadata.properties.items())),
+    }
+
+
+def _bucket(size: int, target: int) -> int:
+    for i, bound in enumerate(SIZE_BUCKETS):
+        if size < bound * target:
+            return i
+    return len(SIZE_BUCKETS)
+
+
+def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
+    """The current snapshot's live files per partition: data and delete files, bytes, records and a
+    histogram of data file sizes in :data:`SIZE_BUCKETS` of the target file size (the table's own:
+    rewrite-files' ``target-file-size-bytes``, else ``write.target-file-size-bytes``)."""
+    metadata, io = _read(catalog, table)
+    target = _targets(metadata, table)[0]
+    schema = metadata.schema()
+    specs = metadata.specs()
+    snap = metadata.current_snapshot()
+    parts: dict[tuple[int, str], dict[str, Any]] = {}
+    if snap is not None:
+        for f in live_data_files(io, snap.manifests(io)):
+            spec = specs.get(f.spec_id)
+            path = spec.partition_to_path(f.partition, schema) if spec is not None and spec.fields else ""
+            p = parts.setdefault((f.spec_id, path), {
+                "partition": path, "spec_id": f.spec_id, "data_files": 0, "data_bytes": 0, "records": 0,
+                "delete_files": 0, "delete_bytes": 0, "small_files": 0,
+                "histogram": [0] * (len(SIZE_BUCKETS) + 1),
+            })  # fmt: skip
+            size = int(f.file_size_in_bytes)
+            if int(f.content) == _DATA:
+                p["data_files"] += 1
+                p["data_bytes"] += size
+                p["records"] += int(f.record_count)
+                b = _bucket(size, target)
+                p["histogram"][b] += 1
+                p["small_files"] += b < SIZE_BUCKETS.index(0.75) + 1
+            else:
+                p["delete_files"] += 1
+                p["delete_bytes"] += size
+    rows = sorted(parts.values(), key=lambda p: (-p["data_files"], p["partition"]))
+    totals = {k: sum(p[k] for p in rows) for k in ("data_files", "data_bytes", "records", "delete_files",
+                                                   "delete_bytes", "small_files")}  # fmt: skip
+    totals["histogram"] = [sum(p["histogram"][i] for p in rows) for i in range(len(SIZE_BUCKETS) + 1)]
+    return {
+        "snapshot_id": str(snap.snapshot_id) if snap is not None else None,
+        "target_file_size_bytes": target,
+        "buckets": [round(b * target) for b in SIZE_BUCKETS],
+        "bucket_fractions": list(SIZE_BUCKETS),
+        "partitions_total": len(rows),
+        "totals": totals,
+        "partitions": rows[:MAX_PARTITIONS],
+    }
+
+
+def _int(summary: dict[str, str], key: str) -> int:
+    try:
+        return int(summary.get(key, 0))
+    except ValueError:
+        return 0
+
+
+def read_snapshots(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
+    """Every snapshot, oldest first: operation, added and removed data/delete files, records and bytes
+    (the snapshot's summary, which Iceberg writes with each commit)."""
+    metadata, _ = _read(catalog, table)
+    snap = metadata.current_snapshot()
+    current = snap.snapshot_id if snap is not None else None
+    out = []
+    for s in sorted(metadata.snapshots, key=lambda s: (s.timestamp_ms, s.snapshot_id)):
+        summary = {k: str(v) for k, v in (s.summary.additional_properties if s.summary else {}).items()}
+        out.append({
+            "snapshot_id": str(s.snapshot_id),
+            "parent_id": str(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None,
+            "committed_at": _ms(s.timestamp_ms),
+            "operation": str(s.summary.operation.value) if s.summary else None,
+            "current": s.snapshot_id == current,
+            "added_data_files": _int(summary, "added-data-files"),
+            "removed_data_files": _int(summary, "deleted-data-files"),
+            "added_delete_files": _int(summary, "added-delete-files"),
+            "removed_delete_files": _int(summary, "removed-delete-files"),
+            "added_records": _int(summary, "added-records"),
+            "removed_records": _int(summary, "deleted-records"),
+            "added_bytes": _int(summary, "added-files-size"),
+            "removed_bytes": _int(summary, "removed-files-size"),
+            "total_records": _int(summary, "total-records"),
+            "total_data_files": _int(summary, "total-data-files"),
+        })  # fmt: skip
+    return {"current_snapshot_id": str(current) if current is not None else None, "snapshots": out}
