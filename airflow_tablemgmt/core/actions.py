@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from airflow_tablemgmt.core.action_model import Action, ActionRegistry, ActionSettings
+from airflow_tablemgmt.core.action_model import FORMATS, Action, ActionRegistry, ActionSettings
 from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.format_actions import FORMAT_ACTIONS
 from airflow_tablemgmt.core.identifiers import validate_identifier
@@ -209,6 +209,19 @@ COMPUTE_STATS = ACTIONS.register(
     Action("compute-stats", ComputeStatsSettings, True, "compute table statistics (Puffin NDV)")
 )
 REFRESH = ACTIONS.register(Action("refresh", RefreshSettings, True, "refresh a dynamic table from its query"))
+FORMATS.declare(
+    "iceberg",
+    (
+        REWRITE_FILES,
+        REWRITE_DELETES,
+        REWRITE_MANIFESTS,
+        EXPIRE_SNAPSHOTS,
+        DELETE_ORPHANS,
+        EXPIRE_DATA,
+        COMPUTE_STATS,
+        REFRESH,
+    ),
+)
 
 __all__ = ["ACTIONS", "Action", "ActionRegistry", "ActionSettings", "RefreshSettings"]
 

@@ -1,5 +1,6 @@
-"""The ProcessFactory protocol (after Amoro's), the JobSpec it hands to an engine, and the declared
-contract of a factory that reads the store (:class:`StoreAwareFactory`)."""
+"""The ProcessFactory protocol (after Amoro's), the JobSpec it hands to an engine, the declared
+contract of a factory that reads the store (:class:`StoreAwareFactory`), and what a format needs of
+Spark (:class:`FormatSession`, kept in :data:`FORMAT_SESSIONS`, which ``spark/conf.py`` reads)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,38 @@ if TYPE_CHECKING:  # annotations only: the Spark job's driver imports JobSpec wi
     from airflow_tablemgmt.core.formats import TableFormat
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.core.triggers import TriggerStrategy
+
+
+@dataclass(frozen=True)
+class FormatSession:
+    """What a job on a table of one format needs of Spark: its SQL extensions, the session catalog's
+    implementation, further settings (a serializer), and its runtime jars (the artifact resolver's
+    needs, ``tablemgmt jars fetch --format <format>``).
+
+    ``catalog_impl``: a catalog-based format (Paimon) names its Spark catalog class; the job's catalog
+    is configured as ``spark.sql.catalog.<catalog name>`` of that class, with the catalog's warehouse.
+    ``module``: a plugin format's driver-side module (its maintainers), which the Spark job imports
+    by this name before it builds the session (``spark/job/plugins.py``)."""
+
+    extensions: str
+    session_catalog: str | None
+    needs: tuple[str, ...]
+    conf: dict[str, str] = field(default_factory=dict)
+    catalog_impl: str | None = None
+    module: str | None = None
+
+
+#: Per format. Built-in formats are added by ``spark/conf.py``; a format plugin registers its own with
+#: :func:`register_format_session` when it is imported.
+FORMAT_SESSIONS: dict[str, FormatSession] = {}
+
+
+def register_format_session(format: str, session: FormatSession) -> FormatSession:
+    existing = FORMAT_SESSIONS.get(str(format))
+    if existing is not None and existing != session:
+        raise ValueError(f"format {format!r} already declares a different Spark session")
+    FORMAT_SESSIONS[str(format)] = session
+    return session
 
 
 @dataclass(frozen=True)

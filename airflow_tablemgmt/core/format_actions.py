@@ -14,8 +14,9 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator, model_validator
 
-from airflow_tablemgmt.core.action_model import Action, ActionSettings
+from airflow_tablemgmt.core.action_model import FORMATS, Action, ActionSettings
 from airflow_tablemgmt.core.durations import Duration, format_duration
+from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.identifiers import validate_identifier
 
 #: The option through which a path-based format's factory tells its Spark maintainer where the table is
@@ -25,6 +26,10 @@ TABLE_LOCATION_OPTION = "table-location"
 #: The job spec's catalog property naming the table's format, set by a path-based format's factory;
 #: absent: Iceberg. The job builds its session for that format alone (``spark/conf.py``).
 TABLE_FORMAT_PROPERTY = "tablemgmt.table-format"
+#: The job spec's catalog property naming a plugin format's driver-side module (``FormatSession.module``),
+#: set by ``factories.api.plugin_job``; the Spark job imports it when it meets the format
+#: (``spark/conf.py``).
+FORMAT_MODULE_PROPERTY = "tablemgmt.format-module"
 #: Set by the Hudi factory on a retry: the compaction instant the interrupted attempt scheduled.
 COMPACTION_INSTANT_OPTION = "compaction-instant"
 #: Set by the Delta factory when a vacuum must not delete (the first-run policy): why.
@@ -219,3 +224,8 @@ HUDI_ARCHIVE = Action(
 
 #: Registered in :data:`core.actions.ACTIONS` by that module.
 FORMAT_ACTIONS = (OPTIMIZE, VACUUM, HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING, HUDI_ARCHIVE)
+
+# What each format supports, read when a table is registered (core/tables.py); the factories' own
+# supported_actions() agree (tests/unit/factories/test_format_support.py).
+FORMATS.declare(TableFormat.DELTA, (OPTIMIZE, VACUUM))
+FORMATS.declare(TableFormat.HUDI, (HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING, HUDI_ARCHIVE))

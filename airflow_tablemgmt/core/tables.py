@@ -6,7 +6,7 @@ import logging
 import posixpath
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -14,10 +14,12 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
+from airflow_tablemgmt.core.action_model import FORMATS, known_format, load_format_plugins
 from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAIN_TABLE, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
@@ -172,13 +174,22 @@ class Owner(StrEnum):
     STORE = "store"
 
 
+_FORMAT_SCHEMA = {
+    "type": "string",
+    "default": "iceberg",
+    "description": "the table's format: iceberg, delta, hudi, or one an installed format plugin declares",
+    "examples": ["iceberg", "delta", "hudi"],
+}
+
+
 class TableSpec(_Model):
     """A registered table and the maintenance it gets."""
 
     catalog: str
     namespace: str
     name: str
-    format: TableFormat = TableFormat.ICEBERG
+    # A str, not the enum: a format plugin declares formats this package does not name (core/action_model.py).
+    format: Annotated[str, WithJsonSchema(_FORMAT_SCHEMA)] = TableFormat.ICEBERG
     owner: str = Field(default="airflow", description="the DAGs' owner")
     queue: str = Field(default="default", description="Airflow pool (and queue) the jobs run in")
     priority: int = Field(default=1, ge=1, le=1000)
@@ -189,6 +200,12 @@ class TableSpec(_Model):
     @classmethod
     def _ident(cls, v: str, info: Any) -> str:
         return validate_identifier(v, info.field_name)
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _format(cls, v: Any) -> str:
+        text = known_format(v)
+        return TableFormat(text) if text in TableFormat._value2member_map_ else text
 
     @field_validator("queue")
     @classmethod
@@ -210,9 +227,20 @@ class TableSpec(_Model):
             if name == REFRESH_ACTION and plain:
                 raise ValueError(REFRESH_ON_PLAIN_TABLE)
             if name not in ACTIONS:
-                raise ValueError(f"unknown action {name!r}; known actions: {', '.join(ACTIONS.names())}")
+                load_format_plugins()  # a plugin's action: known once its plugin is imported
+            if name not in ACTIONS:
+                plugins = sorted(set(ACTIONS.all_names()) - set(ACTIONS.names()))
+                also = f"; from format plugins: {', '.join(plugins)}" if plugins else ""
+                raise ValueError(
+                    f"unknown action {name!r}; known actions: {', '.join(ACTIONS.names())}{also}"
+                )
+            fmt = info.data.get("format")
+            if fmt is not None:
+                problem = FORMATS.unsupported_action(table_id, fmt, name)
+                if problem is not None:
+                    raise ValueError(problem)
             try:
-                settings = ACTIONS.get(name).settings(raw if raw is not None else {})
+                settings = ACTIONS.get(name, fmt).settings(raw if raw is not None else {})
             except ValidationError as e:
                 # Carry the nested path out of the validator: "<action>.<option>\t<message>" lines.
                 raise ValueError("\n".join(_nested(name, e))) from None
@@ -240,7 +268,7 @@ class TableSpec(_Model):
         return f"{self.catalog}.{self.namespace}.{self.name}"
 
     def action_settings(self, name: str) -> ActionSettings:
-        return ACTIONS.get(name).settings(self.actions.get(name, {}))
+        return ACTIONS.get(name, self.format).settings(self.actions.get(name, {}))
 
     def enabled_actions(self) -> list[str]:
         return [name for name, _ in self.enabled_action_settings()]

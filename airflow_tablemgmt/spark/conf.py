@@ -3,16 +3,18 @@ the job's catalog as validated from its spec, its application name, and where Sp
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+from airflow_tablemgmt.core.factory import FORMAT_SESSIONS as _FORMAT_SESSIONS
+from airflow_tablemgmt.core.factory import FormatSession, JobSpec
+from airflow_tablemgmt.core.format_actions import FORMAT_MODULE_PROPERTY, TABLE_FORMAT_PROPERTY
 from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.storage import spark_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
@@ -24,45 +26,60 @@ ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExt
 KRYO = "org.apache.spark.serializer.KryoSerializer"
 
 
-@dataclass(frozen=True)
-class FormatSession:
-    """What a job on a table of one format needs of Spark: its SQL extensions, the session catalog's
-    implementation, further settings (a serializer), and its runtime jars (the artifact resolver's
-    needs, ``tablemgmt jars fetch --format <format>``)."""
-
-    extensions: str
-    session_catalog: str | None
-    needs: tuple[str, ...]
-    conf: dict[str, str] = field(default_factory=dict)
-
-
-#: Per format. A job loads its own format's extensions and catalog only: a Delta table's session has no
-#: Iceberg catalog and no Hudi extension.
-FORMAT_SESSIONS: dict[str, FormatSession] = {
-    "iceberg": FormatSession(ICEBERG_EXTENSIONS, None, ("iceberg",)),
-    "delta": FormatSession(
-        "io.delta.sql.DeltaSparkSessionExtension",
-        "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        ("delta",),
-    ),
-    "hudi": FormatSession(
-        "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
-        "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
-        ("hudi",),
-        {"spark.serializer": KRYO, "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar"},
-    ),
-}
+#: Per format (the same dict as ``core.factory.FORMAT_SESSIONS``, where a format plugin registers its own).
+#: A job loads its own format's extensions and catalog only: a Delta table's session has no Iceberg
+#: catalog and no Hudi extension.
+FORMAT_SESSIONS: dict[str, FormatSession] = _FORMAT_SESSIONS
+FORMAT_SESSIONS.update(
+    {
+        "iceberg": FormatSession(ICEBERG_EXTENSIONS, None, ("iceberg",)),
+        "delta": FormatSession(
+            "io.delta.sql.DeltaSparkSessionExtension",
+            "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            ("delta",),
+        ),
+        "hudi": FormatSession(
+            "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+            "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+            ("hudi",),
+            {"spark.serializer": KRYO, "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar"},
+        ),
+    }
+)
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def table_format(catalog: CatalogSpec) -> str:
     """The format a job spec's catalog was rendered for (``iceberg`` unless a factory said otherwise)."""
     fmt = str(catalog.properties.get(TABLE_FORMAT_PROPERTY) or "iceberg")
     if fmt not in FORMAT_SESSIONS:
+        _import_format_module(catalog, fmt)
+    if fmt not in FORMAT_SESSIONS:
         raise InvalidJobSpec(
             f"catalog.properties.{TABLE_FORMAT_PROPERTY}: unknown format {fmt!r}; known: "
             f"{', '.join(sorted(FORMAT_SESSIONS))}"
         )
     return fmt
+
+
+def _import_format_module(catalog: CatalogSpec, fmt: str) -> None:
+    """Import the plugin module the job spec names for ``fmt`` (the Spark driver's way to a plugin format's
+    session and maintainers); it registers them when imported."""
+    module = str(catalog.properties.get(FORMAT_MODULE_PROPERTY) or "")
+    if not module:
+        return
+    if not _MODULE_NAME.match(module) or module.split(".")[0] == "airflow_tablemgmt":
+        raise InvalidJobSpec(
+            f"catalog.properties.{FORMAT_MODULE_PROPERTY}: {module!r} is not a plugin module name "
+            "(dotted Python identifiers, outside airflow_tablemgmt)"
+        )
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise InvalidJobSpec(
+            f"catalog.properties.{FORMAT_MODULE_PROPERTY}: format {fmt!r} needs module {module!r}, which "
+            f"does not import here ({e}); install the format's plugin where the Spark driver runs"
+        ) from None
 
 
 def session_conf(catalog: CatalogSpec) -> dict[str, str]:
@@ -79,6 +96,10 @@ def session_conf(catalog: CatalogSpec) -> dict[str, str]:
     conf = {"spark.sql.extensions": profile.extensions, **profile.conf}
     if profile.session_catalog:
         conf["spark.sql.catalog.spark_catalog"] = profile.session_catalog
+    if profile.catalog_impl:  # a catalog-based format: the job's catalog is the format's own
+        conf[f"spark.sql.catalog.{catalog.name}"] = profile.catalog_impl
+        if catalog.warehouse:
+            conf[f"spark.sql.catalog.{catalog.name}.warehouse"] = catalog.warehouse
     for key, value in catalog.properties.items():
         if key.startswith("spark."):
             conf[key] = str(value)

@@ -254,9 +254,11 @@ def _execute(
             from airflow_tablemgmt.spark.job import early_read
             from airflow_tablemgmt.spark.job.maintainers import MAINTAINERS
             from airflow_tablemgmt.spark.job.metrics import FirstRead, load_table
+            from airflow_tablemgmt.spark.job.plugins import plugin_maintainer
 
             _import_quietly("pyiceberg.table")  # the metrics' reader
-        maintainer = MAINTAINERS.get(job.action)
+        # A plugin format's own maintainer first (its expire-snapshots is not Iceberg's).
+        maintainer = plugin_maintainer(catalog, job.action) or MAINTAINERS.get(job.action)
         if maintainer is None:
             raise InvalidJobSpec(
                 f"action: {job.action!r} has no Spark maintainer; known: {', '.join(sorted(MAINTAINERS))}"

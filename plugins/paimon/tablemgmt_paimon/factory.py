@@ -1,0 +1,126 @@
+"""PaimonProcessFactory: the ``paimon`` format's declaration and its jobs, written against the public
+factory API only (``airflow_tablemgmt.factories.api``).
+
+A Paimon table is declared in a ``hadoop`` catalog whose ``warehouse`` is a Paimon filesystem catalog's
+warehouse; the job configures that catalog as Paimon's ``SparkCatalog`` under the catalog's name and
+calls Paimon's procedures on ``<namespace>.<name>``. Whether ``compact`` or ``expire-snapshots`` pays is
+read from the table's snapshot files without a JVM (``snapshots.py``); a table that cannot be read here
+(e.g. on S3) always runs. ``remove-orphans``' first run (and the first after ``older-than`` changes) is a
+dry run unless ``confirm: true``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airflow_tablemgmt.factories.api import (
+    ActionNotSupported,
+    FormatSupport,
+    Interval,
+    JobSpec,
+    Process,
+    RecoverProcessFailed,
+    TableSpec,
+    TriggerContext,
+    TriggerStrategy,
+    declare_format,
+    plugin_job,
+    retention_changed,
+)
+from tablemgmt_paimon import FORMAT
+from tablemgmt_paimon.actions import ACTIONS, COMPACT, EXPIRE_SNAPSHOTS, REMOVE_ORPHANS
+from tablemgmt_paimon.session import SESSION
+from tablemgmt_paimon.snapshots import NotReadable, read_table, table_location
+
+log = logging.getLogger(__name__)
+
+#: Not snapshot-gated by the service (its gate reads Iceberg metadata): the factory's own check runs.
+DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
+    "compact": TriggerStrategy(Interval.parse("1h"), on_new_snapshot=False, parallelism=4),
+    "expire-snapshots": TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=4),
+    "expire-partitions": TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
+    "remove-orphans": TriggerStrategy(Interval.parse("7d"), on_new_snapshot=False, parallelism=2),
+}
+#: Proven on spark-submit (tests/integration/formats/test_paimon_plugin.py); Spark Connect would need
+#: Paimon's runtime on the Connect server.
+SUPPORT = FormatSupport(FORMAT, DEFAULT_STRATEGIES, ("spark-submit",), "paimon")  # type: ignore[arg-type]
+
+declare_format(SUPPORT, ACTIONS, SESSION)
+
+
+class PaimonProcessFactory:
+    """Maps Paimon actions to Spark jobs. Paimon's procedures commit atomically (an interrupted compaction
+    commits nothing; a second expiry removes what the first did not), so recovering a process runs the
+    same job again."""
+
+    name = "paimon"
+    support = SUPPORT
+
+    def supported_actions(self) -> dict[str, set[str]]:
+        return {FORMAT: set(DEFAULT_STRATEGIES)}
+
+    def trigger_strategy(self, format: str, action: str) -> TriggerStrategy:
+        if format != FORMAT or action not in DEFAULT_STRATEGIES:
+            raise ActionNotSupported(
+                f"the paimon factory does not support {format}/{action}; supported: "
+                f"{', '.join(sorted(DEFAULT_STRATEGIES))}"
+            )
+        return DEFAULT_STRATEGIES[action]
+
+    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
+        self.trigger_strategy(table.format, action)
+        options = table.action_settings(action).options()
+        if not self._pays(table, action, options, context):
+            return None
+        return self._job(table, action, options, context)
+
+    def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
+        if process.action not in DEFAULT_STRATEGIES:
+            raise RecoverProcessFailed(
+                f"process {process.id}: action {process.action!r} is not a Paimon action"
+            )
+        return self._job(table, process.action, table.action_settings(process.action).options(), context)
+
+    def _job(
+        self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
+    ) -> JobSpec:
+        if action == REMOVE_ORPHANS.name and not options.get("dry-run") and not options.get("confirm"):
+            reason = retention_changed(action, "older-than", options, context)
+            if reason is not None:
+                log.warning("tablemgmt: remove-orphans on %s: %s", table.id, reason)
+                options = {**options, "dry-run": True, "dry-run-reason": reason}
+        return plugin_job(table, action, options, context, SESSION)
+
+    def _pays(self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext) -> bool:
+        if action not in (COMPACT.name, EXPIRE_SNAPSHOTS.name):
+            return True
+        warehouse = context.catalog.warehouse or ""
+        try:
+            state = read_table(table_location(warehouse, table.namespace, table.name))
+        except NotReadable as e:
+            log.info("tablemgmt: %s on %s: not readable here (%s); running", action, table.id, e)
+            return True
+        if action == COMPACT.name:
+            minimum = int(options.get("min-new-snapshots", 1))
+            commits = state.commits_since_compaction()
+            if commits < minimum:
+                log.info(
+                    "tablemgmt: compact on %s: %d commits since the last compaction (< min-new-snapshots %d): "
+                    "skipped",
+                    table.id,
+                    commits,
+                    minimum,
+                )
+                return False
+            return True
+        retain_min = int(options.get("retain-min", 1))
+        if len(state.snapshots) <= retain_min:
+            log.info(
+                "tablemgmt: expire-snapshots on %s: %d snapshot(s), retain-min %d: skipped",
+                table.id,
+                len(state.snapshots),
+                retain_min,
+            )
+            return False
+        return True
