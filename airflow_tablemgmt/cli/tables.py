@@ -95,7 +95,23 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    Output(args).one(services.show_table(open_store(args, create=False), args.table))
+    from airflow_tablemgmt.services.health import table_health
+
+    store = open_store(args, create=False)
+    shown = services.show_table(store, args.table)
+    out = Output(args)
+    h = table_health(store, shown["table"])  # the REST API's and the metrics' score (metadata/health.py)
+    score = h.score
+    health: dict[str, Any] = score.to_dict() if score is not None else {"score": None, "error": h.error}
+    if not out.document:  # a person reads the verdict first; the document has it under health:
+        if score is None:
+            print(f"# health unavailable: {h.error}")
+        else:
+            verdict = "an action would help" if score.needs_attention else "no action would help now"
+            print(f"# health {score.score}/100: {verdict}")
+            for f in score.findings:
+                print(f"#   -{f.points} {f.action}: {f.reason}")
+    out.one({"table": shown["table"], "health": health, **{k: v for k, v in shown.items() if k != "table"}})
     return 0
 
 
