@@ -145,6 +145,7 @@ def main() -> None:
         for way in args.ways:
             _wait_for(f"bench_{way} parsed",
                       lambda w=way: dep.query("SELECT 1 FROM dag WHERE dag_id = :d", d=f"bench_{w}"), 600, 2)  # fmt: skip
+        _wait_for("the api-server (the tasks' Execution API)", lambda: _healthy(dep.api_port), 600, 2)
         print(f"# Airflow up, load {_load()}", flush=True)
         results = {}
         for way in args.ways:
@@ -186,6 +187,16 @@ def main() -> None:
     print("Connect tasks' phases (s, median): " + ", ".join(f"{k} {v:.2f}" for k, v in engines.items()))
     print(f"warm pre-import in airflow_local_settings.py: {'yes' if args.warm else 'no'}")
     print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}")
+
+
+def _healthy(port: int) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/monitor/health", timeout=5):
+            return True
+    except OSError:
+        return False
 
 
 def _engines(store_url: str) -> dict:
