@@ -173,3 +173,31 @@ def test_a_job_spec_naming_a_bad_or_missing_plugin_module_fails_clearly() -> Non
         table_format(catalog("no_such_plugin_mod"))
     with pytest.raises(InvalidJobSpec, match="unknown format 'nosuchformat'"):
         table_format(catalog("json"))  # imports, but declares no format
+
+
+@installed
+def test_cli_and_rest_registration_refuse_an_unsupported_action_and_dags_are_built(tmp_path: Path) -> None:
+    from airflow_tablemgmt.core.tables import Owner
+    from airflow_tablemgmt.dag_factory.build import build_dags
+    from airflow_tablemgmt.factories.discovery import default_factories
+    from airflow_tablemgmt.services.tables import RegisterRequest, register_table
+    from airflow_tablemgmt.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    catalog = CatalogSpec(name="lake", type="hadoop", warehouse=str(tmp_path))
+    store.catalogs.upsert(catalog, Owner.STORE)
+    # the path `tablemgmt register` and POST /tables share
+    with pytest.raises(
+        Exception, match="action 'rewrite-files' is not supported by its format 'paimon'"
+    ) as e:
+        register_table(store, RegisterRequest(table="lake.s.t", format="paimon", actions=["rewrite-files"]))
+    assert "table lake.s.t" in str(e.value) and "supports: compact, expire-partitions" in str(e.value)
+    register_table(
+        store, RegisterRequest(table="lake.s.t", format="paimon", actions=["compact", "remove-orphans"])
+    )
+    spec = store.tables.get("lake.s.t")
+    assert spec.format == "paimon" and spec.enabled_actions() == ["compact", "remove-orphans"]
+    built = build_dags([spec], default_factories(), catalogs={"lake": catalog})
+    assert not built.errors
+    assert sorted(built.dags) == ["tms__lake.s.t__compact", "tms__lake.s.t__remove-orphans"]
+    assert "paimon" in built.dags["tms__lake.s.t__compact"].tags
