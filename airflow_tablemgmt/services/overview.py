@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
-from airflow_tablemgmt.services.health import CachedHealth, cached_health, warm
+from airflow_tablemgmt.services.health import CachedHealth, cached_entries, warm
 from airflow_tablemgmt.services.processes import timings  # noqa: F401 - the page's times, re-exported
 from airflow_tablemgmt.store import listing
 from airflow_tablemgmt.store.listing import ActionState, TableFilter
@@ -58,10 +58,6 @@ class TablePage:
     sorts: tuple[str, ...] = field(default=SORTS)
 
 
-def _health_key(h: CachedHealth | None) -> tuple[int, float]:
-    return (0, h.score.score) if h is not None else (1, 0.0)
-
-
 def list_page(
     store: Store,
     f: TableFilter,
@@ -78,13 +74,17 @@ def list_page(
     if f.action is not None:
         ACTIONS.get(f.action)  # an unknown action is an error naming the known ones
     engine = store.engine
-    health = cached_health(store)
+    clock, entries = cached_entries(store)  # every table's score; a CachedHealth for this page's only
     if sort == "health" or needs_attention:
         ids = listing.table_ids(engine, f)
         if needs_attention:
-            ids = [i for i in ids if i in health and health[i].score.needs_attention]
-        if sort == "health":
-            ids.sort(key=lambda i: _health_key(health.get(i)), reverse=desc)
+            ids = [i for i in ids if (e := entries.get(i)) is not None and e[2].findings]
+        if sort == "health":  # worst first, unmeasured last (first when reversed); ties by table id
+            scores = {t: e[2].score for t, e in entries.items()}
+            measured = [i for i in ids if i in scores]
+            measured.sort(key=scores.__getitem__, reverse=desc)
+            unmeasured = [i for i in ids if i not in scores]
+            ids = unmeasured[::-1] + measured if desc else measured + unmeasured
         elif desc:
             ids.reverse()
         total = len(ids)
@@ -104,13 +104,18 @@ def list_page(
                 r.queue,
                 names,
                 {a: states.get((r.table_id, a), ActionState()) for a in names},
-                health.get(r.table_id),
+                _cached(entries, clock, r.table_id),
                 r.dynamic,
             )  # fmt: skip
         )
     missing = [r.table for r in items if r.health is None]
     queued = warm(store, missing) if warm_missing and missing else 0
-    return TablePage(items, total, limit, offset, measuring=queued or len(missing), measured=len(health))
+    return TablePage(items, total, limit, offset, measuring=queued or len(missing), measured=len(entries))
+
+
+def _cached(entries: dict[str, tuple[float, Any, Any]], clock: float, table_id: str) -> CachedHealth | None:
+    e = entries.get(table_id)
+    return CachedHealth(e[1], e[2], round(clock - e[0], 1)) if e is not None else None
 
 
 #: Seconds the overview's process aggregates are reused (per store, per api-server process): they scan
@@ -160,18 +165,20 @@ def overview(
     engine = store.engine
     now = now or store.processes.now()
     counts = listing.table_counts(engine)
-    health = cached_health(store)
+    _, health = cached_entries(store)  # (read at, figures, score) per table: no row object per table
     if warm_missing and len(health) < counts["tables"]:  # measured in the background for the next look
         warm(store, [t for t in listing.table_ids(engine, TableFilter()) if t not in health][:WARM_LIMIT])
     attention: dict[str, dict[str, Any]] = {}
     data_bytes = data_files = small = 0
     scores = []
-    for table_id, h in health.items():
-        data_bytes += h.files.data_bytes
-        data_files += h.files.data_files
-        small += h.files.excess_data_files
-        scores.append(h.score.score)
-        for finding in h.score.findings:
+    attention_tables = 0
+    for table_id, (_, files, scored) in health.items():
+        data_bytes += files.data_bytes
+        data_files += files.data_files
+        small += files.excess_data_files
+        scores.append(scored.score)
+        attention_tables += bool(scored.findings)
+        for finding in scored.findings:
             entry = attention.setdefault(
                 finding.kind, {"tables": 0, "action": finding.action, "examples": []}
             )
@@ -189,7 +196,7 @@ def overview(
         "data_files": data_files,
         "removable_files": small,
         "mean_health_score": round(sum(scores) / len(scores), 1) if scores else None,
-        "needs_attention": sum(1 for h in health.values() if h.score.needs_attention),
+        "needs_attention": attention_tables,
         "attention_by_kind": attention,
         "active_per_status": per_status,
         "active": [
