@@ -81,7 +81,7 @@ def test_a_run_airflow_already_has_opens_no_process(store: Store) -> None:
             InvalidInput,
             "not enabled on table lake.sales.orders; enabled: rewrite-files",
         ),
-        (T, "compact", AT, UnknownAction, "known actions"),
+        (T, "no-such-action", AT, UnknownAction, "known actions"),
         ("lake.sales.nope", "rewrite-files", AT, TableNotFound, "lake.sales.nope"),
         (T, "rewrite-files", AT.replace(tzinfo=None), InvalidInput, "has no time zone"),
     ],

@@ -146,7 +146,7 @@ def test_process_filters_naming_unknown_tables_or_actions_are_errors(store: Stor
     with pytest.raises(TableNotFound, match="did you mean lake.s.t"):
         services.list_processes(store, table="lake.s.tt")
     with pytest.raises(UnknownAction, match="known actions"):
-        services.list_processes(store, action="compact")
+        services.list_processes(store, action="no-such-action")
     services.remove_table(store, "lake.s.t")
     assert len(services.list_processes(store, table="lake.s.t")) == 1  # history outlives removal
 
