@@ -157,6 +157,9 @@ class IcebergRestServer:
     warehouse: str = ""
     port: int = 0
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    #: More CATALOG_* settings, e.g. ``{"CATALOG_INCLUDE__CREDENTIALS": "true"}``: the server then vends
+    #: its S3 keys in every table's load response (``include-credentials``, RESTServerCatalogAdapter).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def uri(self) -> str:
@@ -185,6 +188,7 @@ class IcebergRestServer:
             "CATALOG_CLIENT_REGION": REGION,
             "CATALOG_REST_PORT": str(self.port),
             "AWS_REGION": REGION,
+            **self.extra_env,
         }
         java = Path(resolve_java_home()) / "bin" / "java"
         log = self.root / "rest.log"
