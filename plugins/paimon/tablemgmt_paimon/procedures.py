@@ -6,16 +6,25 @@ the unit tests check them as text). Named arguments, as Paimon 0.9 declares them
 - ``sys.expire_partitions(table, expiration_time, timestamp_formatter, timestamp_pattern, expire_strategy)``
 - ``sys.remove_orphan_files(table, older_than, dry_run)``
 
-``older_than`` is a local timestamp (``yyyy-MM-dd HH:mm:ss``), which Paimon parses in the JVM's default
-time zone: the cutoff is rendered in the driver's local time, the same zone.
+``expire_snapshots``' ``older_than`` is a Spark ``TIMESTAMP`` (rendered in UTC with its offset);
+``remove_orphan_files``' is a string (``yyyy-MM-dd HH:mm:ss``) that Paimon parses in the JVM's default time
+zone: that cutoff is rendered in the driver's local time, the same zone.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 _UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+
+
+@dataclass(frozen=True)
+class Sql:
+    """An argument rendered as is (built here from validated values only)."""
+
+    text: str
 
 
 def literal(value: str) -> str:
@@ -37,12 +46,20 @@ def cutoff(older_than: timedelta, now: datetime | None = None) -> str:
     return ((now or datetime.now()) - older_than).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def utc_timestamp(older_than: timedelta, now: datetime | None = None) -> Sql:
+    """A ``TIMESTAMP`` literal ``older_than`` ago, with its offset (independent of the session's zone)."""
+    at = (now or datetime.now(UTC)).astimezone(UTC) - older_than
+    return Sql(f"TIMESTAMP '{at.strftime('%Y-%m-%d %H:%M:%S')}+00:00'")
+
+
 def call(catalog: str, procedure: str, args: dict[str, Any]) -> str:
     rendered = []
     for name, value in args.items():
         if value is None:
             continue
-        if isinstance(value, bool):
+        if isinstance(value, Sql):
+            rendered.append(f"{name} => {value.text}")
+        elif isinstance(value, bool):
             rendered.append(f"{name} => {'true' if value else 'false'}")
         elif isinstance(value, int):
             rendered.append(f"{name} => {value}")
@@ -74,7 +91,7 @@ def expire_snapshots_sql(catalog: str, table: str, options: dict[str, Any], olde
             "table": table,
             "retain_max": options.get("retain-max"),
             "retain_min": options.get("retain-min", 1),
-            "older_than": cutoff(older_than),
+            "older_than": utc_timestamp(older_than),
             "max_deletes": options.get("max-deletes"),
         },
     )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from tablemgmt_paimon.procedures import (
     expire_snapshots_sql,
     paimon_duration,
     remove_orphans_sql,
+    utc_timestamp,
 )
 from tablemgmt_paimon.snapshots import NotReadable, read_table
 
@@ -53,7 +54,10 @@ def test_expire_snapshots_floors_and_cutoff() -> None:
     assert sql.startswith(
         "CALL `lake`.sys.expire_snapshots(table => 's.t', retain_max => 5, retain_min => 1, "
     )
+    assert "older_than => TIMESTAMP '" in sql and "+00:00'" in sql
     assert cutoff(timedelta(hours=2), datetime(2026, 11, 25, 12, 0, 0)) == "2026-11-25 10:00:00"
+    noon = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
+    assert utc_timestamp(timedelta(hours=2), noon).text == "TIMESTAMP '2026-11-25 10:00:00+00:00'"
     assert (
         paimon_duration(timedelta(days=30)) == "30 d" and paimon_duration(timedelta(minutes=90)) == "90 min"
     )
