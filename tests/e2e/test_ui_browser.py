@@ -211,10 +211,17 @@ def _make_iceberg_table(warehouse: Path) -> None:
     (current.parent / "version-hint.text").write_text("1")
 
 
+LEASE_WAIT_S = 100  # each seeded process waited this long for the table's lease, then 20 s more to run
+
+
 def _seed_history(store_url: str) -> list[int]:
-    """Three finished rewrite-files processes of the last days, through the store's own transitions."""
+    """Three finished rewrite-files processes of the last days, through the store's own transitions;
+    opened at their instant, the lease taken 100 s later, running two minutes after opening."""
+    from sqlalchemy import update
+
     from airflow_tablemgmt.core.process import ProcessStatus as S
     from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.models import ProcessRow
 
     store = Store.for_url(store_url)
     now = datetime.now(UTC).replace(microsecond=0)
@@ -222,6 +229,10 @@ def _seed_history(store_url: str) -> list[int]:
     for days, files, status in ((3, 48, S.SUCCESS), (2, 61, S.FAILED), (0.5, 57, S.SUCCESS)):
         instant = now - timedelta(days=days)
         p, _ = store.processes.open(TABLE, ACTION, instant, dag_id=DAG_ID)
+        store.processes.lease_taken(p.id, 1)
+        with store.engine.begin() as conn:  # history: the stamps of days ago, not of now
+            conn.execute(update(ProcessRow.__table__).where(ProcessRow.__table__.c.id == p.id).values(
+                created_at=instant, lease_acquired_at=instant + timedelta(seconds=LEASE_WAIT_S)))  # fmt: skip
         store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
         started = instant + timedelta(minutes=2)  # two minutes queued and waiting for the lease
         store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, started_at=started)
@@ -422,6 +433,21 @@ def test_page_inside_airflow_ui_runs_and_cancels(
         assert drv.find_element(By.ID, "table-title").text == TABLE
         assert "data-platform" in drv.find_element(By.ID, "tab-details").text
         assert drv.find_elements(By.CSS_SELECTOR, '#health li[data-finding="small_files"]')
+        # Details: the schema, spec and properties are the table's own (read here with pyiceberg).
+        from pyiceberg.table import StaticTable
+
+        iceberg = StaticTable.from_metadata(
+            str(tmp_path / "wh" / "db" / "events" / "metadata" / "v1.metadata.json")
+        )
+        shown = [
+            r.get_attribute("data-column") for r in drv.find_elements(By.CSS_SELECTOR, "#schema tbody tr")
+        ]
+        assert shown == [f.name for f in iceberg.schema().fields] == ["id", "kind"]
+        assert drv.find_element(By.ID, "partition-spec").text == "unpartitioned"
+        props = {
+            r.get_attribute("data-property") for r in drv.find_elements(By.CSS_SELECTOR, "#properties tr")
+        }
+        assert props == set(iceberg.properties)
         _screenshot(drv, "table-details.png")
 
         def open_tab(name: str) -> None:
@@ -446,9 +472,25 @@ def test_page_inside_airflow_ui_runs_and_cancels(
             drv.find_element(By.CSS_SELECTOR, '#files [data-figure="data_files"]').get_attribute("data-value")
             == "4"
         )
+        # Per partition and the histogram: the counts are pyiceberg's file listing.
+        listed = iceberg.inspect.files().to_pylist()
+        per_partition = [
+            int(r.get_attribute("data-files"))
+            for r in drv.find_elements(By.CSS_SELECTOR, "#partitions tbody tr")
+        ]
+        assert sum(per_partition) == sum(1 for f in listed if f["content"] == 0) == 4
+        bars = drv.find_elements(By.CSS_SELECTOR, ".histogram .hbar")
+        assert sum(int(b.get_attribute("data-count")) for b in bars) == 4
+        assert int(bars[0].get_attribute("data-count")) == 4  # a few KiB each: under 1/8 of the target
         _screenshot(drv, "table-files.png")
         open_tab("snapshots")
         assert "Snapshots" in drv.find_element(By.ID, "snapshots").text
+        timeline = drv.find_elements(By.CSS_SELECTOR, "#timeline tbody tr")
+        assert [r.get_attribute("data-snapshot") for r in timeline] == [
+            str(x.snapshot_id)
+            for x in sorted(iceberg.snapshots(), key=lambda x: x.timestamp_ms, reverse=True)
+        ]
+        assert {r.get_attribute("data-operation") for r in timeline} == {"append"}
         _screenshot(drv, "table-snapshots.png")
 
         # Maintenance: each action's own charts; the points of one are the processes' figures.
@@ -505,6 +547,20 @@ def test_page_inside_airflow_ui_runs_and_cancels(
         assert set(rows) == {str(i) for i in seeded} | {str(pid)}
         assert list(rows) == [str(pid), *map(str, reversed(seeded))]  # newest first
         assert "executor lost" in rows[str(seeded[1])].text
+        for i in seeded:  # the lease wait apart from the queue wait, as tablemgmt processes shows them
+            cells = rows[str(i)]
+            assert (
+                float(
+                    cells.find_element(By.CSS_SELECTOR, "[data-lease-wait]").get_attribute("data-lease-wait")
+                )
+                == LEASE_WAIT_S
+            )
+            assert (
+                float(
+                    cells.find_element(By.CSS_SELECTOR, "[data-queue-wait]").get_attribute("data-queue-wait")
+                )
+                == 20
+            )
         created = store.processes.get(pid)
         assert (created.table_id, created.action, created.status) == (TABLE, ACTION, ProcessStatus.PENDING)
         assert dep.query("SELECT run_id FROM dag_run WHERE dag_id = :d", d=DAG_ID) == [(created.run_id,)]
