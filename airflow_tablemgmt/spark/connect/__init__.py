@@ -7,6 +7,10 @@ over gRPC as a thin client (no JVM in the worker).
   concurrent tables never see each other's catalogs), the catalog's settings applied as that session's
   configuration (never on a command line), operation tags and ``interruptTag`` for cancel/kill, and
   ``run_on_connect`` which runs the same ``spark/job`` code (``main.run_job``) over it.
+* ``pool.py`` - a server's slot limit as tasks see it: wait for a free slot (``store/connect_slots.py``),
+  renew its lease while the job runs, give it back; ``ConnectBusy`` when none frees in time.
+* ``warm.py`` - imported from ``airflow_local_settings.py``: the client and the job code imported once in
+  the scheduler, inherited by every forked task process.
 * ``errors.py`` - what the Connect engine can refuse: an unreachable server, an action that needs the
   driver's JVM (a dynamic table's refresh, whose plan check reads the analysed plan through py4j).
 
