@@ -176,3 +176,24 @@ def test_the_30_days_roll_up_per_day_and_the_last_24_hours(store: Store) -> None
     assert o["done_7d"] == o["done_24h"] and o["figures_age_s"] == 0.0
     again = overview.overview(store, warm_missing=False)  # within FIGURES_SECONDS: the same figures, aged
     assert again["daily_30d"] == o["daily_30d"] and again["figures_age_s"] >= 0.0
+
+
+def test_stale_figures_are_served_while_a_thread_recomputes_them(store: Store) -> None:
+    import threading
+    import time
+
+    first = overview.overview(store, warm_missing=False)
+    key = store.display_url
+    at, figures = overview._FIGURES[key]
+    overview._FIGURES[key] = (at - overview.FIGURES_SECONDS - 1, figures)  # stale, not too old
+    _finish(store, "lake.sales.refunds", "expire-snapshots", T0, S.SUCCESS)
+    stale = overview.overview(store, warm_missing=False)
+    assert stale["figures_age_s"] > overview.FIGURES_SECONDS and stale["done_24h"] == first["done_24h"]
+    for t in threading.enumerate():
+        if t.name == "tablemgmt-overview-figures":
+            t.join(timeout=60)
+    deadline = time.monotonic() + 60
+    while overview._FIGURES[key][0] <= at and time.monotonic() < deadline:
+        time.sleep(0.05)
+    fresh = overview.overview(store, warm_missing=False)
+    assert fresh["done_24h"]["succeeded"] == first["done_24h"]["succeeded"] + 1
