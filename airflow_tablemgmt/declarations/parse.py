@@ -122,7 +122,8 @@ def _canonical(v: Any) -> str:
 @functools.cache
 def validation_fingerprint() -> str:
     """Changes whenever the code that validates a declaration may have: the source of ``core``
-    (the models and their rules), of this package, and the registered action names."""
+    (the models and their rules), of this package, the registered action names, and the installed
+    format plugins' versions."""
     from airflow_tablemgmt import core
 
     h = hashlib.sha256()
@@ -135,6 +136,14 @@ def validation_fingerprint() -> str:
     from airflow_tablemgmt.core.actions import ACTIONS
 
     h.update(",".join(ACTIONS.names()).encode())
+    # Format plugins validate their own actions: each installed one's distribution and version.
+    from importlib.metadata import entry_points
+
+    from airflow_tablemgmt.core.action_model import PLUGIN_GROUP
+
+    for ep in entry_points(group=PLUGIN_GROUP):
+        if ep.dist is not None and ep.dist.name != "airflow-tablemgmt":
+            h.update(f"{ep.name}={ep.dist.name}=={ep.dist.version}".encode())
     return h.hexdigest()
 
 
