@@ -12,7 +12,7 @@ bash "$ROOT/scripts/services.sh" || {
   [ "${CI:-}" = true ] && exit 1
   echo "services could not be started: the PostgreSQL and Redis tests will skip" >&2
 }
-"$BIN/ruff" check airflow_tablemgmt tests dags scripts
+"$BIN/ruff" check airflow_tablemgmt tests dags scripts plugins
 # The editable package is not in site-packages: compile it once, so the many Airflow subprocesses
 # of the e2e tests do not each recompile it (a no-op when PYTHONDONTWRITEBYTECODE is unset).
 "$BIN/python" -m compileall -q airflow_tablemgmt >/dev/null
@@ -22,4 +22,4 @@ bash "$ROOT/scripts/services.sh" || {
 # handed out in collection order (--no-loadscope-reorder), so tests/distributed and tests/e2e, the
 # longest, start first and the many short unit files fill in at the end. TEST_WORKERS=0: one process.
 "$BIN/pytest" -q -p no:cacheprovider --durations=25 -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
-  "$@" tests
+  "$@" tests plugins/paimon/tests
