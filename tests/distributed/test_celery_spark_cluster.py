@@ -1,17 +1,22 @@
-"""The production topology, tested: CeleryExecutor, PostgreSQL, a Spark standalone cluster.
+"""The production topology, tested: CeleryExecutor, PostgreSQL, a Spark standalone cluster, an Iceberg
+REST catalog on S3.
 
 Native processes on this machine mirror docker/docker-compose.yaml and read the same settings file
 (docker/airflow.env): Airflow's metadata DB and the tablemgmt store on PostgreSQL (databases made for
 the run and dropped after it), the CeleryExecutor with Redis as broker and a ``db+postgresql`` result
 backend, a separate api-server, scheduler, dag-processor and triggerer, two celery workers, and a Spark
 standalone master and worker started from pyspark's ``spark-class``; ``spark_default`` points at
-``spark://127.0.0.1:<port>`` (client deploy mode). Runs go through the REST API's run-now, as a user's
-would. Faults: kill -9 of the celery worker running a compaction; the Spark worker stopped mid-job.
+``spark://127.0.0.1:<port>`` (client deploy mode). The tables live in Iceberg's reference REST catalog
+server (tests/support/servers.py) whose warehouse is on SeaweedFS's S3 gateway, as in
+docker/docker-compose.yaml: no component shares a directory with another; the S3 keys reach the workers as
+``env:`` references. The table is written by Spark through the REST catalog; every effect is read back
+through the catalog with pyiceberg. Runs go through the REST API's run-now, as a user's would. Faults: kill -9 of the celery worker running a compaction; the Spark worker stopped mid-job.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -23,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from tests.distributed import timing_policy
 from tests.distributed.cluster import (
     CeleryDeployment,
@@ -31,9 +37,11 @@ from tests.distributed.cluster import (
     overlapping,
     wait_for,
 )
-from tests.e2e.conftest import BIN, ROOT, IcebergTable, make_table
-from tests.e2e.iceberg_reads import read_state
+from tests.e2e.conftest import BIN, ROOT
+from tests.e2e.test_real_scheduler import _free_port
 from tests.integration.iceberg_session import skip_unless_ci
+from tests.support.catalogs import S3_REFS, s3_properties, scan, table_state
+from tests.support.servers import ACCESS_KEY, SECRET_KEY, IcebergRestServer, SeaweedS3
 
 pytestmark = [pytest.mark.distributed, pytest.mark.e2e]
 
@@ -51,7 +59,9 @@ REFRESH_DAG_ID = f"tms__{DYNAMIC}__refresh"
 TABLES_YAML = """
 version: 1
 catalogs:
-  - {{name: dist, type: hadoop, warehouse: {warehouse}}}
+  - name: dist
+    type: rest
+    properties: {properties}
 tables:
   - catalog: dist
     namespace: db
@@ -91,13 +101,56 @@ STARVED_S = 180
 NOT_DONE = ("queued", "scheduled", "running", "deferred", "up_for_retry", "up_for_reschedule", "restarting")
 
 
+# The S3 key pair the catalog's env: references name (tests/support/catalogs.S3_REFS), exported into
+# every Airflow component's environment and this process's (the test reads tables through the catalog).
+S3_ENV = {S3_REFS["s3.access-key-id"][4:]: ACCESS_KEY, S3_REFS["s3.secret-access-key"][4:]: SECRET_KEY}
+
+# The Connect engine (docs/spark-connect.md) for one table only: its connection names a port picked now; the
+# server (the compose file's `spark-connect`, against the standalone cluster) starts in the test that uses it.
+CONNECT_TABLE = "dist.db.viaconnect"
+CONNECT_DAG_ID = f"tms__{CONNECT_TABLE}__{ACTION}"
+CONNECT_TABLE_YAML = """
+  - catalog: dist
+    namespace: db
+    name: viaconnect
+    owner: platform
+    queue: {pool}
+    actions:
+      rewrite-files:
+        trigger: schedule
+        interval: "0 0 1 1 *"
+        on-new-snapshot: false
+        min-input-files: 2
+        rewrite-all: true
+        retries: 1
+        retry-delay: 5s
+dynamic-tables:"""
+
+
+def _connect_settings(port: int) -> dict[str, str]:
+    return {
+        "AIRFLOW_CONN_SPARK_CONNECT_DIST": json.dumps(
+            {"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": port}
+        ),
+        "AIRFLOW__TABLEMGMT__SPARK_CONNECT_CONN_ID": "spark_connect_dist",
+        "AIRFLOW__TABLEMGMT__SPARK_CONNECT_TABLES": CONNECT_TABLE,
+    }
+
+
 @dataclass
 class Cluster:
     spark: SparkStandalone
     airflow: CeleryDeployment
-    table: IcebergTable
+    catalog: CatalogSpec
+    s3: SeaweedS3
     timings: dict[str, float]
     initial: Any  # the table as made, before any maintenance
+    connect_port: int
+    tables_yaml: str
+
+    def state(self, table_id: str = TABLE) -> Any:
+        """The table read back through the REST catalog (pyiceberg): files, records, checksum, snapshot."""
+        return table_state(self.catalog, table_id)
 
     def store(self) -> Any:
         from airflow_tablemgmt.store import Store
@@ -175,6 +228,17 @@ def _pool_set(airflow: CeleryDeployment) -> None:
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
 
+def _write_table(
+    catalog: CatalogSpec, env: dict[str, str], table: str = TABLE
+) -> subprocess.CompletedProcess[str]:
+    """The table written by Spark (local) through the REST catalog, as scripts/demo_table.py writes the demo's."""
+    return subprocess.run(
+        [str(BIN / "python"), "-m", "tests.distributed.catalog_table", "--catalog",
+         catalog.model_dump_json(), "--table", table, "--files", "16", "--rows", "8000"],
+        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     if not _reachable(6379):
@@ -182,23 +246,40 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     t0 = time.monotonic()
     timings: dict[str, float] = {}
     tmp = tmp_path_factory.mktemp("distributed")
+    saved_env = {k: os.environ.get(k) for k in S3_ENV}
+    os.environ.update(S3_ENV)
     pg = PgDatabases.create("airflow", "store")
+    s3 = SeaweedS3(tmp / "s3")
+    rest = IcebergRestServer(tmp / "rest", s3)
     # One core per application: the scheduled compaction and the dynamic table's first refresh start
     # together, and each gets an executor on the 2-core worker at once instead of the second waiting
     # for the first to end (on a loaded machine, past the executor watchdog's 60 s).
     spark = SparkStandalone(tmp / "spark", app_cores=1)
-    airflow = CeleryDeployment.create(tmp / "airflow", pg, spark.url, overrides=TEST_TIMING)
+    connect_port = _free_port()
+    airflow = CeleryDeployment.create(
+        tmp / "airflow", pg, spark.url, overrides={**TEST_TIMING, **S3_ENV, **_connect_settings(connect_port)}
+    )
     (airflow.dep.home / "config").mkdir()
     shutil.copy(timing_policy.__file__, airflow.dep.home / "config" / "airflow_local_settings.py")
+    made: dict[str, Any] = {}
+
+    def storage_and_table() -> None:
+        # SeaweedFS, the REST catalog server on it, then the table written by Spark through the catalog.
+        s3.start()
+        rest.start()
+        catalog = CatalogSpec(
+            name="dist", type=CatalogType.REST, properties={"uri": rest.uri, **s3_properties(s3)}
+        )
+        made["catalog"] = catalog
+        made["storage up"] = time.monotonic() - t0
+        made["table"] = _write_table(catalog, S3_ENV)
+
     try:
         spark.start_master()
         spark.start_worker()
-        # The table (local Spark), the store's schema and Airflow's DB migration are made side by side.
-        made: dict[str, Any] = {}
+        # The storage, catalog and table, the store's schema and Airflow's DB migration are made side by side.
         side = [
-            threading.Thread(
-                target=lambda: made.update(table=make_table(tmp / "wh", TABLE, files=16, rows=8_000))
-            ),
+            threading.Thread(target=storage_and_table),
             threading.Thread(target=lambda: made.update(store=_tablemgmt(airflow, "db", "upgrade"))),
         ]
         for t in side:
@@ -211,29 +292,46 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         for t in side:
             t.join(timeout=600)
         assert made["store"].returncode == 0, made["store"].stderr[-3000:]
-        table = made["table"]
+        assert "catalog" in made, "SeaweedFS or the REST catalog server did not start (see the log above)"
+        assert made["table"].returncode == 0, made["table"].stdout[-2000:] + made["table"].stderr[-3000:]
+        catalog = made["catalog"]
+        timings["S3 + REST catalog up"] = made["storage up"]
         timings["table, store, pool"] = time.monotonic() - t0
         spark.wait_for_workers(1)
         airflow.wait_ready()
         timings["services up"] = time.monotonic() - t0
         # Declared once every component is up: the DAG's first scheduled run (catchup=False runs the
         # latest cron point at once) is the first compaction, and it finds the execution API serving.
-        before = read_state(table.metadata_dir)
+        before = table_state(catalog, TABLE)
         dags = airflow.dep.home / "dags"
-        (dags / "tables.yaml").write_text(
-            TABLES_YAML.format(warehouse=table.warehouse, pool=POOL, dynamic=DYNAMIC)
+        tables_yaml = TABLES_YAML.format(
+            properties=json.dumps(catalog.properties), pool=POOL, dynamic=DYNAMIC
         )
+        (dags / "tables.yaml").write_text(tables_yaml)
         shutil.copy(ROOT / "dags" / "tablemgmt_dags.py", dags / "tablemgmt_dags.py")
         airflow.wait_dag(DAG_ID)
         timings["DAG registered"] = time.monotonic() - t0
-        yield Cluster(spark, airflow, table, timings, before)
+        yield Cluster(spark, airflow, catalog, s3, timings, before, connect_port, tables_yaml)
     except BaseException:
         _print_logs(airflow, spark)
+        for log in (tmp / "s3" / "weed.log", tmp / "rest" / "rest.log"):
+            if log.exists():
+                print(
+                    f"\n===== {log.name} (last 20) =====\n"
+                    + "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+                )
         raise
     finally:
         airflow.stop()
         spark.stop()
+        rest.stop()
+        s3.stop()
         pg.drop()
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         print("\ndistributed timings: " + ", ".join(f"{k}: {v:.0f} s" for k, v in timings.items()))
 
 
@@ -306,7 +404,7 @@ def test_rewrite_files_runs_on_the_spark_cluster(cluster: Cluster) -> None:
         process = cluster.process(run_id)
         # The REST API serves the process the scheduler's run recorded.
         assert cluster.airflow.get(f"/tablemgmt/v1/processes/{process.id}")["status"] == "SUCCESS"
-    after = read_state(cluster.table.metadata_dir)
+    after = cluster.state()
     cluster.timings["happy path"] = time.monotonic() - t0
 
     assert (str(process.status), process.attempt, process.dag_id) == ("SUCCESS", 1, DAG_ID)
@@ -332,7 +430,6 @@ def test_rewrite_files_runs_on_the_spark_cluster(cluster: Cluster) -> None:
 @pytest.mark.timeout(600)
 def test_dynamic_table_refresh_runs_on_the_spark_cluster(cluster: Cluster) -> None:
     import pyarrow.compute as pc
-    from pyiceberg.table import StaticTable
 
     with _on_failure_logs(cluster):
         cluster.airflow.wait_dag(REFRESH_DAG_ID)
@@ -353,10 +450,7 @@ def test_dynamic_table_refresh_runs_on_the_spark_cluster(cluster: Cluster) -> No
     assert app["state"] == "FINISHED", app
 
     def read(table_id: str) -> Any:
-        _, ns, name = table_id.split(".")
-        meta = cluster.table.warehouse / ns / name / "metadata"
-        version = (meta / "version-hint.text").read_text().strip()
-        return StaticTable.from_metadata(str(meta / f"v{version}.metadata.json")).scan().to_arrow()
+        return scan(cluster.catalog, table_id)  # through the REST catalog, from S3
 
     # The dynamic table holds its query's answer over the source table (compactions change no row).
     source = read(TABLE).group_by("day").aggregate([("id", "count"), ("amount", "sum")]).sort_by("day")
@@ -371,7 +465,7 @@ def test_dynamic_table_refresh_runs_on_the_spark_cluster(cluster: Cluster) -> No
 @pytest.mark.timeout(900)
 def test_killed_celery_worker_compaction_is_retried_on_the_other_worker(cluster: Cluster) -> None:
     t0 = time.monotonic()
-    before = read_state(cluster.table.metadata_dir)
+    before = cluster.state()
     with _on_failure_logs(cluster):
         started = cluster.airflow.run_now(TABLE, ACTION, _instant(2))
         run_id = started["run_id"]
@@ -403,7 +497,7 @@ def test_killed_celery_worker_compaction_is_retried_on_the_other_worker(cluster:
 
         final = wait_for("the retried run to finish", finished, timeout=420, every=0.5)
         recovered_s = time.monotonic() - killed_at
-    after = read_state(cluster.table.metadata_dir)
+    after = cluster.state()
     cluster.timings["kill -9 celery worker: kill -> success"] = recovered_s
     cluster.timings["kill -9 scenario"] = time.monotonic() - t0
     print(f"\nkilled {victim} running {app['id']}; retried on {ran_on}; recovered in {recovered_s:.0f} s")
@@ -430,7 +524,7 @@ def test_killed_celery_worker_compaction_is_retried_on_the_other_worker(cluster:
 @pytest.mark.timeout(900)
 def test_spark_worker_lost_mid_job_fails_naming_the_cluster_and_the_retry_succeeds(cluster: Cluster) -> None:
     t0 = time.monotonic()
-    before = read_state(cluster.table.metadata_dir)
+    before = cluster.state()
     with _on_failure_logs(cluster):
         run_id = cluster.airflow.run_now(TABLE, ACTION, _instant(3))["run_id"]
         process, app = _wait_running_on_cluster(cluster, run_id)
@@ -448,7 +542,7 @@ def test_spark_worker_lost_mid_job_fails_naming_the_cluster_and_the_retry_succee
         cluster.spark.start_worker()
         cluster.spark.wait_for_workers(1)
         final = cluster.wait_run(run_id, timeout=420)
-    after = read_state(cluster.table.metadata_dir)
+    after = cluster.state()
     cluster.timings["spark worker lost: stop -> attempt failed"] = fail_s
     cluster.timings["spark worker scenario"] = time.monotonic() - t0
     print(f"\nattempt 1 failed {fail_s:.0f} s after the worker stopped: {failure}")
@@ -461,3 +555,100 @@ def test_spark_worker_lost_mid_job_fails_naming_the_cluster_and_the_retry_succee
     assert overlapping(cluster.spark.applications(APP_PREFIX)) == []
     assert (after.records, after.checksum) == (before.records, before.checksum)
     cluster.assert_nothing_stuck()
+
+
+@pytest.mark.on_demand(
+    reason="a Spark Connect server's start-up on the cluster (> 60 s on 2 busy cores); "
+    "tests/integration/connect covers the Connect engine on a local server in CI"
+)
+@pytest.mark.timeout(1200)
+def test_compaction_runs_on_a_spark_connect_server_on_the_cluster(cluster: Cluster, tmp_path: Any) -> None:
+    """The compose file's `spark-connect`: a Connect server whose jobs run on the standalone cluster; the
+    Celery worker's task is its thin client (the table is selected by [tablemgmt] spark_connect_tables)."""
+    from airflow_tablemgmt.spark.connect.server import server_spec, start_server, wait_for_port
+
+    t0 = time.monotonic()
+    spec = server_spec(
+        port=cluster.connect_port, needs=("iceberg", "aws"), master=cluster.spark.url,
+        conf={"spark.cores.max": "1", "spark.executor.cores": "1", "spark.driver.host": "127.0.0.1"},
+    )  # fmt: skip
+    log = tmp_path / "connect.log"
+    server = start_server(spec, log, env=cluster.spark.env())
+    made: dict[str, Any] = {}
+    writer = threading.Thread(
+        target=lambda: made.update(table=_write_table(cluster.catalog, S3_ENV, CONNECT_TABLE))
+    )
+    writer.start()
+    try:
+        with _on_failure_logs(cluster):
+            wait_for_port("127.0.0.1", cluster.connect_port, 600, server)
+            writer.join(timeout=600)
+            assert made["table"].returncode == 0, made["table"].stderr[-3000:]
+            before = cluster.state(CONNECT_TABLE)
+            cluster.timings["connect: server up, table written"] = time.monotonic() - t0
+            dags = cluster.airflow.dep.home / "dags"
+            (dags / "tables.yaml").write_text(
+                cluster.tables_yaml.replace("dynamic-tables:", CONNECT_TABLE_YAML.format(pool=POOL), 1)
+            )
+            cluster.airflow.wait_dag(CONNECT_DAG_ID)
+
+            def finished() -> tuple[str, str] | None:
+                cluster.airflow.dep.check_alive()
+                rows = cluster.airflow.dep.query(
+                    "SELECT run_id, state FROM dag_run WHERE dag_id = :d ORDER BY id", d=CONNECT_DAG_ID
+                )
+                return (
+                    (str(rows[0][0]), str(rows[0][1]))
+                    if rows and rows[0][1] in ("success", "failed")
+                    else None
+                )
+
+            run_id, state = wait_for("the Connect table's first compaction", finished, timeout=600, every=2)
+            assert state == "success", state
+        cluster.timings["connect compaction"] = time.monotonic() - t0
+        after = cluster.state(CONNECT_TABLE)
+        [process] = [
+            p
+            for p in cluster.store().processes.list(table_id=CONNECT_TABLE, action=ACTION)
+            if p.run_id == run_id
+        ]
+        assert str(process.status) == "SUCCESS", process
+        import sqlalchemy as sa
+
+        store_db = sa.create_engine(cluster.airflow.store_url, poolclass=sa.pool.NullPool)
+        try:
+            with store_db.connect() as conn:
+                engine = conn.execute(
+                    sa.text("SELECT engine FROM tms_process WHERE id = :i"), {"i": process.id}
+                ).scalar()
+        finally:
+            store_db.dispose()
+        assert str(engine).startswith("spark-connect"), engine
+        # The job ran in the Connect server's application on the cluster, not in a spark-submit of its own.
+        connect_apps = [
+            a for a in cluster.spark.status().get("activeapps", []) if a["name"] == "tablemgmt-connect"
+        ]
+        assert connect_apps and connect_apps[0]["state"] == "RUNNING", cluster.spark.status().get(
+            "activeapps"
+        )
+        assert cluster.spark.applications(f"tms-{ACTION}-{CONNECT_TABLE}") == []
+        # The effect, read back through the REST catalog: fewer files, the same rows.
+        assert after.data_files < before.data_files and before.data_files >= 16, (before, after)
+        assert (after.records, after.checksum) == (before.records, before.checksum)
+        assert after.snapshot_id != before.snapshot_id
+        assert process.summary["after"]["data_files"] == after.data_files
+    finally:
+        writer.join(timeout=5)
+        _stop_group_of(server)
+        print(f"\nconnect server log: {log}")
+
+
+def _stop_group_of(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -87,3 +87,28 @@ def submit(catalog: CatalogSpec, table: TableIdentifier, action: str, raw: dict[
         process_id=1,
     )
     return SparkJobHook().submit(job)
+
+
+def table_state(catalog: CatalogSpec, table_id: str) -> Any:
+    """The table as ``tests/e2e/iceberg_reads.read_state`` reads a local one (data files, records, the
+    checksum of every row, current snapshot), loaded through the catalog server instead of a path."""
+    import hashlib
+
+    from tests.e2e.iceberg_reads import TableState
+
+    _, namespace, name = table_id.split(".")
+    table = writer(catalog).load_table((namespace, name))
+    files = list(table.scan().plan_files())
+    arrow = table.scan().to_arrow().sort_by([("id", "ascending")])
+    digest = hashlib.sha256()
+    for batch in arrow.to_batches(max_chunksize=50_000):
+        for col in batch.columns:
+            digest.update(str(col.to_pylist()).encode())
+    snap = table.current_snapshot()
+    return TableState(len(files), arrow.num_rows, digest.hexdigest(), snap.snapshot_id if snap else None)
+
+
+def scan(catalog: CatalogSpec, table_id: str) -> Any:
+    """Every row of ``table_id`` (a pyarrow table), read through the catalog server."""
+    _, namespace, name = table_id.split(".")
+    return writer(catalog).load_table((namespace, name)).scan().to_arrow()
