@@ -41,7 +41,9 @@ def start_session(fmt: str, catalog: CatalogSpec | None = None) -> SparkSession:
     from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
     os.environ.setdefault("JAVA_HOME", str(resolve_java_home()))
-    catalog = (catalog or CatalogSpec(name="lake", type="hadoop", warehouse="/tmp", properties={})).model_copy(
+    catalog = (
+        catalog or CatalogSpec(name="lake", type="hadoop", warehouse="/tmp", properties={})
+    ).model_copy(
         update={"properties": {**(catalog.properties if catalog else {}), TABLE_FORMAT_PROPERTY: fmt}}
     )
     builder = (
