@@ -16,10 +16,11 @@ bash "$ROOT/scripts/services.sh" || {
 # The editable package is not in site-packages: compile it once, so the many Airflow subprocesses
 # of the e2e tests do not each recompile it (a no-op when PYTHONDONTWRITEBYTECODE is unset).
 "$BIN/python" -m compileall -q airflow_tablemgmt >/dev/null
-# Two pytest processes (pytest-xdist): the suite mostly waits on subprocesses (Airflow services, Spark
-# JVMs, schedulers), so two test files run side by side even on 2 cores. A file stays in one process
+# Three pytest processes (pytest-xdist): the suite mostly waits on subprocesses (Airflow services, Spark
+# JVMs, schedulers; a whole run used ~1.1 of the 2 cores), so three test files run side by side even on
+# 2 cores. A file stays in one process
 # (--dist loadfile: a module's fixtures, e.g. the distributed cluster, are made once), and files are
 # handed out in collection order (--no-loadscope-reorder), so tests/distributed and tests/e2e, the
 # longest, start first and the many short unit files fill in at the end. TEST_WORKERS=0: one process.
-"$BIN/pytest" -q -p no:cacheprovider --durations=25 -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
+"$BIN/pytest" -q -p no:cacheprovider --durations=25 -n "${TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
   "$@" tests plugins/paimon/tests
