@@ -16,9 +16,9 @@ $(VENV)/.installed: pyproject.toml plugins/paimon/pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
 	# --compile-bytecode: every Airflow process (task, CLI, dag-processor) starts ~2 s faster
 	# when site-packages already holds .pyc files, as a pip-installed deployment does.
-	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e ".[embedded,dev]"
-	# The Paimon format plugin: a distribution of its own, written only against the public factory API.
-	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e plugins/paimon
+	# With the Paimon format plugin: a distribution of its own, written only against the public factory
+	# API (it depends on airflow-provider-tablemgmt, satisfied by the editable package beside it).
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e ".[embedded,dev]" -e plugins/paimon
 	touch $@
 
 demo: install
