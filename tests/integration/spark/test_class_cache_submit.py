@@ -8,6 +8,7 @@ the dynamic archive are reported as ``source: shared objects file (top)``.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def _archives(directory: Path) -> list[Path]:
     return sorted(directory.glob("driver-*.jsa"))
 
 
-def test_the_first_run_creates_the_archive_the_next_maps_it_and_a_truncated_one_is_replaced(
+def test_the_first_run_creates_the_archive_and_the_next_maps_it(
     make_table: TableFactory,
     tables: Tables,
     catalog: CatalogSpec,
@@ -95,7 +96,10 @@ def test_the_first_run_creates_the_archive_the_next_maps_it_and_a_truncated_one_
     assert _archives(cache_dir) == [archive]
 
     # What a full disk or an interrupted copy leaves: the job still succeeds, and the archive is
-    # removed and created again by this run (one spark-submit fewer than a test of its own).
+    # removed and created again by this run. On demand (TABLEMGMT_FULL=1): CI has
+    # tests/unit/spark/launch/test_class_cache.py::test_a_truncated_archive_is_never_handed_to_a_jvm.
+    if os.environ.get("TABLEMGMT_FULL") != "1":
+        return
     with archive.open("r+b") as f:
         f.truncate(archive.stat().st_size // 2)
     class_log.unlink()
