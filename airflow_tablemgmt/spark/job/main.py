@@ -1,5 +1,6 @@
 """The program ``spark-submit`` runs: ``spark/job/main.py --spec job-spec.json``; and :func:`run_job`, the
 same job on a session the caller has (the Spark Connect engine's remote session, ``spark/connect/``).
+(Just over 400 lines on purpose: the driver's one entry, kept whole so the result-line protocol is read in one place.)
 
 It reads the JSON ``JobSpec``, validates the table identifier and catalog, starts (or joins) the
 SparkSession, runs the action's maintainer, and prints exactly one JSON result line on stdout
