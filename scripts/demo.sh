@@ -20,6 +20,13 @@ DYNAMIC="${DEMO_DYNAMIC:-1}"
 DT=demo.db.daily_events
 DT_DAG="tms__${DT}__refresh"
 
+# DEMO_FORMATS (comma-separated): iceberg is the main demo below and always runs; each other format named
+# gets one table of its own, maintained by its actions and reported before/after (scripts/demo_formats.sh).
+DEMO_FORMATS="${DEMO_FORMATS:-iceberg}"
+for f in ${DEMO_FORMATS//,/ }; do
+  case "$f" in iceberg | hudi | delta | paimon) ;; *) echo "DEMO_FORMATS: '$f' is not one of: iceberg, hudi, delta, paimon" >&2; exit 2 ;; esac
+done
+
 step() { printf '\n==> %s\n' "$*"; }
 midnight() { date -u -d "$1" +%Y-%m-%dT00:00:00+00:00; }
 # One run of the dynamic table's refresh DAG at logical date $2 with DAG-run conf $3 (as the scheduler's
@@ -86,6 +93,11 @@ if [ "$DYNAMIC" = 1 ]; then
 
   step "Refresh history of $DT (tablemgmt dt history $DT)"
   tablemgmt dt history "$DT"
+fi
+
+if [ "$DEMO_FORMATS" != iceberg ]; then
+  step "Other formats ($DEMO_FORMATS): one table of each, maintained and reported before / after"
+  DEMO="$DEMO" WAREHOUSE="$WAREHOUSE" bash "$ROOT/scripts/demo_formats.sh" "$DEMO_FORMATS"
 fi
 
 step "Next steps"
