@@ -9,6 +9,9 @@ N tables of 40 small files each, ``rewrite-files``, three ways, in one run:
   leases one of the server's slots and (``reuse_sessions: true``) attaches to the session the slot kept;
 - **(n) connect, new session per task** — (b) with the connection's ``reuse_sessions: false`` (the
   default): the slot limit holds, every task opens and configures a session of its own;
+- **(f) forked task** — Airflow's real task path (``benchmarks/connect_forked.py``): a parent process
+  imports ``airflow_tablemgmt.spark.connect.warm`` (what ``airflow_local_settings.py`` imports) and forks
+  one child per table, which runs ``tablemgmt run``'s entry in-process (no exec), with (b)'s connection;
 - **(c) warm** — the physical limit: one Connect session on that same server running
   ``CALL <catalog>.system.rewrite_data_files(table => ...)`` table after table, no orchestration.
 
@@ -86,7 +89,7 @@ def _run_rss(argv: list[str], env: dict[str, str], log: Path) -> tuple[float, fl
 
 #: Where a Connect task's time goes: (label, the job's timing keys summed).
 PHASES = (
-    ("interpreter, CLI imports, parse", ("_before_store",)),
+    ("process start to the store: interpreter or fork, CLI imports, parse", ("_before_store",)),
     ("store before the job (process row, lease, claim)", ("store_before_job",)),
     ("slot lease (wait + statements)", ("slot_wait",)),
     ("Connect client import (pyspark, grpc, pandas, pyarrow)", ("connect_import",)),
@@ -111,6 +114,25 @@ def _phases(wall: float, summary: dict) -> dict[str, float]:
     t["_after"] = max(wall - before - t.get("slot_wait", 0.0) - sum(t.get(k, 0.0) for k in _JOB_KEYS), 0.0)
     t["_wall"] = wall
     return t
+
+
+def _run_forked(argv: list[str], tables: list[str], env: dict[str, str], work: Path, log: Path,
+                profile: bool) -> tuple[dict[str, float], list[dict[str, float]], dict]:  # fmt: skip
+    """Way (f): ``connect_forked.py`` in a process of its own (the wall of each forked task, its peak RSS
+    and timings)."""
+    spec = {"argv": argv[1:], "tables": tables, "action": "rewrite-files", "out": str(work / "forked.json"),
+            "log": str(log), "profile": str(work / "profiles") if profile else None}  # fmt: skip
+    if profile:
+        (work / "profiles").mkdir(exist_ok=True)
+    (work / "forked-spec.json").write_text(json.dumps(spec))
+    script = Path(__file__).with_name("connect_forked.py")
+    subprocess.run([sys.executable, str(script), str(work / "forked-spec.json")], env=env, check=True)
+    forked = json.loads((work / "forked.json").read_text())
+    runs = forked["runs"]
+    total = sum(r["wall"] for r in runs)  # the tasks' own time: not the parent's one pre-import
+    result = {"total": total, "median": statistics.median(r["wall"] for r in runs),
+              "rss": max(r["rss_mb"] for r in runs), "n": len(runs)}  # fmt: skip
+    return result, [_phases(r["wall"], r["summary"]) for r in runs], forked
 
 
 def _import_probe(rounds: int = 3) -> dict[str, float]:
@@ -149,7 +171,8 @@ def main() -> None:
     p.add_argument("--slots", type=int, default=4, help="the Connect server's slot limit (the slots extra)")
     p.add_argument("--files", type=int, default=40, help="small data files per table")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--ways", nargs="+", default=["a", "b", "n", "c"], choices=["a", "b", "n", "c"])
+    p.add_argument("--ways", nargs="+", default=["a", "b", "f", "c"], choices=["a", "b", "n", "f", "c"])
+    p.add_argument("--profile", action="store_true", help="(f): one cProfile file per child in the workdir")
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
 
@@ -244,6 +267,13 @@ def main() -> None:
             results[way] = {"total": total, "median": statistics.median(walls), "rss": max(rss),
                             "n": len(walls)}  # fmt: skip
             print(f"# ({way}) done: {total:.1f}s, load {_load()}", flush=True)
+        if "f" in args.ways:
+            results["f"], phases["f"], forked = _run_forked(
+                [tablemgmt, "--store-url", store, "run"], [f"{CATALOG}.{NAMESPACE}.{n}" for n in names["f"]],
+                envs["b"], work, log, args.profile,
+            )  # fmt: skip
+            print(f"# (f) done: {results['f']['total']:.1f}s (parent's pre-import {forked['preimport_s']:.2f}s, "
+                  f"its RSS {forked['parent_rss_mb']:.0f} MB), load {_load()}", flush=True)  # fmt: skip
         if "c" in args.ways:
             t0 = time.perf_counter()
             walls = []
@@ -291,6 +321,7 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
         "a": "(a) spark-submit per table",
         "b": "(b) Connect, one task per table, slot's session reused",
         "n": "(n) Connect, one task per table, new session per task",
+        "f": "(f) Connect, one forked task per table (Airflow's path, warm pre-import)",
         "c": "(c) one warm session",
     }
     per = {w: r["total"] / r["n"] for w, r in results.items()}
@@ -299,7 +330,7 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
     print("| way | tables | s/table (mean) | s/table (median) | tables/min | overhead over (c), s/table "
           "| x (c)'s throughput | peak RSS per task (MB) |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for way in ("a", "b", "n", "c"):
+    for way in ("a", "b", "n", "f", "c"):
         if way not in results:
             continue
         r = results[way]
@@ -308,14 +339,14 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
         rss = f"{r['rss']:.0f}" if way != "c" else f"{r['rss']:.0f} (this Python, not a task)"
         print(f"| {labels[way]} | {r['n']:.0f} | {per[way]:.2f} | {r['median']:.2f} | {60 / per[way]:.1f} "
               f"| {over} | {ratio} | {rss} |")  # fmt: skip
-    for way in ("b", "n"):
+    for way in ("b", "n", "f"):
         if way in per and "a" in per:
             print(f"\n({way})/(a) throughput: {per['a'] / per[way]:.1f}x", end="")
     print(f"\nConnect server JVM RSS at the end: {server_rss:.0f} MB (shared by every task)")
 
 
 def _report_phases(phases: dict[str, list[dict[str, float]]]) -> None:
-    ways = [w for w in ("b", "n") if phases.get(w)]
+    ways = [w for w in ("b", "n", "f") if phases.get(w)]
     if not ways:
         return
     print("\nWhere a Connect task's time goes (s, median over its tables):\n")
