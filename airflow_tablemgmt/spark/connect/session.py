@@ -148,6 +148,16 @@ def set_conf(session: RemoteSession, conf: dict[str, str]) -> None:
     session.client.config(proto.ConfigRequest.Operation(set=proto.ConfigRequest.Set(pairs=pairs)))
 
 
+def conf_with_prefix(session: RemoteSession, prefix: str) -> list[tuple[str, str]]:
+    """The session's settings whose keys start with ``prefix``, in one gRPC ``Config`` request
+    (``GetAll``): no SQL command, no plan on the server, values as set (``SET`` would redact secrets).
+    The server answers the keys without the prefix; they are given back whole."""
+    import pyspark.sql.connect.proto as proto
+
+    op = proto.ConfigRequest.Operation(get_all=proto.ConfigRequest.GetAll(prefix=prefix))
+    return [(prefix + k, v) for k, v in session.client.config(op).pairs if v is not None]
+
+
 def open_session(url: str, session_id: str | None = None) -> RemoteSession:
     """A remote session on ``url`` (never the process's default session), with the retry policy: a new
     one, or the server-side session ``session_id`` names (created on the server when it has none)."""

@@ -28,6 +28,23 @@ MODULES = (
     "airflow_tablemgmt.spark.job.early_read",
     "airflow_tablemgmt.spark.job.metrics",
     "pyiceberg.table",
+    # what the task's run reaches next: the engine's choice, the slots, the store's SQL dialects, and
+    # pyiceberg's Arrow file IO that the job's figures read the table's files with (measured in a forked
+    # task, benchmarks/connect_throughput.py way (f): 0.5-1 s of imports per task without them)
+    "airflow_tablemgmt.hooks.engine",
+    "airflow_tablemgmt.hooks.secrets",
+    "airflow_tablemgmt.factories.discovery",
+    "airflow_tablemgmt.services.processes",
+    "airflow_tablemgmt.services.reap",
+    "airflow_tablemgmt.store.connect_slots",
+    "airflow_tablemgmt.spark.connect.pool",
+    "airflow_tablemgmt.spark.connect.policy",
+    "pyspark.sql.connect.catalog",
+    "grpc._channel",
+    "pyiceberg.io.pyarrow",
+    "pyiceberg.catalog",
+    "sqlalchemy.dialects.sqlite",
+    "sqlalchemy.dialects.postgresql",
 )
 
 

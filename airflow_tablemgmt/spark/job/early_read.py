@@ -69,10 +69,19 @@ class EarlyRead:
 
         The session's own (SQL) configuration is what its catalogs are made from: the settings it started
         with plus any set on it since, so not the SparkContext's start-up configuration. ``SET`` lists
-        it (a command, no Spark job); a sensitive value comes back redacted and so never agrees."""
+        it (a command, no Spark job); a sensitive value comes back redacted and so never agrees. On Spark
+        Connect one ``Config`` request reads the catalog's settings instead (values as set, a SQL
+        command's planning spared)."""
+        from airflow_tablemgmt.spark.connect.policy import is_remote
+
         name = self.table.catalog
-        rows = spark.sql("SET").collect()
-        actual = catalog_settings(((str(r[0]), str(r[1])) for r in rows), name)
+        if is_remote(spark):
+            from airflow_tablemgmt.spark.connect.session import conf_with_prefix
+
+            actual = catalog_settings(conf_with_prefix(spark, f"spark.sql.catalog.{name}"), name)
+        else:
+            rows = spark.sql("SET").collect()
+            actual = catalog_settings(((str(r[0]), str(r[1])) for r in rows), name)
         if actual != self.settings:
             differ = sorted(
                 k for k in actual.keys() | self.settings.keys() if actual.get(k) != self.settings.get(k)
