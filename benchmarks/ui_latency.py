@@ -5,13 +5,14 @@
 Builds a SQLite store in a temporary directory with N tables (two actions each, every fifth one
 dynamic-free but with a disabled action) and ``--processes-per-table`` finished processes per table
 over the last 10 days (summaries shaped like a real rewrite's and expiry's), plus a few PENDING ones;
-fills the health cache with one figure set per table (as an api-server that has shown the list for a
-while holds it); then calls ``GET /tablemgmt/v1/tables`` and ``GET /tablemgmt/v1/overview`` through
+fills the health cache and the tables' stored measurements with one figure set per table (as a store
+whose tables have all been measured holds them); then calls ``GET /tablemgmt/v1/tables`` and ``GET /tablemgmt/v1/overview`` through
 FastAPI's TestClient on the real API app (Airflow's user check replaced by a fixed user) and prints
 the median and p95 of each request in a markdown table: wall-clock time, and the process's CPU time
 during the request (what the request costs, whatever else the machine is doing). The overview reuses its process aggregates
 for ``FIGURES_SECONDS`` (10 s), then serves them stale while a thread recomputes them (the "stale" row);
-the "cold" row drops them before every request (the first request of an api-server process).
+the "cold" row drops them before every request (the first request of an api-server process), which then
+reads them from the store's rollup (``store/process_rollup.py``).
 
 Left out: the network and Airflow's JWT check (the same for every route), Iceberg metadata reads
 (the list and the overview never read it; health comes from the cache), and PostgreSQL (SQLite only).
@@ -86,9 +87,12 @@ def seed(store: Any, n: int, per_table: int) -> None:
                  "attempt": 1, "engine": "spark", "parameters": {}, "summary": None, "failure_reason": None,
                  "created_at": now, "started_at": None, "finished_at": None}
             )  # fmt: skip
+    from airflow_tablemgmt.store import process_rollup
+
     with store.engine.begin() as conn:
         for i in range(0, len(rows), 5000):
             conn.execute(insert(ProcessRow.__table__), rows[i : i + 5000])
+        process_rollup.backfill(conn)  # what the store keeps as processes change, for the bulk insert
 
 
 def fill_health(store: Any, n: int) -> None:
@@ -96,13 +100,15 @@ def fill_health(store: Any, n: int) -> None:
     from airflow_tablemgmt.services import health
 
     rng = random.Random(11)
+    reads = {}
     for i in range(n):
         files = rng.choice([4, 4, 4, 40, 528])
         stats = FileStats(1, rng.randint(1, 50), files, files, 384 << 20, rng.choice([0, 0, 0, 6]),
                           files * 40_000, 0, files * 100, compacted_data_files=4, partitions=4,
                           deleted_rows=rng.choice([0, 30]), manifests=rng.choice([3, 40]), manifest_bytes=40_000)  # fmt: skip
         table_id = f"{'lake' if i % 3 else 'sea'}.ns{i % 40}.t{i:05d}"
-        health._CACHE.put(health._key(store, table_id), stats)
+        reads[table_id] = stats
+    health.remember_many(store, reads)  # the cache entries and the tables' rows in tms_table_health
 
 
 def _p95(values: list[float]) -> float:

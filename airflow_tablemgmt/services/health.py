@@ -8,9 +8,12 @@ indexed query per action).
 The file figures and what a *small file* is are ``metadata/files.py``'s (:class:`FileStats`); the
 catalog's secret references are resolved here, before the read.
 
-The score (0–100) and its findings are ``metadata/health.py``'s; :func:`cached_health` hands the list
-and the overview what the cache holds without reading anything, and :func:`warm` reads the tables it
-lacks on one background thread, so a page of the list never waits for Iceberg metadata.
+The score (0–100) and its findings are ``metadata/health.py``'s. Each fresh read is also the table's row
+in the store (``tms_table_health``, :func:`remember`): the list sorts and filters on it in SQL and the
+overview sums it, whichever process (an api-server, a worker after a process) measured the table;
+:func:`stored_health` hands a page its rows without reading anything, and :func:`warm` reads the tables
+the store lacks (or holds stale) on one background thread, so a page of the list never waits for
+Iceberg metadata.
 
 Each fresh read also sends the table's ``tablemgmt.table.*`` gauges through Airflow's Stats
 (:mod:`airflow_tablemgmt.observability`).
@@ -33,6 +36,7 @@ from airflow_tablemgmt.metadata.health import HealthScore, score
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.table_health import HealthRecord
 
 CACHE_SECONDS = 60.0
 
@@ -124,7 +128,7 @@ def table_health(
     if files is None:
         try:
             files = read(store.catalogs.get(spec.catalog), spec)
-            cache.put(key, files)
+            remember(store, spec.id, files, cache=cache)
             fresh = True
         except TableMgmtError as e:
             error = str(e)
@@ -157,6 +161,43 @@ def _key(store: Store, table_id: str) -> str:
     return f"{store.display_url}|{table_id}"
 
 
+def _record(files: FileStats) -> HealthRecord:
+    from airflow_tablemgmt.store.table_health import HealthRecord
+
+    scored = score(files)
+    return HealthRecord(
+        scored.score,
+        tuple((f.kind, f.action) for f in scored.findings),
+        files.data_files,
+        files.data_bytes,
+        files.excess_data_files,
+        asdict(files),
+    )
+
+
+def remember(store: Store, table_id: str, files: FileStats, *, cache: _Cache | None = None) -> None:
+    """A fresh read of ``table_id``: the process's cache entry and the table's row in the store."""
+    from airflow_tablemgmt.store.table_health import TableHealthRepository
+
+    (cache or _CACHE).put(_key(store, table_id), files)
+    TableHealthRepository.of(store).put(table_id, _record(files))
+
+
+def remember_many(store: Store, reads: dict[str, FileStats], *, cache: _Cache | None = None) -> None:
+    """:func:`remember` for many tables in one transaction (a bulk fill)."""
+    from airflow_tablemgmt.store.table_health import TableHealthRepository
+
+    for table_id, files in reads.items():
+        (cache or _CACHE).put(_key(store, table_id), files)
+    TableHealthRepository.of(store).put_many({t: _record(f) for t, f in reads.items()})
+
+
+def figures_of(document: dict[str, Any]) -> FileStats:
+    """The :class:`FileStats` a stored row's figures document holds (fields it lacks take their defaults)."""
+    known = FileStats.__dataclass_fields__
+    return FileStats(**{k: v for k, v in document.items() if k in known})
+
+
 @dataclass(frozen=True)
 class CachedHealth:
     """A table's last health read, as the list and the overview show it (no metadata read)."""
@@ -166,36 +207,37 @@ class CachedHealth:
     age_s: float
 
 
-def cached_health(store: Store, *, cache: _Cache | None = None) -> dict[str, CachedHealth]:
-    """Table id -> its last read, for every table this process has read (stale entries included: the
-    list shows the last known score with its age rather than none)."""
-    cache = cache or _CACHE
-    now = cache.clock()
-    return {
-        table_id: CachedHealth(files, scored, round(now - at, 1))
-        for table_id, (at, files, scored) in cache.snapshot(_key(store, "")).items()
-    }
+def stored_health(store: Store, table_ids: list[str]) -> dict[str, CachedHealth]:
+    """Table id -> its last measurement in the store (stale ones included: the list shows the last
+    known score with its age rather than none), for those of ``table_ids`` measured (one page)."""
+    from airflow_tablemgmt.store.table_health import TableHealthRepository
 
-
-def cached_entries(
-    store: Store, *, cache: _Cache | None = None
-) -> tuple[float, dict[str, tuple[float, FileStats, HealthScore]]]:
-    """(the cache's clock now, table id -> (read at, figures, score)) for every table read: what
-    :func:`cached_health` holds without building a row per table (the list of 10,000 tables sorts on
-    the scores and builds :class:`CachedHealth` for one page only)."""
-    cache = cache or _CACHE
-    return cache.clock(), cache.snapshot(_key(store, ""))
+    records = TableHealthRepository.of(store).get_many(table_ids)
+    if not records:
+        return {}
+    now = store.processes.now()
+    out = {}
+    for table_id, r in records.items():
+        files = figures_of(r.figures)
+        age = (now - r.measured_at).total_seconds() if r.measured_at is not None else 0.0
+        out[table_id] = CachedHealth(files, score(files), round(max(age, 0.0), 1))
+    return out
 
 
 _WARMING: set[str] = set()
 _WARM_LOCK = threading.Lock()
 
 
-def warm(store: Store, table_ids: list[str], *, ttl: float = CACHE_SECONDS) -> int:
-    """Read the health of those ``table_ids`` the cache lacks (or holds stale) on a background thread;
-    returns how many it queued. A table already being read is not queued again."""
-    now, fresh = cached_entries(store)
-    wanted = [t for t in table_ids if t not in fresh or now - fresh[t][0] >= ttl]
+def warm(store: Store, table_ids: list[str], *, ttl: float | None = None) -> int:
+    """Read the health of those ``table_ids`` the store lacks (or holds older than ``ttl``, default
+    :data:`CACHE_SECONDS`) on a background thread; returns how many it queued. A table already being
+    read is not queued again."""
+    from airflow_tablemgmt.store.table_health import TableHealthRepository
+
+    ttl = CACHE_SECONDS if ttl is None else ttl
+    measured = TableHealthRepository.of(store).measured_at(table_ids)
+    now = store.processes.now() if measured else None
+    wanted = [t for t in table_ids if t not in measured or (now - measured[t]).total_seconds() >= ttl]  # type: ignore[operator]
     with _WARM_LOCK:
         todo = [t for t in wanted if _key(store, t) not in _WARMING]
         _WARMING.update(_key(store, t) for t in todo)

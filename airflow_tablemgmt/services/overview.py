@@ -1,9 +1,12 @@
 """What the page shows at a glance: one page of the table list (search, filters, sort and paging in
 SQL, ``store/listing.py``) with each row's badges and cached health, and the overview's figures.
 
-No row costs a request of its own and nothing here reads Iceberg metadata: health comes from
-``services/health.py``'s cache, and the tables of a page it lacks are read in the background
-(:func:`services.health.warm`), so the next refresh shows them.
+No row costs a request of its own and nothing here reads Iceberg metadata: health comes from each
+table's last measurement in the store (``tms_table_health``, written with ``services/health.py``'s cache
+entry), which the health sort and the needs-attention filter use in SQL and the overview sums; the
+tables of a page it lacks are read in the background (:func:`services.health.warm`), so the next
+refresh shows them. The overview's process figures come from the rollup the store keeps as processes
+change (``store/process_rollup.py``): an api-server's first overview costs what every other one does.
 
 A process's times are :func:`services.processes.timings` (one definition for the CLI, REST and
 the page).
@@ -13,12 +16,12 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
-from airflow_tablemgmt.services.health import CachedHealth, cached_entries, warm
+from airflow_tablemgmt.services.health import CachedHealth, stored_health, warm
 from airflow_tablemgmt.services.processes import timings  # noqa: F401 - the page's times, re-exported
 from airflow_tablemgmt.store import listing
 from airflow_tablemgmt.store.listing import ActionState, TableFilter
@@ -26,7 +29,7 @@ from airflow_tablemgmt.store.listing import ActionState, TableFilter
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
 
-SORTS = (*listing.SORTS, "health")
+SORTS = listing.SORTS
 
 
 def enabled(actions: dict[str, Any]) -> list[str]:
@@ -69,29 +72,17 @@ def list_page(
     offset: int = 0,
     warm_missing: bool = True,
 ) -> TablePage:
-    """One page of the table list. Sorting by ``health`` (worst first; unmeasured last) and the
-    ``needs_attention`` filter use the cached scores; every other sort and filter runs in SQL."""
+    """One page of the table list: search, filters (``needs_attention`` included), sort (``health``
+    included: worst first, unmeasured last) and paging in SQL."""
     if f.action is not None:
         ACTIONS.get(f.action)  # an unknown action is an error naming the known ones
+    if needs_attention and not f.needs_attention:
+        f = replace(f, needs_attention=True)
     engine = store.engine
-    clock, entries = cached_entries(store)  # every table's score; a CachedHealth for this page's only
-    if sort == "health" or needs_attention:
-        ids = listing.table_ids(engine, f)
-        if needs_attention:
-            ids = [i for i in ids if (e := entries.get(i)) is not None and e[2].findings]
-        if sort == "health":  # worst first, unmeasured last (first when reversed); ties by table id
-            scores = {t: e[2].score for t, e in entries.items()}
-            measured = [i for i in ids if i in scores]
-            measured.sort(key=scores.__getitem__, reverse=desc)
-            unmeasured = [i for i in ids if i not in scores]
-            ids = unmeasured[::-1] + measured if desc else measured + unmeasured
-        elif desc:
-            ids.reverse()
-        total = len(ids)
-        rows = listing.tables_by_id(engine, ids[offset : offset + limit])
-    else:
-        rows, total = listing.page(engine, f, sort=sort, desc=desc, limit=limit, offset=offset)
-    states = listing.action_states(engine, [r.table_id for r in rows])
+    rows, total = listing.page(engine, f, sort=sort, desc=desc, limit=limit, offset=offset)
+    ids = [r.table_id for r in rows]
+    states = listing.action_states(engine, ids)
+    health = stored_health(store, ids)
     items = []
     for r in rows:
         names = enabled(r.actions)
@@ -104,30 +95,32 @@ def list_page(
                 r.queue,
                 names,
                 {a: states.get((r.table_id, a), ActionState()) for a in names},
-                _cached(entries, clock, r.table_id),
+                health.get(r.table_id),
                 r.dynamic,
             )  # fmt: skip
         )
     missing = [r.table for r in items if r.health is None]
     queued = warm(store, missing) if warm_missing and missing else 0
-    return TablePage(items, total, limit, offset, measuring=queued or len(missing), measured=len(entries))
+    measured = _measured(store)
+    return TablePage(items, total, limit, offset, measuring=queued or len(missing), measured=measured)
 
 
-def _cached(entries: dict[str, tuple[float, Any, Any]], clock: float, table_id: str) -> CachedHealth | None:
-    e = entries.get(table_id)
-    return CachedHealth(e[1], e[2], round(clock - e[0], 1)) if e is not None else None
+def _measured(store: Store) -> int:
+    from airflow_tablemgmt.store.table_health import TableHealthRepository
+
+    return TableHealthRepository.of(store).measured_count()
 
 
-#: Seconds the overview's process aggregates are reused (per store, per api-server process): they scan
-#: the last 30 days of processes, and a page polled by several people need not rescan them each time.
+#: Seconds the overview's process aggregates are reused (per store, per api-server process): a page
+#: polled by several people need not re-read the rollup each time.
 FIGURES_SECONDS = 10.0
 _FIGURES: dict[str, tuple[float, dict[str, Any]]] = {}
 _FIGURES_LOCK = threading.Lock()
 
 
 #: A stale set of figures younger than this many ``ttl``s is served while a background thread
-#: recomputes it (the scan of 30 days of processes costs ~0.35 s of CPU at 40,000 processes): a page
-#: polled by several people never waits for it; older ones are recomputed in the request.
+#: recomputes it; older ones (and an api-server's first) are computed in the request, from the rollup
+#: (``tms_action_latest``, ``tms_process_done``), as cheaply as any other.
 STALE_SERVED = 30
 _REFRESHING: set[str] = set()
 
@@ -191,43 +184,29 @@ def overview(
     store: Store, *, now: datetime | None = None, ttl: float = FIGURES_SECONDS, warm_missing: bool = True
 ) -> dict[str, Any]:
     """The overview page's figures: tables and the unfinished processes read now, the failing ones and
-    the finished ones' aggregates at most ``ttl`` seconds old, health from the health cache."""
+    the finished ones' aggregates at most ``ttl`` seconds old, health from the tables' stored measurements."""
+    from airflow_tablemgmt.store.table_health import TableHealthRepository
+
     engine = store.engine
     now = now or store.processes.now()
     counts = listing.table_counts(engine)
-    _, health = cached_entries(store)  # (read at, figures, score) per table: no row object per table
-    if warm_missing and len(health) < counts["tables"]:  # measured in the background for the next look
-        warm(store, [t for t in listing.table_ids(engine, TableFilter()) if t not in health][:WARM_LIMIT])
-    attention: dict[str, dict[str, Any]] = {}
-    data_bytes = data_files = small = 0
-    scores = []
-    attention_tables = 0
-    for table_id, (_, files, scored) in health.items():
-        data_bytes += files.data_bytes
-        data_files += files.data_files
-        small += files.excess_data_files
-        scores.append(scored.score)
-        attention_tables += bool(scored.findings)
-        for finding in scored.findings:
-            entry = attention.setdefault(
-                finding.kind, {"tables": 0, "action": finding.action, "examples": []}
-            )
-            entry["tables"] += 1
-            if len(entry["examples"]) < 5:
-                entry["examples"].append(table_id)
+    repo = TableHealthRepository.of(store)
+    summary = repo.summary()  # sums over the live tables' stored measurements: no row per table
+    if warm_missing and summary.measured < counts["tables"]:  # measured in the background for the next look
+        warm(store, repo.unmeasured(WARM_LIMIT))
     active, per_status = listing.active(engine)
     return {
         "now": now,
         "tables": counts["tables"],
         "dynamic_tables": counts["dynamic"],
         "per_catalog": counts["per_catalog"],
-        "measured_tables": len(health),
-        "data_bytes": data_bytes,
-        "data_files": data_files,
-        "removable_files": small,
-        "mean_health_score": round(sum(scores) / len(scores), 1) if scores else None,
-        "needs_attention": attention_tables,
-        "attention_by_kind": attention,
+        "measured_tables": summary.measured,
+        "data_bytes": summary.data_bytes,
+        "data_files": summary.data_files,
+        "removable_files": summary.excess_data_files,
+        "mean_health_score": summary.mean_score,
+        "needs_attention": summary.needs_attention,
+        "attention_by_kind": summary.by_kind,
         "active_per_status": per_status,
         "active": [
             {

@@ -2,39 +2,51 @@
 SQL, and aggregates over processes, so a page of the list costs a handful of indexed queries whatever
 the number of tables. Nothing here writes.
 
-SQLite and PostgreSQL alike: JSON figures are read with SQLAlchemy's JSON paths (``json_extract`` /
-``->``), hours are bucketed per backend (:func:`_hour`).
+The health sort and the needs-attention filter join each table's last measurement
+(``tms_table_health``); the newest status of each (table, action) and the finished processes' figures
+come from the rollup that ``store/process_rollup.py`` keeps as processes change, so the overview never
+groups every process nor parses every summary.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
     Engine,
-    String,
     Table,
     and_,
     case,
     func,
-    literal,
     or_,
     select,
     true,
 )
 
-from airflow_tablemgmt.store.models import ProcessRow, TableRow
+from airflow_tablemgmt.store.models import (
+    ActionLatestRow,
+    ProcessDoneRow,
+    ProcessHourRow,
+    ProcessRow,
+    TableHealthRow,
+    TableRow,
+)
+from airflow_tablemgmt.store.process_rollup import hour_of
 
 _T = cast(Table, TableRow.__table__)
 _P = cast(Table, ProcessRow.__table__)
+_H = cast(Table, TableHealthRow.__table__)
+_L = cast(Table, ActionLatestRow.__table__)
+_D = cast(Table, ProcessDoneRow.__table__)
+_S = cast(Table, ProcessHourRow.__table__)
 _CHUNK = 500
 ACTIVE = ("PENDING", "SUBMITTED", "RUNNING", "CANCELING")
 FAILED = ("FAILED", "KILLED")
-SORTS = ("table", "owner", "catalog", "updated")
+SORTS = ("table", "owner", "catalog", "updated", "health")
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,7 @@ class TableFilter:
     namespace: str | None = None
     action: str | None = None  # tables with this action enabled
     status: str | None = None  # tables whose newest process of some action has this status
+    needs_attention: bool = False  # tables whose last health measurement has a finding
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,8 @@ def _where(f: TableFilter) -> list[ColumnElement[bool]]:
         )
     if f.status:
         clauses.append(_T.c.table_id.in_(_newest_in_status(f.status)))
+    if f.needs_attention:  # a set from the (needs_attention, table_id) index, so the page walks tms_table
+        clauses.append(_T.c.table_id.in_(select(_H.c.table_id).where(_H.c.needs_attention == true())))
     return clauses
 
 
@@ -97,17 +112,8 @@ def _newest(*where: ColumnElement[bool]) -> Any:
 
 
 def _newest_in_status(status: str) -> Any:
-    """Table ids with a process in ``status`` that is the newest of its (table, action): the status
-    index picks the candidates, the (table, action, instant) key rules out those with a newer one."""
-    newer = _P.alias("newer")
-    later = (
-        select(literal(1))
-        .where(
-            newer.c.table_id == _P.c.table_id, newer.c.action == _P.c.action, newer.c.instant > _P.c.instant
-        )
-        .exists()
-    )
-    return select(_P.c.table_id).where(_P.c.status == status, ~later)
+    """Table ids with a (table, action) whose newest process is in ``status`` (``tms_action_latest``)."""
+    return select(_L.c.table_id).where(_L.c.status == status)
 
 
 def table_ids(engine: Engine, f: TableFilter) -> list[str]:
@@ -126,7 +132,11 @@ def page(
     limit: int = 25,
     offset: int = 0,
 ) -> tuple[list[ListedTable], int]:
-    """One page of matching tables and how many match."""
+    """One page of matching tables and how many match. ``health`` sorts by the last measured score
+    (``tms_table_health``, :func:`_health_page`)."""
+    if sort == "health":
+        return _health_page(engine, f, desc=desc, limit=limit, offset=offset)
+    where = _where(f)
     column = {
         "table": _T.c.table_id,
         "owner": _T.c.owner_team,
@@ -134,11 +144,45 @@ def page(
         "updated": _T.c.updated_at,
     }[sort]
     order = [column.desc() if desc else column.asc(), _T.c.table_id]
-    where = _where(f)
     with engine.connect() as conn:
         total = conn.execute(select(func.count()).select_from(_T).where(*where)).scalar_one()
-        rows = conn.execute(_columns().where(*where).order_by(*order).limit(limit).offset(offset)).all()
+        stmt = _columns().where(*where).order_by(*order).limit(limit).offset(offset)
+        rows = conn.execute(stmt).all()
     return [_listed(r) for r in rows], int(total)
+
+
+def _health_page(
+    engine: Engine, f: TableFilter, *, desc: bool, limit: int, offset: int
+) -> tuple[list[ListedTable], int]:
+    """The measured tables in score order (the (score, table id) index), then the unmeasured ones by table
+    id; reversed, the unmeasured first (table id descending), then best score first, ties by table id.
+    Each part is one query that stops at its page's last row."""
+    where = _where(f)
+    measured_from = _T.join(_H, _H.c.table_id == _T.c.table_id)
+    measured = _columns().select_from(measured_from).where(*where)
+    measured = measured.order_by(_H.c.score.desc() if desc else _H.c.score.asc(), _H.c.table_id)
+    unmeasured = (
+        _columns()
+        .select_from(_T.outerjoin(_H, _H.c.table_id == _T.c.table_id))
+        .where(*where, _H.c.table_id.is_(None))
+        .order_by(_T.c.table_id.desc() if desc else _T.c.table_id)
+    )
+    with engine.connect() as conn:
+        n_measured = int(
+            conn.execute(select(func.count()).select_from(measured_from).where(*where)).scalar_one()
+        )
+        n_all = n_measured
+        if not f.needs_attention:  # no health clause: the live tables alone
+            n_all = int(conn.execute(select(func.count()).select_from(_T).where(*where)).scalar_one())
+        first, first_n, second = (
+            (unmeasured, n_all - n_measured, measured) if desc else (measured, n_measured, unmeasured)
+        )
+        rows: list[Any] = []
+        if offset < first_n:
+            rows = list(conn.execute(first.limit(limit).offset(offset)))
+        if len(rows) < limit:
+            rows += list(conn.execute(second.limit(limit - len(rows)).offset(max(0, offset - first_n))))
+    return [_listed(r) for r in rows], n_all
 
 
 def tables_by_id(engine: Engine, ids: Sequence[str]) -> list[ListedTable]:
@@ -244,40 +288,37 @@ def table_counts(engine: Engine) -> dict[str, Any]:
 
 
 def newest_status_counts(engine: Engine) -> dict[str, int]:
-    """How many (table, action) pairs have their newest process in each status."""
-    newest = _newest().subquery()
-    stmt = select(newest.c.status, func.count()).group_by(newest.c.status)
+    """How many (table, action) pairs have their newest process in each status (``tms_action_latest``)."""
+    stmt = select(_L.c.status, func.count()).group_by(_L.c.status)
     with engine.connect() as conn:
         return {s: int(n) for s, n in conn.execute(stmt)}
 
 
 def failing(engine: Engine, limit: int = 20) -> list[Any]:
-    """(table, action) pairs whose newest process FAILED or was KILLED, newest first (the status index
-    picks the candidates, as :func:`_newest_in_status`)."""
-    newer = _P.alias("newer")
-    later = (
-        select(literal(1))
-        .where(
-            newer.c.table_id == _P.c.table_id, newer.c.action == _P.c.action, newer.c.instant > _P.c.instant
-        )
-        .exists()
+    """(table, action) pairs whose newest process FAILED or was KILLED, newest first: per status, the
+    newest ``limit`` on the (status, instant) index, merged."""
+    cols = (
+        _P.c.id,
+        _P.c.table_id,
+        _P.c.action,
+        _P.c.status,
+        _P.c.instant,
+        _P.c.finished_at,
+        _P.c.failure_reason,
     )
-    stmt = (
-        select(
-            _P.c.id,
-            _P.c.table_id,
-            _P.c.action,
-            _P.c.status,
-            _P.c.instant,
-            _P.c.finished_at,
-            _P.c.failure_reason,
-        )  # fmt: skip
-        .where(_P.c.status.in_(FAILED), ~later)
-        .order_by(_P.c.instant.desc())
-        .limit(limit)
-    )
+    rows: list[Any] = []
     with engine.connect() as conn:
-        return conn.execute(stmt).all()
+        for status in FAILED:
+            stmt = (
+                select(*cols, _L.c.instant.label("newest_at"))
+                .select_from(_L.join(_P, _P.c.id == _L.c.process_id))
+                .where(_L.c.status == status)
+                .order_by(_L.c.instant.desc())
+                .limit(limit)
+            )
+            rows.extend(conn.execute(stmt).all())
+    rows.sort(key=lambda r: r.newest_at, reverse=True)
+    return rows[:limit]
 
 
 def active(engine: Engine, limit: int = 20) -> tuple[list[Any], dict[str, int]]:
@@ -304,59 +345,41 @@ def active(engine: Engine, limit: int = 20) -> tuple[list[Any], dict[str, int]]:
         return conn.execute(stmt).all(), {s: int(n) for s, n in conn.execute(counts)}
 
 
-def _num(path: tuple[str, ...]) -> ColumnElement[Any]:
-    return func.coalesce(_P.c.summary[path].as_float(), 0)
-
-
-#: Files a finished process removed, from its summary: data files before minus after (a rewrite, an
-#: expiry of data) plus what an expiry (``deleted_files``) or an orphan clean-up (``deleted``) says it
-#: deleted. Bytes removed are data bytes before minus after (Iceberg reports no bytes for an expiry).
-FILES_REMOVED_PATHS = (
-    ("deleted_files", "data"),
-    ("deleted_files", "position_deletes"),
-    ("deleted_files", "equality_deletes"),
-    ("deleted_files", "manifests"),
-    ("deleted",),
-)
-
-
-def _hour(engine: Engine, column: Any) -> Any:
-    if engine.dialect.name == "postgresql":
-        return func.to_char(column, literal("YYYY-MM-DD HH24", String))
-    return func.substr(func.cast(column, String), 1, 13)  # SQLite stores ISO text: 'YYYY-MM-DD HH'
+def _next_hour(t: datetime) -> datetime:
+    return t.astimezone(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 
 
 def finished_per_hour(engine: Engine, since: datetime) -> list[dict[str, Any]]:
     """Finished processes since ``since``, per UTC hour, action and status: how many, and for the
-    successful ones the files and bytes they removed. One scan; JSON is read only for successes."""
-    hour = _hour(engine, _P.c.finished_at).label("hour")
-    ok = _P.c.status == "SUCCESS"
-    files = _num(("before", "data_files")) - _num(("after", "data_files"))
-    data = _num(("before", "data_bytes")) - _num(("after", "data_bytes"))
-    removed = case((files > 0, files), else_=0)
-    for path in FILES_REMOVED_PATHS:
-        removed = removed + _num(path)
-    stmt = (
+    successful ones the files and bytes they removed (what :func:`store.process_rollup.removed` found in
+    each summary). The hours after ``since``'s are whole in ``tms_process_hour``; ``since``'s own hour is
+    summed from its rows in ``tms_process_done`` finished at or after ``since``."""
+    first = hour_of(since.astimezone(UTC))
+    whole = select(_S.c.hour, _S.c.action, _S.c.status, _S.c.n, _S.c.files_removed, _S.c.bytes_removed).where(
+        _S.c.hour > first, _S.c.n != 0
+    )
+    part = (
         select(
-            hour,
-            _P.c.action,
-            _P.c.status,
+            _D.c.hour,
+            _D.c.action,
+            _D.c.status,
             func.count(),
-            func.sum(case((ok, removed), else_=0)),
-            func.sum(case((and_(ok, data > 0), data), else_=0)),
-        )
-        .where(_P.c.finished_at >= since)
-        .group_by(hour, _P.c.action, _P.c.status)
+            func.sum(_D.c.files_removed),
+            func.sum(_D.c.bytes_removed),
+        )  # fmt: skip
+        .where(_D.c.finished_at >= since, _D.c.finished_at < _next_hour(since))
+        .group_by(_D.c.hour, _D.c.action, _D.c.status)
     )
     with engine.connect() as conn:
-        return [
-            {
-                "hour": h,
-                "action": a,
-                "status": st,
-                "n": int(n),
-                "files_removed": int(f or 0),
-                "bytes_removed": int(b or 0),
-            }  # fmt: skip
-            for h, a, st, n, f, b in conn.execute(stmt)
-        ]
+        rows = [*conn.execute(whole), *conn.execute(part)]
+    return [
+        {
+            "hour": h,
+            "action": a,
+            "status": st,
+            "n": int(n),
+            "files_removed": int(f or 0),
+            "bytes_removed": int(b or 0),
+        }  # fmt: skip
+        for h, a, st, n, f, b in rows
+    ]

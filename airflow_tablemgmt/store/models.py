@@ -36,7 +36,7 @@ VERSION_TABLE = "tms_alembic_version"
 #: The newest migration, i.e. the schema these models describe. Bump it with every migration
 #: (a test checks it against the migration scripts); it lets a process check the schema
 #: without importing Alembic.
-SCHEMA_REVISION = "0007"
+SCHEMA_REVISION = "0008"
 
 # Deterministic constraint names, so later migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -197,4 +197,89 @@ class ConnectSlotRow:
         _optional("holder", String(255)),
         _optional("expires_at", UtcDateTime()),
         _optional("used_at", UtcDateTime()),
+    )
+
+
+class TableHealthRow:
+    """Each table's last health measurement (migration 0008), written with the health cache's entry
+    (``store/table_health.py``): the list sorts and filters on ``score`` / ``needs_attention`` in SQL, and
+    the overview sums the figure columns, whichever process measured the table."""
+
+    __table__ = Table(
+        "tms_table_health",
+        Base.metadata,
+        Column("table_id", String(TABLE_ID_LEN), primary_key=True),
+        _required("score", Integer),
+        _required("needs_attention", Boolean),
+        _required("kinds", String(1024)),  # the findings as ",kind=action,...,": attention per kind
+        _required("data_files", BigInteger),
+        _required("data_bytes", BigInteger),
+        _required("excess_data_files", BigInteger),
+        _required("figures", json_document()),  # the measured figures (FileStats' fields)
+        _required("measured_at", UtcDateTime()),
+        Index("ix_tms_table_health_score_table_id", "score", "table_id"),
+        Index("ix_tms_table_health_needs_attention_table_id", "needs_attention", "table_id"),
+        # covers the overview's sums and its count per kind: a scan of the index, not of the figures
+        Index(
+            "ix_tms_table_health_sums",
+            "needs_attention",
+            "kinds",
+            "score",
+            "data_files",
+            "data_bytes",
+            "excess_data_files",
+        ),  # fmt: skip
+    )
+
+
+class ActionLatestRow:
+    """The newest process (by instant) of each (table, action) and its status (migration 0008), kept by
+    ``store/process_rollup.py`` in the transaction that opens or moves a process: the overview's status
+    counts and failing list without a scan of every process."""
+
+    __table__ = Table(
+        "tms_action_latest",
+        Base.metadata,
+        Column("table_id", String(TABLE_ID_LEN), primary_key=True),
+        Column("action", String(64), primary_key=True),
+        _required("process_id", BigInteger),
+        _required("instant", UtcDateTime()),
+        _required("status", String(16)),
+        Index("ix_tms_action_latest_status_instant", "status", "instant"),
+        Index("ix_tms_action_latest_process_id", "process_id"),
+    )
+
+
+class ProcessDoneRow:
+    """One row per finished process (migration 0008): when it finished, its status and the files and bytes
+    it removed, kept by ``store/process_rollup.py`` when the process finishes (and dropped when a retry
+    reopens it): the overview's 24 h / 7 d / 30 d figures without reading every summary's JSON."""
+
+    __table__ = Table(
+        "tms_process_done",
+        Base.metadata,
+        Column("process_id", BigInteger, primary_key=True),
+        _required("finished_at", UtcDateTime()),
+        _required("hour", String(13)),  # UTC 'YYYY-MM-DD HH'
+        _required("action", String(64)),
+        _required("status", String(16)),
+        _required("files_removed", BigInteger),
+        _required("bytes_removed", BigInteger),
+        Index("ix_tms_process_done_finished_at", "finished_at"),
+    )
+
+
+class ProcessHourRow:
+    """``tms_process_done`` summed per UTC hour, action and status (migration 0008), kept with it: the
+    overview reads whole hours here and only the window's first, partial hour from the rows."""
+
+    __table__ = Table(
+        "tms_process_hour",
+        Base.metadata,
+        Column("hour", String(13), primary_key=True),
+        Column("action", String(64), primary_key=True),
+        Column("status", String(16), primary_key=True),
+        _required("n", BigInteger),
+        _required("files_removed", BigInteger),
+        _required("bytes_removed", BigInteger),
     )

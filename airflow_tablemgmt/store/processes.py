@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from airflow_tablemgmt.core.errors import IllegalTransition, ProcessNotFound
 from airflow_tablemgmt.core.process import ACTIVE, TERMINAL, Process, ProcessStatus, check_transition
 from airflow_tablemgmt.core.timing import stale_bound
+from airflow_tablemgmt.store import process_rollup
 from airflow_tablemgmt.store.clock import as_utc, db_now
 from airflow_tablemgmt.store.models import ProcessRow
 
@@ -101,7 +102,9 @@ class ProcessRepository:
                 )
                 key = result.inserted_primary_key
                 assert key is not None
-                return _load(conn, key[0]), True
+                created = _load(conn, key[0])
+                process_rollup.opened(conn, created)
+                return created, True
         except IntegrityError:
             existing = self.find(table_id, action, instant)
             if existing is None:
@@ -164,7 +167,9 @@ class ProcessRepository:
             if conn.execute(update(_T).where(*guard).values(**values)).rowcount != 1:
                 current = _load(conn, process_id)
                 raise IllegalTransition(_lost(current, to, allowed, attempt))
-            return _load(conn, process_id)
+            moved = _load(conn, process_id)
+            process_rollup.record(conn, moved)
+            return moved
 
     def new_attempt(self, process_id: int, *, expected: ProcessStatus | Collection[ProcessStatus]) -> Process:
         """Re-open a FAILED / KILLED process as PENDING with ``attempt + 1`` (CANCELED is final).
@@ -207,7 +212,9 @@ class ProcessRepository:
             if changed != 1:
                 latest = _load(conn, process_id)
                 raise IllegalTransition(_lost(latest, ProcessStatus.PENDING, allowed, current.attempt))
-            return _load(conn, process_id)
+            reopened = _load(conn, process_id)
+            process_rollup.record(conn, reopened)
+            return reopened
 
     def heartbeat(self, process_id: int, attempt: int) -> ProcessStatus:
         """Record that the worker running ``attempt`` is alive; returns the row's status, so the
@@ -307,7 +314,9 @@ class ProcessRepository:
             with self._engine.begin() as conn:
                 values = {"status": str(to), "failure_reason": reason, "finished_at": db_now(conn)}
                 if conn.execute(update(_T).where(*guard).values(**values)).rowcount == 1:
-                    reaped.append(Reaped(_load(conn, p.id), p.status, beat))
+                    closed = _load(conn, p.id)
+                    process_rollup.record(conn, closed)
+                    reaped.append(Reaped(closed, p.status, beat))
         return reaped
 
     def get(self, process_id: int) -> Process:

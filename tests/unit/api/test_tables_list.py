@@ -40,7 +40,7 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Te
     stats = FileStats(
         1, 3, 40, 40, 100, 0, 4000, 0, 10, target_file_size_bytes=1 << 20, compacted_data_files=1
     )
-    cache.put(health._key(store, "lake.db.a"), stats)
+    health.remember(store, "lake.db.a", stats, cache=cache)
     from airflow_tablemgmt.services import overview
 
     monkeypatch.setattr(overview, "warm", lambda store, ids, **kw: 0)  # no background metadata reads here

@@ -111,8 +111,8 @@ def _stats(data_files: int, small: int, compacted: int) -> FileStats:
 def test_health_sort_and_needs_attention_use_the_cache(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = health._Cache(lambda: 0.0)
     monkeypatch.setattr(health, "_CACHE", cache)
-    cache.put(health._key(store, "lake.sales.orders"), _stats(528, 528, 1))  # compaction would help
-    cache.put(health._key(store, "sea.ops.logs_100"), _stats(4, 4, 4))  # compacted: healthy
+    health.remember(store, "lake.sales.orders", _stats(528, 528, 1), cache=cache)  # compaction would help
+    health.remember(store, "sea.ops.logs_100", _stats(4, 4, 4), cache=cache)  # compacted: healthy
     by_health = overview.list_page(store, TableFilter(), sort="health", warm_missing=False)
     assert _ids(by_health) == ["lake.sales.orders", "sea.ops.logs_100", "lake.sales.refunds"]
     assert by_health.items[0].health is not None and by_health.items[0].health.score.score < 70
