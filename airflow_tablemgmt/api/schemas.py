@@ -92,7 +92,9 @@ class BadgeOut(BaseModel):
 
 
 class FindingOut(BaseModel):
-    kind: str = Field(description="small_files, delete_files, snapshots or manifests")
+    kind: str = Field(
+        description="small_files, delete_files, snapshots or manifests; or a format's own (its health hook)"
+    )
     points: int = Field(description="what it takes off the score")
     action: str = Field(description="the maintenance action that would fix it")
     reason: str
@@ -114,6 +116,10 @@ class RowHealthOut(HealthScoreOut):
     delete_files: int
     snapshots: int
     age_s: float = Field(description="seconds since the figures were read (cached)")
+    format: str | None = Field(default=None, description="the format whose health hook measured the table")
+    format_figures: dict[str, Any] | None = Field(
+        default=None, description="the format's own figures (its health hook); null for the built-in ones"
+    )
 
 
 class TableSummaryOut(BaseModel):
@@ -280,6 +286,10 @@ class HealthOut(BaseModel):
     error: str | None
     actions: list[ActionHealthOut]
     health: HealthScoreOut | None = None
+    format_health: dict[str, Any] | None = Field(
+        default=None,
+        description="a format with its own health hook: {format, figures, findings} (its figures replace files)",
+    )
 
 
 class OverviewOut(BaseModel):

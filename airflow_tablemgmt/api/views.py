@@ -93,7 +93,7 @@ def table_out(store: Store, reg: RegisteredTable, **extra: Any) -> TableOut:
 def summary_out(r: TableRow) -> TableSummaryOut:
     """A list row: badges per action and the cached health (null until measured)."""
     health = None
-    if r.health is not None:
+    if r.health is not None and r.health.files is not None:
         f = r.health.files
         health = RowHealthOut(
             **r.health.score.to_dict(),
@@ -103,6 +103,20 @@ def summary_out(r: TableRow) -> TableSummaryOut:
             delete_files=f.delete_files,
             snapshots=f.snapshots,
             age_s=r.health.age_s,
+        )
+    elif r.health is not None and r.health.format_health is not None:  # the format's own figures
+        own = r.health.format_health
+        fig = own.figures
+        health = RowHealthOut(
+            **r.health.score.to_dict(),
+            data_files=int(fig.get("data_files") or fig.get("base_files") or 0),
+            small_data_files=int(fig.get("small_files") or 0),
+            data_bytes=int(fig.get("data_bytes") or fig.get("total_bytes") or 0),
+            delete_files=0,
+            snapshots=0,
+            age_s=r.health.age_s,
+            format=own.format,
+            format_figures=fig,
         )
     dynamic = None
     if r.dynamic:

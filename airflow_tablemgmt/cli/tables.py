@@ -103,6 +103,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     h = table_health(store, shown["table"])  # the REST API's and the metrics' score (metadata/health.py)
     score = h.score
     health: dict[str, Any] = score.to_dict() if score is not None else {"score": None, "error": h.error}
+    if h.format_health is not None:  # measured by the format's own health hook: its figures too
+        health.update(format=h.format_health.format, figures=h.format_health.figures)
     if not out.document:  # a person reads the verdict first; the document has it under health:
         if score is None:
             print(f"# health unavailable: {h.error}")

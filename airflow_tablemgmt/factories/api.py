@@ -35,6 +35,8 @@ from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.path_formats import FormatSupport, retention_changed
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.health import Finding, FormatHealth, HealthHook, register_health_hook
 
 #: The execution engines a factory may declare (``FormatSupport.engines``).
 ENGINES = ("spark-submit", "spark-connect")
@@ -64,6 +66,16 @@ def declare_format(support: FormatSupport, actions: Iterable[Action], session: F
         ACTIONS.register(action, format=fmt)
     FORMATS.declare(fmt, names)
     register_format_session(fmt, session)
+
+
+def declare_health(format: str, hook: HealthHook) -> None:
+    """Declare how ``format``'s tables are measured: ``hook(catalog, table) -> FormatHealth`` reads the
+    table's own metadata without a JVM (the catalog's secret references are resolved) and returns its
+    figures and its findings, each a :class:`Finding` naming the action that would fix it and the points
+    it costs; it raises :class:`HealthUnavailable` when the table cannot be read where it runs. The score
+    (100 minus the points), the list's sort and filter, the overview, the page, ``tablemgmt show`` and the
+    REST API take it from there. Call it once, at import of the factory's module."""
+    register_health_hook(str(format), hook)
 
 
 def plugin_job(
@@ -98,8 +110,12 @@ __all__ = [
     "ActionSettings",
     "CatalogSpec",
     "Duration",
+    "Finding",
+    "FormatHealth",
     "FormatSession",
     "FormatSupport",
+    "HealthHook",
+    "HealthUnavailable",
     "Interval",
     "JobSpec",
     "Process",
@@ -110,6 +126,7 @@ __all__ = [
     "TriggerContext",
     "TriggerStrategy",
     "declare_format",
+    "declare_health",
     "format_duration",
     "plugin_job",
     "retention_changed",

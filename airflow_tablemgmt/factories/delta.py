@@ -25,6 +25,7 @@ from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.factories.api import declare_health
 from airflow_tablemgmt.factories.path_formats import (
     ENGINES,
     FormatSupport,
@@ -111,5 +112,13 @@ class DeltaProcessFactory:
             return False
         return True
 
+
+def _health(catalog: Any, table: TableSpec) -> Any:
+    from airflow_tablemgmt.metadata.delta import table_health
+
+    return table_health(catalog, table)
+
+
+declare_health(TableFormat.DELTA, _health)  # the page's, the CLI's and the REST API's health of its tables
 
 __all__ = ["DEFAULT_STRATEGIES", "TABLE_LOCATION_OPTION", "DeltaProcessFactory"]

@@ -31,6 +31,7 @@ from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.factories.api import declare_health
 from airflow_tablemgmt.factories.path_formats import ENGINES, FormatSupport, path_job
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
@@ -140,5 +141,13 @@ def _timeline(table: TableSpec, context: TriggerContext) -> Any:
         log.info("tablemgmt: %s: the Hudi timeline is not readable here (%s)", table.id, e)
         return None
 
+
+def _health(catalog: Any, table: TableSpec) -> Any:
+    from airflow_tablemgmt.metadata.hudi import table_health
+
+    return table_health(catalog, table)
+
+
+declare_health(TableFormat.HUDI, _health)  # the page's, the CLI's and the REST API's health of its tables
 
 __all__ = ["DEFAULT_STRATEGIES", "HudiProcessFactory"]

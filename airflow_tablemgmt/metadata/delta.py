@@ -173,11 +173,13 @@ def _changes(log: Path, commits: list[int]) -> DeltaChanges:
 SMALL_FILE_BYTES = 32 * 1024 * 1024
 
 
-def delta_health(location: str, small_file_bytes: int = SMALL_FILE_BYTES) -> dict[str, Any]:
+def delta_health(
+    location: str, small_file_bytes: int = SMALL_FILE_BYTES, *, state: DeltaState | None = None
+) -> dict[str, Any]:
     """The table's health figures from its log, without a JVM: live files, small files, the log's size
     (JSON commits kept and their bytes, the newest checkpoint) and what was written since the last
-    OPTIMIZE. Raises HealthUnavailable."""
-    state = read_delta(location)
+    OPTIMIZE. ``state``: the table already read. Raises HealthUnavailable."""
+    state = state if state is not None else read_delta(location)
     root = local_path(location)
     assert root is not None  # read_delta raised otherwise
     log = Path(root) / LOG_DIR
@@ -243,3 +245,55 @@ def latest_version(location: str) -> int | None:
         ) from None
     versions = [int(m.group(1)) for n in names if (m := _COMMIT.match(n) or _CHECKPOINT.match(n))]
     return max(versions, default=None)
+
+
+# ---- the format's health hook (factories/delta.py declares it) ------------------------------------------
+
+#: OPTIMIZE's target file size when the table sets none (``delta.targetFileSize``): Delta's
+#: ``spark.databricks.delta.optimize.maxFileSize``, 1 GiB.
+OPTIMIZE_TARGET_BYTES = 1024 * 1024 * 1024
+#: Small files a table needs before OPTIMIZE is worth a run (as Iceberg's ``min-input-files``).
+MIN_SMALL_FILES = 5
+
+
+def table_health(catalog: Any, table: Any) -> Any:
+    """The Delta table's health (:class:`metadata.health.FormatHealth`) measured against its own target:
+    **small files** when OPTIMIZE would leave fewer files than there are (per partition, ceil(bytes /
+    target)), at least :data:`MIN_SMALL_FILES` files are under 75 % of the target, and files were added
+    since the last OPTIMIZE (the optimize action's ``min-new-files``, else 1); points = 40 × removable /
+    files (at least 5), fixed by ``optimize``. The log's figures (commits, bytes, checkpoint) are shown
+    without a finding: Delta checkpoints and cleans its log itself. Raises HealthUnavailable."""
+    import math
+
+    from airflow_tablemgmt.metadata.health import Finding, FormatHealth
+    from airflow_tablemgmt.metadata.table_paths import table_location
+
+    location = table_location(catalog, table.identifier)
+    state = read_delta(location)
+    target = int(state.properties.get("delta.targetFileSize") or OPTIMIZE_TARGET_BYTES)
+    small_line = int(target * 0.75)
+    figures = delta_health(location, small_line, state=state)
+    per_partition: dict[str, int] = {}
+    for path, size in state.files.items():
+        part = path.rpartition("/")[0]
+        per_partition[part] = per_partition.get(part, 0) + size
+    compacted = sum(max(1, math.ceil(b / target)) for b in per_partition.values())
+    removable = max(0, min(figures["small_files"], state.data_files - compacted))
+    min_new = 1
+    if "optimize" in table.actions:
+        min_new = max(1, int(getattr(table.action_settings("optimize"), "min_new_files", 1)))
+    figures.update(target_file_size_bytes=target, compacted_data_files=compacted, removable_files=removable)
+    findings = []
+    if removable >= 1 and figures["small_files"] >= MIN_SMALL_FILES and state.changes.files_added >= min_new:
+        findings.append(
+            Finding(
+                "small_files",
+                max(5, round(40 * removable / state.data_files)),
+                "optimize",
+                f"{state.data_files} data files where {compacted} would hold the data at the "
+                f"{target / 1024 / 1024:.0f} MiB target ({figures['small_files']} under "
+                f"{small_line / 1024 / 1024:.0f} MiB, {state.changes.files_added} added since the last "
+                f"OPTIMIZE): OPTIMIZE would remove {removable}",
+            )
+        )
+    return FormatHealth("delta", figures, tuple(findings))

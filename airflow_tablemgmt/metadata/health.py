@@ -24,15 +24,21 @@ manifests          ≤ 15     ≥ 10 manifests and more than twice as many as th
                             bytes need at 8 MiB each; points = 15 × min(1,
                             (manifests − needed) / (4 × needed)) (at least 3)
 =================  =======  ===================================================  =======================
+
+A format may measure its tables itself: its factory declares a health hook (``factories.api.declare_health``
+→ :func:`register_health_hook`) returning a :class:`FormatHealth`, the format's figures and findings, scored
+the same way (100 minus the findings' points). Nothing here names a format.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.metadata.files import FileStats
 
 #: Iceberg's default target manifest size (``commit.manifest.target-size-bytes``).
@@ -46,7 +52,7 @@ MANIFESTS_FLAG = 10
 class Finding:
     """One thing an action would fix: its kind, the points it costs, the action and why, in words."""
 
-    kind: str  # small_files | delete_files | snapshots | manifests
+    kind: str  # small_files | delete_files | snapshots | manifests, or a format's own (its health hook)
     points: int
     action: str
     reason: str
@@ -138,3 +144,50 @@ def score(stats: FileStats) -> HealthScore:
 
 
 _CHECKS = (_small_files, _delete_files, _snapshots, _manifests)
+
+
+# ---- a format's own health (its hook) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FormatHealth:
+    """What a format's health hook reports for one table, read from the format's metadata without a JVM:
+    its figures (JSON-ready, the format's own names) and its findings, each naming the action that would
+    help. The score is computed as for the built-in figures: 100 minus the findings' points."""
+
+    format: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def score(self) -> HealthScore:
+        return HealthScore(max(0, 100 - sum(f.points for f in self.findings)), tuple(self.findings))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "figures": dict(self.figures),
+                "findings": [f.to_dict() for f in self.findings]}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> FormatHealth:
+        findings = tuple(
+            Finding(f["kind"], int(f["points"]), f["action"], f["reason"]) for f in doc["findings"]
+        )
+        return cls(str(doc["format"]), dict(doc.get("figures") or {}), findings)
+
+
+#: A format's health hook: (the table's catalog, secret references resolved; the table) -> its health.
+#: Raises ``metadata.errors.HealthUnavailable`` when the table cannot be read here.
+HealthHook = Callable[["CatalogSpec", "TableSpec"], FormatHealth]
+_HOOKS: dict[str, HealthHook] = {}
+
+
+def register_health_hook(format: str, hook: HealthHook) -> None:
+    """Make ``hook`` the health reader of ``format``'s tables (``factories.api.declare_health``)."""
+    if not callable(hook):
+        raise TypeError(f"format {format!r}: the health hook must be callable, got {type(hook).__name__}")
+    _HOOKS[str(format)] = hook
+
+
+def health_hook(format: str) -> HealthHook | None:
+    """The health hook a format declared, or None (its tables are read as :class:`FileStats`)."""
+    return _HOOKS.get(str(format))

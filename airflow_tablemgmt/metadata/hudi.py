@@ -225,3 +225,79 @@ def _table_type(hoodie: Path, location: str) -> str:
         if line.startswith("hoodie.table.type="):
             return line.split("=", 1)[1].strip()
     return "COPY_ON_WRITE"
+
+
+# ---- the format's health hook (factories/hudi.py declares it) -------------------------------------------
+
+
+def table_health(catalog: Any, table: Any) -> Any:
+    """The Hudi table's health (:class:`metadata.health.FormatHealth`) from its timeline and files, measured
+    against the table's own action settings (their defaults when an action is not declared):
+
+    * **pending compaction** (merge-on-read): a compaction scheduled and not executed; 20 points, fixed
+      by ``compaction``;
+    * **log files**: merge-on-read file groups with log files and at least ``min-delta-commits`` delta
+      commits since the last compaction; points = 30 × min(1, log files per group at most / (2 ×
+      min-delta-commits)) (at least 5), fixed by ``compaction``;
+    * **uncleaned commits**: more commits since the last clean than ``retain-commits`` keeps; points = 20 ×
+      min(1, excess / (2 × retain-commits)) (at least 5), fixed by ``clean``;
+    * **active timeline**: more completed instants on the active timeline than ``max-commits``; 10
+      points, fixed by ``archive``.
+
+    Raises HealthUnavailable."""
+    from airflow_tablemgmt.metadata.health import Finding, FormatHealth
+    from airflow_tablemgmt.metadata.table_paths import table_location
+
+    def option(action: str, name: str, default: int) -> int:
+        return (
+            int(getattr(table.action_settings(action), name, default)) if action in table.actions else default
+        )
+
+    figures = hudi_health(table_location(catalog, table.identifier))
+    mor = figures["table_type"] == MERGE_ON_READ
+    min_delta = option("compaction", "min_delta_commits", 5)
+    retain = option("clean", "retain_commits", 10)
+    max_commits = option("archive", "max_commits", 30)
+    figures.update(min_delta_commits=min_delta, retain_commits=retain, max_commits=max_commits)
+    findings = []
+    if mor and figures["pending_compactions"]:
+        findings.append(
+            Finding(
+                "pending_compaction",
+                20,
+                "compaction",
+                f"{figures['pending_compactions']} compaction(s) scheduled and not executed",
+            )  # fmt: skip
+        )
+    deltas, most = figures["delta_commits_since_compaction"], figures["max_log_files_per_file_group"]
+    if mor and figures["log_files"] and deltas >= min_delta:
+        findings.append(
+            Finding(
+                "log_files",
+                max(5, round(30 * min(1.0, most / (2 * min_delta)))),
+                "compaction",
+                f"{figures['log_files']} log files in {figures['file_groups_with_logs']} of "
+                f"{figures['file_groups']} file groups (up to {most} per group) after {deltas} delta commits "
+                f"since the last compaction (min-delta-commits {min_delta})",
+            )
+        )
+    since_clean = figures["commits_since_clean"]
+    if since_clean > retain:
+        findings.append(
+            Finding(
+                "uncleaned_commits",
+                max(5, round(20 * min(1.0, (since_clean - retain) / (2 * retain)))),
+                "clean",
+                f"{since_clean} commits since the last clean, which keeps {retain} (retain-commits)",
+            )
+        )
+    if figures["active_commits"] > max_commits:
+        findings.append(
+            Finding(
+                "active_timeline",
+                10,
+                "archive",
+                f"{figures['active_commits']} instants on the active timeline (max-commits {max_commits})",
+            )  # fmt: skip
+        )
+    return FormatHealth("hudi", figures, tuple(findings))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.metadata.files import FileStats
-from airflow_tablemgmt.metadata.health import HealthScore, score
+from airflow_tablemgmt.metadata.health import FormatHealth, HealthScore, health_hook, score
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -51,6 +51,10 @@ class ActionHealth:
     last_failure_reason: str | None
 
 
+#: What a table's health read gives: the built-in file figures, or what its format's health hook reports.
+Reading = FileStats | FormatHealth
+
+
 @dataclass(frozen=True)
 class TableHealth:
     table: str
@@ -58,9 +62,12 @@ class TableHealth:
     read_at: datetime
     error: str | None = None  # why ``files`` is None: the metadata read failed
     actions: list[ActionHealth] = field(default_factory=list)
+    format_health: FormatHealth | None = None  # the format's own figures and findings (its health hook)
 
     @property
     def score(self) -> HealthScore | None:
+        if self.format_health is not None:
+            return self.format_health.score
         return score(self.files) if self.files is not None else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -68,13 +75,37 @@ class TableHealth:
         if self.files is not None:
             for name in ("small_file_ratio", "excess_data_files", "deleted_row_ratio"):
                 out["files"][name] = getattr(self.files, name)
+        out["format_health"] = self.format_health.to_dict() if self.format_health is not None else None
         out["health"] = self.score.to_dict() if self.score is not None else None
         return out
 
 
-def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> FileStats:
-    """:func:`metadata.files.read_file_stats` on ``catalog`` with its secret references resolved."""
+def score_of(reading: Reading) -> HealthScore:
+    """The score of a read: the format's findings, or the built-in figures' (``metadata/health.py``)."""
+    return reading.score if isinstance(reading, FormatHealth) else score(reading)
+
+
+def _format_hook(format: str) -> Any:
+    """The health hook ``format`` declared; the installed factories (built-in and plugins, by entry point)
+    are imported once when none is known yet, since a factory declares its hook when imported."""
+    hook = health_hook(format)
+    if hook is None:
+        from airflow_tablemgmt.factories.discovery import default_factories
+
+        default_factories()
+        hook = health_hook(format)
+    return hook
+
+
+def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> Reading:
+    """The table's health read with ``catalog``'s secret references resolved: its format's health hook
+    when the format declared one (``factories.api.declare_health``), else the file figures of
+    :func:`metadata.files.read_file_stats`."""
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+
+    hook = _format_hook(str(table.format))
+    if hook is not None:
+        return hook(resolve_catalog_spec(catalog), table)
     from airflow_tablemgmt.metadata.files import read_file_stats as read_resolved
 
     return read_resolved(resolve_catalog_spec(catalog), table)
@@ -87,21 +118,21 @@ class _Cache:
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
         self._lock = threading.Lock()
-        self._stores: dict[str, dict[str, tuple[float, FileStats, HealthScore]]] = {}
+        self._stores: dict[str, dict[str, tuple[float, Reading, HealthScore]]] = {}
 
-    def get(self, key: str, ttl: float) -> FileStats | None:
+    def get(self, key: str, ttl: float) -> Reading | None:
         store, _, table = key.rpartition("|")
         with self._lock:
             hit = self._stores.get(store, {}).get(table)
         return hit[1] if hit is not None and self.clock() - hit[0] < ttl else None
 
-    def put(self, key: str, stats: FileStats) -> None:
+    def put(self, key: str, stats: Reading) -> None:
         store, _, table = key.rpartition("|")
-        entry = (self.clock(), stats, score(stats))
+        entry = (self.clock(), stats, score_of(stats))
         with self._lock:
             self._stores.setdefault(store, {})[table] = entry
 
-    def snapshot(self, prefix: str) -> dict[str, tuple[float, FileStats, HealthScore]]:
+    def snapshot(self, prefix: str) -> dict[str, tuple[float, Reading, HealthScore]]:
         """Every entry of one store (``prefix`` is ``<store>|``), by table id, with its read time."""
         with self._lock:
             return dict(self._stores.get(prefix.rpartition("|")[0], {}))
@@ -116,25 +147,27 @@ def table_health(
     *,
     ttl: float = CACHE_SECONDS,
     cache: _Cache | None = None,
-    read: Callable[[CatalogSpec, TableSpec], FileStats] = read_file_stats,
+    read: Callable[[CatalogSpec, TableSpec], Reading] = read_file_stats,
 ) -> TableHealth:
     """Health of a live table. An unreadable table still answers, with ``files`` None and ``error``."""
     spec = store.tables.get(table_id)
     cache = cache or _CACHE
     key = _key(store, spec.id)
-    files = cache.get(key, ttl)
+    reading = cache.get(key, ttl)
     error = None
     fresh = False
-    if files is None:
+    if reading is None:
         try:
-            files = read(store.catalogs.get(spec.catalog), spec)
-            remember(store, spec.id, files, cache=cache)
+            reading = read(store.catalogs.get(spec.catalog), spec)
+            remember(store, spec.id, reading, cache=cache)
             fresh = True
         except TableMgmtError as e:
             error = str(e)
     actions = [_action_health(store, spec.id, a) for a in spec.enabled_actions()]
-    health = TableHealth(spec.id, files, store.processes.now(), error, actions)
-    if fresh:  # a cached read was sent when it was made
+    own = reading if isinstance(reading, FormatHealth) else None
+    files = reading if isinstance(reading, FileStats) else None
+    health = TableHealth(spec.id, files, store.processes.now(), error, actions, own)
+    if fresh and files is not None:  # a cached read was sent when it was made
         from airflow_tablemgmt import observability
 
         observability.table_health(health.table, files)
@@ -161,21 +194,35 @@ def _key(store: Store, table_id: str) -> str:
     return f"{store.display_url}|{table_id}"
 
 
-def _record(files: FileStats) -> HealthRecord:
+def _record(reading: Reading) -> HealthRecord:
     from airflow_tablemgmt.store.table_health import HealthRecord
 
-    scored = score(files)
+    scored = score_of(reading)
+    kinds = tuple((f.kind, f.action) for f in scored.findings)
+    if isinstance(reading, FormatHealth):  # the format's figures, under the names the overview sums
+        fig = reading.figures
+        files = int(fig.get("data_files") or fig.get("base_files") or 0)
+        data = int(fig.get("data_bytes") or fig.get("total_bytes") or 0)
+        removable = int(fig.get("removable_files") or 0)
+        return HealthRecord(scored.score, kinds, files, data, removable, {"format_health": reading.to_dict()})
     return HealthRecord(
         scored.score,
-        tuple((f.kind, f.action) for f in scored.findings),
-        files.data_files,
-        files.data_bytes,
-        files.excess_data_files,
-        asdict(files),
+        kinds,
+        reading.data_files,
+        reading.data_bytes,
+        reading.excess_data_files,
+        asdict(reading),
     )
 
 
-def remember(store: Store, table_id: str, files: FileStats, *, cache: _Cache | None = None) -> None:
+def reading_of(document: dict[str, Any]) -> Reading:
+    """What a stored row's figures document holds: a format's health, or the file figures."""
+    if "format_health" in document:
+        return FormatHealth.from_dict(document["format_health"])
+    return figures_of(document)
+
+
+def remember(store: Store, table_id: str, files: Reading, *, cache: _Cache | None = None) -> None:
     """A fresh read of ``table_id``: the process's cache entry and the table's row in the store."""
     from airflow_tablemgmt.store.table_health import TableHealthRepository
 
@@ -183,7 +230,7 @@ def remember(store: Store, table_id: str, files: FileStats, *, cache: _Cache | N
     TableHealthRepository.of(store).put(table_id, _record(files))
 
 
-def remember_many(store: Store, reads: dict[str, FileStats], *, cache: _Cache | None = None) -> None:
+def remember_many(store: Store, reads: dict[str, Reading], *, cache: _Cache | None = None) -> None:
     """:func:`remember` for many tables in one transaction (a bulk fill)."""
     from airflow_tablemgmt.store.table_health import TableHealthRepository
 
@@ -200,11 +247,13 @@ def figures_of(document: dict[str, Any]) -> FileStats:
 
 @dataclass(frozen=True)
 class CachedHealth:
-    """A table's last health read, as the list and the overview show it (no metadata read)."""
+    """A table's last health read, as the list and the overview show it (no metadata read): the file
+    figures, or (``files`` None) its format's own."""
 
-    files: FileStats
+    files: FileStats | None
     score: HealthScore
     age_s: float
+    format_health: FormatHealth | None = None
 
 
 def stored_health(store: Store, table_ids: list[str]) -> dict[str, CachedHealth]:
@@ -218,9 +267,12 @@ def stored_health(store: Store, table_ids: list[str]) -> dict[str, CachedHealth]
     now = store.processes.now()
     out = {}
     for table_id, r in records.items():
-        files = figures_of(r.figures)
-        age = (now - r.measured_at).total_seconds() if r.measured_at is not None else 0.0
-        out[table_id] = CachedHealth(files, score(files), round(max(age, 0.0), 1))
+        reading = reading_of(r.figures)
+        age = round(max((now - r.measured_at).total_seconds() if r.measured_at is not None else 0.0, 0.0), 1)
+        if isinstance(reading, FormatHealth):
+            out[table_id] = CachedHealth(None, reading.score, age, reading)
+        else:
+            out[table_id] = CachedHealth(reading, score(reading), age)
     return out
 
 

@@ -226,8 +226,9 @@ function rowHealth(health, measuring) {
     scorePill(health),
     h("span", {}, "small files ", h("b", {}, fmtNum(health.small_data_files))),
     h("span", {}, "data files ", h("b", {}, fmtNum(health.data_files))),
-    h("span", {}, "delete files ", h("b", {}, fmtNum(health.delete_files))),
-    h("span", {}, "snapshots ", h("b", {}, fmtNum(health.snapshots))),
+    // a format with its own health hook: its figures stand in for delete files and snapshots
+    health.format ? h("span", { class: "format-badge", dataset: { format: health.format } }, `${health.format} health`) : h("span", {}, "delete files ", h("b", {}, fmtNum(health.delete_files))),
+    health.format ? null : h("span", {}, "snapshots ", h("b", {}, fmtNum(health.snapshots))),
     h("span", {}, fmtBytes(health.data_bytes)),
     (health.findings || []).length ? h("span", { class: "why" }, health.findings.map((f) => f.action).join(", ") + " would help") : null,
   );
@@ -500,7 +501,9 @@ async function renderTable(id, query, token) {
     history: () => historyTab(procs, focus),
   }[tab]();
   view().replaceChildren(
-    h("div", { class: "title-row" }, h("h2", { id: "table-title" }, id), score ? scorePill({ ...score }) : null,
+    h("div", { class: "title-row" }, h("h2", { id: "table-title" }, id),
+      h("span", { class: "format-badge", id: "format-badge", dataset: { format: (table.spec || {}).format || "" } }, (table.spec || {}).format || "?"),
+      score ? scorePill({ ...score }) : null,
       score && score.findings.length ? h("span", { class: "why" }, score.findings.map((f) => f.reason).join("; ")) : h("span", { class: "muted small" }, score ? "no action would help now" : "")),
     tabs,
     h("div", { id: `tab-${tab}`, class: "tab" }, body),
@@ -557,7 +560,18 @@ function healthScoreBlock(health) {
   return h("div", { id: "health" },
     h("p", {}, scorePill(sc), ` ${sc.score} / 100 — ${sc.needs_attention ? "an action would help" : "no action would help now"}`),
     sc.findings.length ? h("ul", {}, sc.findings.map((f) => h("li", { dataset: { finding: f.kind } }, h("b", {}, `−${f.points} ${f.action}: `), f.reason))) : null,
+    formatFiguresBlock(health.format_health),
     h("p", { class: "muted small" }, "100 minus the points of each finding; a finding exists only when a maintenance action would fix it (docs/ui.md)."));
+}
+
+// A format with its own health hook (docs/writing-a-format-plugin.md): the figures it read, by its own names.
+function formatFiguresBlock(own) {
+  if (!own) return null;
+  const show = (v) => (typeof v === "number" ? fmtNum(v) : v === null || v === undefined ? "–" : String(v));
+  return h("div", { id: "format-health", dataset: { format: own.format } },
+    h("h4", {}, `Measured from the ${own.format} table's own metadata`),
+    h("table", { class: "kv", id: "format-figures" }, h("tbody", {}, Object.entries(own.figures).map(([k, v]) =>
+      h("tr", { dataset: { figure: k } }, h("th", {}, k.replaceAll("_", " ")), h("td", { class: "num" }, k.endsWith("bytes") && typeof v === "number" ? fmtBytes(v) : show(v)))))));
 }
 
 function bucketLabels(meta) {
@@ -609,15 +623,15 @@ function filesTab(health, meta) {
 function timelineBlock(meta) {
   if (!meta || meta.error) return metaError(meta, "The snapshot timeline");
   const snaps = [...meta.snapshots].reverse();
-  const delta = (a, r) => `+${fmtNum(a)} / −${fmtNum(r)}`;
+  const change = (a, r) => `+${fmtNum(a)} / −${fmtNum(r)}`;
   return h("div", {},
     h("h3", {}, `Timeline (${fmtNum(snaps.length)} snapshots, newest first)`),
     snaps.length
       ? h("table", { class: "grid", id: "timeline" }, h("thead", {}, h("tr", {}, ["Committed", "Snapshot", "Operation", "Data files +/−", "Delete files +/−", "Records +/−", "Bytes +/−", "Total records"].map((c) => h("th", {}, c)))),
           h("tbody", {}, snaps.map((s) => h("tr", { dataset: { snapshot: s.snapshot_id, operation: s.operation || "" }, class: s.current ? "current" : "" },
             h("td", {}, when(s.committed_at)), h("td", { class: "small" }, `${s.snapshot_id}${s.current ? " (current)" : ""}`), h("td", {}, s.operation || "–"),
-            h("td", { class: "num" }, delta(s.added_data_files, s.removed_data_files)), h("td", { class: "num" }, delta(s.added_delete_files, s.removed_delete_files)),
-            h("td", { class: "num" }, delta(s.added_records, s.removed_records)), h("td", { class: "num" }, `+${fmtBytes(s.added_bytes)} / −${fmtBytes(s.removed_bytes)}`),
+            h("td", { class: "num" }, change(s.added_data_files, s.removed_data_files)), h("td", { class: "num" }, change(s.added_delete_files, s.removed_delete_files)),
+            h("td", { class: "num" }, change(s.added_records, s.removed_records)), h("td", { class: "num" }, `+${fmtBytes(s.added_bytes)} / −${fmtBytes(s.removed_bytes)}`),
             h("td", { class: "num" }, fmtNum(s.total_records))))))
       : h("p", { class: "muted" }, "The table has no snapshot."));
 }

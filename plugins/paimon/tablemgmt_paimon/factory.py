@@ -47,6 +47,7 @@ DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
 SUPPORT = FormatSupport(FORMAT, DEFAULT_STRATEGIES, ("spark-submit",), "paimon")  # type: ignore[arg-type]
 
 declare_format(SUPPORT, ACTIONS, SESSION)
+import tablemgmt_paimon.health  # noqa: E402, F401 - declares the format's health hook
 
 
 class PaimonProcessFactory:
