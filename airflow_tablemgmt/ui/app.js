@@ -367,7 +367,7 @@ async function renderOverview(token) {
             chart("Processes per day", "processes", days, [["ok", "succeeded", "var(--c2)"], ["failed", "failed", "var(--bad)"]], fmtNum),
             chart("Files removed per day", "files", days, [["files", "removed", "var(--c1)"]], fmtNum))
         : h("p", { class: "muted" }, "No process finished in the last 30 days."),
-      h("p", { class: "muted small" }, `Process figures ${o.figures_age_s ? `${Math.round(o.figures_age_s)} s old` : "fresh"}; health from the last read of each table (kept a minute).`),
+      h("p", { class: "muted small" }, `Process figures ${o.figures_age_s ? `${Math.round(o.figures_age_s)} s old` : "fresh"}; health from each table's last measurement (read again after a minute when shown).`),
     ),
   );
   stamp();

@@ -7,8 +7,8 @@ overview, whose figures must equal the store's; the table list with its badges a
 table page's tabs (a chart's points must equal the processes' figures), presses *Run now* and sees the
 PENDING process appear in History, presses *Cancel* and sees it CANCELED — each checked in the store too —
 opens a deep link from a fresh load (the outer URL names the view), the maintenance DAG's own "Table
-maintenance" tab (the table at that action) and a dynamic table (suspended and resumed from the page), and
-finally, as a viewer, sees *Run now* refused politely with nothing started. Screenshots go to a temporary directory, or to
+maintenance" tab (the table at that action), a dynamic table (suspended and resumed from the page), a Hudi
+table measured by its format's health hook (the format's badge, findings and figures), and finally, as a viewer, sees *Run now* refused politely with nothing started. Screenshots go to a temporary directory, or to
 ``$TABLEMGMT_SCREENSHOTS`` (``TABLEMGMT_SCREENSHOTS=docs/screenshots`` refreshes the committed ones).
 
 No scheduler runs: the REST API opens the process PENDING when it triggers the DAG run, so the cancel is
@@ -73,12 +73,21 @@ tables:
     actions:
       rewrite-files: {{interval: 1h, min-input-files: 2}}
       expire-snapshots: {{interval: 1d}}
+  - catalog: demo
+    namespace: db
+    name: clicks
+    format: hudi
+    owner: data-platform
+    actions:
+      compaction: {{interval: 1h, min-delta-commits: 3}}
+      clean: {{interval: 6h, retain-commits: 2}}
 dynamic-tables:
   - identifier: {dynamic}
     query: SELECT kind, count(*) AS n FROM demo.db.events GROUP BY kind
     freshness: 1 HOUR
 """
 DYNAMIC = "demo.db.kinds"
+HUDI = "demo.db.clicks"  # measured by the Hudi format's health hook (its timeline and file groups)
 
 
 # --- the router alone -------------------------------------------------------------------------------------
@@ -211,6 +220,27 @@ def _make_iceberg_table(warehouse: Path) -> None:
     (current.parent / "version-hint.text").write_text("1")
 
 
+def _make_hudi_table(table: Path) -> None:
+    """A merge-on-read Hudi table's timeline and files as Hudi 1.x lays them out (no JVM): six delta commits,
+    a compaction scheduled and not executed, one file group with six log files."""
+    timeline = table / ".hoodie" / "timeline"
+    timeline.mkdir(parents=True)
+    (table / ".hoodie" / "hoodie.properties").write_text(
+        "hoodie.table.name=clicks\nhoodie.table.type=MERGE_ON_READ\n"
+    )
+    for i in range(6):
+        instant = 20261125100000000 + i * 100000
+        (timeline / f"{instant}.deltacommit.requested").write_text("")
+        (timeline / f"{instant}_{instant + 1000}.deltacommit").write_text("")
+    (timeline / "20261125200000000.compaction.requested").write_text("")
+    part = table / "day=2026-11-25"
+    part.mkdir()
+    group = "9bbb28fa-bee5-430e-b5bd-1522fecc4d76-0"
+    (part / f"{group}_0-60-84_20261125100000000.parquet").write_bytes(b"x" * 4096)
+    for v in range(1, 7):
+        (part / f".{group}_20261125100000000.log.{v}_0-111-17{v}").write_bytes(b"x" * 512)
+
+
 LEASE_WAIT_S = 100  # each seeded process waited this long for the table's lease, then 20 s more to run
 
 
@@ -333,6 +363,7 @@ def test_page_inside_airflow_ui_runs_and_cancels(
             [str(BIN / "airflow"), "db", "migrate"], env=dep.env, stdout=out, stderr=subprocess.STDOUT
         )
     _make_iceberg_table(tmp_path / "wh")
+    _make_hudi_table(tmp_path / "wh" / "db" / "clicks")
     (dep.home / "dags" / "tables.yaml").write_text(
         TABLES_YAML.format(warehouse=tmp_path / "wh", dynamic=DYNAMIC)
     )
@@ -619,6 +650,31 @@ def test_page_inside_airflow_ui_runs_and_cancels(
         drv.find_element(By.CSS_SELECTOR, "button[data-dt-action=resume]").click()
         wait.until(lambda d: d.find_element(By.ID, "dt-state").text == "ACTIVE")
         assert str(store.dynamic.get(DYNAMIC).state) == "ACTIVE"
+
+        # A Hudi table: measured by its format's health hook; the page shows the format, the format's
+        # findings and the figures it read, equal to what the hook reads here.
+        from airflow_tablemgmt.metadata.hudi import table_health as hudi_table_health
+
+        _open_in_airflow(drv, f"{base}/plugin/tablemgmt#/tables/{HUDI}?tab=files")  # health first on Files
+        badge = wait.until(lambda d: d.find_element(By.ID, "format-badge"))
+        assert badge.get_attribute("data-format") == "hudi" and badge.text.lower() == "hudi"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#format-health[data-format="hudi"]'))
+        hook = hudi_table_health(store.catalogs.get("demo"), store.tables.get(HUDI))
+        shown_findings = {
+            li.get_attribute("data-finding")
+            for li in drv.find_elements(By.CSS_SELECTOR, "#health li[data-finding]")
+        }
+        assert (
+            shown_findings
+            == {f.kind for f in hook.findings}
+            == {"pending_compaction", "log_files", "uncleaned_commits"}
+        )
+        for name in ("log_files", "delta_commits_since_compaction", "pending_compactions"):
+            cell = drv.find_element(By.CSS_SELECTOR, f'#format-figures tr[data-figure="{name}"] td')
+            assert cell.text == str(hook.figures[name]), (name, cell.text)
+        pill = drv.find_element(By.CSS_SELECTOR, ".title-row .score")
+        assert int(pill.get_attribute("data-score")) == hook.score.score < 100
+        _screenshot(drv, "table-format-health.png")
 
         # A viewer may look but not run: a polite notice, and nothing started.
         _login(drv, base, "viewer")
