@@ -145,7 +145,10 @@ def page(
     }[sort]
     order = [column.desc() if desc else column.asc(), _T.c.table_id]
     with engine.connect() as conn:
-        total = conn.execute(select(func.count()).select_from(_T).where(*where)).scalar_one()
+        if f.needs_attention and _plain(f):  # the red tables: the index's count less the deleted ones'
+            total = health_counts(conn)[1]
+        else:
+            total = conn.execute(select(func.count()).select_from(_T).where(*where)).scalar_one()
         stmt = _columns().where(*where).order_by(*order).limit(limit).offset(offset)
         rows = conn.execute(stmt).all()
     return [_listed(r) for r in rows], int(total)
@@ -168,9 +171,12 @@ def _health_page(
         .order_by(_T.c.table_id.desc() if desc else _T.c.table_id)
     )
     with engine.connect() as conn:
-        n_measured = int(
-            conn.execute(select(func.count()).select_from(measured_from).where(*where)).scalar_one()
-        )
+        if _plain(f):  # every live table: the index's counts less the deleted tables' rows
+            measured_live, red_live = health_counts(conn)
+            n_measured = red_live if f.needs_attention else measured_live
+        else:
+            count = select(func.count()).select_from(measured_from).where(*where)
+            n_measured = int(conn.execute(count).scalar_one())
         n_all = n_measured
         if not f.needs_attention:  # no health clause: the live tables alone
             n_all = int(conn.execute(select(func.count()).select_from(_T).where(*where)).scalar_one())
@@ -183,6 +189,21 @@ def _health_page(
         if len(rows) < limit:
             rows += list(conn.execute(second.limit(limit - len(rows)).offset(max(0, offset - first_n))))
     return [_listed(r) for r in rows], n_all
+
+
+def _plain(f: TableFilter) -> bool:
+    """No clause but live tables (and perhaps needs attention)."""
+    return not (f.q or f.catalog or f.namespace or f.action or f.status)
+
+
+def health_counts(conn: Any) -> tuple[int, int]:
+    """(live tables measured, of which need attention): the health rows' counts on their covering index,
+    less those of deleted tables (looked up by key), instead of a join of every row with its table."""
+    figures = (func.count(), func.coalesce(func.sum(case((_H.c.needs_attention, 1), else_=0)), 0))
+    gone_ids = select(_T.c.table_id).where(_T.c.deleted_at.isnot(None))
+    every = conn.execute(select(*figures)).one()
+    gone = conn.execute(select(*figures).where(_H.c.table_id.in_(gone_ids))).one()
+    return int(every[0]) - int(gone[0]), int(every[1]) - int(gone[1])
 
 
 def tables_by_id(engine: Engine, ids: Sequence[str]) -> list[ListedTable]:
