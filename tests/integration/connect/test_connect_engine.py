@@ -196,3 +196,27 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     assert not result.ok and result.error_class == "TableNotFound", result.error
     assert hook._run is not None and not hook._run.reused and hook._run.session_id not in session_of.values()
     store.dispose()
+
+
+def test_the_early_read_agrees_only_with_a_session_of_the_same_catalog_settings(
+    connect_server: ConnectServer, tmp_path: Path
+) -> None:
+    """On Connect the early read's check asks the session's catalog settings in one ``Config`` request
+    (``conf_with_prefix``, keys given back whole); the figures after the action rely on it."""
+    from airflow_tablemgmt.core.identifiers import TableIdentifier
+    from airflow_tablemgmt.spark.job.early_read import read_early
+
+    catalog = CatalogSpec(name="agree", warehouse=str(tmp_path / "wh"))
+    small_files_table(connect_server.url, catalog, "t", files=2)
+    early = read_early(catalog, TableIdentifier("agree", "db", "t"))
+    assert early is not None and early.shape.total(0) == 2  # data files
+    spark = open_session(connect_server.url)
+    try:
+        assert not early.agrees_with(spark)  # a session without the catalog
+        for key, value in connect_conf(catalog).items():
+            spark.conf.set(key, value)
+        assert early.agrees_with(spark)
+        spark.conf.set("spark.sql.catalog.agree.cache-enabled", "true")  # one setting differs
+        assert not early.agrees_with(spark)
+    finally:
+        spark.stop()
