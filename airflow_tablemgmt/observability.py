@@ -179,6 +179,12 @@ def lease_waited(table_id: str, action: str, waited_s: float) -> None:
 
 
 @_safe
+def table_health_score(table_id: str, score: int) -> None:
+    """The health score of a table its format's own health hook measured (its figures are the format's)."""
+    _emit("gauge", "table.health_score", score, {"table": table_id}, table_id)
+
+
+@_safe
 def table_health(table_id: str, files: FileStats | None) -> None:
     """Per-table gauges from a health read (pyiceberg): files, small files, delete files, snapshots."""
     if files is None:

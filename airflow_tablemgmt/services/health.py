@@ -167,10 +167,13 @@ def table_health(
     own = reading if isinstance(reading, FormatHealth) else None
     files = reading if isinstance(reading, FileStats) else None
     health = TableHealth(spec.id, files, store.processes.now(), error, actions, own)
-    if fresh and files is not None:  # a cached read was sent when it was made
+    if fresh:  # a cached read was sent when it was made
         from airflow_tablemgmt import observability
 
-        observability.table_health(health.table, files)
+        if files is not None:
+            observability.table_health(health.table, files)
+        elif own is not None:  # the format's figures are its own: the score is the shared gauge
+            observability.table_health_score(health.table, own.score.score)
     return health
 
 

@@ -17,6 +17,7 @@ from airflow_tablemgmt.metadata.health import FormatHealth, health_hook
 from airflow_tablemgmt.services import health, overview
 from airflow_tablemgmt.store import Store
 from airflow_tablemgmt.store.listing import TableFilter
+from tests.unit.test_observability import StatsdReceiver, statsd  # noqa: F401 - the real StatsD receiver
 
 ROOT = Path(__file__).resolve().parents[3]
 FG = "9bbb28fa-bee5-430e-b5bd-1522fecc4d76-0"
@@ -151,6 +152,12 @@ def test_the_list_and_the_overview_take_the_formats_findings(store: Store) -> No
     row = summary_out(page.items[0]).model_dump()
     assert row["health"]["format"] == "hudi" and row["health"]["format_figures"]["log_files"] == 6
     assert {f["action"] for f in row["health"]["findings"]} == {"compaction", "clean"}
+
+
+def test_the_score_reaches_the_metrics(store: Store, statsd: StatsdReceiver) -> None:  # noqa: F811
+    h = health.table_health(store, "lake.db.orders")
+    assert h.score is not None
+    statsd.expect({"airflow.tablemgmt.table.health_score.lake__db__orders": [f"{h.score.score}|g"]})
 
 
 def test_the_built_in_formats_declare_their_hooks_through_the_public_api() -> None:
