@@ -4,7 +4,7 @@
 ends: the operator calls :func:`after_process` when its process succeeded, and the failure callback
 (``notifications/callback.py``) when a task failed for good. The process is what changes a table's files
 and snapshots (a refresh or a writer's appends make small files, a compaction removes them), and the
-worker reads the table's metadata with pyiceberg there (no JVM), once, and only when some route asks for
+worker reads the table's metadata there (no JVM; the format's health hook, or pyiceberg for Iceberg), once, and only when some route asks for
 ``unhealthy``. Health reads made for the REST API and the page (``services/health.py``) send nothing:
 an api-server would send mail because someone opened a page.
 
@@ -36,12 +36,12 @@ HealthReader = Callable[["Store", "TableSpec"], "HealthScore"]
 
 
 def read_health(store: Store, spec: TableSpec) -> HealthScore:
-    """The table's score, read now from its metadata with pyiceberg (the catalog's secrets resolved)."""
+    """The table's score, read now from its metadata without a JVM (the catalog's secrets resolved): its
+    format's health hook, else the Iceberg file figures (``factories/health.py``, as the page reads it)."""
+    from airflow_tablemgmt.factories.health import read_health, score_of
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-    from airflow_tablemgmt.metadata.files import read_file_stats
-    from airflow_tablemgmt.metadata.health import score
 
-    return score(read_file_stats(resolve_catalog_spec(store.catalogs.get(spec.catalog)), spec))
+    return score_of(read_health(resolve_catalog_spec(store.catalogs.get(spec.catalog)), spec))
 
 
 def health_routes(table_notify: NotifySpec | None, global_spec: NotifySpec | None) -> list[Route]:

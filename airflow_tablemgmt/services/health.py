@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.factories.health import Reading, read_health, score_of
 from airflow_tablemgmt.metadata.files import FileStats
-from airflow_tablemgmt.metadata.health import FormatHealth, HealthScore, health_hook, score
+from airflow_tablemgmt.metadata.health import FormatHealth, HealthScore, score
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -49,10 +50,6 @@ class ActionHealth:
     last_failure: datetime | None
     last_failure_process: int | None
     last_failure_reason: str | None
-
-
-#: What a table's health read gives: the built-in file figures, or what its format's health hook reports.
-Reading = FileStats | FormatHealth
 
 
 @dataclass(frozen=True)
@@ -80,35 +77,12 @@ class TableHealth:
         return out
 
 
-def score_of(reading: Reading) -> HealthScore:
-    """The score of a read: the format's findings, or the built-in figures' (``metadata/health.py``)."""
-    return reading.score if isinstance(reading, FormatHealth) else score(reading)
-
-
-def _format_hook(format: str) -> Any:
-    """The health hook ``format`` declared; the installed factories (built-in and plugins, by entry point)
-    are imported once when none is known yet, since a factory declares its hook when imported."""
-    hook = health_hook(format)
-    if hook is None:
-        from airflow_tablemgmt.factories.discovery import default_factories
-
-        default_factories()
-        hook = health_hook(format)
-    return hook
-
-
 def read_file_stats(catalog: CatalogSpec, table: TableSpec) -> Reading:
-    """The table's health read with ``catalog``'s secret references resolved: its format's health hook
-    when the format declared one (``factories.api.declare_health``), else the file figures of
-    :func:`metadata.files.read_file_stats`."""
+    """The table's health read with ``catalog``'s secret references resolved (``factories/health.py``:
+    its format's health hook when the format declared one, else the Iceberg file figures)."""
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 
-    hook = _format_hook(str(table.format))
-    if hook is not None:
-        return hook(resolve_catalog_spec(catalog), table)
-    from airflow_tablemgmt.metadata.files import read_file_stats as read_resolved
-
-    return read_resolved(resolve_catalog_spec(catalog), table)
+    return read_health(resolve_catalog_spec(catalog), table)
 
 
 class _Cache:

@@ -169,8 +169,22 @@ def test_the_built_in_formats_declare_their_hooks_through_the_public_api() -> No
     assert {"declare_health", "FormatHealth", "Finding", "HealthUnavailable"} <= set(api.__all__)
 
 
+def test_the_workers_unhealthy_alert_reads_the_formats_health_as_the_page_does(store: Store) -> None:
+    """``notifications/health.py`` scores a Hudi or Delta table with its format's findings (the worker's
+    ``unhealthy`` alert), the same score the page and the REST API give."""
+    from airflow_tablemgmt.notifications.health import read_health
+
+    for table_id in ("lake.db.events", "lake.db.orders", "lake.db.quiet"):
+        spec = store.tables.get(table_id)
+        page = health.table_health(store, table_id).score
+        assert page is not None and read_health(store, spec).score == page.score, table_id
+    assert read_health(store, store.tables.get("lake.db.events")).needs_attention
+
+
 GENERIC = (
     "airflow_tablemgmt/services/health.py",
+    "airflow_tablemgmt/factories/health.py",
+    "airflow_tablemgmt/notifications/health.py",
     "airflow_tablemgmt/services/overview.py",
     "airflow_tablemgmt/store/listing.py",
     "airflow_tablemgmt/store/table_health.py",
