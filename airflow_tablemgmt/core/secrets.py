@@ -57,6 +57,7 @@ NOT_SENSITIVE = re.compile(
     r"|(?:.*[-_.])?credentials?[-_.]provider(?:[-_.](?:class|type))?"  # a class name, e.g. client.credentials-provider
     r"|.*kms[-_.]?key[-_.]?(?:id|arn)"  # which KMS key encrypts, not a key
     r"|token[-_.](?:refresh|exchange)[-_.]enabled|token[-_.]expires[-_.]in[-_.]ms"  # REST OAuth2 switches
+    r"|gcs\.oauth2\.token[-_.]expires[-_.]at"  # when a GCS token expires (pyarrow needs it beside the token)
     r"|.*[-_.]key[-_.]prefix)",  # an object-key prefix
     re.IGNORECASE,
 )

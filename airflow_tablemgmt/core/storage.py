@@ -19,6 +19,11 @@ S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 OBJECT_STORE_SCHEMES = ("s3://", "s3a://", "s3n://", "gs://", "abfs://", "abfss://", "wasb://", "wasbs://",
                         "oss://", "cos://")  # fmt: skip
 S3_SCHEMES = ("s3://", "s3a://", "s3n://")
+# Iceberg's own FileIO for the other object stores its bundles serve (iceberg-gcp-bundle, iceberg-azure-bundle).
+FILE_IO_BY_SCHEME = (
+    (("gs://",), "org.apache.iceberg.gcp.gcs.GCSFileIO"),
+    (("abfs://", "abfss://"), "org.apache.iceberg.azure.adlsv2.ADLSFileIO"),
+)
 # Properties that only the JVM understands (class names, our own switches): never handed to pyiceberg.
 _JAVA_ONLY = ("io-impl", "catalog-impl", "allow-unsafe-commits")
 _TRUE = frozenset({"true", "1", "yes", "on"})
@@ -75,14 +80,20 @@ def storage_of_pyiceberg(properties: Mapping[str, str]) -> StorageSettings:
 
 
 def spark_properties(warehouse: str | None, properties: Mapping[str, str]) -> dict[str, str]:
-    """The catalog's properties for Iceberg's Spark catalog: as declared, plus Iceberg's ``S3FileIO``
-    when the catalog is on S3 and names no FileIO (a custom endpoint then means path-style addressing
-    unless the declaration says otherwise, as pyiceberg's pyarrow does)."""
+    """The catalog's properties for Iceberg's Spark catalog: as declared, plus Iceberg's FileIO for the
+    object store its locations name when it names none (``S3FileIO`` for S3, ``GCSFileIO`` for ``gs://``,
+    ``ADLSFileIO`` for ``abfs(s)://``; Spark's Hadoop file system has no connector for these here). On S3
+    a custom endpoint means path-style addressing unless the declaration says otherwise, as pyiceberg's
+    pyarrow does."""
     out = dict(properties)
     if uses_s3(warehouse, properties):
         out.setdefault("io-impl", S3_FILE_IO)
         if "s3.endpoint" in out:
             out.setdefault("s3.path-style-access", "true")
+    values = [warehouse or "", *(str(v) for v in properties.values())]
+    for schemes, file_io in FILE_IO_BY_SCHEME:
+        if any(v.strip().lower().startswith(schemes) for v in values):
+            out.setdefault("io-impl", file_io)
     return out
 
 

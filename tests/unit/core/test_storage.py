@@ -47,12 +47,28 @@ def test_s3_gets_s3fileio_and_path_style_with_a_custom_endpoint_unless_declared(
 
 
 @pytest.mark.parametrize(
+    ("warehouse", "file_io"),
+    [
+        ("gs://bucket/wh", "org.apache.iceberg.gcp.gcs.GCSFileIO"),
+        ("abfss://c@acct.dfs.core.windows.net/wh", "org.apache.iceberg.azure.adlsv2.ADLSFileIO"),
+        ("ABFS://c@acct.dfs.core.windows.net/wh", "org.apache.iceberg.azure.adlsv2.ADLSFileIO"),
+    ],
+)
+def test_gcs_and_adls_get_icebergs_own_file_io_unless_one_is_named(warehouse: str, file_io: str) -> None:
+    assert spark_properties(warehouse, {})["io-impl"] == file_io
+    assert spark_properties(warehouse, {"io-impl": "x.MyIO"})["io-impl"] == "x.MyIO"
+    assert "io-impl" not in pyiceberg_properties(warehouse, {})  # a Java class name: the JVM's only
+
+
+@pytest.mark.parametrize(
     ("key", "sensitive"),
     [
         ("header.X-Iceberg-Access-Delegation", False),
         ("client.credentials-provider", False),
         ("s3.sse-kms-key-id", False),
         ("token-refresh-enabled", False),
+        ("gcs.oauth2.token-expires-at", False),
+        ("gcs.oauth2.token", True),
         ("s3.endpoint", False),
         ("client.region", False),
         ("header.Authorization", True),
