@@ -37,7 +37,9 @@ TABLES = {
     "paimon": ("plake", "sales", "orders"),
 }
 ACTIONS = {
-    "hudi": ["compaction", "clustering", "clean", "archive"],
+    # clean before clustering: it then removes the slices the compaction superseded (after a clustering, retaining
+    # one commit keeps the file groups the clustering replaced)
+    "hudi": ["compaction", "clean", "clustering", "archive"],
     # vacuum's first run is a dry run (the first-run policy), the second deletes
     "delta": ["optimize", "vacuum", "vacuum"],
     "paimon": ["compact", "expire-partitions", "expire-snapshots", "remove-orphans"],
@@ -400,6 +402,8 @@ SUMMARY_KEYS = (
 def describe(proc: Any) -> str:
     s = proc.summary or {}
     parts = [f"{k}={s[k]}" for k in SUMMARY_KEYS if k in s and s[k] not in (None, [], {})]
+    if proc.action == "remove-orphans" and s.get("result"):
+        parts.append(f"procedure result={json.dumps(s['result'])[:80]}")  # Paimon: the files it deleted
     before, after = s.get("before") or {}, s.get("after") or {}
     for key in ("data_files", "log_files", "base_files", "snapshots", "active_commits"):
         if key in before and key in after and before[key] != after[key]:
