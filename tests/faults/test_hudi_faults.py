@@ -1,5 +1,5 @@
 """Hudi faults (issue 27): kill -9 of the Spark driver during a compaction, then the retry (the concurrent
-writer during each mutating Hudi action: ``test_hudi_concurrent_writer.py``). On demand (``TABLEMGMT_FORMATS_FULL=1``): each round is two
+writer during each mutating Hudi action: ``test_format_concurrent_writers.py``). On demand (``TABLEMGMT_FORMATS_FULL=1``): each round is two
 Hudi JVMs, ≈ 2-4 min on 2 cores.
 
 kill -9: a child process writes a merge-on-read table and runs the factory's compaction job (schedule an

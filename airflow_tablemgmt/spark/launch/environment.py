@@ -26,7 +26,8 @@ ALLOWED_NAMES = frozenset(
         "GOOGLE_APPLICATION_CREDENTIALS",
     }
 )  # fmt: skip
-ALLOWED_PREFIXES = ("SPARK_", "PYSPARK_", "HADOOP_", "YARN_", "HIVE_CONF_DIR", "LC_")
+# HUDI_CONF_DIR: where Hudi reads hudi-defaults.conf (e.g. the lock provider a table's writers share).
+ALLOWED_PREFIXES = ("SPARK_", "PYSPARK_", "HADOOP_", "YARN_", "HIVE_CONF_DIR", "HUDI_CONF_DIR", "LC_")
 
 
 def parse_allow_list(value: str | None) -> tuple[str, ...]:
