@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,7 +111,7 @@ def backend(request: pytest.FixtureRequest, s3: SeaweedS3) -> CatalogSpec:
 
 
 @pytest.mark.timeout(900)
-def test_compaction_on_the_catalog_over_s3(backend: CatalogSpec) -> None:
+def test_compaction_on_the_catalog_over_s3(backend: CatalogSpec, tmp_path: Path) -> None:
     table = seed(backend, f"compact_{uuid.uuid4().hex[:6]}")
     rows, checksum, files, _ = content(backend, table)
     assert files == 6
@@ -127,6 +128,49 @@ def test_compaction_on_the_catalog_over_s3(backend: CatalogSpec) -> None:
     after = reader.current_state(table)
     assert after.snapshot_id == result.summary["after"]["current_snapshot_id"] != before.snapshot_id
     assert not after.data_changed_since(before.snapshot_id)
+    _the_api_reads_the_table_as_pyiceberg_does(backend, table, tmp_path)
+
+
+def _the_api_reads_the_table_as_pyiceberg_does(backend: CatalogSpec, table: Any, tmp_path: Path) -> None:
+    """Health and the table page's reads (the REST API the page calls) on the catalog over S3, its secrets
+    as references: the figures are pyiceberg's own reading of the compacted table."""
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi.testclient import TestClient
+
+    from airflow_tablemgmt.api.app import create_api_app
+    from airflow_tablemgmt.api.deps import get_store
+    from airflow_tablemgmt.core.tables import Owner, TableSpec
+    from airflow_tablemgmt.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
+    store.catalogs.upsert(backend, Owner.STORE)
+    store.tables.upsert(
+        TableSpec(catalog=backend.name, namespace=table.namespace, name=table.name,
+                  actions={"rewrite-files": {}}),
+        Owner.STORE,
+    )  # fmt: skip
+    app = create_api_app()
+    app.dependency_overrides[get_store] = lambda: store
+    app.dependency_overrides[get_user] = lambda: object()
+    api, tid = TestClient(app), str(table)
+    loaded = writer(backend).load_table((table.namespace, table.name))
+    try:
+        health = api.get(f"/tables/{tid}/health")
+        assert health.status_code == 200, health.text
+        h = health.json()
+        assert h["error"] is None and h["files"]["data_files"] == 1, h
+        assert h["files"]["data_bytes"] == sum(
+            r["file_size_in_bytes"] for r in loaded.inspect.files().to_pylist()
+        )
+        files = api.get(f"/tables/{tid}/files").json()
+        assert files["totals"]["data_files"] == 1
+        details = api.get(f"/tables/{tid}/details").json()
+        assert [c["name"] for c in details["columns"]] == [f.name for f in loaded.schema().fields]
+        snapshots = api.get(f"/tables/{tid}/snapshots").json()
+        assert len(snapshots["snapshots"]) == len(loaded.metadata.snapshots)
+        assert SECRET_KEY not in health.text + json.dumps(details)
+    finally:
+        store.dispose()
 
 
 @pytest.mark.catalog_matrix
