@@ -19,6 +19,7 @@ so an Iceberg table's trigger keeps its stored form.
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
@@ -31,7 +32,7 @@ from airflow_tablemgmt.metadata.table_paths import table_location
 DATA_CHANGE = "append"  # any operation but REPLACE: SnapshotState.data_changed_since counts it
 
 
-class _PathFormatReader:
+class _PathFormatReader(ABC):
     """A reader over the tables of one ``hadoop`` catalog of a path-based format; thread-safe, caches the
     state per table by the cheap pointer its format offers (Hudi: the timeline's listing; Delta: the
     newest log version)."""
@@ -75,11 +76,13 @@ class _PathFormatReader:
             self._cache[table] = (pointer, state)
         return state
 
+    @abstractmethod
     def _pointer(self, location: str) -> object:
-        raise NotImplementedError
+        """What changes when the table commits (the newest instant or log version)."""
 
+    @abstractmethod
     def _ancestry(self, location: str) -> list[tuple[int, bool]]:
-        raise NotImplementedError
+        """The newest commits first: (id, whether it changed data)."""
 
 
 class HudiTimelineReader(_PathFormatReader):
