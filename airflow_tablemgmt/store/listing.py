@@ -35,7 +35,7 @@ from airflow_tablemgmt.store.models import (
     TableHealthRow,
     TableRow,
 )
-from airflow_tablemgmt.store.process_rollup import hour_of
+from airflow_tablemgmt.store.process_rollup import hour_of, hour_sums
 
 _T = cast(Table, TableRow.__table__)
 _P = cast(Table, ProcessRow.__table__)
@@ -379,18 +379,7 @@ def finished_per_hour(engine: Engine, since: datetime) -> list[dict[str, Any]]:
     whole = select(_S.c.hour, _S.c.action, _S.c.status, _S.c.n, _S.c.files_removed, _S.c.bytes_removed).where(
         _S.c.hour > first, _S.c.n != 0
     )
-    part = (
-        select(
-            _D.c.hour,
-            _D.c.action,
-            _D.c.status,
-            func.count(),
-            func.sum(_D.c.files_removed),
-            func.sum(_D.c.bytes_removed),
-        )  # fmt: skip
-        .where(_D.c.finished_at >= since, _D.c.finished_at < _next_hour(since))
-        .group_by(_D.c.hour, _D.c.action, _D.c.status)
-    )
+    part = hour_sums(_D.c.finished_at >= since, _D.c.finished_at < _next_hour(since))
     with engine.connect() as conn:
         rows = [*conn.execute(whole), *conn.execute(part)]
     return [

@@ -185,14 +185,25 @@ def backfill(conn: Connection, *, chunk: int = 5000) -> None:
             batch = []
     if batch:
         conn.execute(insert(_D), batch)
-    sums = select(
-        _D.c.hour,
-        _D.c.action,
-        _D.c.status,
-        func.count(),
-        func.sum(_D.c.files_removed),
-        func.sum(_D.c.bytes_removed),
-    ).group_by(_D.c.hour, _D.c.action, _D.c.status)
     conn.execute(
-        insert(_H).from_select(["hour", "action", "status", "n", "files_removed", "bytes_removed"], sums)
+        insert(_H).from_select(
+            ["hour", "action", "status", "n", "files_removed", "bytes_removed"], hour_sums()
+        )
+    )
+
+
+def hour_sums(*where: Any) -> Any:
+    """Per UTC hour, action and status of the finished processes' rows (``tms_process_done``) matching
+    ``where``: how many, and the files and bytes they removed (``tms_process_hour``'s columns)."""
+    return (
+        select(
+            _D.c.hour,
+            _D.c.action,
+            _D.c.status,
+            func.count(),
+            func.sum(_D.c.files_removed),
+            func.sum(_D.c.bytes_removed),
+        )  # fmt: skip
+        .where(*where)
+        .group_by(_D.c.hour, _D.c.action, _D.c.status)
     )
