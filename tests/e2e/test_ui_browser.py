@@ -325,7 +325,9 @@ def _open_in_airflow(drv: Any, url: str) -> None:
 
     drv.switch_to.default_content()
     drv.get(url)
-    frame = WebDriverWait(drv, 60).until(
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    frame = WebDriverWait(drv, 60, ignored_exceptions=(StaleElementReferenceException,)).until(
         lambda d: next(
             (
                 f
@@ -348,7 +350,7 @@ def _screenshot(drv: Any, name: str) -> None:
 def test_page_inside_airflow_ui_runs_and_cancels(
     deployment: AirflowDeployment, driver: Any, tmp_path: Path
 ) -> None:
-    from selenium.common.exceptions import WebDriverException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -394,7 +396,9 @@ def test_page_inside_airflow_ui_runs_and_cancels(
 
         print(f"api-server up and DAGs parsed: {time.monotonic() - t0:.1f} s")
         drv = driver
-        wait = WebDriverWait(drv, 60)
+        # A re-render between finding an element and reading it (the page redraws after each fetch) is
+        # retried, not a failure: the condition is asked again until it holds or the wait ends.
+        wait = WebDriverWait(drv, 120, ignored_exceptions=(StaleElementReferenceException,))
         _login(drv, base, "admin")
 
         store = Store.for_url(dep.env["TABLEMGMT_STORE_URL"])
