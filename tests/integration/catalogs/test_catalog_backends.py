@@ -29,13 +29,12 @@ from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, parse_catalog
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
-from tests.integration.iceberg_session import skip_unless_ci
+from tests.integration.catalogs.conftest import postgres_database
 from tests.support.catalogs import content, run, s3_properties, seed, writer
 from tests.support.servers import ACCESS_KEY, REGION, SECRET_KEY, IcebergRestServer, SeaweedS3
 
 pytestmark = [pytest.mark.integration]
 MATRIX = os.environ.get("TABLEMGMT_CATALOG_MATRIX") == "1"
-PG_ADMIN = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,16 +55,6 @@ def _secrets_in_the_workers_environment() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
-    try:
-        server = SeaweedS3(tmp_path_factory.mktemp("seaweed")).start()
-    except RuntimeError as e:
-        skip_unless_ci(f"SeaweedFS could not start: {e}")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def rest(tmp_path_factory: pytest.TempPathFactory, s3: SeaweedS3) -> Iterator[IcebergRestServer]:
     server = IcebergRestServer(tmp_path_factory.mktemp("rest"), s3).start()
     yield server
@@ -74,19 +63,8 @@ def rest(tmp_path_factory: pytest.TempPathFactory, s3: SeaweedS3) -> Iterator[Ic
 
 @pytest.fixture(scope="module")
 def jdbc_database() -> Iterator[str]:
-    from sqlalchemy import create_engine, text
-
-    name = f"tms_jdbc_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as e:  # noqa: BLE001
-        skip_unless_ci(f"PostgreSQL is not reachable at {PG_ADMIN} (make services): {e}")
-    yield name
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with postgres_database("tms_jdbc") as name:
+        yield name
 
 
 @pytest.fixture(scope="module", params=["rest-s3", "jdbc-s3"])

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
+from tests.integration.catalogs.conftest import postgres_database
 from tests.integration.iceberg_session import skip_unless_ci
 from tests.support.catalogs import content, run, seed, writer
 from tests.support.servers import FakeGcs
@@ -29,7 +30,6 @@ pytestmark = [
     pytest.mark.catalog_matrix,
     pytest.mark.skipif(not MATRIX, reason="the GCS emulator test runs with TABLEMGMT_CATALOG_MATRIX=1"),
 ]
-PG_ADMIN = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
 # The emulator takes any bearer token; pyarrow's GcsFileSystem needs one (and its expiry) or it looks
 # for Google's application default credentials. Both are references, as a real token would be.
 ENV = {"TMS_TEST_GCS_TOKEN": "emulator-accepts-any-token", "TMS_TEST_GCS_TOKEN_EXPIRES": "4102444800000",
@@ -48,19 +48,20 @@ def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGcs]:
 
 @pytest.fixture(scope="module")
 def catalog(gcs: FakeGcs) -> Iterator[CatalogSpec]:
-    from sqlalchemy import create_engine, text
-
     saved = {k: os.environ.get(k) for k in ENV}
     os.environ.update(ENV)
     os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[2]"}')
-    name = f"tms_gcs_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as e:  # noqa: BLE001
-        skip_unless_ci(f"PostgreSQL is not reachable at {PG_ADMIN} (make services): {e}")
-    yield CatalogSpec(
+    with postgres_database("tms_gcs") as name:
+        yield _gcs_catalog(gcs, name)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _gcs_catalog(gcs: FakeGcs, name: str) -> CatalogSpec:
+    return CatalogSpec(
         name="gcslake",
         type=CatalogType.JDBC,
         warehouse=f"gs://{gcs.bucket}/jdbc",
@@ -76,14 +77,6 @@ def catalog(gcs: FakeGcs) -> Iterator[CatalogSpec]:
             "gcs.oauth2.token-expires-at": "env:TMS_TEST_GCS_TOKEN_EXPIRES",
         },
     )
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 @pytest.mark.timeout(900)

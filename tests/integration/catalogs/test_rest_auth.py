@@ -35,7 +35,6 @@ import pytest
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
-from tests.integration.iceberg_session import skip_unless_ci
 from tests.support.catalogs import content, run, s3_properties, seed
 from tests.support.servers import ACCESS_KEY, REGION, SECRET_KEY, IcebergRestServer, SeaweedS3
 
@@ -152,16 +151,6 @@ def _secrets_in_the_workers_environment() -> Iterator[None]:
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
-    try:
-        server = SeaweedS3(tmp_path_factory.mktemp("seaweed")).start()
-    except RuntimeError as e:
-        skip_unless_ci(f"SeaweedFS could not start: {e}")
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
