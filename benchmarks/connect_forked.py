@@ -14,8 +14,8 @@ to the server, which must not cross a fork (nor does one in Airflow: ``warm`` op
 
 SPEC: ``{"argv": [tablemgmt's arguments before the table], "tables": [...], "action": "rewrite-files",
 "out": result path, "log": stderr log path, "profile": a directory for one cProfile file per child, or
-null}``. The result: ``{"preimport_s", "parent_rss_mb", "runs": [{"table", "wall", "rss_mb",
-"summary"}]}``; ``rss_mb`` is the child's peak RSS from ``wait4`` (pages shared with the parent
+null, "parallel": children at once (1)}``. The result: ``{"preimport_s", "parent_rss_mb", "elapsed",
+"parallel", "runs": [{"table", "wall", "rss_mb", "summary"}]}``; ``rss_mb`` is the child's peak RSS from ``wait4`` (pages shared with the parent
 included, as ``ps`` counts them).
 """
 
@@ -66,36 +66,50 @@ def _child(argv: list[str], out_fd: int, log_path: str, profile: str | None) -> 
             os._exit(rc if isinstance(rc, int) else 1)
 
 
+def _result(table: str, wall: float, status: int, usage, stdout, log: str) -> dict:
+    stdout.seek(0)
+    text = stdout.read().decode(errors="replace")
+    stdout.close()
+    rc = os.waitstatus_to_exitcode(status)
+    if rc != 0:
+        raise SystemExit(f"tablemgmt run {table} (forked) exited {rc}; see {log}\n{text[-2000:]}")
+    try:
+        summary = json.loads(text).get("summary") or {}
+    except ValueError:
+        summary = {}
+    return {"table": table, "wall": wall, "rss_mb": usage.ru_maxrss / 1024, "summary": summary}
+
+
 def run(spec: dict) -> dict:
+    """Fork one child per table, up to ``parallel`` at once (Airflow's executor runs that many task processes);
+    ``elapsed`` is the wall from the first fork to the last child's exit."""
     started = time.perf_counter()
     import airflow_tablemgmt.spark.connect.warm  # noqa: F401 - what airflow_local_settings.py imports
 
     preimport = time.perf_counter() - started
     out: dict = {"preimport_s": round(preimport, 3), "parent_rss_mb": round(_rss_mb(), 1), "runs": []}
-    for i, table in enumerate(spec["tables"]):
-        argv = [*spec["argv"], table, spec["action"], "--json"]
-        profile = str(Path(spec["profile"]) / f"f_{i:04d}.pstats") if spec.get("profile") else None
-        with tempfile.TemporaryFile() as stdout:
+    parallel = max(int(spec.get("parallel") or 1), 1)
+    running: dict[int, tuple[str, float, object]] = {}
+    todo = list(enumerate(spec["tables"]))
+    first = time.perf_counter()
+    while todo or running:
+        while todo and len(running) < parallel:
+            i, table = todo.pop(0)
+            argv = [*spec["argv"], table, spec["action"], "--json"]
+            profile = str(Path(spec["profile"]) / f"f_{i:04d}.pstats") if spec.get("profile") else None
+            stdout = tempfile.TemporaryFile()
             sys.stdout.flush()
             sys.stderr.flush()
             t0 = time.perf_counter()
             pid = os.fork()
             if pid == 0:
                 _child(argv, stdout.fileno(), spec["log"], profile)
-            _, status, usage = os.wait4(pid, 0)
-            wall = time.perf_counter() - t0
-            stdout.seek(0)
-            text = stdout.read().decode(errors="replace")
-        rc = os.waitstatus_to_exitcode(status)
-        if rc != 0:
-            raise SystemExit(f"tablemgmt run {table} (forked) exited {rc}; see {spec['log']}\n{text[-2000:]}")
-        try:
-            summary = json.loads(text).get("summary") or {}
-        except ValueError:
-            summary = {}
-        out["runs"].append(
-            {"table": table, "wall": wall, "rss_mb": usage.ru_maxrss / 1024, "summary": summary}
-        )
+            running[pid] = (table, t0, stdout)
+        pid, status, usage = os.wait4(-1, 0)
+        table, t0, stdout = running.pop(pid)
+        out["runs"].append(_result(table, time.perf_counter() - t0, status, usage, stdout, spec["log"]))
+    out["elapsed"] = time.perf_counter() - first
+    out["parallel"] = parallel
     return out
 
 

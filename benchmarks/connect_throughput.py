@@ -13,8 +13,15 @@ N tables of 40 small files each, ``rewrite-files``, three ways, in one run:
   imports ``airflow_tablemgmt.spark.connect.warm`` (what ``airflow_local_settings.py`` imports) and forks
   one child per table, which runs ``tablemgmt run``'s entry in-process (no exec), with the connection's
   defaults (a new session per task, as (n));
+- **(p) forked tasks side by side** — (f) with ``--parallel`` tasks at once (default 2), as an executor
+  with that parallelism runs them against the one server (its slots bound the jobs);
 - **(c) warm** — the physical limit: one Connect session on that same server running
-  ``CALL <catalog>.system.rewrite_data_files(table => ...)`` table after table, no orchestration.
+  ``CALL <catalog>.system.rewrite_data_files(table => ...)`` table after table, no orchestration;
+- **(q) warm, side by side** — (c) with ``--parallel`` procedures at once on that session (threads): what the
+  server itself gains from running jobs side by side, so that (p) is also compared with a limit that runs
+  as many at once.
+
+(p) and (q) are timed from the first task's start to the last one's end; the others by the sum of their tasks.
 
 Printed per way: seconds per table, tables per minute, the per-table overhead over (c), and the peak RSS
 of the task's process tree (the largest single process of it, from ``wait4``: for (a) that is the driver
@@ -119,11 +126,11 @@ def _phases(wall: float, summary: dict) -> dict[str, float]:
 
 
 def _run_forked(argv: list[str], tables: list[str], env: dict[str, str], work: Path, log: Path,
-                profile: bool) -> tuple[dict[str, float], list[dict[str, float]], dict]:  # fmt: skip
+                profile: bool, parallel: int = 1) -> tuple[dict[str, float], list[dict[str, float]], dict]:  # fmt: skip
     """Way (f): ``connect_forked.py`` in a process of its own (the wall of each forked task, its peak RSS
     and timings)."""
     spec = {"argv": argv[1:], "tables": tables, "action": "rewrite-files", "out": str(work / "forked.json"),
-            "log": str(log), "profile": str(work / "profiles") if profile else None}  # fmt: skip
+            "log": str(log), "profile": str(work / "profiles") if profile else None, "parallel": parallel}  # fmt: skip
     if profile:
         (work / "profiles").mkdir(exist_ok=True)
     (work / "forked-spec.json").write_text(json.dumps(spec))
@@ -131,7 +138,8 @@ def _run_forked(argv: list[str], tables: list[str], env: dict[str, str], work: P
     subprocess.run([sys.executable, str(script), str(work / "forked-spec.json")], env=env, check=True)
     forked = json.loads((work / "forked.json").read_text())
     runs = forked["runs"]
-    total = sum(r["wall"] for r in runs)  # the tasks' own time: not the parent's one pre-import
+    # one at a time: the tasks' own time (not the parent's one pre-import); side by side: first start to last end
+    total = sum(r["wall"] for r in runs) if parallel == 1 else forked["elapsed"]
     result = {"total": total, "median": statistics.median(r["wall"] for r in runs),
               "rss": max(r["rss_mb"] for r in runs), "n": len(runs)}  # fmt: skip
     return result, [_phases(r["wall"], r["summary"]) for r in runs], forked
@@ -173,7 +181,9 @@ def main() -> None:
     p.add_argument("--slots", type=int, default=4, help="the Connect server's slot limit (the slots extra)")
     p.add_argument("--files", type=int, default=40, help="small data files per table")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--ways", nargs="+", default=["a", "b", "f", "c"], choices=["a", "b", "n", "f", "c"])
+    p.add_argument("--ways", nargs="+", default=["a", "b", "f", "p", "c", "q"],
+                   choices=["a", "b", "n", "f", "p", "c", "q"])  # fmt: skip
+    p.add_argument("--parallel", type=int, default=2, help="tasks (p) and procedures (q) at once")
     p.add_argument("--profile", action="store_true", help="(f): one cProfile file per child in the workdir")
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
@@ -281,6 +291,15 @@ def main() -> None:
             )  # fmt: skip
             print(f"# (f) done: {results['f']['total']:.1f}s (parent's pre-import {forked['preimport_s']:.2f}s, "
                   f"its RSS {forked['parent_rss_mb']:.0f} MB), load {_load()}", flush=True)  # fmt: skip
+        if "p" in args.ways:
+            results["p"], phases["p"], _ = _run_forked(
+                [tablemgmt, "--store-url", store, "run"], [f"{CATALOG}.{NAMESPACE}.{n}" for n in names["p"]],
+                connect_env({}), work, log, False, args.parallel,
+            )  # fmt: skip
+            print(
+                f"# (p) done: {results['p']['total']:.1f}s, {args.parallel} at once, load {_load()}",
+                flush=True,
+            )
         if "c" in args.ways:
             t0 = time.perf_counter()
             walls = []
@@ -294,6 +313,20 @@ def main() -> None:
             self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             results["c"] = {"total": total, "median": statistics.median(walls), "rss": self_rss,
                             "n": len(walls)}  # fmt: skip
+        if "q" in args.ways:
+
+            def procedure(name: str) -> float:
+                t1 = time.perf_counter()
+                spark.sql(
+                    f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.{name}')"
+                ).collect()
+                return time.perf_counter() - t1
+
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(args.parallel) as pool:
+                walls = list(pool.map(procedure, names["q"]))
+            results["q"] = {"total": time.perf_counter() - t0, "median": statistics.median(walls),
+                            "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "n": len(walls)}  # fmt: skip
         spark.stop()
         server_rss = _rss_of_tree(server.pid)
     finally:
@@ -329,7 +362,9 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
         "b": "(b) Connect, one task per table, slot's session reused",
         "n": "(n) Connect, one task per table, new session per task",
         "f": "(f) Connect, one forked task per table (Airflow's path, warm pre-import)",
+        "p": "(p) as (f), tasks side by side",
         "c": "(c) one warm session",
+        "q": "(q) one warm session, procedures side by side",
     }
     per = {w: r["total"] / r["n"] for w, r in results.items()}
     limit = per.get("c")
@@ -337,23 +372,25 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
     print("| way | tables | s/table (mean) | s/table (median) | tables/min | overhead over (c), s/table "
           "| x (c)'s throughput | peak RSS per task (MB) |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for way in ("a", "b", "n", "f", "c"):
+    for way in ("a", "b", "n", "f", "p", "c", "q"):
         if way not in results:
             continue
         r = results[way]
         over = f"{per[way] - limit:.2f}" if limit is not None else "-"
         ratio = f"{limit / per[way]:.2f}" if limit is not None else "-"
-        rss = f"{r['rss']:.0f}" if way != "c" else f"{r['rss']:.0f} (this Python, not a task)"
+        rss = f"{r['rss']:.0f}" if way not in "cq" else f"{r['rss']:.0f} (this Python, not a task)"
         print(f"| {labels[way]} | {r['n']:.0f} | {per[way]:.2f} | {r['median']:.2f} | {60 / per[way]:.1f} "
               f"| {over} | {ratio} | {rss} |")  # fmt: skip
-    for way in ("b", "n", "f"):
+    for way in ("b", "n", "f", "p"):
         if way in per and "a" in per:
             print(f"\n({way})/(a) throughput: {per['a'] / per[way]:.1f}x", end="")
+    if "p" in per and "q" in per:
+        print(f"\n(p)/(q) throughput (both side by side): {per['q'] / per['p']:.2f}x", end="")
     print(f"\nConnect server JVM RSS at the end: {server_rss:.0f} MB (shared by every task)")
 
 
 def _report_phases(phases: dict[str, list[dict[str, float]]]) -> None:
-    ways = [w for w in ("b", "n", "f") if phases.get(w)]
+    ways = [w for w in ("b", "n", "f", "p") if phases.get(w)]
     if not ways:
         return
     print("\nWhere a Connect task's time goes (s, median over its tables):\n")

@@ -22,15 +22,30 @@ UNKNOWN = "<unknown>"
 _FALSE = frozenset({"", "false", "f", "0", "no", "off"})
 
 
+#: The parsed config file by (path, mtime, size): a task asks for some thirty settings, and parsing the file
+#: each time was a tenth of a forked Connect task's own work; a changed file is read again.
+_PARSED: dict[str, tuple[tuple[int, int], configparser.ConfigParser]] = {}
+
+
 def _config_file() -> configparser.ConfigParser | None:
     home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
     path = Path(os.environ.get("AIRFLOW_CONFIG") or os.path.join(home, "airflow.cfg")).expanduser()
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return configparser.ConfigParser(interpolation=None, strict=False)
+    except OSError:
+        return None
+    key = (st.st_mtime_ns, st.st_size)
+    cached = _PARSED.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1]
     parser = configparser.ConfigParser(interpolation=None, strict=False)
-    if path.exists():
-        try:
-            parser.read(path, encoding="utf-8")
-        except (OSError, configparser.Error, UnicodeDecodeError):
-            return None
+    try:
+        parser.read(path, encoding="utf-8")
+    except (OSError, configparser.Error, UnicodeDecodeError):
+        return None
+    _PARSED[str(path)] = (key, parser)
     return parser
 
 
