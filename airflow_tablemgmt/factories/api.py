@@ -36,6 +36,14 @@ from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.path_formats import FormatSupport, retention_changed
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.format_views import (
+    TABS,
+    LiveFile,
+    ViewHook,
+    details_view,
+    files_view,
+    register_views,
+)
 from airflow_tablemgmt.metadata.health import Finding, FormatHealth, HealthHook, register_health_hook
 
 #: The execution engines a factory may declare (``FormatSupport.engines``).
@@ -78,6 +86,23 @@ def declare_health(format: str, hook: HealthHook) -> None:
     register_health_hook(str(format), hook)
 
 
+def declare_views(
+    format: str,
+    *,
+    details: ViewHook | None = None,
+    files: ViewHook | None = None,
+    snapshots: ViewHook | None = None,
+) -> None:
+    """Declare how ``format``'s tables are shown on the table page's Details, Files and Snapshots tabs (and
+    by ``GET /tables/{id}/details|files|snapshots``): each ``hook(catalog, table) -> dict`` reads the table's
+    own metadata without a JVM (the catalog's secret references are resolved) and answers in the shared
+    shape of ``metadata/format_views.py`` (:func:`details_view` and :func:`files_view` build two of them);
+    it raises :class:`HealthUnavailable` when the table cannot be read where it runs (a 502 naming why).
+    A view a format does not declare answers 422 naming the formats that have it. Call it once, at import
+    of the factory's module."""
+    register_views(str(format), {"details": details, "files": files, "snapshots": snapshots})
+
+
 def plugin_job(
     table: TableSpec,
     action: str,
@@ -118,15 +143,21 @@ __all__ = [
     "HealthUnavailable",
     "Interval",
     "JobSpec",
+    "LiveFile",
     "Process",
     "ProcessFactory",
     "RecoverProcessFailed",
+    "TABS",
     "TableIdentifier",
     "TableSpec",
     "TriggerContext",
     "TriggerStrategy",
+    "ViewHook",
     "declare_format",
     "declare_health",
+    "declare_views",
+    "details_view",
+    "files_view",
     "format_duration",
     "plugin_job",
     "retention_changed",

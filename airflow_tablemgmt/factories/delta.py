@@ -25,13 +25,14 @@ from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
-from airflow_tablemgmt.factories.api import declare_health
+from airflow_tablemgmt.factories.api import declare_health, declare_views
 from airflow_tablemgmt.factories.path_formats import (
     ENGINES,
     FormatSupport,
     path_job,
     retention_changed,
 )
+from airflow_tablemgmt.metadata import delta_views
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 log = logging.getLogger(__name__)
@@ -120,5 +121,6 @@ def _health(catalog: Any, table: TableSpec) -> Any:
 
 
 declare_health(TableFormat.DELTA, _health)  # the page's, the CLI's and the REST API's health of its tables
+declare_views(TableFormat.DELTA, **delta_views.VIEWS)  # the page's Details, Files and Snapshots tabs
 
 __all__ = ["DEFAULT_STRATEGIES", "TABLE_LOCATION_OPTION", "DeltaProcessFactory"]

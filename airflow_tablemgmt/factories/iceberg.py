@@ -26,6 +26,7 @@ from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.factories.api import declare_views
 
 log = logging.getLogger(__name__)
 
@@ -132,3 +133,24 @@ def _same_duration(previous: object, current: str) -> bool:
         return bool(_duration().validate_python(previous) == _duration().validate_python(current))
     except Exception:  # noqa: BLE001 - an unreadable old value counts as a change (the safe side)
         return False
+
+
+def _iceberg_view(tab: str) -> Any:
+    """``metadata/table_views.py``'s reader of ``tab``, imported on first use (pyiceberg is loaded then)."""
+
+    def read(catalog: Any, table: TableSpec) -> dict[str, Any]:
+        from airflow_tablemgmt.metadata import table_views
+
+        return dict(getattr(table_views, f"read_{tab}")(catalog, table))
+
+    read.__name__ = f"iceberg_{tab}"
+    return read
+
+
+# The table page's Details, Files and Snapshots tabs (and the REST API's) of Iceberg tables, read with pyiceberg.
+declare_views(
+    TableFormat.ICEBERG,
+    details=_iceberg_view("details"),
+    files=_iceberg_view("files"),
+    snapshots=_iceberg_view("snapshots"),
+)

@@ -1,4 +1,5 @@
-"""What the table page's Details, Files and Snapshots tabs show, read from Iceberg metadata with
+"""What the table page's Details, Files and Snapshots tabs show of an Iceberg table (Iceberg's views, declared
+in ``factories/iceberg.py``; the shared shape is ``metadata/format_views.py``'s), read from Iceberg metadata with
 pyiceberg (no JVM): the schema, partition spec, sort order and properties; the live files per
 partition against the target file size; the snapshot timeline with each snapshot's added and removed
 files and records (from its summary).
@@ -15,12 +16,9 @@ from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.files import _DATA, _load_metadata, _targets, live_data_files, quiet_pyiceberg
+from airflow_tablemgmt.metadata.format_views import MAX_PARTITIONS, SIZE_BUCKETS, _bucket
 
-#: Upper bounds of the Files tab's size buckets, as fractions of the target file size (the last
-#: bucket is open). Under 0.75 is a *small file* (``metadata.files``: what rewrite-files rewrites).
-SIZE_BUCKETS = (0.125, 0.25, 0.5, 0.75, 1.0, 1.5)
-#: Partitions listed at most (the most files first); the totals count all of them.
-MAX_PARTITIONS = 500
+__all__ = ["MAX_PARTITIONS", "SIZE_BUCKETS", "read_details", "read_files", "read_snapshots"]
 
 
 def _read(catalog: CatalogSpec, table: TableSpec) -> tuple[Any, Any]:
@@ -85,13 +83,6 @@ def read_details(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
         },
         "properties": dict(sorted(metadata.properties.items())),
     }
-
-
-def _bucket(size: int, target: int) -> int:
-    for i, bound in enumerate(SIZE_BUCKETS):
-        if size < bound * target:
-            return i
-    return len(SIZE_BUCKETS)
 
 
 def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import yaml
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import TableManagedByCode, TableNotFound
 from airflow_tablemgmt.core.tables import Owner, TableSpec, parse_table
+from airflow_tablemgmt.metadata.format_views import TABS as VIEW_TABS
 from airflow_tablemgmt.services.catalogs import build_catalog, ensure_catalog
 from airflow_tablemgmt.services.errors import InvalidInput
 
@@ -230,25 +231,31 @@ def remove_table(store: Store, table_id: str) -> None:
     store.tables.remove(table_id, Owner.STORE)
 
 
-#: The table page's metadata tabs and what reads each (``metadata/table_views.py``).
-TABS = ("details", "files", "snapshots")
+#: The table page's metadata tabs; each format declares its readers (``factories.api.declare_views``).
+TABS = VIEW_TABS
 
 
 def table_metadata(store: Store, table_id: str, tab: str) -> dict[str, Any]:
-    """The Details, Files or Snapshots tab of a live Iceberg table, read with pyiceberg (no JVM) on its
-    catalog with the secret references resolved; Details adds the owner and the catalog from the store."""
+    """The Details, Files or Snapshots tab of a live table, read by the view its format declared (no JVM) on
+    its catalog with the secret references resolved; Details adds the owner and the catalog from the store.
+    A format that declares no such view is an InvalidInput naming the table, its format and the formats
+    that have one."""
     if tab not in TABS:
         raise InvalidInput(f"tab: {tab!r} is not a metadata tab; allowed: {', '.join(TABS)}")
     reg = store.tables.get_registered(table_id)
     spec = reg.spec
-    if str(spec.format) != "iceberg":
-        raise InvalidInput(f"table {spec.id}: format {spec.format} has no {tab} tab; allowed: iceberg tables")
+    from airflow_tablemgmt.factories.views import format_view, formats_with_view
+
+    read = format_view(str(spec.format), tab)
+    if read is None:
+        having = formats_with_view(tab)
+        raise InvalidInput(
+            f"format: table {spec.id} is a {spec.format} table, and its format declares no {tab} view; "
+            f"formats with one: {', '.join(having) or 'none'}"
+        )
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-    from airflow_tablemgmt.metadata import table_views
 
     catalog = store.catalogs.get(spec.catalog)
-    read = {"details": table_views.read_details, "files": table_views.read_files,
-            "snapshots": table_views.read_snapshots}[tab]  # fmt: skip
     out: dict[str, Any] = {"table": spec.id, **read(resolve_catalog_spec(catalog), spec)}
     if tab == "details":
         out["owner"] = spec.owner

@@ -48,6 +48,7 @@ SUPPORT = FormatSupport(FORMAT, DEFAULT_STRATEGIES, ("spark-submit",), "paimon")
 
 declare_format(SUPPORT, ACTIONS, SESSION)
 import tablemgmt_paimon.health  # noqa: E402, F401 - declares the format's health hook
+import tablemgmt_paimon.views  # noqa: E402, F401 - declares the format's table views
 
 
 class PaimonProcessFactory:
