@@ -4,20 +4,21 @@ written since the last ``OPTIMIZE``.
 The log is the newest checkpoint (``<v>.checkpoint.parquet``, or its parts, read with pyarrow) plus the
 JSON commits after it; ``_last_checkpoint`` names the checkpoint when present, else the directory is
 listed. Commits older than the checkpoint are read only to find the last ``OPTIMIZE``, as far back as
-the log still holds them (``changes since`` then counts from the oldest commit kept).
+the log still holds them (``changes since`` then counts from the oldest commit kept). A table on S3 is
+read the same way through pyarrow's S3 client with the catalog's ``spark.hadoop.fs.s3a.*`` settings
+(``metadata/table_dir.py``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
-from airflow_tablemgmt.metadata.table_paths import local_path
+from airflow_tablemgmt.metadata.table_dir import PathNotFound, TableDir, open_table_dir
 
 LOG_DIR = "_delta_log"
 _COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -65,44 +66,45 @@ class DeltaState:
         }
 
 
-def read_delta(location: str) -> DeltaState:
-    """The Delta table at ``location`` (a local path or ``file:`` URI). Raises HealthUnavailable."""
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(
-            f"{location}: only local Delta logs are read without a JVM today; the job reads the table itself"
-        )
-    log = Path(root) / LOG_DIR
-    try:
-        names = os.listdir(log)
-    except OSError as e:
-        raise HealthUnavailable(
-            f"{location}: not a Delta table (no readable {LOG_DIR}/: {e.strerror})"
-        ) from None
+def read_delta(location: str, properties: Mapping[str, str] | None = None) -> DeltaState:
+    """The Delta table at ``location``: a local path, ``file:`` URI, or ``s3a://``/``s3://`` URI read with
+    ``properties`` (the catalog's ``spark.hadoop.fs.s3a.*``, secrets resolved; ``metadata/table_dir.py``).
+    Raises HealthUnavailable (StoreUnreachable when the store cannot be read)."""
+    table = open_table_dir(location, properties, "Delta log")
+    names = _log_names(table)
     commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
-    checkpoints = _checkpoint_parts(names)
-    checkpoint = _last_checkpoint(log, checkpoints)
+    checkpoints = _checkpoint_parts(list(names))
+    checkpoint = _last_checkpoint(table, names, checkpoints)
     if not commits and checkpoint is None:
         raise HealthUnavailable(f"{location}: {LOG_DIR}/ holds no commit")
     files: dict[str, int] = {}
-    properties: dict[str, str] = {}
+    properties_: dict[str, str] = {}
     partitions: tuple[str, ...] = ()
     start = 0
     if checkpoint is not None:
-        files, properties, partitions = _read_checkpoint(log, checkpoints[checkpoint])
+        files, properties_, partitions = _read_checkpoint(table, checkpoints[checkpoint])
         start = checkpoint + 1
     version = checkpoint if checkpoint is not None else -1
+    read: dict[int, list[dict[str, Any]]] = {}  # each commit is read once (one GET on S3)
     for v in (c for c in commits if c >= start):
-        for action in _actions(log, v):
+        for action in _actions(table, v, read):
             if "add" in action:
                 files[action["add"]["path"]] = int(action["add"].get("size") or 0)
             elif "remove" in action:
                 files.pop(action["remove"]["path"], None)
             elif "metaData" in action:
-                properties = dict(action["metaData"].get("configuration") or {})
+                properties_ = dict(action["metaData"].get("configuration") or {})
                 partitions = tuple(action["metaData"].get("partitionColumns") or ())
         version = v
-    return DeltaState(location, version, files, _changes(log, commits), properties, partitions)
+    return DeltaState(location, version, files, _changes(table, commits, read), properties_, partitions)
+
+
+def _log_names(table: TableDir) -> dict[str, int]:
+    """The log's file names and sizes."""
+    try:
+        return {e.name: e.size for e in table.list(LOG_DIR) if not e.is_dir}
+    except PathNotFound:
+        raise HealthUnavailable(f"{table.location}: not a Delta table (no {LOG_DIR}/ there)") from None
 
 
 def _checkpoint_parts(names: list[str]) -> dict[int, list[str]]:
@@ -113,24 +115,29 @@ def _checkpoint_parts(names: list[str]) -> dict[int, list[str]]:
     return parts
 
 
-def _last_checkpoint(log: Path, checkpoints: dict[int, list[str]]) -> int | None:
-    try:
-        version = int(json.loads((log / "_last_checkpoint").read_text())["version"])
-        if version in checkpoints:
-            return version
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+def _last_checkpoint(
+    table: TableDir, names: Mapping[str, int], checkpoints: dict[int, list[str]]
+) -> int | None:
+    if "_last_checkpoint" in names:
+        try:
+            version = int(json.loads(table.read_text(f"{LOG_DIR}/_last_checkpoint"))["version"])
+            if version in checkpoints:
+                return version
+        except PathNotFound:
+            pass
+        except (ValueError, KeyError, TypeError):
+            pass
     return max(checkpoints) if checkpoints else None
 
 
-def _read_checkpoint(log: Path, parts: list[str]) -> tuple[dict[str, int], dict[str, str], tuple[str, ...]]:
-    import pyarrow.parquet as pq
-
+def _read_checkpoint(
+    table_dir: TableDir, parts: list[str]
+) -> tuple[dict[str, int], dict[str, str], tuple[str, ...]]:
     files: dict[str, int] = {}
     properties: dict[str, str] = {}
     partitions: tuple[str, ...] = ()
     for part in sorted(parts):
-        table = pq.read_table(log / part)
+        table = table_dir.read_parquet(f"{LOG_DIR}/{part}")
         columns = set(table.column_names)
         if "add" in columns:
             for add in table.column("add").to_pylist():
@@ -146,19 +153,27 @@ def _read_checkpoint(log: Path, parts: list[str]) -> tuple[dict[str, int], dict[
     return files, properties, partitions
 
 
-def _actions(log: Path, version: int) -> list[dict[str, Any]]:
-    path = log / f"{version:020d}.json"
+def _actions(
+    table: TableDir, version: int, read: dict[int, list[dict[str, Any]]] | None = None
+) -> list[dict[str, Any]]:
+    if read is not None and version in read:
+        return read[version]
+    rel = f"{LOG_DIR}/{version:020d}.json"
+    text = table.read_text(rel)
     try:
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    except (OSError, ValueError) as e:
-        raise HealthUnavailable(f"{path}: unreadable Delta commit: {e}") from None
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError as e:
+        raise HealthUnavailable(f"{table.location}/{rel}: unreadable Delta commit: {e}") from None
+    if read is not None:
+        read[version] = actions
+    return actions
 
 
-def _changes(log: Path, commits: list[int]) -> DeltaChanges:
+def _changes(table: TableDir, commits: list[int], read: dict[int, list[dict[str, Any]]]) -> DeltaChanges:
     """Walk the kept commits newest first, counting data changes until the last OPTIMIZE."""
     count = added = removed = 0
     for v in reversed(commits):
-        actions = _actions(log, v)
+        actions = _actions(table, v, read)
         operation = next((a["commitInfo"].get("operation") for a in actions if "commitInfo" in a), None)
         if operation == OPTIMIZE_OPERATION:
             return DeltaChanges(count, added, removed, v)
@@ -174,24 +189,27 @@ SMALL_FILE_BYTES = 32 * 1024 * 1024
 
 
 def delta_health(
-    location: str, small_file_bytes: int = SMALL_FILE_BYTES, *, state: DeltaState | None = None
+    location: str,
+    small_file_bytes: int = SMALL_FILE_BYTES,
+    *,
+    state: DeltaState | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The table's health figures from its log, without a JVM: live files, small files, the log's size
     (JSON commits kept and their bytes, the newest checkpoint) and what was written since the last
-    OPTIMIZE. ``state``: the table already read. Raises HealthUnavailable."""
-    state = state if state is not None else read_delta(location)
-    root = local_path(location)
-    assert root is not None  # read_delta raised otherwise
-    log = Path(root) / LOG_DIR
+    OPTIMIZE. ``state``: the table already read; ``properties``: as for :func:`read_delta`. Raises
+    HealthUnavailable."""
+    state = state if state is not None else read_delta(location, properties)
+    names = _log_names(open_table_dir(location, properties, "Delta log"))
     commits = checkpoint_bytes = commit_bytes = 0
     checkpoint: int | None = None
-    for entry in os.scandir(log):
-        if _COMMIT.match(entry.name):
+    for name, size in names.items():
+        if _COMMIT.match(name):
             commits += 1
-            commit_bytes += entry.stat().st_size
-        elif m := _CHECKPOINT.match(entry.name):
+            commit_bytes += size
+        elif m := _CHECKPOINT.match(name):
             checkpoint = max(checkpoint or 0, int(m.group(1)))
-            checkpoint_bytes += entry.stat().st_size
+            checkpoint_bytes += size
     sizes = list(state.files.values())
     return {
         "format": "delta",
@@ -209,22 +227,16 @@ def delta_health(
     }
 
 
-def ancestry(location: str, depth: int) -> list[tuple[int, bool]]:
+def ancestry(
+    location: str, depth: int, properties: Mapping[str, str] | None = None
+) -> list[tuple[int, bool]]:
     """The newest ``depth`` commits still in the log, newest first: (version, whether it changed data),
     i.e. added or removed a file with ``dataChange`` true (OPTIMIZE and VACUUM do not)."""
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(f"{location}: only local Delta logs are read without a JVM today")
-    log = Path(root) / LOG_DIR
-    try:
-        versions = sorted((int(m.group(1)) for n in os.listdir(log) if (m := _COMMIT.match(n))), reverse=True)
-    except OSError as e:
-        raise HealthUnavailable(
-            f"{location}: not a Delta table (no readable {LOG_DIR}/: {e.strerror})"
-        ) from None
+    table = open_table_dir(location, properties, "Delta log")
+    versions = sorted((int(m.group(1)) for n in _log_names(table) if (m := _COMMIT.match(n))), reverse=True)
     out: list[tuple[int, bool]] = []
     for v in versions[:depth]:
-        actions = _actions(log, v)
+        actions = _actions(table, v)
         changed = any(
             (kind in a and a[kind].get("dataChange", True)) for a in actions for kind in ("add", "remove")
         )
@@ -232,17 +244,9 @@ def ancestry(location: str, depth: int) -> list[tuple[int, bool]]:
     return out
 
 
-def latest_version(location: str) -> int | None:
+def latest_version(location: str, properties: Mapping[str, str] | None = None) -> int | None:
     """The newest commit's version from the log's listing alone (no commit read): the cheap poll."""
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(f"{location}: only local Delta logs are read without a JVM today")
-    try:
-        names = os.listdir(Path(root) / LOG_DIR)
-    except OSError as e:
-        raise HealthUnavailable(
-            f"{location}: not a Delta table (no readable {LOG_DIR}/: {e.strerror})"
-        ) from None
+    names = _log_names(open_table_dir(location, properties, "Delta log"))
     versions = [int(m.group(1)) for n in names if (m := _COMMIT.match(n) or _CHECKPOINT.match(n))]
     return max(versions, default=None)
 
@@ -269,10 +273,13 @@ def table_health(catalog: Any, table: Any) -> Any:
     from airflow_tablemgmt.metadata.table_paths import table_location
 
     location = table_location(catalog, table.identifier)
-    state = read_delta(location)
-    target = int(state.properties.get("delta.targetFileSize") or OPTIMIZE_TARGET_BYTES)
-    small_line = int(target * 0.75)
-    figures = delta_health(location, small_line, state=state)
+    try:
+        state = read_delta(location, catalog.properties)
+        target = int(state.properties.get("delta.targetFileSize") or OPTIMIZE_TARGET_BYTES)
+        small_line = int(target * 0.75)
+        figures = delta_health(location, small_line, state=state, properties=catalog.properties)
+    except HealthUnavailable as e:
+        raise type(e)(f"{table.id}: {e}") from None
     per_partition: dict[str, int] = {}
     for path, size in state.files.items():
         part = path.rpartition("/")[0]

@@ -5,18 +5,20 @@ Hudi 1.x keeps the active timeline in ``.hoodie/timeline/`` (a completed instant
 ``<instant>_<completion>.<action>``); 0.x kept it in ``.hoodie/`` itself (``<instant>.<action>``). A
 requested or inflight instant is ``<instant>.<action>.requested`` / ``.inflight``. On a merge-on-read
 table a completed compaction is a ``commit`` whose instant was requested as a ``compaction``.
+
+A table on S3 (``s3a://``, ``s3://``) is read the same way through pyarrow's S3 client with the catalog's
+``spark.hadoop.fs.s3a.*`` settings (``metadata/table_dir.py``): the functions take them as ``properties``.
 """
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
-from airflow_tablemgmt.metadata.table_paths import local_path
+from airflow_tablemgmt.metadata.table_dir import PathNotFound, TableDir, open_table_dir
 
 HOODIE = ".hoodie"
 _COMPLETED = re.compile(r"^(\d{14,17})(?:_(\d{14,17}))?\.([a-z]+)$")
@@ -103,33 +105,29 @@ class HudiTimeline:
 _WRITES = ("commit", "deltacommit", "replacecommit")
 
 
-def timeline_listing(location: str) -> frozenset[str]:
+def _timeline_names(table: TableDir) -> list[str]:
+    """The names in the timeline directory: ``.hoodie/timeline/`` (1.x) when there is one, else ``.hoodie/``."""
+    try:
+        entries = table.list(HOODIE)
+        if any(e.is_dir and e.name == "timeline" for e in entries):
+            entries = table.list(f"{HOODIE}/timeline")
+    except PathNotFound:
+        raise HealthUnavailable(f"{table.location}: not a Hudi table (no {HOODIE}/ there)") from None
+    return [e.name for e in entries if not e.is_dir]
+
+
+def timeline_listing(location: str, properties: Mapping[str, str] | None = None) -> frozenset[str]:
     """The names in the timeline directory: what a watcher compares before reading the timeline again."""
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(f"{location}: only local Hudi timelines are read without a JVM today")
-    hoodie = Path(root) / HOODIE
-    timeline = hoodie / "timeline" if (hoodie / "timeline").is_dir() else hoodie
-    try:
-        return frozenset(os.listdir(timeline))
-    except OSError as e:
-        raise HealthUnavailable(f"{location}: unreadable Hudi timeline ({e.strerror})") from None
+    return frozenset(_timeline_names(open_table_dir(location, properties, "Hudi timeline")))
 
 
-def read_timeline(location: str) -> HudiTimeline:
-    """The Hudi table at ``location`` (a local path or ``file:`` URI). Raises HealthUnavailable."""
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(
-            f"{location}: only local Hudi timelines are read without a JVM today; the job reads the table itself"
-        )
-    hoodie = Path(root) / HOODIE
-    table_type = _table_type(hoodie, location)
-    timeline = hoodie / "timeline" if (hoodie / "timeline").is_dir() else hoodie
-    try:
-        names = os.listdir(timeline)
-    except OSError as e:
-        raise HealthUnavailable(f"{location}: unreadable Hudi timeline ({e.strerror})") from None
+def read_timeline(location: str, properties: Mapping[str, str] | None = None) -> HudiTimeline:
+    """The Hudi table at ``location``: a local path, ``file:`` URI, or ``s3a://``/``s3://`` URI read with
+    ``properties`` (the catalog's ``spark.hadoop.fs.s3a.*``, secrets resolved). Raises HealthUnavailable
+    (StoreUnreachable when the store cannot be read)."""
+    table = open_table_dir(location, properties, "Hudi timeline")
+    table_type = _table_type(table)
+    names = _timeline_names(table)
     completed: list[tuple[str, str]] = []
     states: dict[tuple[str, str], str] = {}
     requested: dict[str, list[str]] = {}
@@ -179,29 +177,24 @@ class HudiFiles:
         }
 
 
-def list_files(location: str) -> HudiFiles:
-    """Base and log files per file group, listed from the local table directory (``.hoodie`` skipped).
-    Raises HealthUnavailable off the local disk."""
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(f"{location}: only local Hudi tables are listed without a JVM today")
+def list_files(location: str, properties: Mapping[str, str] | None = None) -> HudiFiles:
+    """Base and log files per file group, listed from the table directory (``.hoodie`` skipped), local
+    or on S3 (``properties`` as for :func:`read_timeline`). Raises HealthUnavailable."""
     base: dict[str, int] = {}
     logs: dict[str, int] = {}
-    for _dirpath, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != HOODIE]
-        for name in names:
-            if m := _LOG_FILE.match(name):
-                logs[m.group(1)] = logs.get(m.group(1), 0) + 1
-            elif m := _BASE_FILE.match(name):
-                base[m.group(1)] = base.get(m.group(1), 0) + 1
+    for name in open_table_dir(location, properties, "Hudi table").walk(HOODIE):
+        if m := _LOG_FILE.match(name):
+            logs[m.group(1)] = logs.get(m.group(1), 0) + 1
+        elif m := _BASE_FILE.match(name):
+            base[m.group(1)] = base.get(m.group(1), 0) + 1
     return HudiFiles(base, logs)
 
 
-def hudi_health(location: str) -> dict[str, Any]:
+def hudi_health(location: str, properties: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The table's health figures without a JVM: the timeline's (pending compactions, delta commits since
     the last compaction, commits since the last clean, active commits) and the files' (log files per
     file group). Raises HealthUnavailable."""
-    timeline = read_timeline(location)
+    timeline = read_timeline(location, properties)
     return {
         "format": "hudi",
         "table_type": timeline.table_type,
@@ -210,16 +203,16 @@ def hudi_health(location: str) -> dict[str, Any]:
         "delta_commits_since_compaction": timeline.delta_commits_since_compaction(),
         "commits_since_clean": timeline.commits_since_clean(),
         "active_commits": timeline.active_commits(),
-        **list_files(location).summary(),
+        **list_files(location, properties).summary(),
     }
 
 
-def _table_type(hoodie: Path, location: str) -> str:
+def _table_type(table: TableDir) -> str:
     try:
-        text = (hoodie / "hoodie.properties").read_text()
-    except OSError as e:
+        text = table.read_text(f"{HOODIE}/hoodie.properties")
+    except PathNotFound:
         raise HealthUnavailable(
-            f"{location}: not a Hudi table (no readable {HOODIE}/hoodie.properties: {e.strerror})"
+            f"{table.location}: not a Hudi table (no {HOODIE}/hoodie.properties there)"
         ) from None
     for line in text.splitlines():
         if line.startswith("hoodie.table.type="):
@@ -253,7 +246,10 @@ def table_health(catalog: Any, table: Any) -> Any:
             int(getattr(table.action_settings(action), name, default)) if action in table.actions else default
         )
 
-    figures = hudi_health(table_location(catalog, table.identifier))
+    try:
+        figures = hudi_health(table_location(catalog, table.identifier), catalog.properties)
+    except HealthUnavailable as e:
+        raise type(e)(f"{table.id}: {e}") from None
     mor = figures["table_type"] == MERGE_ON_READ
     min_delta = option("compaction", "min_delta_commits", 5)
     retain = option("clean", "retain_commits", 10)

@@ -72,5 +72,7 @@ def test_a_table_never_optimized_counts_every_kept_commit(tmp_path: Path) -> Non
 def test_not_a_delta_table_says_where(tmp_path: Path) -> None:
     with pytest.raises(HealthUnavailable, match="not a Delta table"):
         read_delta(str(tmp_path))
-    with pytest.raises(HealthUnavailable, match="only local Delta logs"):
+    with pytest.raises(HealthUnavailable, match="spark.hadoop.fs.s3a.. properties, and none were given"):
         read_delta("s3://bucket/t")
+    with pytest.raises(HealthUnavailable, match="only local and S3"):
+        read_delta("gs://bucket/t", {})
