@@ -14,6 +14,11 @@ so an Iceberg table's trigger keeps its stored form.
   ``min-delta-commits`` without a JVM.
 * Delta: the snapshot id is the table version; a commit that adds or removes no file with ``dataChange``
   (OPTIMIZE, VACUUM, a property change) is a rewrite.
+
+Both read a local table and one on S3 (``s3a://``, ``s3://``) alike, the latter with the catalog's
+``spark.hadoop.fs.s3a.*`` properties (resolved where the reader is made: ``triggers/readers.py``). A table
+that is not there raises ``TableNotFound``; a store that cannot be read raises ``StoreUnreachable`` (an
+``OSError``: the asset watcher logs it and polls again), naming the table and its location, never a secret.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.iceberg import ANCESTRY_DEPTH, REPLACE, SnapshotReader, SnapshotState
+from airflow_tablemgmt.metadata.table_dir import StoreUnreachable
 from airflow_tablemgmt.metadata.table_paths import table_location
 
 DATA_CHANGE = "append"  # any operation but REPLACE: SnapshotState.data_changed_since counts it
@@ -63,6 +69,8 @@ class _PathFormatReader(ABC):
             if cached is not None and cached[0] == pointer:
                 return cached[1]
             ancestry = self._ancestry(location)
+        except StoreUnreachable as e:  # an outage (an OSError too): the watcher says so and polls again
+            raise StoreUnreachable(f"{self.format} table {table}: {e}") from None
         except HealthUnavailable as e:
             from airflow_tablemgmt.core.errors import TableNotFound
 
@@ -91,12 +99,12 @@ class HudiTimelineReader(_PathFormatReader):
     def _pointer(self, location: str) -> object:
         from airflow_tablemgmt.metadata.hudi import timeline_listing
 
-        return timeline_listing(location)
+        return timeline_listing(location, self.catalog.properties)
 
     def _ancestry(self, location: str) -> list[tuple[int, bool]]:
         from airflow_tablemgmt.metadata.hudi import read_timeline
 
-        return read_timeline(location).ancestry(ANCESTRY_DEPTH)
+        return read_timeline(location, self.catalog.properties).ancestry(ANCESTRY_DEPTH)
 
 
 class DeltaLogReader(_PathFormatReader):
@@ -105,12 +113,12 @@ class DeltaLogReader(_PathFormatReader):
     def _pointer(self, location: str) -> object:
         from airflow_tablemgmt.metadata.delta import latest_version
 
-        return latest_version(location)
+        return latest_version(location, self.catalog.properties)
 
     def _ancestry(self, location: str) -> list[tuple[int, bool]]:
         from airflow_tablemgmt.metadata.delta import ancestry
 
-        return ancestry(location, ANCESTRY_DEPTH)
+        return ancestry(location, ANCESTRY_DEPTH, self.catalog.properties)
 
 
 #: The formats read here, by their ``TableFormat`` value.
