@@ -3,9 +3,10 @@ with Delta's extensions only.
 
 A Delta table is path-based: declared in a ``hadoop`` catalog whose ``warehouse`` is the tables' root,
 it lives at ``<warehouse>/<namespace>/<name>`` (``delta.`<path>``` in Spark SQL). Whether there is work
-is read from the ``_delta_log`` without a JVM (``metadata/delta.py``): ``optimize`` is skipped when fewer
-than ``min-new-files`` files were added since the last ``OPTIMIZE``. ``vacuum``'s first run, and the first
-after ``retain`` changes, is a dry run unless ``confirm: true`` (expire-data's policy).
+is read from the ``_delta_log`` without a JVM (``metadata/delta.py``; on S3 through pyarrow with the
+catalog's ``spark.hadoop.fs.s3a.*``): ``optimize`` is skipped when fewer than ``min-new-files`` files were
+added since the last ``OPTIMIZE``. ``vacuum``'s first run, and the first after ``retain`` changes, is a dry
+run unless ``confirm: true`` (expire-data's policy).
 """
 
 from __future__ import annotations
@@ -94,11 +95,15 @@ class DeltaProcessFactory:
         if minimum == 0:
             return True
         from airflow_tablemgmt.metadata.delta import read_delta
+        from airflow_tablemgmt.metadata.table_dir import StoreUnreachable, readable_catalog
         from airflow_tablemgmt.metadata.table_paths import table_location
 
+        catalog = readable_catalog(context)
         try:
-            state = read_delta(table_location(context.catalog, table.identifier))
-        except HealthUnavailable as e:  # unreadable here (e.g. on S3): the job decides
+            state = read_delta(table_location(catalog, table.identifier), catalog.properties)
+        except StoreUnreachable as e:  # the job could not read it either: fail before any Spark starts
+            raise StoreUnreachable(f"optimize on {table.id}: {e}") from None
+        except HealthUnavailable as e:  # not readable here (e.g. not a Delta table yet): the job decides
             log.info(
                 "tablemgmt: optimize on %s: the Delta log is not readable here (%s); running", table.id, e
             )
