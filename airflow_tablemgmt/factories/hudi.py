@@ -134,11 +134,15 @@ class HudiProcessFactory:
 
 def _timeline(table: TableSpec, context: TriggerContext) -> Any:
     from airflow_tablemgmt.metadata.hudi import read_timeline
+    from airflow_tablemgmt.metadata.table_dir import StoreUnreachable, readable_catalog
     from airflow_tablemgmt.metadata.table_paths import table_location
 
+    catalog = readable_catalog(context)
     try:
-        return read_timeline(table_location(context.catalog, table.identifier))
-    except HealthUnavailable as e:  # unreadable here (e.g. on S3): the job decides on Hudi's own timeline
+        return read_timeline(table_location(catalog, table.identifier), catalog.properties)
+    except StoreUnreachable as e:  # the job could not read it either: fail before any Spark starts
+        raise StoreUnreachable(f"{table.id}: {e}") from None
+    except HealthUnavailable as e:  # not readable here: the job decides on Hudi's own timeline
         log.info("tablemgmt: %s: the Hudi timeline is not readable here (%s)", table.id, e)
         return None
 
