@@ -185,7 +185,8 @@ def get_actions(table_id: TableId, store: StoreDep) -> list[ActionOut]:
 
 @router.get("/{table_id}/health", response_model=HealthOut)
 def get_health(table_id: TableId, store: StoreDep) -> HealthOut:
-    """File figures from Iceberg metadata (cached for 60 s) and the last success/failure per action."""
+    """The table's health read from its format's metadata (cached for 60 s) and the last success/failure per
+    action."""
     h = table_health(store, table_id).to_dict()
     if h["files"] is not None:
         sid = h["files"]["snapshot_id"]
@@ -196,21 +197,24 @@ def get_health(table_id: TableId, store: StoreDep) -> HealthOut:
 @router.get("/{table_id}/details", response_model=dict[str, Any])
 def get_details(table_id: TableId, store: StoreDep) -> dict[str, Any]:
     """The Details tab: schema (nested columns dotted), partition spec, sort order, properties, location,
-    owner and catalog, read with pyiceberg from the table's current metadata."""
+    the format's own figures, owner and catalog, read by the view the table's format declared
+    (``factories.api.declare_views``, no JVM); a format without one is a 422 naming the formats that have it."""
     return table_metadata(store, table_id, "details")
 
 
 @router.get("/{table_id}/files", response_model=dict[str, Any])
 def get_files(table_id: TableId, store: StoreDep) -> dict[str, Any]:
     """The Files tab: per partition (the most files first, at most 500) the live data and delete files,
-    bytes, records, small files and a histogram of data file sizes against the table's target size."""
+    bytes, records, small files and a histogram of data file sizes against the table's target size; a
+    format may list the files themselves (``files``). Read by the format's declared view."""
     return table_metadata(store, table_id, "files")
 
 
 @router.get("/{table_id}/snapshots", response_model=dict[str, Any])
 def get_snapshots(table_id: TableId, store: StoreDep) -> dict[str, Any]:
-    """The Snapshots tab: every snapshot oldest first, its operation and the data/delete files, records
-    and bytes it added and removed (its summary)."""
+    """The Snapshots tab: every snapshot (a format's log version or instant: ``entry_label``) oldest first,
+    its operation and the data/delete files, records and bytes it added and removed where the format
+    records them (null otherwise). Read by the format's declared view."""
     return table_metadata(store, table_id, "snapshots")
 
 

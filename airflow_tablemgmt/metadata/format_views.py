@@ -4,7 +4,8 @@ and the page call the declared reader without knowing the format.
 
 A view reader is ``(catalog with its secret references resolved, table) -> dict``; it reads the table's
 own metadata without a JVM and raises ``HealthUnavailable`` when the table cannot be read where it runs.
-Every format answers in one shape (Iceberg's, the first), keys it cannot fill being ``null``:
+Every format answers in one shape (the first format's, which the page was built on), keys it cannot fill
+being ``null``:
 
 * **details**: ``location``, ``format_version``, ``last_updated`` (ISO 8601), ``current_snapshot_id`` (the
   format's current version / instant / snapshot, a string), ``schema_id``, ``columns`` (``[{id, name,
@@ -76,7 +77,7 @@ class LiveFile:
     partition: str = ""  # "" when the table is not partitioned
     size: int = 0
     records: int | None = None  # None when the format does not record it where the view reads
-    delete: bool = False  # a delete file (merge-on-read deletes, Hudi log files), not a data file
+    delete: bool = False  # a merge-on-read delete or log file, not a data file
 
 
 def _bucket(size: int, target: int) -> int:
@@ -94,8 +95,8 @@ def _sum(values: Iterable[int | None]) -> int | None:
 def files_view(
     files: Iterable[LiveFile], target: int, *, snapshot_id: Any = None, compaction_action: str | None = None
 ) -> dict[str, Any]:
-    """The Files view of ``files`` (the table's live files) against ``target`` bytes, in the shape Iceberg's
-    answers: per partition (the most files first, at most :data:`MAX_PARTITIONS`) data and delete files,
+    """The Files view of ``files`` (the table's live files) against ``target`` bytes, in the shared
+    shape: per partition (the most files first, at most :data:`MAX_PARTITIONS`) data and delete files,
     bytes, records (null when a file's count is not recorded) and a histogram of data file sizes in
     :data:`SIZE_BUCKETS` of the target; the totals; and the first :data:`MAX_FILES` files themselves
     (``files``: path, partition, size_bytes, records, delete). ``compaction_action`` names the action that

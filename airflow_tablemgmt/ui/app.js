@@ -1,5 +1,5 @@
 /* Table maintenance page: a hash-routed view over the /tablemgmt/v1 REST API. No framework, no build
- * (so one script of ~900 lines: a second file would need a loader or a bundler).
+ * (so one script of ~1000 lines: a second file would need a loader or a bundler).
  *
  * Routes (each its own URL; inside Airflow's frame the hash is mirrored to the outer page's URL, so a
  * link or a reload opens the same view, and the back button walks the views):
@@ -522,13 +522,16 @@ function kv(rows) {
 
 const metaError = (meta, what) => h("p", { class: "muted", dataset: { metaError: "1" } }, `${what} unavailable${meta && meta.error ? `: ${meta.error}` : ""}`);
 
+// The Details, Files and Snapshots tabs render what the table's format declared (docs/writing-a-format-plugin.md,
+// "Table views"): one shape for every format, a key the format cannot fill being null and left out here.
 function schemaBlock(meta) {
   if (!meta || meta.error) return metaError(meta, "Schema, partition spec and sort order");
   const spec = meta.partition_spec.fields, sort = meta.sort_order.fields;
   return h("div", {},
-    h("h3", {}, `Schema (id ${meta.schema_id})`),
-    h("table", { class: "grid", id: "schema" }, h("thead", {}, h("tr", {}, ["Id", "Column", "Type", "Required", "Doc"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, meta.columns.map((c) => h("tr", { dataset: { column: c.name } }, h("td", { class: "num" }, String(c.id)), h("td", {}, c.name), h("td", { class: "small" }, c.type), h("td", {}, c.required ? "yes" : "no"), h("td", { class: "small" }, c.doc || ""))))),
+    h("h3", {}, meta.schema_id === null || meta.schema_id === undefined ? "Schema" : `Schema (id ${meta.schema_id})`),
+    meta.columns ? h("table", { class: "grid", id: "schema" }, h("thead", {}, h("tr", {}, ["Id", "Column", "Type", "Required", "Doc"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, meta.columns.map((c) => h("tr", { dataset: { column: c.name } }, h("td", { class: "num" }, String(c.id)), h("td", {}, c.name), h("td", { class: "small" }, c.type), h("td", {}, c.required ? "yes" : "no"), h("td", { class: "small" }, c.doc || "")))))
+      : h("p", { class: "muted", id: "schema" }, "The table's metadata records no schema where it is read without a JVM."),
     h("h3", {}, "Partition spec and sort order"),
     kv([
       ["Partition spec", h("span", { id: "partition-spec" }, spec.length ? spec.map((f) => `${f.transform}(${f.source}) as ${f.name}`).join(", ") : "unpartitioned")],
@@ -536,10 +539,20 @@ function schemaBlock(meta) {
       ["Location", meta.location], ["Format version", meta.format_version], ["Current snapshot", meta.current_snapshot_id || "none"], ["Last updated", when(meta.last_updated)],
       ["Catalog", `${meta.catalog.name} (${meta.catalog.type}${meta.catalog.warehouse ? `, ${meta.catalog.warehouse}` : ""}${meta.catalog.uri ? `, ${meta.catalog.uri}` : ""})`],
     ]),
+    viewFiguresBlock(meta.figures),
     h("h3", {}, "Properties"),
     Object.keys(meta.properties).length
       ? h("table", { class: "kv", id: "properties" }, h("tbody", {}, Object.entries(meta.properties).map(([k, v]) => h("tr", { dataset: { property: k } }, h("th", {}, k), h("td", { class: "small" }, v)))))
       : h("p", { class: "muted" }, "No table property."));
+}
+
+// A format's own figures in its Details view (files, commits, ... by its own names).
+function viewFiguresBlock(figures) {
+  if (!figures || !Object.keys(figures).length) return null;
+  const show = (k, v) => (k.endsWith("bytes") && typeof v === "number" ? fmtBytes(v) : typeof v === "number" ? fmtNum(v) : v === null || v === undefined ? "–" : String(v));
+  return h("div", {}, h("h3", {}, "Figures"),
+    h("table", { class: "kv", id: "view-figures" }, h("tbody", {}, Object.entries(figures).map(([k, v]) =>
+      h("tr", { dataset: { figure: k } }, h("th", {}, k.replaceAll("_", " ")), h("td", { class: "num" }, show(k, v)))))));
 }
 
 function detailsTab(table, health, meta) {
@@ -592,13 +605,24 @@ function partitionsBlock(meta) {
   return h("div", {},
     h("h3", {}, `Data file sizes against the target ${fmtBytes(meta.target_file_size_bytes)} (all partitions)`),
     histogram(meta.totals.histogram, labels, small),
-    h("p", { class: "muted small" }, `Bars in red are small files (under 75 % of the target), what rewrite-files rewrites. ${fmtNum(meta.totals.data_files)} data files, ${fmtNum(meta.totals.delete_files)} delete files.`),
+    h("p", { class: "muted small" }, `Bars in red are small files (under 75 % of the target), what ${meta.compaction_action || "rewrite-files"} rewrites. ${fmtNum(meta.totals.data_files)} data files, ${fmtNum(meta.totals.delete_files)} delete files.`),
     h("h3", {}, `Per partition (${fmtNum(meta.partitions_total)}${meta.partitions.length < meta.partitions_total ? `, the ${meta.partitions.length} with the most files` : ""})`),
     h("table", { class: "grid", id: "partitions" }, h("thead", {}, h("tr", {}, ["Partition", "Data files", "Small", "Size", "Records", "Delete files", "Sizes (histogram buckets)"].map((c) => h("th", {}, c)))),
       h("tbody", {}, meta.partitions.map((p) => h("tr", { dataset: { partition: p.partition, files: String(p.data_files) } },
         h("td", {}, p.partition || "(unpartitioned)"), h("td", { class: "num" }, fmtNum(p.data_files)), h("td", { class: "num" }, fmtNum(p.small_files)),
         h("td", { class: "num" }, fmtBytes(p.data_bytes)), h("td", { class: "num" }, fmtNum(p.records)), h("td", { class: "num" }, fmtNum(p.delete_files)),
-        h("td", { class: "small", title: labels.join(" | ") }, p.histogram.join(" · ")))))));
+        h("td", { class: "small", title: labels.join(" | ") }, p.histogram.join(" · ")))))),
+    filesListBlock(meta));
+}
+
+// The live files themselves, when the format's Files view lists them (at most the first 200).
+function filesListBlock(meta) {
+  if (!meta.files) return null;
+  return h("div", {},
+    h("h3", {}, `Files (${fmtNum(meta.files_total)}${meta.files.length < meta.files_total ? `, the first ${meta.files.length}` : ""})`),
+    h("table", { class: "grid", id: "file-list" }, h("thead", {}, h("tr", {}, ["Path", "Partition", "Size", "Records", "Kind"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, meta.files.map((f) => h("tr", { dataset: { path: f.path } }, h("td", { class: "small" }, f.path), h("td", {}, f.partition || "(unpartitioned)"),
+        h("td", { class: "num" }, fmtBytes(f.size_bytes)), h("td", { class: "num" }, fmtNum(f.records)), h("td", {}, f.delete ? "delete" : "data"))))));
 }
 
 function filesTab(health, meta) {
@@ -623,17 +647,32 @@ function filesTab(health, meta) {
 function timelineBlock(meta) {
   if (!meta || meta.error) return metaError(meta, "The snapshot timeline");
   const snaps = [...meta.snapshots].reverse();
+  const label = meta.entry_label || "snapshots";
   const change = (a, r) => `+${fmtNum(a)} / −${fmtNum(r)}`;
+  const known = (...keys) => snaps.some((s) => keys.some((k) => s[k] !== null && s[k] !== undefined));
+  // [header, cell, shown]: a column no entry fills (the format does not record it) is left out
+  const cols = [
+    ["Committed", (s) => h("td", {}, when(s.committed_at)), true],
+    [label === "snapshots" ? "Snapshot" : "Id", (s) => h("td", { class: "small" }, `${s.snapshot_id}${s.current ? " (current)" : ""}`), true],
+    ["Operation", (s) => h("td", {}, s.operation || "–"), true],
+    ["Data files +/−", (s) => h("td", { class: "num" }, change(s.added_data_files, s.removed_data_files)), known("added_data_files", "removed_data_files")],
+    ["Delete files +/−", (s) => h("td", { class: "num" }, change(s.added_delete_files, s.removed_delete_files)), known("added_delete_files", "removed_delete_files")],
+    ["Records +/−", (s) => h("td", { class: "num" }, change(s.added_records, s.removed_records)), known("added_records", "removed_records")],
+    ["Bytes +/−", (s) => h("td", { class: "num" }, `+${fmtBytes(s.added_bytes)} / −${fmtBytes(s.removed_bytes)}`), known("added_bytes", "removed_bytes")],
+    ["Net records", (s) => h("td", { class: "num" }, fmtNum(s.net_records)), known("net_records")],
+    ["Total records", (s) => h("td", { class: "num" }, fmtNum(s.total_records)), !snaps.length || known("total_records")],
+  ].filter(([, , shown]) => shown);
+  const pending = meta.pending || [];
   return h("div", {},
-    h("h3", {}, `Timeline (${fmtNum(snaps.length)} snapshots, newest first)`),
+    h("h3", {}, `Timeline (${fmtNum(snaps.length)} ${label}, newest first)`),
     snaps.length
-      ? h("table", { class: "grid", id: "timeline" }, h("thead", {}, h("tr", {}, ["Committed", "Snapshot", "Operation", "Data files +/−", "Delete files +/−", "Records +/−", "Bytes +/−", "Total records"].map((c) => h("th", {}, c)))),
+      ? h("table", { class: "grid", id: "timeline" }, h("thead", {}, h("tr", {}, cols.map(([c]) => h("th", {}, c)))),
           h("tbody", {}, snaps.map((s) => h("tr", { dataset: { snapshot: s.snapshot_id, operation: s.operation || "" }, class: s.current ? "current" : "" },
-            h("td", {}, when(s.committed_at)), h("td", { class: "small" }, `${s.snapshot_id}${s.current ? " (current)" : ""}`), h("td", {}, s.operation || "–"),
-            h("td", { class: "num" }, change(s.added_data_files, s.removed_data_files)), h("td", { class: "num" }, change(s.added_delete_files, s.removed_delete_files)),
-            h("td", { class: "num" }, change(s.added_records, s.removed_records)), h("td", { class: "num" }, `+${fmtBytes(s.added_bytes)} / −${fmtBytes(s.removed_bytes)}`),
-            h("td", { class: "num" }, fmtNum(s.total_records))))))
-      : h("p", { class: "muted" }, "The table has no snapshot."));
+            cols.map(([, cell]) => cell(s))))))
+      : h("p", { class: "muted" }, `The table has no ${label === "snapshots" ? "snapshot" : label}.`),
+    pending.length
+      ? h("p", { class: "muted small", id: "pending" }, `Pending: ${pending.map((p) => `${p.snapshot_id} ${p.operation} (${p.state})`).join(", ")}`)
+      : null);
 }
 
 function snapshotsTab(health, procs, meta) {

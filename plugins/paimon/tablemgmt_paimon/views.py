@@ -7,8 +7,8 @@ warehouse, read from its snapshot, schema and data files without a JVM.
 * **files**: the data files on disk under ``[<partition>/]bucket-<n>/`` per partition against the table's
   ``target-file-size`` (Paimon's default 128 MiB). Manifests (Avro) are not read, so a file a snapshot no
   longer references counts until ``expire-snapshots`` or ``remove-orphans`` deletes it, and records are null;
-* **snapshots**: every snapshot file, oldest first: commit kind, time, total records and the snapshot's
-  record delta (``deltaRecordCount``).
+* **snapshots**: every snapshot file, oldest first: commit kind, time, total records and the records the
+  snapshot added net of those it removed (``deltaRecordCount`` as ``net_records``).
 
 A table not on a local warehouse raises ``HealthUnavailable`` (the page and the REST API say why).
 """
@@ -158,7 +158,7 @@ def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
             "added_data_files": None, "removed_data_files": None, "added_delete_files": None,
             "removed_delete_files": None, "added_records": None, "removed_records": None,
             "added_bytes": None, "removed_bytes": None, "total_records": s.get("totalRecordCount"),
-            "total_data_files": None, "delta_records": s.get("deltaRecordCount"),
+            "total_data_files": None, "net_records": s.get("deltaRecordCount"),
         })  # fmt: skip
         previous = str(s.get("id"))
     return {

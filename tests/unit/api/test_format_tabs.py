@@ -23,7 +23,13 @@ def _delta(root: Path) -> None:
     schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
     lines = [
         {"commitInfo": {"operation": "WRITE", "timestamp": 1_764_000_000_000}},
-        {"metaData": {"schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {"k": "v"}}},
+        {
+            "metaData": {
+                "schemaString": json.dumps(schema),
+                "partitionColumns": [],
+                "configuration": {"k": "v"},
+            }
+        },
         {"add": {"path": "a.parquet", "size": 100, "dataChange": True, "stats": '{"numRecords": 3}'}},
     ]
     (log / f"{0:020d}.json").write_text("\n".join(json.dumps(x) for x in lines))
@@ -36,7 +42,9 @@ def _delta(root: Path) -> None:
 def _hudi(root: Path) -> None:
     timeline = root / ".hoodie" / "timeline"
     timeline.mkdir(parents=True)
-    (root / ".hoodie" / "hoodie.properties").write_text("hoodie.table.type=COPY_ON_WRITE\nhoodie.table.name=e\n")
+    (root / ".hoodie" / "hoodie.properties").write_text(
+        "hoodie.table.type=COPY_ON_WRITE\nhoodie.table.name=e\n"
+    )
     (timeline / "20261125100000000_20261125100001000.commit").write_text("")
     (timeline / "20261125100100000_20261125100101000.clean").write_text("")
     (root / "f1-0_0-1-1_20261125100000000.parquet").write_bytes(b"x" * 64)
@@ -55,7 +63,9 @@ def api(tmp_path: Path) -> Iterator[TestClient]:
     store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
     store.catalogs.upsert(CatalogSpec(name="paths", type="hadoop", warehouse=str(warehouse)), Owner.STORE)
     for ns, name, fmt in (("sales", "orders", "delta"), ("app", "events", "hudi")):
-        store.tables.upsert(TableSpec(catalog="paths", namespace=ns, name=name, format=fmt, owner="t"), Owner.STORE)
+        store.tables.upsert(
+            TableSpec(catalog="paths", namespace=ns, name=name, format=fmt, owner="t"), Owner.STORE
+        )
     app = create_api_app()
     app.dependency_overrides[get_store] = lambda: store
     app.dependency_overrides[get_user] = lambda: object()
@@ -69,7 +79,9 @@ def test_a_delta_tables_three_tabs(api: TestClient) -> None:
     assert [c["name"] for c in d["columns"]] == ["id"] and d["properties"] == {"k": "v"}
     assert d["figures"]["version"] == 1 and d["current_snapshot_id"] == "1"
     f = api.get("/tables/paths.sales.orders/files").json()
-    assert f["files"] == [{"path": "b.parquet", "partition": "", "size_bytes": 90, "records": 2, "delete": False}]
+    assert f["files"] == [
+        {"path": "b.parquet", "partition": "", "size_bytes": 90, "records": 2, "delete": False}
+    ]
     assert f["totals"]["data_files"] == 1 and f["totals"]["records"] == 2
     s = api.get("/tables/paths.sales.orders/snapshots").json()
     assert [(x["snapshot_id"], x["operation"]) for x in s["snapshots"]] == [("0", "WRITE"), ("1", "DELETE")]
@@ -102,7 +114,9 @@ def test_a_format_without_the_view_is_422_naming_table_format_and_who_has_it(
     body = r.json()
     assert body["field"] == "format"
     assert "paths.app.events" in body["detail"] and "hudi table" in body["detail"]
-    assert "formats with one: " in body["detail"] and "delta" in body["detail"] and "iceberg" in body["detail"]
+    assert (
+        "formats with one: " in body["detail"] and "delta" in body["detail"] and "iceberg" in body["detail"]
+    )
     assert api.get("/tables/paths.app.events/files").status_code == 200
 
 
@@ -112,3 +126,33 @@ def test_an_unreadable_table_is_502_naming_where(api: TestClient, tmp_path: Path
     shutil.rmtree(tmp_path / "wh" / "sales" / "orders" / "_delta_log")
     r = api.get("/tables/paths.sales.orders/snapshots")
     assert r.status_code == 502 and "sales/orders" in r.json()["detail"]
+
+
+ROOT = Path(__file__).resolve().parents[3]
+GENERIC = (
+    "airflow_tablemgmt/services/tables.py",
+    "airflow_tablemgmt/api/tables.py",
+    "airflow_tablemgmt/factories/views.py",
+    "airflow_tablemgmt/metadata/format_views.py",
+    "airflow_tablemgmt/ui/app.js",
+)
+
+
+@pytest.mark.parametrize("path", GENERIC)
+def test_the_views_generic_modules_never_name_a_format(path: str) -> None:
+    import re
+
+    text = (ROOT / path).read_text()
+    assert not re.findall(r"\b(?:iceberg|hudi|delta|paimon)\b", text, flags=re.IGNORECASE)
+
+
+def test_the_built_in_formats_declare_their_views_through_the_public_api() -> None:
+    import airflow_tablemgmt.factories.delta  # noqa: F401
+    import airflow_tablemgmt.factories.hudi  # noqa: F401
+    import airflow_tablemgmt.factories.iceberg  # noqa: F401
+    from airflow_tablemgmt.factories import api
+    from airflow_tablemgmt.metadata.format_views import TABS, view_hook
+
+    for fmt in ("iceberg", "delta", "hudi"):
+        assert all(view_hook(fmt, tab) is not None for tab in TABS), fmt
+    assert {"declare_views", "LiveFile", "files_view", "details_view"} <= set(api.__all__)

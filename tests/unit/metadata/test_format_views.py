@@ -82,7 +82,9 @@ def test_delta_details_read_the_schema_protocol_and_figures(tmp_path: Path, delt
         ("part", "integer", False, None),
     ]
     assert d["partition_spec"]["fields"] == [{"name": "part", "source": "part", "transform": "identity"}]
-    assert d["format_version"] == "1/2 (reader/writer)" and d["properties"]["delta.targetFileSize"] == str(8 * MIB)
+    assert d["format_version"] == "1/2 (reader/writer)" and d["properties"]["delta.targetFileSize"] == str(
+        8 * MIB
+    )
     assert d["last_updated"] == "2025-11-24T16:03:00+00:00"
     assert d["figures"] == {"version": 3, "data_files": 3, "total_bytes": 13 * MIB, "log_commits": 4,
                             "commits_since_optimize": 1, "last_optimize_version": 2}  # fmt: skip
@@ -200,8 +202,13 @@ def test_hudi_snapshots_are_the_completed_instants(tmp_path: Path, hudi: TableSp
         ("20261125100200000", "compaction", False),
         ("20261125100300000", "deltacommit", True),
     ]
-    assert s["snapshots"][2]["action"] == "commit" and s["snapshots"][0]["committed_at"] == "2026-11-25T10:00:00+00:00"
-    assert s["pending"] == [{"snapshot_id": "20261125100400000", "operation": "deltacommit", "state": "inflight"}]
+    assert (
+        s["snapshots"][2]["action"] == "commit"
+        and s["snapshots"][0]["committed_at"] == "2026-11-25T10:00:00+00:00"
+    )
+    assert s["pending"] == [
+        {"snapshot_id": "20261125100400000", "operation": "deltacommit", "state": "inflight"}
+    ]
 
 
 def test_files_view_buckets_against_the_target_and_keeps_unknown_records_null() -> None:
