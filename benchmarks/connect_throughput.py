@@ -45,6 +45,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -193,6 +194,8 @@ def main() -> None:
     from airflow_tablemgmt.spark.connect.session import connect_conf, open_session
     from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
+    # a stopped run (SIGTERM) still stops its server: the finally below runs on SystemExit
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = args.workdir or Path(tempfile.mkdtemp(prefix="tms-connect-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     warehouse = work / "warehouse"
