@@ -1,8 +1,9 @@
 """The Delta scenario on S3 (run by test_delta_s3.py in a child process, against the SeaweedFS the test
 started): a partitioned table written by Spark at ``s3a://<bucket>/lake/sales/orders``, then the factory's
-optimize (its log is not readable here without a JVM, so the factory runs it) and vacuum (the first run:
-a dry run), each through the job's entry in a session built for the catalog: Delta's jars and
-``hadoop-aws``, the ``spark.hadoop.fs.s3a.*`` properties with the secret as an ``env:`` reference."""
+optimize (decided from the log read on S3 without a JVM: files were added, so it runs; right after it,
+nothing new, so it is skipped) and vacuum (the first run: a dry run), each through the job's entry in a
+session built for the catalog: Delta's jars and ``hadoop-aws``, the ``spark.hadoop.fs.s3a.*`` properties
+with the secret as an ``env:`` reference (resolved for the factory's read as the worker resolves it)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.factories.delta import DeltaProcessFactory
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+from airflow_tablemgmt.metadata.delta import read_delta
 from tests.integration.formats.format_jobs import run_job, start_session, step
 
 NOW = datetime(2026, 11, 25, tzinfo=UTC)
@@ -53,7 +55,9 @@ def main(warehouse: str, endpoint: str) -> None:
             .save(location)
         )
     step("written", seconds=round(time.perf_counter() - t0, 2))
-    factory, context = DeltaProcessFactory(), TriggerContext(instant=NOW, catalog=catalog)
+    factory = DeltaProcessFactory()
+    context = TriggerContext(instant=NOW, catalog=catalog, resolve_catalog=resolve_catalog_spec)
+    step("read_without_jvm", figures=read_delta(location, resolve_catalog_spec(catalog).properties).summary())
     spec = TableSpec(
         catalog="lake",
         namespace="sales",
@@ -66,6 +70,9 @@ def main(warehouse: str, endpoint: str) -> None:
         t = time.perf_counter()
         result = run_job(spark, job)
         step(action, job=job.to_json_dict(), result=result, wall=round(time.perf_counter() - t, 2))
+        if action == "optimize":
+            again = factory.trigger(spec, action, context)
+            step("optimize_again", job=None if again is None else again.options)
     spark.stop()
 
 

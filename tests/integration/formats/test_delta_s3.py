@@ -1,6 +1,7 @@
 """Delta maintained on S3 (SeaweedFS started by the test): optimize and vacuum's first-run dry run on a
 table at ``s3a://`` written by Spark, each effect read back without Spark through pyarrow's S3 client:
-the live files from the ``_delta_log``, the rows and a checksum from those Parquet files.
+the live files from the ``_delta_log``, the rows and a checksum from those Parquet files. The factory's
+own read of that log on S3 (no JVM) agrees with the job's figures, and skips a second optimize.
 
 On demand (``TABLEMGMT_FORMATS_FULL=1``): one Delta JVM with ``hadoop-aws`` (≈ 280 MB of jars fetched
 once), ≈ 2-4 min on 2 cores."""
@@ -92,6 +93,10 @@ def test_delta_on_s3_optimize_and_vacuum_read_back_through_s3(
     ]
     assert ops.count("OPTIMIZE") == 1
     vacuum = steps["vacuum"]["result"]
+    # the factory's read of the Spark-written log on S3, without a JVM, agrees with the job's own figures
+    assert steps["read_without_jvm"]["figures"]["current_snapshot_id"] == before_version
+    assert steps["read_without_jvm"]["figures"]["data_files"] == summary["before"]["data_files"]
+    assert steps["optimize_again"]["job"] is None  # nothing added since the OPTIMIZE: skipped, no JVM
     assert vacuum["exit_code"] == 0, vacuum
     # the first run is a dry run; within the 7-day retention nothing is due
     assert vacuum["summary"]["dry_run"] is True and vacuum["summary"]["would_delete_files"] == 0
