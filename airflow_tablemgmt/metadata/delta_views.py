@@ -6,23 +6,24 @@ The table's state (live files, version, properties, partition columns) is ``meta
 version's ``commitInfo`` (operation, timestamp), its added and removed files, bytes and records (an add's
 ``stats.numRecords``), the newest ``metaData`` (schema) and ``protocol``; a file's record count from the
 newest checkpoint when its add is older than the JSON commits. Versions whose JSON commit Delta has
-already cleaned up are not listed (the checkpoint keeps the state, not the history).
+already cleaned up are not listed (the checkpoint keeps the state, not the history). A table on S3 is read
+as ``read_delta`` reads it, through ``metadata/table_dir.py`` with the catalog's ``spark.hadoop.fs.s3a.*``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from airflow_tablemgmt.metadata.delta import LOG_DIR, OPTIMIZE_TARGET_BYTES, read_delta
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view
-from airflow_tablemgmt.metadata.table_paths import local_path, table_location
+from airflow_tablemgmt.metadata.table_dir import PathNotFound, TableDir, open_table_dir
+from airflow_tablemgmt.metadata.table_paths import table_location
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10})?\.parquet$")
@@ -30,35 +31,44 @@ _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10})?\.parquet$"
 MAX_VERSIONS = 1000
 
 
-def _log(location: str) -> Path:
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(f"{location}: only local Delta logs are read without a JVM today")
-    return Path(root) / LOG_DIR
+def _naming(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """An unreadable table's error names the table (as the health hook's do)."""
+
+    @functools.wraps(read)
+    def wrapped(catalog: Any, table: Any) -> dict[str, Any]:
+        try:
+            return read(catalog, table)
+        except HealthUnavailable as e:
+            raise type(e)(f"{table.id}: {e}") from None
+
+    return wrapped
 
 
-def _names(log: Path, location: str) -> list[str]:
+def _open(catalog: Any, table: Any) -> tuple[str, TableDir]:
+    location = table_location(catalog, table.identifier)
+    return location, open_table_dir(location, catalog.properties, "Delta log")
+
+
+def _names(log: TableDir) -> list[str]:
     try:
-        return os.listdir(log)
-    except OSError as e:
-        raise HealthUnavailable(
-            f"{location}: not a Delta table (no readable {LOG_DIR}/: {e.strerror})"
-        ) from None
+        return [e.name for e in log.list(LOG_DIR) if not e.is_dir]
+    except PathNotFound:
+        raise HealthUnavailable(f"{log.location}: not a Delta table (no {LOG_DIR}/ there)") from None
 
 
-def _commits(log: Path, names: list[str]) -> list[int]:
+def _commits(names: list[str]) -> list[int]:
     return sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
 
 
-def _read_commit(log: Path, version: int) -> list[dict[str, Any]]:
-    path = log / f"{version:020d}.json"
+def _read_commit(log: TableDir, version: int) -> list[dict[str, Any]]:
+    rel = f"{LOG_DIR}/{version:020d}.json"
     try:
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    except (OSError, ValueError) as e:
-        raise HealthUnavailable(f"{path}: unreadable Delta commit: {e}") from None
+        return [json.loads(line) for line in log.read_text(rel).splitlines() if line.strip()]
+    except (ValueError, PathNotFound) as e:  # torn, or cleaned up between the listing and the read
+        raise HealthUnavailable(f"{log.location}/{rel}: unreadable Delta commit: {e}") from None
 
 
-def _newest_first(log: Path, versions: list[int]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+def _newest_first(log: TableDir, versions: list[int]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     for v in reversed(versions):
         yield v, _read_commit(log, v)
 
@@ -80,7 +90,7 @@ def _iso(ms: Any) -> str | None:
         return None
 
 
-def _checkpoint(log: Path, names: list[str], columns: list[str]) -> list[dict[str, Any]]:
+def _checkpoint(log: TableDir, names: list[str], columns: list[str]) -> list[dict[str, Any]]:
     """Rows of ``columns`` of the newest checkpoint (every part), as dicts; [] when there is none."""
     parts: dict[int, list[str]] = {}
     for n in names:
@@ -88,11 +98,9 @@ def _checkpoint(log: Path, names: list[str], columns: list[str]) -> list[dict[st
             parts.setdefault(int(m.group(1)), []).append(n)
     if not parts:
         return []
-    import pyarrow.parquet as pq
-
     rows: list[dict[str, Any]] = []
     for part in sorted(parts[max(parts)]):
-        table = pq.read_table(log / part)
+        table = log.read_parquet(f"{LOG_DIR}/{part}")
         present = [c for c in columns if c in table.column_names]
         rows.extend(table.select(present).to_pylist())
     return rows
@@ -111,14 +119,14 @@ def _columns(schema_string: str | None) -> list[dict[str, Any]] | None:
     return out
 
 
+@_naming
 def read_details(catalog: Any, table: Any) -> dict[str, Any]:
     """Location, properties (the table's ``configuration``), schema (``metaData.schemaString``), partition
     columns, the protocol versions and figures: live files and bytes, the version, log commits kept."""
-    location = table_location(catalog, table.identifier)
-    state = read_delta(location)
-    log = _log(location)
-    names = _names(log, location)
-    versions = _commits(log, names)
+    location, log = _open(catalog, table)
+    state = read_delta(location, catalog.properties)
+    names = _names(log)
+    versions = _commits(names)
     meta: dict[str, Any] | None = None
     protocol: dict[str, Any] | None = None
     last_ts: Any = None
@@ -164,16 +172,16 @@ def _partition(path: str) -> str:
     return "/".join(p for p in head.split("/") if "=" in p)
 
 
+@_naming
 def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     """The live files (``read_delta``) per partition against the table's OPTIMIZE target
     (``delta.targetFileSize``, else 1 GiB), each with its record count from its add's stats."""
-    location = table_location(catalog, table.identifier)
-    state = read_delta(location)
-    log = _log(location)
-    names = _names(log, location)
+    location, log = _open(catalog, table)
+    state = read_delta(location, catalog.properties)
+    names = _names(log)
     records: dict[str, int | None] = {}
     wanted = set(state.files)
-    for _, actions in _newest_first(log, _commits(log, names)):
+    for _, actions in _newest_first(log, _commits(names)):
         for a in actions:
             if "add" in a and a["add"]["path"] in wanted:
                 records[a["add"]["path"]] = _records(a["add"].get("stats"))
@@ -190,15 +198,15 @@ def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     return files_view(files, target, snapshot_id=state.version, compaction_action="optimize")
 
 
+@_naming
 def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     """The log's versions still held as JSON commits, oldest first (at most :data:`MAX_VERSIONS`, the
     newest): operation and timestamp (``commitInfo``), files and bytes added and removed, records added
     (the adds' stats; null when an add has none)."""
-    location = table_location(catalog, table.identifier)
-    log = _log(location)
-    versions = _commits(log, _names(log, location))
+    location, log = _open(catalog, table)
+    versions = _commits(_names(log))
     if not versions:
-        read_delta(location)  # a checkpoint alone, or no Delta table: say which
+        read_delta(location, catalog.properties)  # a checkpoint alone, or no Delta table: say which
     current = versions[-1] if versions else None
     out = []
     for v in versions[-MAX_VERSIONS:]:

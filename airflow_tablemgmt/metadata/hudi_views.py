@@ -8,22 +8,24 @@ latest file slice from the directory: its newest base file and the log files wri
 delete files: merge-on-read changes not compacted yet); files of an instant still pending are left out.
 Hudi records file sizes on disk and row counts only in its commit metadata, so records are null.
 An instant's time is Hudi's instant (``yyyyMMddHHmmss[SSS]``) in the table's timeline time zone
-(``hoodie.table.timeline.timezone``: UTC, else this host's local time).
+(``hoodie.table.timeline.timezone``: UTC, else this host's local time). A table on S3 is read as the
+timeline is, through ``metadata/table_dir.py`` with the catalog's ``spark.hadoop.fs.s3a.*``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import re
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view
 from airflow_tablemgmt.metadata.hudi import HOODIE, hudi_health, read_timeline
-from airflow_tablemgmt.metadata.table_paths import local_path, table_location
+from airflow_tablemgmt.metadata.table_dir import PathNotFound, TableDir, open_table_dir
+from airflow_tablemgmt.metadata.table_paths import table_location
 
 _LOG_FILE = re.compile(r"^\.(.+)_(\d{14,17})\.log\.\d+(?:_[\d-]+)?$")
 _BASE_FILE = re.compile(r"^(.+?)_[\d-]+_(\d{14,17})\.(?:parquet|orc|hfile)$")
@@ -31,16 +33,26 @@ _BASE_FILE = re.compile(r"^(.+?)_[\d-]+_(\d{14,17})\.(?:parquet|orc|hfile)$")
 DEFAULT_MAX_FILE_BYTES = 120 * 1024 * 1024
 
 
-def properties(location: str) -> dict[str, str]:
+def _naming(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """An unreadable table's error names the table (as the health hook's do)."""
+
+    @functools.wraps(read)
+    def wrapped(catalog: Any, table: Any) -> dict[str, Any]:
+        try:
+            return read(catalog, table)
+        except HealthUnavailable as e:
+            raise type(e)(f"{table.id}: {e}") from None
+
+    return wrapped
+
+
+def properties(table: TableDir) -> dict[str, str]:
     """``.hoodie/hoodie.properties`` as a dict (Java properties: ``\\:`` and ``\\=`` unescaped)."""
-    root = local_path(location)
-    if root is None:
-        raise HealthUnavailable(f"{location}: only local Hudi tables are read without a JVM today")
     try:
-        text = (Path(root) / HOODIE / "hoodie.properties").read_text()
-    except OSError as e:
+        text = table.read_text(f"{HOODIE}/hoodie.properties")
+    except PathNotFound:
         raise HealthUnavailable(
-            f"{location}: not a Hudi table (no readable {HOODIE}/hoodie.properties: {e.strerror})"
+            f"{table.location}: not a Hudi table (no {HOODIE}/hoodie.properties there)"
         ) from None
     out: dict[str, str] = {}
     for line in text.splitlines():
@@ -49,6 +61,26 @@ def properties(location: str) -> dict[str, str]:
         key, _, value = line.partition("=")
         out[key.strip()] = re.sub(r"\\(.)", r"\1", value.strip())
     return out
+
+
+def _files(table: TableDir) -> Iterator[tuple[str, str, int]]:
+    """(partition directory, file name, size) of every file below the root, ``.hoodie`` skipped."""
+    import pyarrow.fs as pafs
+
+    try:
+        infos = table.filesystem.get_file_info(pafs.FileSelector(table.root, recursive=True))
+    except Exception as e:  # noqa: BLE001 - pyarrow raises OSError subclasses and ArrowException
+        reason = table.scrub(" ".join(str(e).split()))[:300]
+        raise HealthUnavailable(
+            f"{table.location}: the table's files could not be listed ({reason})"
+        ) from None
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        rel = info.path[len(table.root) :].strip("/")
+        partition, _, name = rel.rpartition("/")
+        if partition.split("/")[0] != HOODIE:
+            yield partition, name, int(info.size or 0)
 
 
 def _time(instant: str | None, zone: str) -> str | None:
@@ -83,12 +115,13 @@ def _columns(schema: str | None) -> list[dict[str, Any]] | None:
     return out
 
 
+@_naming
 def read_details(catalog: Any, table: Any) -> dict[str, Any]:
     """Location, ``hoodie.properties``, the create schema, the partition fields, the table version and the
     figures of ``hudi_health`` (table type, timeline and file group counts)."""
     location = table_location(catalog, table.identifier)
-    props = properties(location)
-    figures = {k: v for k, v in hudi_health(location).items() if k != "format"}
+    props = properties(open_table_dir(location, catalog.properties, "Hudi table"))
+    figures = {k: v for k, v in hudi_health(location, catalog.properties).items() if k != "format"}
     zone = props.get("hoodie.table.timeline.timezone", "LOCAL")
     fields = [f.split(":")[0] for f in props.get("hoodie.table.partition.fields", "").split(",") if f]
     return details_view(
@@ -103,31 +136,26 @@ def read_details(catalog: Any, table: Any) -> dict[str, Any]:
     )
 
 
+@_naming
 def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     """Each file group's latest slice per partition directory against ``hoodie.parquet.max.file.size``."""
     location = table_location(catalog, table.identifier)
-    timeline = read_timeline(location)
-    props = properties(location)
+    timeline = read_timeline(location, catalog.properties)
+    directory = open_table_dir(location, catalog.properties, "Hudi table")
+    props = properties(directory)
     pending = {i for i, _, _ in timeline.pending}
-    root = local_path(location)
-    assert root is not None  # read_timeline raised otherwise
     base: dict[tuple[str, str], tuple[str, str, int]] = {}  # (partition, group) -> (instant, path, size)
     logs: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
-    for dirpath, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != HOODIE]
-        partition = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        partition = "" if partition == "." else partition
-        for name in names:
-            m = _BASE_FILE.match(name) or _LOG_FILE.match(name)
-            if m is None or m.group(2) in pending:
-                continue
-            path = f"{partition}/{name}" if partition else name
-            entry = (m.group(2), path, os.stat(os.path.join(dirpath, name)).st_size)
-            key = (partition, m.group(1))
-            if name.startswith("."):
-                logs.setdefault(key, []).append(entry)
-            elif key not in base or entry[0] > base[key][0]:
-                base[key] = entry
+    for partition, name, size in _files(directory):
+        m = _BASE_FILE.match(name) or _LOG_FILE.match(name)
+        if m is None or m.group(2) in pending:
+            continue
+        entry = (m.group(2), f"{partition}/{name}" if partition else name, size)
+        key = (partition, m.group(1))
+        if name.startswith("."):
+            logs.setdefault(key, []).append(entry)
+        elif key not in base or entry[0] > base[key][0]:
+            base[key] = entry
     files: list[LiveFile] = []
     for key in sorted(set(base) | set(logs)):
         since = base[key][0] if key in base else ""
@@ -138,13 +166,15 @@ def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     return files_view(files, target, snapshot_id=timeline.latest_instant, compaction_action="clustering")
 
 
+@_naming
 def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     """The active timeline's completed instants, oldest first: the action (a ``commit`` requested as a
     compaction is ``compaction``, a ``replacecommit`` requested as a clustering ``clustering``) and the
     instant's time; ``pending`` lists the instants requested or inflight."""
     location = table_location(catalog, table.identifier)
-    timeline = read_timeline(location)
-    zone = properties(location).get("hoodie.table.timeline.timezone", "LOCAL")
+    timeline = read_timeline(location, catalog.properties)
+    directory = open_table_dir(location, catalog.properties, "Hudi table")
+    zone = properties(directory).get("hoodie.table.timeline.timezone", "LOCAL")
     compactions = set(timeline.completed_compactions())
     ours = timeline.maintenance_instants()
     latest = timeline.latest_instant
