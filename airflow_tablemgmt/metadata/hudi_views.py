@@ -5,7 +5,9 @@ The timeline and its figures are ``metadata/hudi.py``'s (:func:`read_timeline`, 
 ``hoodie.properties`` gives the properties, the schema the table was created with
 (``hoodie.table.create.schema``, Avro) and the partition fields. The Files view lists each file group's
 latest file slice from the directory: its newest base file and the log files written on it (shown as
-delete files: merge-on-read changes not compacted yet); files of an instant still pending are left out.
+delete files: merge-on-read changes not compacted yet); files of an instant still pending are left out,
+and a file group a clustering replaced still counts until a clean deletes its files (which of them were
+replaced is in the replacecommit's metadata, Avro in Hudi 1.x, not read here).
 Hudi records file sizes on disk and row counts only in its commit metadata, so records are null.
 An instant's time is Hudi's instant (``yyyyMMddHHmmss[SSS]``) in the table's timeline time zone
 (``hoodie.table.timeline.timezone``: UTC, else this host's local time). A table on S3 is read as the
