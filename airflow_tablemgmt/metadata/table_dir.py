@@ -1,5 +1,5 @@
-"""A path-based table's directory (Delta's ``_delta_log``, Hudi's ``.hoodie``), local or on S3, read through
-pyarrow's file system without a JVM.
+"""A path-based table's directory (Delta's ``_delta_log``, Hudi's ``.hoodie``), local or on S3, read without a
+JVM: a local one with ``os`` (and pyarrow for Parquet), one on S3 through pyarrow's ``S3FileSystem``.
 
 A table on S3 (``s3a://``, ``s3://``, ``s3n://``) is reached with the settings its Spark job uses, the
 catalog's ``spark.hadoop.fs.s3a.*`` properties (Hadoop's S3A names, so the two sides cannot disagree):
@@ -16,6 +16,7 @@ of the access key, the secret and the token.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,12 +129,17 @@ class TableDir:
 
     def __init__(self, location: str, filesystem: Any, root: str, access: S3Access | None = None) -> None:
         self.location = location.rstrip("/")
-        self.filesystem = filesystem
+        self._filesystem = filesystem
         self.root = root.rstrip("/") or "/"
         self.access = access
 
     def __repr__(self) -> str:
         return f"TableDir({self.location!r})"
+
+    @property
+    def filesystem(self) -> Any:
+        """The pyarrow file system the table is on (paths under :attr:`root`)."""
+        return self._filesystem
 
     def _path(self, rel: str) -> str:
         return f"{self.root}/{rel}" if rel else self.root
@@ -196,7 +202,7 @@ class TableDir:
     def _error(self, rel: str, e: BaseException) -> HealthUnavailable:
         where = f"{self.location}/{rel}" if rel else self.location
         reason = self.scrub(" ".join(str(e).split()))[:300]
-        if isinstance(e, FileNotFoundError):
+        if isinstance(e, (FileNotFoundError, NotADirectoryError)):
             return PathNotFound(f"{where}: not found")
         if self.access is None:
             return StoreUnreachable(f"{where}: unreadable ({reason})")
@@ -204,6 +210,48 @@ class TableDir:
             f"{where}: the object store at {self.access.where()} could not be read ({type(e).__name__}: "
             f"{reason}); check the catalog's spark.hadoop.fs.s3a.* endpoint and credentials"
         )
+
+
+class LocalTableDir(TableDir):
+    """A table on local disk, read with ``os`` (no pyarrow import on a watcher's cheap poll)."""
+
+    def __init__(self, location: str, root: str) -> None:
+        super().__init__(location, None, root)
+
+    @property
+    def filesystem(self) -> Any:
+        if self._filesystem is None:
+            import pyarrow.fs as pafs
+
+            self._filesystem = pafs.LocalFileSystem()
+        return self._filesystem
+
+    def list(self, rel: str) -> list[Entry]:
+        try:
+            with os.scandir(self._path(rel)) as entries:
+                return [Entry(e.name, 0 if e.is_dir() else e.stat().st_size, e.is_dir()) for e in entries]
+        except OSError as e:
+            raise self._error(rel, e) from None
+
+    def walk(self, skip: str) -> Iterator[str]:
+        for _dirpath, dirs, names in os.walk(self.root):
+            dirs[:] = [d for d in dirs if d != skip]
+            yield from names
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            with open(self._path(rel), "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise self._error(rel, e) from None
+
+    def read_parquet(self, rel: str) -> Any:
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(self._path(rel))
+        except Exception as e:  # noqa: BLE001
+            raise self._error(rel, e) from None
 
 
 def open_table_dir(
@@ -214,9 +262,7 @@ def open_table_dir(
     in the error of a location that cannot be read here."""
     root = local_path(location)
     if root is not None:
-        import pyarrow.fs as pafs
-
-        return TableDir(location, pafs.LocalFileSystem(), root)
+        return LocalTableDir(location, root)
     lowered = location.lower()
     if lowered.startswith(S3_SCHEMES) and properties is not None:
         bucket_and_key = location.split("://", 1)[1].strip("/")
