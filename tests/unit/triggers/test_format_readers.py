@@ -161,3 +161,41 @@ def test_delta_health_counts_small_files_and_the_logs_size(tmp_path: Path) -> No
     assert health["log_commits"] == 2 and health["log_bytes"] > 0
     assert health["checkpoint_version"] is None and health["commits_since_checkpoint"] == 2
     assert delta_health(str(tmp_path / "ns" / "t"), small_file_bytes=1 << 20)["small_files"] == 0
+
+
+def test_a_missing_table_is_not_found_and_an_unreachable_store_an_outage(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A table not there yet: TableNotFound; a store that cannot be read: StoreUnreachable, an OSError the
+    asset watcher logs and polls again after, naming the table and the endpoint, never the secret."""
+    import pytest
+
+    from airflow_tablemgmt.core.errors import TableNotFound
+    from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+    from airflow_tablemgmt.metadata.table_dir import StoreUnreachable
+    from tests.support.servers import free_ports
+
+    table = TableIdentifier.parse(TABLE)
+    with pytest.raises(TableNotFound, match=r"delta table lake.ns.t: .*not a Delta table"):
+        DeltaLogReader(catalog(tmp_path)).current_state(table)
+    (port,) = free_ports(1)  # nothing listens there
+    s3 = CatalogSpec(
+        name="lake",
+        type="hadoop",
+        warehouse="s3a://bucket/lake",
+        properties={
+            "spark.hadoop.fs.s3a.endpoint": f"http://127.0.0.1:{port}",
+            "spark.hadoop.fs.s3a.access.key": "env:TMS_FR_ACCESS",
+            "spark.hadoop.fs.s3a.secret.key": "env:TMS_FR_SECRET",
+        },
+    )
+    monkeypatch.setenv("TMS_FR_ACCESS", "canary-access-4d1")
+    monkeypatch.setenv("TMS_FR_SECRET", "canary-secret-9b2")
+    s3 = resolve_catalog_spec(s3)  # as the triggerer resolves it
+    for reader in (HudiTimelineReader(s3), DeltaLogReader(s3)):
+        with pytest.raises(StoreUnreachable) as caught:
+            reader.current_state(table)
+        text = str(caught.value)
+        assert isinstance(caught.value, OSError) and "canary" not in text
+        assert text.startswith(f"{reader.format} table lake.ns.t: s3a://bucket/lake/ns/t/")
+        assert f"the object store at http://127.0.0.1:{port} could not be read" in text
