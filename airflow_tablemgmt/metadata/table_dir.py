@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_tablemgmt.core.secrets import parse_reference
-from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.errors import HealthUnavailable, PathNotFound, StoreUnreachable
 from airflow_tablemgmt.metadata.table_paths import local_path
 
 S3A_PREFIX = "spark.hadoop.fs.s3a."
@@ -33,15 +33,6 @@ _TRUE = frozenset({"true", "1", "yes", "on"})
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
 MAX_ATTEMPTS = 2
-
-
-class PathNotFound(HealthUnavailable):
-    """The file or directory is not there (the table may not exist, or not be of this format)."""
-
-
-class StoreUnreachable(HealthUnavailable, OSError):
-    """The store could not be read (unreachable endpoint, refused credentials, a timeout). An ``OSError``
-    too, so a watcher treats it as an outage and keeps polling."""
 
 
 @dataclass(frozen=True)
