@@ -1,7 +1,8 @@
 """Hudi ``archive_commits``: move completed instants off the active timeline once it holds more than
 ``max-commits``, down to ``min-commits`` (Hudi 1.x writes them to the LSM history under
 ``.hoodie/timeline/history/``). Hudi itself never archives past the last clean's earliest retained commit
-or a pending compaction or clustering; the settings model holds the floor on ``min-commits``."""
+or a pending compaction or clustering; the settings model holds the floor on ``min-commits``. The table is
+taken by its path (``path =>``), not a session-catalog name Hudi would resolve by reading it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.format_actions import HudiArchiveSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import has_metadata_table, register, timeline_figures
+from airflow_tablemgmt.spark.job.maintainers.hudi.table import has_metadata_table, path_arg, timeline_figures
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.protocol import timed
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def archive_sql(location: str, s: HudiArchiveSettings, *, metadata_table: bool) -> str:
+    return (
+        f"CALL archive_commits({path_arg(location)}, "
+        f"min_commits => {literals.integer(s.min_commits)}, max_commits => {literals.integer(s.max_commits)}, "
+        f"retain_commits => {literals.integer(s.retain_commits)}, "
+        f"enable_metadata => {'true' if metadata_table else 'false'})"
+    )
+
+
 def archive(
     spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: object = None
 ) -> dict[str, Any]:
@@ -29,16 +39,10 @@ def archive(
     s = parse_settings(HudiArchiveSettings, options, "archive")
     for note in s.below_floor():
         log.warning("archive on %s: %s (allow-below-floor is set)", location, note)
-    name = register(spark, table, location)
     with timed("metrics_before"):
         before = timeline_figures(location)
         metadata_table = has_metadata_table(spark, location)
-    sql = (
-        f"CALL archive_commits(table => {literals.string(name)}, "
-        f"min_commits => {literals.integer(s.min_commits)}, max_commits => {literals.integer(s.max_commits)}, "
-        f"retain_commits => {literals.integer(s.retain_commits)}, "
-        f"enable_metadata => {'true' if metadata_table else 'false'})"
-    )
+    sql = archive_sql(location, s, metadata_table=metadata_table)
     log.info("%s", sql)
     with timed("procedure"):
         rows = spark.sql(sql).collect()

@@ -1,5 +1,6 @@
 """Hudi ``run_clean``: delete the file slices the retention policy no longer needs (commits, hours or file
-versions retained; the hours have a 1-hour floor in the settings model)."""
+versions retained; the hours have a 1-hour floor in the settings model). ``run_clean`` is the one Hudi
+1.0.x procedure without a ``path`` argument: the table is registered in the session catalog for it (once)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def clean_sql(name: str, s: HudiCleanSettings) -> str:
+    """``run_clean`` on the session-catalog table ``name`` (it takes no path)."""
+    return (
+        f"CALL run_clean(table => {literals.string(name)}, clean_policy => {literals.string(s.policy)}, "
+        f"retain_commits => {literals.integer(s.retain_commits)}, "
+        f"hours_retained => {literals.integer(int(s.retain_hours.total_seconds() // 3600))}, "
+        f"file_versions_retained => {literals.integer(s.retain_file_versions)})"
+    )
+
+
 def clean(
     spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: object = None
 ) -> dict[str, Any]:
@@ -27,15 +38,9 @@ def clean(
     s = parse_settings(HudiCleanSettings, options, "clean")
     for note in s.below_floor():
         log.warning("clean on %s: %s (allow-below-floor is set)", location, note)
-    name = register(spark, table, location)
     with timed("metrics_before"):
         before = timeline_figures(location)
-    sql = (
-        f"CALL run_clean(table => {literals.string(name)}, clean_policy => {literals.string(s.policy)}, "
-        f"retain_commits => {literals.integer(s.retain_commits)}, "
-        f"hours_retained => {literals.integer(int(s.retain_hours.total_seconds() // 3600))}, "
-        f"file_versions_retained => {literals.integer(s.retain_file_versions)})"
-    )
+    sql = clean_sql(register(spark, table, location), s)
     log.info("%s", sql)
     with timed("procedure"):
         rows = [r.asDict() for r in spark.sql(sql).collect()]

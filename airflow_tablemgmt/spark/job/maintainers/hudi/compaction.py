@@ -6,7 +6,8 @@
    ``hoodie.compact.inline.max.delta.commits``). A pending compaction is never left behind a new one.
 2. Execute exactly that instant (``run_compaction(op => 'run', timestamp => <instant>)``).
 
-The summary records the instant scheduled and the one executed.
+The summary records the instant scheduled and the one executed. Every call takes the table by its path
+(``path =>``): no session-catalog name, which Hudi would resolve by reading the table (hudi/table.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from airflow_tablemgmt.core.format_actions import COMPACTION_INSTANT_OPTION, Hud
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import register, timeline_figures
+from airflow_tablemgmt.spark.job.maintainers.hudi.table import path_arg, timeline_figures
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.protocol import timed
@@ -29,9 +30,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _compactions(spark: SparkSession, name: str) -> dict[str, str]:
+def show_sql(location: str) -> str:
+    return f"CALL show_compaction({path_arg(location)})"
+
+
+def schedule_sql(location: str, min_delta_commits: int) -> str:
+    """Schedule a compaction if ``min_delta_commits`` delta commits wait (Hudi's inline threshold)."""
+    threshold = f"hoodie.compact.inline.max.delta.commits={min_delta_commits}"
+    return f"CALL run_compaction(op => 'schedule', {path_arg(location)}, options => {literals.string(threshold)})"
+
+
+def run_sql(location: str, instant: str) -> str:
+    """Execute exactly ``instant`` (digits only: checked before it reaches the SQL)."""
+    return f"CALL run_compaction(op => 'run', {path_arg(location)}, timestamp => {int(instant)})"
+
+
+def _compactions(spark: SparkSession, location: str) -> dict[str, str]:
     """instant -> state (REQUESTED, INFLIGHT, COMPLETED) of the table's compactions."""
-    rows = spark.sql(f"CALL show_compaction(table => {literals.string(name)})").collect()
+    rows = spark.sql(show_sql(location)).collect()
     return {str(r["timestamp"]): str(r["state"]) for r in rows}
 
 
@@ -43,10 +59,9 @@ def compaction(
     s = parse_settings(HudiCompactionSettings, options, "compaction")
     if wanted is not None and not str(wanted).isdigit():
         raise InvalidJobSpec(f"compaction.{COMPACTION_INSTANT_OPTION}: {wanted!r} is not a Hudi instant")
-    name = register(spark, table, location)
     with timed("metrics_before"):
         before = timeline_figures(location)
-        known = _compactions(spark, name)
+        known = _compactions(spark, location)
     pending = sorted(i for i, state in known.items() if state != "COMPLETED")
     scheduled: str | None = None
     with timed("procedure"):
@@ -56,21 +71,15 @@ def compaction(
         elif wanted is not None or pending:
             instant = str(wanted) if wanted is not None else pending[0]
         else:
-            threshold = f"hoodie.compact.inline.max.delta.commits={s.min_delta_commits}"
-            spark.sql(
-                f"CALL run_compaction(op => 'schedule', table => {literals.string(name)}, "
-                f"options => {literals.string(threshold)})"
-            ).collect()
-            new = sorted(set(_compactions(spark, name)) - set(known))
+            spark.sql(schedule_sql(location, s.min_delta_commits)).collect()
+            new = sorted(set(_compactions(spark, location)) - set(known))
             instant = scheduled = new[-1] if new else None
             log.info("compaction %s: scheduled %s", location, scheduled or "nothing (below the threshold)")
         if instant is not None:
-            spark.sql(
-                f"CALL run_compaction(op => 'run', table => {literals.string(name)}, timestamp => {int(instant)})"
-            ).collect()
+            spark.sql(run_sql(location, instant)).collect()
     with timed("metrics_after"):
         after = timeline_figures(location)
-        state = _compactions(spark, name).get(instant or "", None)
+        state = _compactions(spark, location).get(instant or "", None)
     if instant is not None and state != "COMPLETED":
         raise RuntimeError(f"compaction instant {instant} of {location} is {state} after running it")
     return {

@@ -1,9 +1,17 @@
-"""A path-based Hudi table in the job's session: a session-catalog name for it (``run_clean`` takes a
-table name only), its timeline figures, and its log files."""
+"""A path-based Hudi table in the job's session: the ``path =>`` argument its procedures take, a
+session-catalog name for the one procedure that takes a table name only (``run_clean``), its timeline
+figures, and its log files.
+
+Hudi 1.0.x's ``run_compaction``, ``show_compaction``, ``run_clustering``, ``show_clustering``,
+``archive_commits`` and ``run_rollback_inflight_tableservice`` take ``path``. Registering a name
+(``CREATE TABLE ... USING hudi LOCATION``) makes Hudi read the table to resolve its schema: a third of a
+compaction job's wall time on a small table (docs/formats.md, *Wall time against the bare procedure*), so it
+is done only for ``run_clean``, once per session."""
 
 from __future__ import annotations
 
 import os
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
@@ -16,11 +24,29 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+#: session -> (name, location) it registered: the registration reads the table, so it is done once.
+_REGISTERED: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
+def path_arg(location: str) -> str:
+    """The ``path => '<location>'`` argument of the procedures that take the table by its path."""
+    return f"path => {literals.string(location)}"
+
+
+def register_sql(name: str, location: str) -> str:
+    """The statement that registers ``location`` as ``name`` in the session catalog."""
+    return f"CREATE TABLE IF NOT EXISTS {quote(name)} USING hudi LOCATION {literals.string(location)}"
+
+
 def register(spark: SparkSession, table: TableIdentifier, location: str) -> str:
     """The table as ``tms_hudi_<namespace>_<name>`` in the session catalog (this session's only, on a
-    session without a metastore), for the procedures that take a table name and no path."""
+    session without a metastore), for the procedures that take a table name and no path (``run_clean``);
+    registered on the first call per session, the name alone after."""
     name = f"tms_hudi_{table.namespace}_{table.name}"
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {quote(name)} USING hudi LOCATION {literals.string(location)}")
+    done = _REGISTERED.setdefault(spark, set())
+    if (name, location) not in done:
+        spark.sql(register_sql(name, location))
+        done.add((name, location))
     return name
 
 
