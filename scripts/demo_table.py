@@ -11,8 +11,18 @@ import sys
 import time
 
 
-def spark_session(warehouse: str, catalog: str = "demo"):  # type: ignore[no-untyped-def]
+def spark_session(warehouse: str, catalog: str = "demo", remote: str | None = None):  # type: ignore[no-untyped-def]
+    """A local Spark (local[2]), or with ``remote`` (``sc://host:port``) a new session on that Spark
+    Connect server with the catalog set as session settings (the tests' warm table writer)."""
     from airflow_tablemgmt.core.tables import CatalogSpec
+
+    if remote:
+        from airflow_tablemgmt.spark.connect.session import connect_conf, open_session, set_conf
+
+        session = open_session(remote)
+        set_conf(session, connect_conf(CatalogSpec(name=catalog, type="hadoop", warehouse=warehouse)))
+        return session
+
     from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
     from airflow_tablemgmt.spark.conf import base_conf, catalog_conf
     from airflow_tablemgmt.spark.launch.artifacts import iceberg_runtime_jar
@@ -37,7 +47,10 @@ def spark_session(warehouse: str, catalog: str = "demo"):  # type: ignore[no-unt
 
 def create_table(spark, table: str, files: int, rows: int, days: int = 4, appends: int = 3) -> None:  # type: ignore[no-untyped-def]
     """``appends`` commits, together at least ``files`` data files, partitioned by day."""
-    from pyspark.sql import functions as F
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.sql import functions as F
 
     catalog, namespace, name = table.split(".")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{catalog}`.`{namespace}`")
@@ -100,6 +113,7 @@ def main() -> int:
     p.add_argument("--table", default="demo.db.events")
     p.add_argument("--files", type=int, default=520)
     p.add_argument("--rows", type=int, default=200_000)
+    p.add_argument("--remote", help="write through this Spark Connect server (sc://host:port) instead")
     p.add_argument("--delete-every", type=int, default=0, help="also delete rows (position deletes)")
     p.add_argument(
         "--delete-commits",
@@ -109,7 +123,7 @@ def main() -> int:
     )
     args = p.parse_args()
     t0 = time.monotonic()
-    spark = spark_session(args.warehouse, args.table.split(".")[0])
+    spark = spark_session(args.warehouse, args.table.split(".")[0], args.remote)
     create_table(spark, args.table, args.files, args.rows)
     if args.delete_every:
         add_position_deletes(spark, args.table, args.delete_every, args.delete_commits)

@@ -74,3 +74,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section(f"fault-injection figures (TABLEMGMT_FAULT_ROUNDS={ROUNDS})")
         for line in figures_table([Figures(**f) for f in _FAULT_FIGURES]):
             terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """Stop this process's table-writing Spark Connect server, if a test started one."""
+    import sys
+
+    writer = sys.modules.get("tests.support.table_writer")
+    if writer is not None:
+        writer.stop()

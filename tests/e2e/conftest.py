@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.table_writer import writer_url
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -40,9 +42,11 @@ class IcebergTable:
 
 
 def make_table(warehouse: Path, table_id: str, files: int, rows: int) -> IcebergTable:
+    """A table written by Spark (``scripts/demo_table.py``), on this process's warm Connect server."""
+    remote = writer_url()
     res = run(
         [sys.executable, str(ROOT / "scripts" / "demo_table.py"), "--warehouse", str(warehouse), "--table", table_id,
-         "--files", str(files), "--rows", str(rows)],
+         "--files", str(files), "--rows", str(rows), *(["--remote", remote] if remote else [])],
         timeout=600,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]

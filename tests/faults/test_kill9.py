@@ -34,6 +34,7 @@ import pytest
 from tests.e2e.iceberg_reads import read_state
 from tests.faults.conftest import ROUNDS, Figures
 from tests.support.processes import group_members
+from tests.support.table_writer import writer_url
 
 pytestmark = pytest.mark.faults
 
@@ -61,13 +62,13 @@ def make_tables(warehouse: Path, ids: list[str]) -> None:
         "import sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "from demo_table import create_table, spark_session\n"
-        "spark = spark_session(sys.argv[2], sys.argv[3])\n"
-        "for t in sys.argv[4:]:\n"
+        "spark = spark_session(sys.argv[2], sys.argv[3], sys.argv[4] or None)\n"
+        "for t in sys.argv[5:]:\n"
         "    create_table(spark, t, files=20, rows=2000)\n"
         "spark.stop()\n"
     )
     res = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT / "scripts"), str(warehouse), CATALOG, *ids],
+        [sys.executable, "-c", code, str(ROOT / "scripts"), str(warehouse), CATALOG, writer_url() or "", *ids],
         capture_output=True, text=True, timeout=900, env=env(),
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
