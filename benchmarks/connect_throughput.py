@@ -37,6 +37,7 @@ catalog (the warehouse is the local file system); the server's own memory (one J
 printed apart); a host's first spark-submit (one warm-up run of (a) before the clock).
 
     .venv/bin/python benchmarks/connect_throughput.py [--tables 20] [--tables-a 6] [--files 40] [--master local[2]]
+        [--ways a b f p c q] [--parallel 2] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -185,6 +186,9 @@ def main() -> None:
     p.add_argument("--ways", nargs="+", default=["a", "b", "f", "p", "c", "q"],
                    choices=["a", "b", "n", "f", "p", "c", "q"])  # fmt: skip
     p.add_argument("--parallel", type=int, default=2, help="tasks (p) and procedures (q) at once")
+    p.add_argument(
+        "--rounds", type=int, default=1, help="split each way's tables into rounds, ways interleaved"
+    )
     p.add_argument("--profile", action="store_true", help="(f): one cProfile file per child in the workdir")
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
@@ -264,72 +268,57 @@ def main() -> None:
             "b": connect_env({"reuse_sessions": True}),
             "n": connect_env({"reuse_sessions": False}),
         }
-        for way, env in envs.items():
-            if way not in args.ways:
-                continue
-            walls, rss = [], []
-            phases[way] = []
-            t0 = time.perf_counter()
-            for name in names[way]:
-                argv = [
-                    tablemgmt,
-                    "--store-url",
-                    store,
-                    "run",
-                    f"{CATALOG}.{NAMESPACE}.{name}",
-                    "rewrite-files",
-                ]
-                wall, peak, summary = _run_rss(argv, env, log)
-                walls.append(wall)
-                rss.append(peak)
-                phases[way].append(_phases(wall, summary))
-            total = time.perf_counter() - t0
-            results[way] = {"total": total, "median": statistics.median(walls), "rss": max(rss),
-                            "n": len(walls)}  # fmt: skip
-            print(f"# ({way}) done: {total:.1f}s, load {_load()}", flush=True)
-        if "f" in args.ways:
-            results["f"], phases["f"], forked = _run_forked(
-                [tablemgmt, "--store-url", store, "run"], [f"{CATALOG}.{NAMESPACE}.{n}" for n in names["f"]],
-                connect_env({}), work, log, args.profile,
-            )  # fmt: skip
-            print(f"# (f) done: {results['f']['total']:.1f}s (parent's pre-import {forked['preimport_s']:.2f}s, "
-                  f"its RSS {forked['parent_rss_mb']:.0f} MB), load {_load()}", flush=True)  # fmt: skip
-        if "p" in args.ways:
-            results["p"], phases["p"], _ = _run_forked(
-                [tablemgmt, "--store-url", store, "run"], [f"{CATALOG}.{NAMESPACE}.{n}" for n in names["p"]],
-                connect_env({}), work, log, False, args.parallel,
-            )  # fmt: skip
-            print(
-                f"# (p) done: {results['p']['total']:.1f}s, {args.parallel} at once, load {_load()}",
-                flush=True,
-            )
-        if "c" in args.ways:
-            t0 = time.perf_counter()
-            walls = []
-            for name in names["c"]:
-                t1 = time.perf_counter()
-                spark.sql(
-                    f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.{name}')"
-                ).collect()
-                walls.append(time.perf_counter() - t1)
-            total = time.perf_counter() - t0
+
+        def procedure(name: str) -> float:
+            t1 = time.perf_counter()
+            spark.sql(f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.{name}')").collect()
+            return time.perf_counter() - t1
+
+        def run_way(way: str, chunk: list[str]) -> tuple[float, list[float], float, list[dict[str, float]]]:
+            """One way over ``chunk``: its time, the per-table walls, the peak RSS per task, the phases."""
+            ids = [f"{CATALOG}.{NAMESPACE}.{n}" for n in chunk]
+            if way in envs:
+                walls, rss, ph = [], [], []
+                t0 = time.perf_counter()
+                for table in ids:
+                    argv = [tablemgmt, "--store-url", store, "run", table, "rewrite-files"]
+                    wall, peak, summary = _run_rss(argv, envs[way], log)
+                    walls.append(wall)
+                    rss.append(peak)
+                    ph.append(_phases(wall, summary))
+                return time.perf_counter() - t0, walls, max(rss), ph
+            if way in "fp":
+                parallel = args.parallel if way == "p" else 1
+                res, ph, forked = _run_forked([tablemgmt, "--store-url", store, "run"], ids, connect_env({}),
+                                              work, log, args.profile and way == "f", parallel)  # fmt: skip
+                return res["total"], [r["wall"] for r in forked["runs"]], res["rss"], ph
             self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            results["c"] = {"total": total, "median": statistics.median(walls), "rss": self_rss,
-                            "n": len(walls)}  # fmt: skip
-        if "q" in args.ways:
-
-            def procedure(name: str) -> float:
-                t1 = time.perf_counter()
-                spark.sql(
-                    f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.{name}')"
-                ).collect()
-                return time.perf_counter() - t1
-
             t0 = time.perf_counter()
-            with ThreadPoolExecutor(args.parallel) as pool:
-                walls = list(pool.map(procedure, names["q"]))
-            results["q"] = {"total": time.perf_counter() - t0, "median": statistics.median(walls),
-                            "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "n": len(walls)}  # fmt: skip
+            if way == "c":
+                walls = [procedure(n) for n in chunk]
+            else:
+                with ThreadPoolExecutor(args.parallel) as pool:
+                    walls = list(pool.map(procedure, chunk))
+            return time.perf_counter() - t0, walls, self_rss, []
+
+        # Rounds: each way runs its share of the tables once per round, the ways one after another, so a
+        # change of the machine's load during the run reaches every way alike.
+        acc: dict[str, dict] = {w: {"total": 0.0, "walls": [], "rss": 0.0} for w in args.ways}
+        for r in range(args.rounds):
+            for way in args.ways:
+                chunk = names[way][r :: args.rounds]
+                if not chunk:
+                    continue
+                total, walls, rss, ph = run_way(way, chunk)
+                acc[way]["total"] += total
+                acc[way]["walls"] += walls
+                acc[way]["rss"] = max(acc[way]["rss"], rss)
+                phases.setdefault(way, []).extend(ph)
+            print(f"# round {r + 1}/{args.rounds} done, load {_load()}", flush=True)
+        for way, a in acc.items():
+            if a["walls"]:
+                results[way] = {"total": a["total"], "median": statistics.median(a["walls"]), "rss": a["rss"],
+                                "n": len(a["walls"])}  # fmt: skip
         spark.stop()
         server_rss = _rss_of_tree(server.pid)
     finally:
