@@ -26,6 +26,7 @@ from tests.integration.formats.format_jobs import format_catalog, run_job, start
 BATCH = 50
 BASE = 600  # ids 0..599 written before the writer starts
 WRITER_FIRST_ID = 1_000_000
+CLUSTERING_ROUNDS = int(os.environ.get("TABLEMGMT_CLUSTERING_ROUNDS", "4"))
 HUDI_WRITE = {
     "hoodie.table.name": "events",
     "hoodie.datasource.write.table.type": "MERGE_ON_READ",
@@ -58,6 +59,10 @@ VARIANTS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
     ),
     "hudi": ("hudi", HUDI_ACTIONS),
     "hudi-no-clustering": ("hudi", [a for a in HUDI_ACTIONS if a[0] != "clustering"]),
+    # clustering alone, several times over (each replaces every file group): our job, and Hudi's own
+    # procedure called directly (``CALL run_clustering``, no job code) beside the same writer
+    "hudi-clustering": ("hudi", [(f"clustering-{i}", HUDI_ACTIONS[1][1]) for i in range(CLUSTERING_ROUNDS)]),
+    "hudi-call-clustering": ("hudi", [(f"call-clustering-{i}", {}) for i in range(CLUSTERING_ROUNDS)]),
 }
 
 
@@ -73,6 +78,17 @@ def wait_for(path: Path, timeout: float = 1200) -> None:
         time.sleep(0.2)
 
 
+def commits(signals: Path) -> int:
+    path = signals / "committed.jsonl"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def wait_for_commits(signals: Path, seen: int, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while commits(signals) <= seen and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def write_batch(spark: Any, fmt: str, where: Path, first: int, count: int, operation: str = "insert") -> None:
     df = spark.range(first, first + count).selectExpr(
         "id", "CAST(id % 2 AS INT) AS part", "CAST(1 AS BIGINT) AS ts", "concat('v', id) AS v"
@@ -85,10 +101,33 @@ def write_batch(spark: Any, fmt: str, where: Path, first: int, count: int, opera
         df.repartition(2).write.format("delta").partitionBy("part").mode("append").save(str(where))
 
 
+def hudi_info_logs(spark: Any) -> None:
+    """With ``TABLEMGMT_HUDI_INFO_LOGS=1``: Hudi's locks, conflict checks, table-service scheduling and the
+    timeline server's view syncs at INFO (the session's level stays ERROR), for reading a lost batch's story."""
+    if os.environ.get("TABLEMGMT_HUDI_INFO_LOGS") != "1":
+        return
+    jvm = spark.sparkContext._jvm
+    info = jvm.org.apache.logging.log4j.Level.INFO
+    for name in (
+        "org.apache.hudi.client.transaction",
+        "org.apache.hudi.client.utils.TransactionUtils",
+        "org.apache.hudi.client.BaseHoodieTableServiceClient",
+        "org.apache.hudi.client.BaseHoodieWriteClient",
+        "org.apache.hudi.timeline.service.RequestHandler",
+        "org.apache.hudi.table.action.cluster",
+        "org.apache.hudi.table.action.commit",
+        "org.apache.hudi.table.action.deltacommit",
+        "org.apache.hudi.common.table.view.AbstractTableFileSystemView",
+        "org.apache.hudi.common.table.view.PriorityBasedFileSystemView",
+    ):
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, info)
+
+
 def writer(variant: str, warehouse: Path, signals: Path) -> None:
     """Append ``BATCH`` new ids at a time until the actions are done (and one batch after)."""
     fmt = VARIANTS[variant][0]
     spark = start_session(fmt)
+    hudi_info_logs(spark)
     where = location(warehouse, fmt)
     wait_for(signals / "base")
     next_id, after_done = WRITER_FIRST_ID, 0
@@ -120,12 +159,22 @@ def run_action(spark: Any, fmt: str, warehouse: Path, action: str, options: dict
     from airflow_tablemgmt.factories.delta import DeltaProcessFactory
     from airflow_tablemgmt.factories.hudi import HudiProcessFactory
 
+    out: dict[str, Any] = {"action": action, "attempts": []}
+    out["started"] = time.time()
+    if action.startswith("call-clustering"):  # Hudi's procedure itself, no job code
+        sql = f"CALL run_clustering(path => '{location(warehouse, fmt)}', order => 'id', order_strategy => 'linear')"
+        try:
+            rows = [r.asDict() for r in spark.sql(sql).collect()]
+            out["attempts"].append({"outcome": "succeeded", "reason": None, "summary": {"rows": rows}})
+        except Exception as e:  # noqa: BLE001 - a conflict: recorded as the job's failure would be
+            out["attempts"].append({"outcome": "failed", "reason": str(e)[:600], "summary": {}})
+        out["ended"] = time.time()
+        return out
+    action = action.split("-")[0] if action.startswith("clustering-") else action
     factory = HudiProcessFactory() if fmt == "hudi" else DeltaProcessFactory()
     catalog = format_catalog(warehouse, fmt)
     ns, name = ("app", "events") if fmt == "hudi" else ("sales", "orders")
     spec = TableSpec(catalog="lake", namespace=ns, name=name, format=fmt, actions={action: options})
-    out: dict[str, Any] = {"action": action, "attempts": []}
-    out["started"] = time.time()
     for _ in range(2):
         job = factory.trigger(spec, action, TriggerContext(instant=datetime.now(UTC), catalog=catalog))
         if job is None:
@@ -151,6 +200,7 @@ def run_action(spark: Any, fmt: str, warehouse: Path, action: str, options: dict
 def actions(variant: str, warehouse: Path, signals: Path) -> None:
     fmt, todo = VARIANTS[variant]
     spark = start_session(fmt)
+    hudi_info_logs(spark)
     where = location(warehouse, fmt)
     for chunk in range(3):  # several commits of small files
         write_batch(spark, fmt, where, chunk * BASE // 3, BASE // 3)
@@ -168,8 +218,12 @@ def actions(variant: str, warehouse: Path, signals: Path) -> None:
             os.utime(where / "part=0" / f"orphan-{i}.parquet", (past, past))
     (signals / "base").touch()
     wait_for(signals / "writer-started")
-    for action, options in todo:
+    seen = 0
+    for i, (action, options) in enumerate(todo):
+        if i and "-" in action:  # a repeated action: once the writer committed again (else it would skip)
+            wait_for_commits(signals, seen)
         step(action, **run_action(spark, fmt, warehouse, action, dict(options)))
+        seen = commits(signals)
     (signals / "actions-done").touch()
     wait_for(signals / "writer-stopped")
     if fmt == "hudi":

@@ -13,6 +13,12 @@ maintenance job's come from the same ``hudi-defaults.conf`` (``HUDI_CONF_DIR``),
 system; ``InProcessLockProvider`` serialises one JVM only). Delta needs nothing: its log commits are
 optimistic, and VACUUM keeps files younger than the table's retention (the writer's uncommitted files).
 
+Hudi's clustering: ``hudi-clustering`` runs the job's clustering alone, ``TABLEMGMT_CLUSTERING_ROUNDS`` times
+(default 4), each once the writer committed again; ``hudi-call-clustering`` calls Hudi's ``run_clustering``
+directly (no job code, Hudi's default conflict strategy), the loss the job's clustering prevents (an expected
+failure). A clustering that lost to the writer fails with its plan rolled back: no plan may be left pending.
+``TABLEMGMT_HUDI_INFO_LOGS=1`` logs Hudi's locks, conflict checks and scheduling in the children's logs.
+
 On demand (``TABLEMGMT_FORMATS_FULL=1``): two JVMs at once per format, several minutes each on 2 cores.
 """
 
@@ -104,18 +110,32 @@ def run_pair(variant: str, tmp_path: Path) -> tuple[dict[str, dict[str, Any]], P
     return steps, location(warehouse, fmt)
 
 
-# Measured (docs/formats.md, Faults): with clustering among the actions, one writer batch committed just before
-# the clustering was scheduled was missing afterwards (50 rows, Hudi 1.0.2 with OCC); the variant without
-# clustering must lose nothing. The assertion stays: the clustering variant is reported, not hidden.
-HUDI_CLUSTERING_LOSS = pytest.mark.xfail(
+# Hudi's own procedure with its default conflict strategy, no job code: a writer's batch committed into a file
+# group of an executing clustering is lost (docs/formats.md, Faults). Kept to show the loss is Hudi's and what the
+# job's clustering (PreferWriterConflictResolutionStrategy, a failed plan rolled back) prevents.
+HUDI_OWN_CLUSTERING_LOSS = pytest.mark.xfail(
     strict=False,
-    reason="Hudi 1.0.2: a writer's batch committed around a clustering was lost once (docs/formats.md, Faults)",
+    reason="Hudi 1.0.2 run_clustering with the default conflict strategy loses a concurrent writer's batch",
 )
+
+
+def pending_clusterings(where: Path) -> set[str]:
+    """Clustering instants on the timeline with no completed replacecommit (a plan left behind)."""
+    names = [p.name for p in (where / ".hoodie" / "timeline").iterdir()]
+    planned = {n.split(".")[0] for n in names if n.endswith(".clustering.requested")}
+    return planned - {n.split("_")[0] for n in names if n.endswith(".replacecommit") and "_" in n}
 
 
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize(
-    "variant", ["delta", "hudi-no-clustering", pytest.param("hudi", marks=HUDI_CLUSTERING_LOSS)]
+    "variant",
+    [
+        "delta",
+        "hudi-no-clustering",
+        "hudi",
+        "hudi-clustering",
+        pytest.param("hudi-call-clustering", marks=HUDI_OWN_CLUSTERING_LOSS),
+    ],
 )
 def test_no_committed_row_is_lost_while_a_second_process_writes(
     variant: str, tmp_path: Path, figures: Figures
@@ -160,7 +180,18 @@ def test_no_committed_row_is_lost_while_a_second_process_writes(
     assert len(ids) == len(set(ids)), f"{figures.rows_duplicated} rows duplicated"
     assert not unknown, f"rows nobody wrote: {sorted(unknown)[:10]}"
     for action, o in outcomes.items():
-        assert o["attempts"][-1] in ("succeeded", "skipped"), f"{action}: {o}"
-    # a write of the writer was open while each action ran, and some committed meanwhile (else this proved little)
-    assert all(o["writes_open_during"] >= 1 for o in outcomes.values()), outcomes
+        if action.startswith("clustering") and o["attempts"][-1] == "failed":
+            # the job's clustering lost to the writer (PreferWriter) and rolled its plan back: safe, retried later
+            assert all(
+                "plan was rolled back and deleted (" in c and "(not:" not in c for c in o["conflicts"]
+            ), o
+        elif not action.startswith("call-"):
+            assert o["attempts"][-1] in ("succeeded", "skipped"), f"{action}: {o}"
+    if fmt == "hudi" and not variant.startswith("hudi-call"):
+        assert not pending_clusterings(where), "a clustering plan was left pending"
+    # a write of the writer was open while an action ran, and some committed meanwhile (else this proved little):
+    # every action of a single pass, at least one round of a repeated one
+    repeated = any("-" in a for a, _ in todo)
+    opens = [o["writes_open_during"] >= 1 for o in outcomes.values()]
+    assert any(opens) if repeated else all(opens), outcomes
     assert sum(o["commits_during"] for o in outcomes.values()) >= 1, outcomes

@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.format_actions import HudiCleanSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import register, timeline_figures
+from airflow_tablemgmt.spark.job.maintainers.hudi.table import (
+    metadata_as_on_table,
+    register,
+    timeline_figures,
+)
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.protocol import timed
@@ -42,7 +46,7 @@ def clean(
         before = timeline_figures(location)
     sql = clean_sql(register(spark, table, location), s)
     log.info("%s", sql)
-    with timed("procedure"):
+    with timed("procedure"), metadata_as_on_table(spark, location):
         rows = [r.asDict() for r in spark.sql(sql).collect()]
     with timed("metrics_after"):
         after = timeline_figures(location)

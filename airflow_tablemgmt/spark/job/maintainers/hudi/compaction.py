@@ -19,7 +19,11 @@ from airflow_tablemgmt.core.format_actions import COMPACTION_INSTANT_OPTION, Hud
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import path_arg, timeline_figures
+from airflow_tablemgmt.spark.job.maintainers.hudi.table import (
+    metadata_as_on_table,
+    path_arg,
+    timeline_figures,
+)
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.protocol import timed
@@ -64,7 +68,7 @@ def compaction(
         known = _compactions(spark, location)
     pending = sorted(i for i, state in known.items() if state != "COMPLETED")
     scheduled: str | None = None
-    with timed("procedure"):
+    with timed("procedure"), metadata_as_on_table(spark, location):
         if wanted is not None and known.get(str(wanted)) == "COMPLETED":
             instant = None  # an earlier attempt completed it: nothing left to execute
             log.info("compaction %s: instant %s already completed", location, wanted)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
@@ -69,6 +71,30 @@ def has_metadata_table(spark: SparkSession, location: str) -> bool:
         if line.startswith("hoodie.table.metadata.partitions="):
             return bool(line.split("=", 1)[1].strip())
     return False
+
+
+METADATA_ENABLE = "hoodie.metadata.enable"
+
+
+@contextmanager
+def metadata_as_on_table(spark: SparkSession, location: str) -> Iterator[bool]:
+    """Hudi's procedures under ``hoodie.metadata.enable`` set as the table has it (the session's ``hoodie.*``
+    settings reach every procedure's write client), restored afterwards; yields the value.
+
+    Hudi's default is true: ``run_compaction`` then creates a metadata table on a table whose writers keep
+    it off, the writers commit without updating it, and a clustering planned from its stale file listing
+    replaces file groups without their newest committed slices (a writer's rows lost, docs/formats.md,
+    *Faults*)."""
+    enabled = has_metadata_table(spark, location)
+    had = spark.conf.get(METADATA_ENABLE, None)
+    spark.conf.set(METADATA_ENABLE, "true" if enabled else "false")
+    try:
+        yield enabled
+    finally:
+        if had is None:
+            spark.conf.unset(METADATA_ENABLE)
+        else:
+            spark.conf.set(METADATA_ENABLE, had)
 
 
 def timeline_figures(location: str) -> dict[str, Any]:
