@@ -63,7 +63,8 @@ def wait_for_port(port: int, timeout: float, proc: subprocess.Popen[bytes], log:
     )
 
 
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+def stop_group(proc: subprocess.Popen[bytes] | None) -> None:
+    """Stop a server started in a process group of its own: TERM, then KILL after 15 s."""
     if proc is None or proc.poll() is not None:
         return
     try:
@@ -144,7 +145,7 @@ class SeaweedS3:
         )  # fmt: skip
 
     def stop(self) -> None:
-        _stop(self.proc)
+        stop_group(self.proc)
 
     def __enter__(self) -> SeaweedS3:
         return self.start()
@@ -213,7 +214,7 @@ class IcebergRestServer:
                 time.sleep(0.5)
 
     def stop(self) -> None:
-        _stop(self.proc)
+        stop_group(self.proc)
 
     def __enter__(self) -> IcebergRestServer:
         return self.start()
@@ -270,7 +271,7 @@ class HiveMetastore:
         return self
 
     def stop(self) -> None:
-        _stop(self.proc)
+        stop_group(self.proc)
 
     def __enter__(self) -> HiveMetastore:
         return self.start()
@@ -333,7 +334,7 @@ class FakeGcs:
                 return names
 
     def stop(self) -> None:
-        _stop(self.proc)
+        stop_group(self.proc)
 
     def __enter__(self) -> FakeGcs:
         return self.start()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import tempfile
 import threading
 from pathlib import Path
+
+from tests.support.servers import stop_group
 
 _lock = threading.Lock()
 _server: tuple[object, str] | None = None
@@ -42,26 +43,11 @@ def writer_url() -> str | None:
             try:
                 wait_for_port("127.0.0.1", port, 300, proc)
             except BaseException:
-                _stop(proc)
+                stop_group(proc)
                 raise
             _server = (proc, f"sc://127.0.0.1:{port}")
             atexit.register(stop)
         return _server[1]
-
-
-def _stop(proc: object) -> None:
-    import subprocess
-
-    assert isinstance(proc, subprocess.Popen)
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def stop() -> None:
@@ -69,5 +55,5 @@ def stop() -> None:
     global _server
     with _lock:
         if _server is not None:
-            _stop(_server[0])
+            stop_group(_server[0])  # type: ignore[arg-type]
             _server = None
