@@ -27,6 +27,7 @@ from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.hudi.table import (
     metadata_as_on_table,
     path_arg,
+    register,
     timeline_figures,
 )
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
@@ -81,7 +82,7 @@ def clustering(
             try:
                 rows = [r.asDict() for r in spark.sql(sql).collect()]
             except Exception as e:
-                rolled_back = [i for i in new if _roll_back(spark, location, i)]
+                rolled_back = [i for i in new if _roll_back(spark, table, location, i)]
                 raise RuntimeError(
                     f"clustering {instants} of {location} failed ({_cause(e)}); its plan was rolled back and "
                     f"deleted ({', '.join(rolled_back) or 'not: see the log'}), the next run plans afresh"
@@ -112,11 +113,14 @@ def _cause(e: Exception) -> str:
     return first[:300] + (f", caused by {causes[-1][:300]}" if causes else "")
 
 
-def _roll_back(spark: SparkSession, location: str, instant: str) -> bool:
-    """Roll a failed clustering instant back and delete its plan; False if Hudi would not."""
+def _roll_back(spark: SparkSession, table: TableIdentifier, location: str, instant: str) -> bool:
+    """Roll a failed clustering instant back and delete its plan; False if Hudi would not. Hudi 1.0.2's
+    procedure lists ``path`` but reads ``table`` only (a ``path`` alone fails casting ``None`` to a string):
+    the table is registered for it."""
     try:
+        name = register(spark, table, location)
         spark.sql(
-            f"CALL run_rollback_inflight_tableservice({path_arg(location)}, "
+            f"CALL run_rollback_inflight_tableservice(table => {literals.string(name)}, "
             f"pending_instant => {literals.string(instant)}, delete_request_instant_file => true)"
         ).collect()
         return True
