@@ -7,7 +7,7 @@ first commit), ``actions-done``, ``writer-stopped``; the writer's commits in ``c
 the commit returned) and its failed writes in ``failed.jsonl``. ``actions`` prints one step line per action
 (start, end, outcome, a retry's outcome) and, for Hudi, the ids a snapshot query reads once the writer stopped.
 
-    python -m tests.faults.format_concurrent_scenario <delta|hudi|hudi-no-clustering> <actions|writer> <warehouse> <signals>
+    python -m tests.faults.format_concurrent_scenario <variant: a key of VARIANTS> <actions|writer> <warehouse> <signals>
 """
 
 from __future__ import annotations
