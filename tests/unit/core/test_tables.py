@@ -36,7 +36,8 @@ def test_error_names_source_path_table_value() -> None:
 
 def test_unknown_action_lists_known() -> None:
     with pytest.raises(
-        InvalidDeclaration, match="known actions: archive, clean, clustering, compaction, compute-stats, delete-orphans"
+        InvalidDeclaration,
+        match="known actions: archive, clean, clustering, compaction, compute-stats, delete-orphans",
     ):
         parse_declarations(decl({"rewrite-filez": {}}))
     with pytest.raises(UnknownAction):
