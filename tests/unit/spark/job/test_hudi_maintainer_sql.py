@@ -2,8 +2,9 @@
 ``path`` gets the table's location (a session-catalog name would make Hudi read the table to resolve it,
 docs/formats.md, *Wall time against the bare procedure*); ``run_clean``, which takes a name only, gets the
 name registered once per session. Hudi 1.0.2's parameter lists, read from the bundle's procedure classes:
-``run_compaction``, ``show_compaction``, ``run_clustering``, ``show_clustering``, ``archive_commits`` and
-``run_rollback_inflight_tableservice`` have ``table`` and ``path``; ``run_clean`` has ``table`` only."""
+``run_compaction``, ``show_compaction``, ``run_clustering``, ``show_clustering`` and ``archive_commits`` have
+``table`` and ``path``; ``run_clean`` has ``table`` only; ``run_rollback_inflight_tableservice`` lists ``path``
+but reads ``table`` (clustering.py registers the table for it)."""
 
 from __future__ import annotations
 
