@@ -12,16 +12,15 @@ as ``read_delta`` reads it, through ``metadata/table_dir.py`` with the catalog's
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from airflow_tablemgmt.metadata.delta import LOG_DIR, OPTIMIZE_TARGET_BYTES, read_delta
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
-from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view
+from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view, naming_the_table
 from airflow_tablemgmt.metadata.table_dir import PathNotFound, TableDir, open_table_dir
 from airflow_tablemgmt.metadata.table_paths import table_location
 
@@ -29,19 +28,6 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10})?\.parquet$")
 #: Log versions listed at most by the Snapshots view (the newest); ``versions_in_log`` counts all.
 MAX_VERSIONS = 1000
-
-
-def _naming(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    """An unreadable table's error names the table (as the health hook's do)."""
-
-    @functools.wraps(read)
-    def wrapped(catalog: Any, table: Any) -> dict[str, Any]:
-        try:
-            return read(catalog, table)
-        except HealthUnavailable as e:
-            raise type(e)(f"{table.id}: {e}") from None
-
-    return wrapped
 
 
 def _open(catalog: Any, table: Any) -> tuple[str, TableDir]:
@@ -119,7 +105,7 @@ def _columns(schema_string: str | None) -> list[dict[str, Any]] | None:
     return out
 
 
-@_naming
+@naming_the_table
 def read_details(catalog: Any, table: Any) -> dict[str, Any]:
     """Location, properties (the table's ``configuration``), schema (``metaData.schemaString``), partition
     columns, the protocol versions and figures: live files and bytes, the version, log commits kept."""
@@ -172,7 +158,7 @@ def _partition(path: str) -> str:
     return "/".join(p for p in head.split("/") if "=" in p)
 
 
-@_naming
+@naming_the_table
 def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     """The live files (``read_delta``) per partition against the table's OPTIMIZE target
     (``delta.targetFileSize``, else 1 GiB), each with its record count from its add's stats."""
@@ -198,7 +184,7 @@ def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     return files_view(files, target, snapshot_id=state.version, compaction_action="optimize")
 
 
-@_naming
+@naming_the_table
 def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     """The log's versions still held as JSON commits, oldest first (at most :data:`MAX_VERSIONS`, the
     newest): operation and timestamp (``commitInfo``), files and bytes added and removed, records added

@@ -21,9 +21,12 @@ being ``null``:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -187,3 +190,16 @@ def details_view(
         "properties": dict(sorted((str(k), str(v)) for k, v in properties.items())),
         "figures": figures,
     }
+
+
+def naming_the_table(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """An unreadable table's error names the table (as the health hook's do)."""
+
+    @functools.wraps(read)
+    def wrapped(catalog: Any, table: Any) -> dict[str, Any]:
+        try:
+            return read(catalog, table)
+        except HealthUnavailable as e:
+            raise type(e)(f"{table.id}: {e}") from None
+
+    return wrapped

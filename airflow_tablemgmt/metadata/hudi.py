@@ -207,17 +207,25 @@ def hudi_health(location: str, properties: Mapping[str, str] | None = None) -> d
     }
 
 
-def _table_type(table: TableDir) -> str:
+def hoodie_properties(table: TableDir) -> dict[str, str]:
+    """``.hoodie/hoodie.properties`` as a dict (Java properties: ``\\:`` and ``\\=`` unescaped)."""
     try:
         text = table.read_text(f"{HOODIE}/hoodie.properties")
     except PathNotFound:
         raise HealthUnavailable(
             f"{table.location}: not a Hudi table (no {HOODIE}/hoodie.properties there)"
         ) from None
+    out: dict[str, str] = {}
     for line in text.splitlines():
-        if line.startswith("hoodie.table.type="):
-            return line.split("=", 1)[1].strip()
-    return "COPY_ON_WRITE"
+        if not line.strip() or line.lstrip().startswith(("#", "!")):
+            continue
+        key, _, value = line.partition("=")
+        out[key.strip()] = re.sub(r"\\(.)", r"\1", value.strip())
+    return out
+
+
+def _table_type(table: TableDir) -> str:
+    return hoodie_properties(table).get("hoodie.table.type", "COPY_ON_WRITE").strip()
 
 
 # ---- the format's health hook (factories/hudi.py declares it) -------------------------------------------

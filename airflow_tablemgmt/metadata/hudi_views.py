@@ -16,53 +16,22 @@ timeline is, through ``metadata/table_dir.py`` with the catalog's ``spark.hadoop
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
-from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view
-from airflow_tablemgmt.metadata.hudi import HOODIE, hudi_health, read_timeline
-from airflow_tablemgmt.metadata.table_dir import PathNotFound, TableDir, open_table_dir
+from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view, naming_the_table
+from airflow_tablemgmt.metadata.hudi import HOODIE, hoodie_properties, hudi_health, read_timeline
+from airflow_tablemgmt.metadata.table_dir import TableDir, open_table_dir
 from airflow_tablemgmt.metadata.table_paths import table_location
 
 _LOG_FILE = re.compile(r"^\.(.+)_(\d{14,17})\.log\.\d+(?:_[\d-]+)?$")
 _BASE_FILE = re.compile(r"^(.+?)_[\d-]+_(\d{14,17})\.(?:parquet|orc|hfile)$")
 #: Hudi's default base file size (``hoodie.parquet.max.file.size``, 120 MiB) when the table sets none.
 DEFAULT_MAX_FILE_BYTES = 120 * 1024 * 1024
-
-
-def _naming(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    """An unreadable table's error names the table (as the health hook's do)."""
-
-    @functools.wraps(read)
-    def wrapped(catalog: Any, table: Any) -> dict[str, Any]:
-        try:
-            return read(catalog, table)
-        except HealthUnavailable as e:
-            raise type(e)(f"{table.id}: {e}") from None
-
-    return wrapped
-
-
-def properties(table: TableDir) -> dict[str, str]:
-    """``.hoodie/hoodie.properties`` as a dict (Java properties: ``\\:`` and ``\\=`` unescaped)."""
-    try:
-        text = table.read_text(f"{HOODIE}/hoodie.properties")
-    except PathNotFound:
-        raise HealthUnavailable(
-            f"{table.location}: not a Hudi table (no {HOODIE}/hoodie.properties there)"
-        ) from None
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith(("#", "!")):
-            continue
-        key, _, value = line.partition("=")
-        out[key.strip()] = re.sub(r"\\(.)", r"\1", value.strip())
-    return out
 
 
 def _files(table: TableDir) -> Iterator[tuple[str, str, int]]:
@@ -117,12 +86,12 @@ def _columns(schema: str | None) -> list[dict[str, Any]] | None:
     return out
 
 
-@_naming
+@naming_the_table
 def read_details(catalog: Any, table: Any) -> dict[str, Any]:
     """Location, ``hoodie.properties``, the create schema, the partition fields, the table version and the
     figures of ``hudi_health`` (table type, timeline and file group counts)."""
     location = table_location(catalog, table.identifier)
-    props = properties(open_table_dir(location, catalog.properties, "Hudi table"))
+    props = hoodie_properties(open_table_dir(location, catalog.properties, "Hudi table"))
     figures = {k: v for k, v in hudi_health(location, catalog.properties).items() if k != "format"}
     zone = props.get("hoodie.table.timeline.timezone", "LOCAL")
     fields = [f.split(":")[0] for f in props.get("hoodie.table.partition.fields", "").split(",") if f]
@@ -138,13 +107,13 @@ def read_details(catalog: Any, table: Any) -> dict[str, Any]:
     )
 
 
-@_naming
+@naming_the_table
 def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     """Each file group's latest slice per partition directory against ``hoodie.parquet.max.file.size``."""
     location = table_location(catalog, table.identifier)
     timeline = read_timeline(location, catalog.properties)
     directory = open_table_dir(location, catalog.properties, "Hudi table")
-    props = properties(directory)
+    props = hoodie_properties(directory)
     pending = {i for i, _, _ in timeline.pending}
     base: dict[tuple[str, str], tuple[str, str, int]] = {}  # (partition, group) -> (instant, path, size)
     logs: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
@@ -168,7 +137,7 @@ def read_files(catalog: Any, table: Any) -> dict[str, Any]:
     return files_view(files, target, snapshot_id=timeline.latest_instant, compaction_action="clustering")
 
 
-@_naming
+@naming_the_table
 def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     """The active timeline's completed instants, oldest first: the action (a ``commit`` requested as a
     compaction is ``compaction``, a ``replacecommit`` requested as a clustering ``clustering``) and the
@@ -176,7 +145,7 @@ def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     location = table_location(catalog, table.identifier)
     timeline = read_timeline(location, catalog.properties)
     directory = open_table_dir(location, catalog.properties, "Hudi table")
-    zone = properties(directory).get("hoodie.table.timeline.timezone", "LOCAL")
+    zone = hoodie_properties(directory).get("hoodie.table.timeline.timezone", "LOCAL")
     compactions = set(timeline.completed_compactions())
     ours = timeline.maintenance_instants()
     latest = timeline.latest_instant
