@@ -38,7 +38,8 @@ for cls in ("tmsuser.Defaults", "tmsuser.Catalog"):
     except Exception as e:
         out[cls] = "missing: " + type(e).__name__
 out["iceberg"] = type(spark._jvm.org.apache.iceberg.spark.SparkCatalog).__name__ == "JavaClass"
-print("PROBE " + json.dumps(out), flush=True)
+sys.stdout.write("PROBE " + json.dumps(out) + "\\n")  # one write: print's two let the JVM's log in between
+sys.stdout.flush()
 spark.stop()
 """
 
@@ -85,7 +86,8 @@ def _probe(submitter: str, spec: Any, tmp_path: Path) -> dict[str, Any]:
     hook.submit(application=str(application))
     lines = [ln for ln in hook.lines if ln.startswith("PROBE ")]
     assert lines, "\n".join(list(hook.lines)[-30:])
-    return json.loads(lines[-1][len("PROBE ") :])
+    # the JSON object, even if a log line of the JVM (same pipe) ended up on its line
+    return json.JSONDecoder().raw_decode(lines[-1][len("PROBE ") :])[0]
 
 
 @pytest.mark.timeout(600)
