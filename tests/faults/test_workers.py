@@ -155,7 +155,7 @@ def test_a_partitioned_worker_that_lost_its_lease_kills_its_job(pg: PgStores, fi
         log = CommitLog()
         req = RunRequest(TABLE, ACTION, instant(r), holder="partition")
         job_a = SteeredJob("A", log, stall_commit=True)
-        run_a = runner(store_a, job_a, heartbeat_every=timedelta(seconds=0.2), lease_ttl=timedelta(seconds=1))
+        run_a = runner(store_a, job_a, heartbeat_every=timedelta(seconds=0.2), lease_ttl=timedelta(seconds=4))
         t_a, out_a = in_thread(lambda: run_a.run(req))
         assert job_a.started.wait(WAIT), out_a
         row = wait_until("A RUNNING", lambda: observer.processes.find(TABLE, ACTION, req.instant))
