@@ -1,5 +1,5 @@
-"""What the catalog suites share: SeaweedFS's S3 gateway per module, and a PostgreSQL database of their own
-for a JDBC catalog."""
+"""What the catalog suites share: a PostgreSQL database of their own for a JDBC catalog (SeaweedFS's S3
+gateway, ``s3``, comes from ``tests/integration/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
-
 from tests.integration.iceberg_session import skip_unless_ci
-from tests.support.servers import SeaweedS3
 
 PG_ADMIN = os.environ.get("TABLEMGMT_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
-    try:
-        server = SeaweedS3(tmp_path_factory.mktemp("seaweed")).start()
-    except RuntimeError as e:
-        skip_unless_ci(f"SeaweedFS could not start: {e}")
-    yield server
-    server.stop()
 
 
 @contextmanager

@@ -23,7 +23,6 @@ from tests.integration.formats.test_path_formats_s3 import (  # noqa: F401 - the
     _secrets,
     catalog,
     resolved,
-    s3,
     tables,
 )
 from tests.support.servers import SeaweedS3

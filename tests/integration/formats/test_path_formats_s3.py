@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ from airflow_tablemgmt.metadata import delta, hudi
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.table_dir import StoreUnreachable
 from airflow_tablemgmt.triggers.format_readers import reader_for, watched_catalog
-from tests.integration.iceberg_session import skip_unless_ci
 from tests.support.servers import ACCESS_KEY, SECRET_KEY, SeaweedS3, free_ports
 
 pytestmark = pytest.mark.integration
@@ -38,16 +36,6 @@ pytestmark = pytest.mark.integration
 NOW = datetime(2026, 11, 26, tzinfo=UTC)
 ACCESS_ENV, SECRET_ENV = "TMS_PATH_S3_ACCESS", "TMS_PATH_S3_SECRET"
 CANARY = "canary-wrong-secret-7f3a9c"
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
-    try:
-        server = SeaweedS3(tmp_path_factory.mktemp("seaweed")).start()
-    except RuntimeError as e:
-        skip_unless_ci(f"SeaweedFS could not start: {e}")
-    yield server
-    server.stop()
 
 
 @pytest.fixture(autouse=True)
