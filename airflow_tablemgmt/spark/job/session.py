@@ -29,6 +29,24 @@ def build_session(catalog: CatalogSpec, app_name: str) -> SparkSession:
     return builder.getOrCreate()
 
 
+def activate(session: SparkSession) -> None:
+    """Make ``session`` the active session of the calling thread, on both sides of py4j.
+
+    Spark's active session is per thread (the JVM's ``SparkSession.activeThreadSession`` is an
+    ``InheritableThreadLocal``) and py4j runs each Python thread's calls on a JVM thread of its own
+    (pinned-thread mode). ``getOrCreate`` sets it on the thread that built the session only; on any
+    other thread ``SQLConf.get`` is Spark's fallback configuration, which defines no catalog, so
+    Iceberg's ``Spark3Util.loadIcebergTable`` there took ``lake.db.t`` for a ``spark_catalog`` name
+    (``REQUIRES_SINGLE_PART_NAMESPACE``) and the job fell back to a load through Spark's catalog.
+    """
+    from pyspark.sql import SparkSession
+
+    jvm = session._jvm  # noqa: SLF001 - pyspark 3.5 has no public setActiveSession
+    if jvm is not None:
+        jvm.SparkSession.setActiveSession(session._jsparkSession)  # noqa: SLF001
+    SparkSession._activeSession = session  # noqa: SLF001 - what getOrCreate sets on its own thread
+
+
 class BackgroundSession:
     """:func:`build_session` in a thread of its own, so the job's main thread works while the JVM
     starts the session. Whatever starting it raises is raised again by :meth:`wait`."""
@@ -55,12 +73,14 @@ class BackgroundSession:
             self.seconds = time.perf_counter() - started
 
     def wait(self) -> SparkSession:
-        """The session once it is up; raises what starting it raised."""
+        """The session once it is up, made the active one of the calling thread; raises what starting
+        it raised."""
         session = self.join()
         if self._error is not None:
             raise self._error
         if session is None:
             raise RuntimeError("the SparkSession was never started")
+        activate(session)
         return session
 
     def join(self) -> SparkSession | None:

@@ -237,3 +237,24 @@ def test_a_spark_submit_run_reads_its_table_early(
     assert result.summary["timings"]["session"] > 0
     assert result.summary["before"] == expected
     assert result.summary["after"]["data_files"] == 2
+
+
+def test_a_spark_submit_run_loads_its_table_through_iceberg_on_the_first_try(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec, tmp_path: Path
+) -> None:
+    # No version hint: the early read has no plain answer, so the job's main thread loads the table through
+    # the session the background thread started. Spark's active session is per thread: without it on the
+    # main thread Iceberg's load found no catalog `lake` and the job fell back to Spark's catalog.
+    table = make_table("id bigint, p string, v string", partitioned_by="p", prefix="firstload")
+    tables.small_files(table, files=3)
+    (tables.dir(table) / "metadata" / "version-hint.text").unlink()
+    expected = _metrics_from_metadata_tables(tables.spark, table)
+
+    result = run_local(_job(table, catalog, "rewrite-files", {"min-input-files": 2}), tmp_path, timeout=300)
+
+    assert result.ok, result.error
+    assert "table_load" in result.summary["timings"]
+    log = (tmp_path / "spark-submit.log").read_text()
+    assert "through Iceberg failed" not in log, [ln for ln in log.splitlines() if "Iceberg failed" in ln]
+    assert result.summary["before"] == expected
+    assert result.summary["after"]["data_files"] == 2
