@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 
-from airflow_tablemgmt.core.errors import IllegalTransition
+from airflow_tablemgmt.core.errors import IllegalTransition, LeaseUnavailable
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.lifecycle.model import RunnerState
 from airflow_tablemgmt.lifecycle.watchdog import LeaseWatchdog
@@ -26,6 +26,35 @@ def watchdog_deadline(runner: RunnerState) -> float:
     minus one heartbeat interval (the margin for the kill), never below half the TTL."""
     ttl = runner.lease_ttl.total_seconds()
     return max(ttl - runner.heartbeat_every.total_seconds(), ttl / 2)
+
+
+def confirm_before_submit(runner: RunnerState, process: Process, table_id: str, holder: str) -> float:
+    """Renew the lease right before the job is submitted, so the factory's set-up (reading table
+    metadata, which may take longer than the lease TTL) is covered: the lease was taken before it, and
+    is confirmed after it. Returns the monotonic time the renewal was sent (the watchdog's start).
+
+    Raises :class:`LeaseUnavailable` (nothing submitted, the row stays PENDING) when the lease is no
+    longer this holder's (it lapsed during the set-up and another worker took it), or when the renewal
+    itself took so long that the watchdog's deadline already passed."""
+    sent = time.monotonic()
+    store = runner.store
+    setup = sent - runner._lease_taken_at
+    if not store.leases.renew(table_id, holder, runner.lease_ttl):
+        lease = store.leases.get(table_id)
+        raise LeaseUnavailable(
+            f"table {table_id}: the lease taken for process {process.id} attempt {process.attempt} lapsed "
+            f"during the job's set-up ({setup:.1f}s, lease_ttl {runner.lease_ttl.total_seconds():g}s) and is "
+            f"now held by {lease.holder if lease else 'nobody'}; the job was not submitted and the process "
+            "stays PENDING"
+        )
+    took = time.monotonic() - sent
+    if took >= watchdog_deadline(runner):
+        raise LeaseUnavailable(
+            f"table {table_id}: confirming the lease before submitting process {process.id} took {took:.1f}s, "
+            f"past the watchdog's {watchdog_deadline(runner):g}s; the job was not submitted and the process "
+            "stays PENDING"
+        )
+    return sent
 
 
 def start_watchdog(runner: RunnerState, process: Process, table_id: str, taken_at: float) -> LeaseWatchdog:

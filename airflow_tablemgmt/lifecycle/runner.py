@@ -19,6 +19,7 @@ from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed, LeaseUnavailable
 from airflow_tablemgmt.core.factory import ProcessFactory, StoreAwareFactory, TableOutcome
 from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.core.timing import check_timing
 from airflow_tablemgmt.lifecycle.attempt import claim_and_run
 from airflow_tablemgmt.lifecycle.errors import StoreUnreachable, WorkerSuperseded, canceled
 from airflow_tablemgmt.lifecycle.model import (
@@ -66,17 +67,24 @@ class ProcessRunner:
         lease_ttl: timedelta = LEASE_TTL,
         heartbeat_every: timedelta = HEARTBEAT_EVERY,
         stale_after: timedelta = STALE_AFTER,
-        wait_for_peer: timedelta = timedelta(hours=6),
+        wait_for_peer: timedelta | None = None,
         result_dir: Path | None = None,
         resolve_catalog: Callable[[CatalogSpec], CatalogSpec] | None = None,
     ) -> None:
+        # The rules hold here too, not only where an operator or the CLI made the settings: a runner
+        # built by other code (a service, a plugin, a test harness) gets no weaker guarantees.
+        check_timing(lease_ttl=lease_ttl, heartbeat_every=heartbeat_every, stale_after=stale_after,
+                     where="ProcessRunner")  # fmt: skip
         self.store = store
         self.factories = factories
         self.submitter = submitter
         self.lease_ttl = lease_ttl
         self.heartbeat_every = heartbeat_every
         self.stale_after = stale_after
-        self.wait_for_peer = wait_for_peer
+        # How long a run waits for a live peer that runs (or is about to claim) the same process before
+        # it lets go (LeaseUnavailable: the operator defers and looks again): one lease TTL, the time in
+        # which a live peer renews its lease, never the peer's whole job.
+        self.wait_for_peer = lease_ttl if wait_for_peer is None else min(wait_for_peer, lease_ttl)
         self.resolve_catalog = resolve_catalog
         self._current: Process | None = None
         self._store_started = time.perf_counter()

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 
-from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed
+from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed, LeaseUnavailable
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.lifecycle.errors import canceled
@@ -137,7 +137,9 @@ def wait_until_finished(submitter: ObservesApplications, app: str, bound_s: floa
 def wait_for_peer(runner: RunnerState, process: Process, req: RunRequest) -> RunOutcome:
     """Another live worker runs this process: wait for its outcome instead of running twice. If
     that worker stops heartbeating meanwhile, take the process over (as a new attempt, which
-    still waits for the lost attempt's lease)."""
+    still waits for the lost attempt's lease). Bounded by ``runner.wait_for_peer`` (at most one lease
+    TTL): past it :class:`LeaseUnavailable`, so the operator defers instead of holding a worker slot
+    for the peer's whole job."""
     deadline = time.monotonic() + runner.wait_for_peer.total_seconds()
     poll = threading.Event()
     while time.monotonic() < deadline:
@@ -154,4 +156,8 @@ def wait_for_peer(runner: RunnerState, process: Process, req: RunRequest) -> Run
             log.warning("tablemgmt: process %s: the worker running it stopped heartbeating", p.id)
             return runner._run(req)
         poll.wait(min(2.0, max(0.05, runner.heartbeat_every.total_seconds())))
-    raise JobFailed(f"process {process.id}: gave up waiting for the worker running it")
+    raise LeaseUnavailable(
+        f"process {process.id}: gave up waiting for the live worker running it after "
+        f"{runner.wait_for_peer.total_seconds():g}s (one lease TTL); it stays with that worker, and the next "
+        "look finds its outcome or takes it over once that worker is lost"
+    )

@@ -183,6 +183,7 @@ def test_a_takeover_starts_its_job_only_once_the_killed_driver_is_gone(
             killed_at = time.monotonic()
             outcome = ProcessRunner(
                 store, default_factories(), hook, stale_after=timedelta(seconds=5), lease_ttl=lease_ttl,
+                heartbeat_every=timedelta(seconds=1),
                 result_dir=standalone_master.parent / "results",
             ).run(RequestFor(when))  # fmt: skip
             figures.rounds += 1

@@ -102,6 +102,9 @@ def runner(store: Store, job: Any, **kw: Any) -> ProcessRunner:
     kw.setdefault("heartbeat_every", timedelta(seconds=0.2))
     kw.setdefault("lease_ttl", timedelta(seconds=30))
     kw.setdefault("wait_for_peer", timedelta(seconds=WAIT))
+    # ProcessRunner enforces the timing rules: a worker given no stale_after judges rows by one that fits
+    # its own beat and lease (at least 2 beats, below the lease TTL).
+    kw.setdefault("stale_after", max(2 * kw["heartbeat_every"], kw["lease_ttl"] * 2 / 3))
     return ProcessRunner(store, default_factories(), job, **kw)
 
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from airflow_tablemgmt import lifecycle
-from airflow_tablemgmt.core.errors import JobFailed
+from airflow_tablemgmt.core.errors import LeaseUnavailable
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
@@ -94,7 +94,7 @@ def test_a_skewed_worker_does_not_declare_a_live_worker_lost(backend, skewed, sk
         first = p.heartbeat_at
         wait_until("a heartbeat", lambda: b_store.processes.get(p.id).heartbeat_at != first)
     with skewed(skew):
-        with pytest.raises(JobFailed, match="gave up waiting for the worker running it"):
+        with pytest.raises(LeaseUnavailable, match="gave up waiting for the live worker running it"):
             b.run(RunRequest(TABLE, ACTION, T0, holder="worker-b"))
     row = b_store.processes.get(p.id)
     assert (row.status, row.attempt, row.failure_reason) == (S.RUNNING, 1, None)

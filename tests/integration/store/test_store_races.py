@@ -70,7 +70,9 @@ class BlockingSubmitter:
 
 def runner(store: Store, submitter: Any, **kw: Any) -> ProcessRunner:
     kw.setdefault("heartbeat_every", timedelta(seconds=0.2))
-    kw.setdefault("lease_ttl", timedelta(seconds=30))
+    kw.setdefault("lease_ttl", max(timedelta(seconds=30), 3 * kw["heartbeat_every"]))
+    # ProcessRunner enforces the timing rules: by default a row is judged by a stale_after that fits.
+    kw.setdefault("stale_after", max(2 * kw["heartbeat_every"], kw["lease_ttl"] * 2 / 3))
     return ProcessRunner(store, default_factories(), submitter, **kw)
 
 
