@@ -92,20 +92,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     from airflow_tablemgmt.services.processes import run_now
 
     instant = services.parse_instant(args.instant)
-    with logs_to_stderr():
-        stale = timedelta(seconds=args.stale_after) if args.stale_after else None
-        store = open_store(args)
-        _log_without_airflow()
-        result = run_now(
-            store,
-            args.table,
-            args.action,
-            instant,
-            spark_conn_id=args.spark_conn_id,
-            stale_after=stale,
-        )
+    store = None
+    try:
+        with logs_to_stderr():
+            stale = timedelta(seconds=args.stale_after) if args.stale_after else None
+            store = open_store(args)
+            _log_without_airflow()
+            result = run_now(
+                store,
+                args.table,
+                args.action,
+                instant,
+                spark_conn_id=args.spark_conn_id,
+                stale_after=stale,
+            )
+    except Exception as e:
+        # A script still gets its document on stdout (outside logs_to_stderr): the failed process, or the error.
+        if Output(args).document:
+            Output(args).one(_failed_run(store, args.table, args.action, instant, e))
+        raise  # the one error line on stderr and the exit status, as for any failed command
     Output(args).one(result.to_dict())
     return 0
+
+
+def _failed_run(store: Any, table: str, action: str, instant: datetime, error: Exception) -> dict[str, Any]:
+    """The document of a run that raised: the process it recorded (status, reason, summary so far) when it
+    got that far, else no process and the error (an unknown table or action, a refused instant)."""
+    try:
+        process = store.processes.find(table, action, instant) if store is not None else None
+    except Exception:  # noqa: BLE001 - the store itself failed: the error says so
+        process = None
+    if process is None:
+        return {"process": None, "status": None, "error": str(error)}
+    return {
+        "process": process.id,
+        "status": str(process.status),
+        "attempt": process.attempt,
+        "reused": False,
+        "summary": process.summary or {},
+        "failure_reason": process.failure_reason,
+        "error": str(error),
+    }
 
 
 def add_parsers(sub: Any) -> None:

@@ -146,6 +146,11 @@ def _failure(res: subprocess.CompletedProcess[str], store_url: str, table: Icebe
     return res.stdout + res.stderr + (listed[0].get("failure_reason") or "")
 
 
+def listed_reason(store_url: str, table: IcebergTable) -> str:
+    listed = json.loads(ok(cli(store_url, "processes", "--table", table.table_id, "--json")).stdout)
+    return str(listed[0].get("failure_reason"))
+
+
 def test_an_invalid_master_in_the_environment_connection_fails_the_run_naming_it(
     failing_table: tuple[str, IcebergTable],
 ) -> None:
@@ -155,6 +160,10 @@ def test_an_invalid_master_in_the_environment_connection_fails_the_run_naming_it
     assert res.returncode != 0
     assert imported_airflow(res.stderr) == []
     assert "bogus-env-master" in _failure(res, store_url, table)
+    # --json: a script gets the failed process as a document on stdout too (issue 37: it got nothing)
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "FAILED" and isinstance(doc["process"], int), doc
+    assert doc["failure_reason"] and doc["failure_reason"] in listed_reason(store_url, table), doc
 
 
 def test_a_secrets_backend_is_asked_before_the_environment_connection(
