@@ -130,6 +130,10 @@ class SparkJobHook:
         self._driver_id: str | None = None  # a standalone cluster driver this hook started
         # Spark properties added for one task (the OpenLineage parent run); the connection's own win.
         self.extra_conf: dict[str, str] = {}
+        # The lease confirmation for the driver's guard (spark/job/lease_guard.py): the latest
+        # (sent_monotonic, valid_for) and the file beside the running job's spec.
+        self._lease_confirmed: tuple[float, float] | None = None
+        self._lease_file: Path | None = None
 
     def _direct_connection(self) -> SparkConnection | None:
         """The connection, when this process has not imported Airflow and need not (see
@@ -171,6 +175,7 @@ class SparkJobHook:
             from airflow_tablemgmt.spark.launch.submit import write_spec
 
             write_spec(replace(job, catalog=resolve_catalog(job.catalog)), spec_path)
+            self._start_lease_file(spec_path)
             spec = build_submit_spec(job, spec_path, artifacts=artifact_settings())
             kwargs: dict[str, Any] = {
                 "conf": {**self.extra_conf, **spec.conf},
@@ -230,6 +235,31 @@ class SparkJobHook:
                 error=_error_tail(list(hook.lines), exit_error),
                 error_class="SparkSubmitFailed",
             )
+
+    def confirm_lease(self, sent_monotonic: float, valid_for: float) -> None:
+        """``lifecycle.ConfirmsLease``: rewrite the running job's lease confirmation (the driver stops
+        itself when it runs out, even while this worker is frozen: ``spark/job/lease_guard.py``)."""
+        from airflow_tablemgmt.spark.job import lease_guard
+
+        self._lease_confirmed = (sent_monotonic, valid_for)
+        path = self._lease_file
+        if path is not None and path.parent.is_dir():  # the job's directory goes when it ended
+            try:
+                lease_guard.confirm(path, sent_monotonic=sent_monotonic, valid_for=valid_for)
+            except FileNotFoundError:
+                pass  # removed meanwhile: the job has ended
+
+    def _start_lease_file(self, spec_path: Path) -> None:
+        """Put the confirmation the runner gave before submit beside the spec (no lease: no file, no
+        guard). It is used once: the next job starts without one until the runner confirms again."""
+        from airflow_tablemgmt.spark.job import lease_guard
+
+        confirmed, self._lease_confirmed = self._lease_confirmed, None
+        self._lease_file = None
+        if confirmed is not None:
+            path = spec_path.with_name(lease_guard.LEASE_FILE)
+            lease_guard.confirm(path, sent_monotonic=confirmed[0], valid_for=confirmed[1])
+            self._lease_file = path
 
     @staticmethod
     def _class_cache(

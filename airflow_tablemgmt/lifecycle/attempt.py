@@ -12,7 +12,7 @@ from airflow_tablemgmt import observability
 from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed, RecoverProcessFailed
 from airflow_tablemgmt.core.factory import JobSpec, ProcessFactory, StoreAwareFactory, TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
-from airflow_tablemgmt.lifecycle.beat import confirm_before_submit, heartbeat, start_watchdog
+from airflow_tablemgmt.lifecycle.beat import confirm_before_submit, confirm_to_job, heartbeat, start_watchdog
 from airflow_tablemgmt.lifecycle.errors import WorkerSuperseded, canceled
 from airflow_tablemgmt.lifecycle.model import RunnerState, RunOutcome, RunRequest
 from airflow_tablemgmt.lifecycle.results import close_own_row, record_predecessor_success, record_success
@@ -84,6 +84,7 @@ def claim_and_run(
     job = JobSpec(**{**job.to_json_dict(), "process_id": process.id, "attempt": attempt})
     if needs_lease:  # the set-up above may have outlived the lease: confirm it before anything runs
         runner._lease_taken_at = confirm_before_submit(runner, process, req.table_id, holder)
+        confirm_to_job(runner, runner._lease_taken_at)  # the job's own deadline starts from there too
 
     try:  # the claim: of two concurrent triggers, only one moves PENDING -> SUBMITTED
         process = store.processes.transition(

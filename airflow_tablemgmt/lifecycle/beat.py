@@ -15,7 +15,7 @@ import time
 
 from airflow_tablemgmt.core.errors import IllegalTransition, LeaseUnavailable
 from airflow_tablemgmt.core.process import Process, ProcessStatus
-from airflow_tablemgmt.lifecycle.model import RunnerState
+from airflow_tablemgmt.lifecycle.model import ConfirmsLease, RunnerState
 from airflow_tablemgmt.lifecycle.watchdog import LeaseWatchdog
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
@@ -55,6 +55,19 @@ def confirm_before_submit(runner: RunnerState, process: Process, table_id: str, 
             "stays PENDING"
         )
     return sent
+
+
+def confirm_to_job(runner: RunnerState, sent: float) -> None:
+    """Tell a job that keeps its own deadline (:class:`ConfirmsLease`) that the lease renewed by the
+    call sent at monotonic ``sent`` holds for the watchdog's deadline from then. Never fails the beat:
+    a job that hears nothing stops itself, which is the safe side."""
+    submitter = runner.submitter
+    if not isinstance(submitter, ConfirmsLease):
+        return
+    try:
+        submitter.confirm_lease(sent, watchdog_deadline(runner))
+    except Exception:  # noqa: BLE001
+        log.warning("tablemgmt: confirming the lease to the job failed", exc_info=True)
 
 
 def start_watchdog(runner: RunnerState, process: Process, table_id: str, taken_at: float) -> LeaseWatchdog:
@@ -109,6 +122,8 @@ def heartbeat(
                 return
             if watchdog is not None:
                 watchdog.renewed(sent)
+            if needs_lease:
+                confirm_to_job(runner, sent)
             last_ok = time.monotonic()
         except IllegalTransition as e:
             runner._halt(process, "superseded", f"superseded: {e}")

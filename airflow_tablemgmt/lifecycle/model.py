@@ -53,6 +53,18 @@ class ConfirmsStop(Protocol):
     def job_stopped(self) -> bool: ...
 
 
+@runtime_checkable
+class ConfirmsLease(Protocol):
+    """A submitter whose job can hold its own deadline on the table's lease (a dead man's switch, see
+    ``spark/job/lease_guard.py``): the heartbeat confirms every successful renewal to it, and the job
+    stops itself when the confirmation runs out, even while this worker is frozen."""
+
+    def confirm_lease(self, sent_monotonic: float, valid_for: float) -> None:
+        """The lease renewed by a call sent at ``sent_monotonic`` holds for ``valid_for`` seconds from
+        then (the watchdog's deadline). Called before submit (the first) and after each renewal."""
+        ...
+
+
 @dataclass(frozen=True)
 class RunRequest:
     table_id: str

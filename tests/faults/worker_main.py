@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from datetime import datetime, timedelta
 
-LEASE_TTL = timedelta(seconds=6)
-HEARTBEAT_EVERY = timedelta(seconds=1)
-STALE_AFTER = timedelta(seconds=3)
+# A scenario may tighten them (``TABLEMGMT_FAULT_LEASE_TTL`` etc., seconds); the rules still hold.
+LEASE_TTL = timedelta(seconds=float(os.environ.get("TABLEMGMT_FAULT_LEASE_TTL", "6")))
+HEARTBEAT_EVERY = timedelta(seconds=float(os.environ.get("TABLEMGMT_FAULT_HEARTBEAT", "1")))
+STALE_AFTER = timedelta(seconds=float(os.environ.get("TABLEMGMT_FAULT_STALE_AFTER", "3")))
 
 
 def main(argv: list[str]) -> int:

@@ -107,6 +107,7 @@ from airflow_tablemgmt.spark.conf import app_name, validated_catalog  # noqa: E4
 from airflow_tablemgmt.spark.connect.errors import NotOnConnect  # noqa: E402
 from airflow_tablemgmt.spark.connect.policy import connect_refusal, is_remote  # noqa: E402
 from airflow_tablemgmt.spark.errors import InvalidJobSpec, NoExecutors  # noqa: E402
+from airflow_tablemgmt.spark.job import lease_guard  # noqa: E402
 from airflow_tablemgmt.spark.job.redact import REDACT, redact, secret_values  # noqa: E402
 from airflow_tablemgmt.spark.job.session import BackgroundSession  # noqa: E402
 from airflow_tablemgmt.spark.job.watchdog import ExecutorWatchdog  # noqa: E402
@@ -305,6 +306,7 @@ def _execute(
         started = time.monotonic()
         inner = ("metrics_before", "procedure", "metrics_after")
         timed_before = sum(timings.seconds.get(p, 0.0) for p in inner)
+        lease_guard.fence(f"{job.action} on {table}")  # the worker must have confirmed the lease now
         with recording(timings):
             summary: dict[str, Any] = maintainer(spark, table, dict(job.options), early=first)
         duration = round(time.monotonic() - started, 3)
@@ -353,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, type=Path, help="path of the JSON JobSpec")
     args = parser.parse_args(argv)
     configure_logging()
+    # The worker's lease confirmation beside the spec: the driver stops itself when it runs out.
+    lease_guard.start_beside(args.spec)
     try:
         job = load_spec(args.spec)
     except Exception as e:  # noqa: BLE001

@@ -51,7 +51,7 @@ from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.core.query_policy import FORCED_SESSION
 from airflow_tablemgmt.spark.errors import SchemaDrift, TableExists
-from airflow_tablemgmt.spark.job import literals, query_policy
+from airflow_tablemgmt.spark.job import lease_guard, literals, query_policy
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metadata_table, snapshot_summary
 from airflow_tablemgmt.spark.job.refresh_query import (
     FULL,
@@ -179,6 +179,7 @@ def overwrite(
         query_frame(spark, job.query, condition, catalogs=frozenset({table.catalog})) if condition else df
     )
     writer = rows_df.writeTo(str(table)).options(**job.write_options)
+    lease_guard.fence(f"the refresh's write to {table}")  # the final write: only with a confirmed lease
     if recreate:
         log.warning("recreating %s: %s", table, "; ".join(drift))
         writer = writer.using("iceberg")
