@@ -96,6 +96,38 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "HADOOP_*, JAVA_HOME, ...): names separated by commas or spaces, NAME* for a prefix.",
         "AWS_REGION, MY_TEAM_*",
     ),
+    "refresh_timeout": _option(
+        "string",
+        "",
+        "How long one refresh (or creation) of a dynamic table may take: the task's execution_timeout, and the "
+        "job's own wall clock (timeout_seconds), after which the process ends FAILED naming the limit. A "
+        "table's timeout: overrides it. Empty: the table's freshness period (freshness downstream: 1h). "
+        "Never above refresh_timeout_max (docs/scheduling.md, Time limits).",
+        "30m",
+    ),
+    "refresh_timeout_max": _option(
+        "string",
+        "6h",
+        "The cap of every refresh's time limit: a larger refresh_timeout or table timeout: is capped to it.",
+        "12h",
+    ),
+    "maintenance_timeout": _option(
+        "string",
+        "4h",
+        "How long one maintenance run (compaction, expiry, orphan clean-up...) may take: the task's "
+        "execution_timeout; an action's timeout: option overrides it (docs/scheduling.md, Time limits).",
+        "8h",
+    ),
+    "user_sql_authors": _option(
+        "string",
+        "role:admin",
+        "Who may define user SQL over the REST API: create or alter a dynamic table, or refresh / resume one "
+        "with Spark session options. Entries separated by commas, any match allows: role:<name> (the auth "
+        "manager's role, e.g. admin, op), user:<name>, permission:<connection|variable|configuration|pool>:"
+        "<GET|POST|PUT|DELETE> (the auth manager's answer), or * (anyone with the refresh DAG's permission). "
+        "An unreadable value allows nobody. tables.yaml and the CLI are trusted (docs/security.md).",
+        "role:admin, role:op, user:data-platform-bot",
+    ),
     "notify": _option(
         "string",
         "",

@@ -44,6 +44,7 @@ from airflow_tablemgmt.api.schemas import (
     RefreshOut,
     ResumeIn,
 )
+from airflow_tablemgmt.api.user_sql import require_user_sql_author
 from airflow_tablemgmt.core.actions import REFRESH as REFRESH_ACTION
 from airflow_tablemgmt.core.text import TEXT_PATTERN
 from airflow_tablemgmt.services.errors import InvalidInput
@@ -67,9 +68,11 @@ def refresh_dag_id(table_id: str) -> str:
 
 @dataclass(frozen=True)
 class AirflowSide:
-    """What the routes ask of Airflow: a permission check, a DAG run with conf, a pause flag, DAG state."""
+    """What the routes ask of Airflow: permission checks, a DAG run with conf, a pause flag, DAG state."""
 
     authorize: Callable[[str, str | None, bool], None]  # (method, dag_id, run permission) -> None or 403
+    # (what the request does) -> None, or a 403 naming [tablemgmt] user_sql_authors (api/user_sql.py)
+    authorize_user_sql: Callable[[str], None]
     trigger: Callable[[str, datetime, Mapping[str, Any]], str]  # (dag_id, logical date, conf) -> run id
     pause: Callable[[str, bool], None]  # (dag_id, paused)
     dag_state: Callable[[str], tuple[bool | None, datetime | None]]  # dag_id -> (paused, next run)
@@ -88,6 +91,7 @@ def airflow_side(request: Request, user: GetUserDep) -> AirflowSide:
 
     return AirflowSide(
         authorize=lambda method, dag_id, run: af.authorize_dags(request, user, method, [dag_id], run=run),
+        authorize_user_sql=lambda what: require_user_sql_author(user, what),
         trigger=lambda dag_id, when, conf: af.trigger_refresh_run(dag_id, when, conf, who),
         pause=af.set_dag_paused,
         dag_state=state,
@@ -194,10 +198,13 @@ def create(body: DynamicTableIn, store: StoreDep, airflow: AirflowDep) -> Dynami
     """Declare a dynamic table: the definition is validated and stored (state CREATING) and its creation
     is queued; Spark analyses the query, creates the Iceberg table and runs the first refresh (trigger
     CREATION) in the refresh DAG's task on a worker, never in the api-server. Follow ``process_id``
-    (GET /processes/{id}) or GET /dynamic-tables/{id}. Needs edit permission on the refresh DAG."""
+    (GET /processes/{id}) or GET /dynamic-tables/{id}. Needs edit permission on the refresh DAG and a
+    match of ``[tablemgmt] user_sql_authors`` (the query is user SQL; 403 naming it otherwise)."""
     definition = body.definition()
-    dag_id = refresh_dag_id(_svc().parse_definition(definition).id)
+    table_id = _svc().parse_definition(definition).id
+    dag_id = refresh_dag_id(table_id)
     airflow.authorize("PUT", dag_id, False)
+    airflow.authorize_user_sql(f"creating dynamic table {table_id}")
     dt = _svc().declare(store, definition)
     queued = None
     known = False
@@ -264,11 +271,14 @@ class _Flip435Route(APIRoute):
 
 def refresh(table_id: TableId, body: RefreshIn, store: StoreDep, airflow: AirflowDep) -> RefreshJobOut:
     """FLIP-435's refresh: submit a refresh of the table for ``scheduleTime`` and answer its job.
-    Needs permission to trigger the table's refresh DAG."""
+    Needs permission to trigger the table's refresh DAG; with ``dynamicOptions`` (Spark session settings
+    for this refresh) also a match of ``[tablemgmt] user_sql_authors``."""
     svc = _svc()
     view = svc.get(store, table_id)  # 404 before the permission check, as run-now does
     dag_id = refresh_dag_id(table_id)
     airflow.authorize("POST", dag_id, True)
+    if body.dynamicOptions:
+        airflow.authorize_user_sql(f"refreshing dynamic table {table_id} with dynamicOptions")
     # Checked before the service opens the refresh's process, so an early request leaves no failed job
     # behind for its schedule time: a suspended table's DAG is paused (its run would wait for resume),
     # and a DAG Airflow has not parsed yet cannot take a run.
@@ -322,10 +332,13 @@ def resume(
     table_id: TableId, store: StoreDep, airflow: AirflowDep, body: ResumeIn | None = None
 ) -> DynamicTableOut:
     """Unpause the refresh DAG and clear the failure count; ``dynamic_options`` apply to later
-    refreshes. Resuming a table that is not suspended is a 409."""
+    refreshes (and need a match of ``[tablemgmt] user_sql_authors``). Resuming a table that is not
+    suspended is a 409."""
     _svc().get(store, table_id)
     airflow.authorize("PUT", refresh_dag_id(table_id), False)
     options = body.dynamic_options if body is not None else None
+    if options:
+        airflow.authorize_user_sql(f"resuming dynamic table {table_id} with dynamic_options")
     _svc().resume(store, table_id, airflow.pause, dynamic_options=options)
     return table_out(store, table_id, airflow, "resumed")
 
@@ -334,9 +347,11 @@ def resume(
 def alter(table_id: TableId, body: AlterIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
     """Change the freshness (the DAG is rescheduled). A new query is a 422: the api-server never runs
     Spark on user SQL (``tablemgmt dt alter --query`` on a worker host does). A table declared in
-    tables.yaml answers 409."""
+    tables.yaml answers 409. Needs a match of ``[tablemgmt] user_sql_authors``: an alter changes how
+    often (and for how long) user SQL runs."""
     _svc().get(store, table_id)
     airflow.authorize("PUT", refresh_dag_id(table_id), False)
+    airflow.authorize_user_sql(f"altering dynamic table {table_id}")
     if body.freshness is None and body.query is None:
         raise ApiError(422, "body", "body: give freshness, query or both; nothing to alter")
     if body.query is not None:  # Spark would analyse it here, in the api-server: user SQL runs on workers

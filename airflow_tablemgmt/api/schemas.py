@@ -333,6 +333,11 @@ class DynamicTableIn(BaseModel):
     retries: int | None = None
     retry_delay: str | None = Field(default=None, alias="retry-delay")
     suspend_after_failures: int | None = Field(default=None, alias="suspend-after-failures")
+    timeout: str | None = Field(
+        default=None,
+        description="how long one refresh may take, e.g. '30m'; default [tablemgmt] refresh_timeout, else the "
+        "freshness period; at most [tablemgmt] refresh_timeout_max",
+    )
 
     def definition(self) -> dict[str, Any]:
         """The declaration as the service takes it: the keys given, kebab-case, extras included."""

@@ -50,6 +50,7 @@ def cmd_dt_create(args: argparse.Namespace) -> int:
         ("owner", args.owner), ("queue", args.queue), ("priority", args.priority),
         ("retries", args.retries), ("retry-delay", args.retry_delay),
         ("suspend-after-failures", args.suspend_after_failures), ("refresh-mode", args.refresh_mode),
+        ("timeout", args.timeout),
     ):  # fmt: skip
         if value is not None:
             data[key] = value
@@ -193,6 +194,9 @@ def add_parsers(sub: Any) -> None:
     cr.add_argument("--retries", type=int)
     cr.add_argument("--retry-delay")
     cr.add_argument("--suspend-after-failures", type=int)
+    cr.add_argument(
+        "--timeout", help="how long one refresh may take, e.g. 30m (docs/scheduling.md, Time limits)"
+    )
     cr.add_argument("--spark-conn-id", default="spark_default")
     add_output_option(cr)
     cr.set_defaults(func=cmd_dt_create)

@@ -60,6 +60,11 @@ class ActionSettings(BaseModel):
     poll_interval: Duration = Field(
         default=timedelta(seconds=10), description="snapshot poll of an event-driven action, in the triggerer"
     )
+    timeout: Duration | None = Field(
+        default=None,
+        description="how long one run may take (the task's execution_timeout; core/time_limits.py): default "
+        "[tablemgmt] maintenance_timeout (4h); a refresh's comes from its dynamic table's timeout",
+    )
 
     # (option, floor, floor as written, why it exists): a destructive age below its floor needs an
     # explicit ``allow-below-floor: true``; no override ever allows zero or a negative age.

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pendulum
@@ -25,11 +26,19 @@ from airflow.sdk import (
 )
 
 from airflow_tablemgmt.core.actions import ActionSettings, RefreshSettings
+from airflow_tablemgmt.core.durations import format_duration, to_timedelta
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.naming import BROKEN_DAG_ID, dag_id_for, parse_dag_id
 from airflow_tablemgmt.core.schedule import SchedulePlan
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.core.triggers import Interval
+from airflow_tablemgmt.core.time_limits import (
+    REFRESH_TIMEOUT_MAX,
+    TimeLimit,
+    dagrun_timeout,
+    maintenance_time_limit,
+    refresh_time_limit,
+)
+from airflow_tablemgmt.core.triggers import Freshness, Interval
 from airflow_tablemgmt.dag_factory.assets import (
     REFRESH,
     after_refreshes,
@@ -82,15 +91,50 @@ class DagConfigDefaults:
 
     max_consecutive_failed_dag_runs: int = 0
     disable_bundle_versioning: bool = False
+    # [tablemgmt] refresh_timeout / refresh_timeout_max / maintenance_timeout (core/time_limits.py)
+    refresh_timeout: timedelta | None = None
+    refresh_timeout_max: timedelta = REFRESH_TIMEOUT_MAX
+    maintenance_timeout: timedelta | None = None
+    #: Settings that could not be read (each names the option and what is allowed); their defaults apply.
+    problems: tuple[str, ...] = ()
 
     @classmethod
     def from_airflow_config(cls) -> DagConfigDefaults:
         from airflow.sdk.configuration import conf
 
+        problems: list[str] = []
+
+        def duration(option: str, text: str | None) -> timedelta | None:
+            if not text or not text.strip():
+                return None
+            try:
+                return to_timedelta(text.strip())
+            except ValueError as e:
+                problems.append(f"[tablemgmt] {option}: {e}; its default applies")
+                return None
+
+        cap = duration("refresh_timeout_max", conf.get("tablemgmt", "refresh_timeout_max", fallback=""))
         return cls(
             max_consecutive_failed_dag_runs=conf.getint("core", "max_consecutive_failed_dag_runs_per_dag"),
             disable_bundle_versioning=conf.getboolean("dag_processor", "disable_bundle_versioning"),
+            refresh_timeout=duration(
+                "refresh_timeout", conf.get("tablemgmt", "refresh_timeout", fallback="")
+            ),
+            refresh_timeout_max=cap or REFRESH_TIMEOUT_MAX,
+            maintenance_timeout=duration(
+                "maintenance_timeout", conf.get("tablemgmt", "maintenance_timeout", fallback="")
+            ),
+            problems=tuple(problems),
         )
+
+    def time_limit(self, action: str, settings: ActionSettings) -> TimeLimit:
+        """The limit of one run of ``action`` with ``settings`` (core/time_limits.py)."""
+        if isinstance(settings, RefreshSettings):
+            freshness = Freshness.parse(settings.freshness).delta if settings.freshness else None
+            return refresh_time_limit(
+                freshness, settings.timeout, self.refresh_timeout, self.refresh_timeout_max
+            )
+        return maintenance_time_limit(settings.timeout, self.maintenance_timeout)
 
 
 def build_dag(
@@ -129,6 +173,7 @@ def build_dag(
         schedule = AssetOrTimeSchedule(timetable=_timetable(plan.fallback), assets=asset)
     dag_id = dag_id_for(table_id, action)
     when = plan.describe()
+    limit = config.time_limit(action, settings)
     # Given to each task directly rather than as the DAG's default_args: merging default_args
     # deep-copies them once per task, which is measurable at 10,000 DAGs.
     task_args: dict[str, Any] = {
@@ -136,6 +181,8 @@ def build_dag(
         "retries": settings.retries,
         "retry_delay": settings.retry_delay,
         "priority_weight": table.priority,
+        # A run ends at its limit (core/time_limits.py); the operator names it in the failure reason.
+        "execution_timeout": limit.limit,
         # [tablemgmt] notify / the table's notify: (docs/notifications.md), decided when a failure happens.
         "on_failure_callback": on_task_failure,
     }
@@ -151,13 +198,17 @@ def build_dag(
         catchup=False,
         max_active_runs=1,
         max_active_tasks=parallelism,
+        dagrun_timeout=dagrun_timeout(
+            limit.limit, settings.retries, settings.retry_delay, settings.lease_wait
+        ),
         max_consecutive_failed_dag_runs=config.max_consecutive_failed_dag_runs,
         disable_bundle_versioning=config.disable_bundle_versioning,
         tags=["tablemgmt", table_id, action, str(table.format)],
         description=f"{action} on {table_id}: {when}",
         doc_md=(
             f"Maintenance of `{table_id}` ({table.format}): **{action}** {when}.\n\n"
-            f"Declared settings: `{table.actions.get(action) or {}}`"
+            f"Declared settings: `{table.actions.get(action) or {}}`\n\n"
+            f"Time limit per run: {format_duration(limit.limit)} ({limit.source})"
         ),
         is_paused_upon_creation=False,
         # The DAG file puts every DAG in its module namespace (register_dags), where DagBag finds it;
@@ -172,6 +223,7 @@ def build_dag(
             table=table_id,
             action=action,
             lease_wait=settings.lease_wait,
+            timeout_source=limit.source,
             gate=("event" if plan.trigger == "event" else "snapshot") if plan.gate else None,
             **task_args,
         )
@@ -239,11 +291,12 @@ def build_dags(
     ``prebuilt``: table id -> its snapshot watchers, for tables whose DAGs the caller already has
     (``dag_factory.cache``): not built here, but still seen by dynamic tables and the capacity warning."""
     result = BuildResult(errors=list(declaration_errors))
+    config = DagConfigDefaults.from_airflow_config()
+    result.errors.extend(config.problems)
     result.errors.extend(
         f"process factory plugin {name!r} failed to load: {err}" for name, err in factories.errors.items()
     )
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
-    config = DagConfigDefaults.from_airflow_config()
     watchers = 0
     if wanted is None:
         tables = list(tables)

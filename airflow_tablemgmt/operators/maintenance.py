@@ -9,11 +9,12 @@ from typing import Any
 from airflow.exceptions import AirflowException
 from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException, AirflowTaskTimeout
 
 from airflow_tablemgmt import lifecycle, observability
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.core.factory import RunPlan, StoreAwareFactory
+from airflow_tablemgmt.core.time_limits import TimeLimit
 from airflow_tablemgmt.core.timing import PENDING_STALE_AFTER, check_timing
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.engine import submitter_for
@@ -23,6 +24,7 @@ from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunReque
 from airflow_tablemgmt.lineage.spark import parent_job_conf
 from airflow_tablemgmt.notifications.health import after_process
 from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
+from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLimitExceeded
 
 
 def run_instant(context: Any) -> datetime:
@@ -54,6 +56,11 @@ class TableMaintenanceOperator(BaseOperator):
     On start it reaps processes whose worker is gone (no heartbeat for ``stale_after``; PENDING
     rows after :data:`PENDING_STALE_AFTER`). A canceled process fails the task without retries
     (:class:`AirflowFailException`); ``on_kill`` kills the Spark job and records KILLED.
+
+    ``execution_timeout`` (the DAG factory sets it: core/time_limits.py) bounds a run; ``timeout_source``
+    says where the limit came from. At the limit the Spark job is killed and the process ends FAILED
+    with a reason naming both (``operators/time_limit.py``); a refresh job gets the limit too, as
+    ``timeout_seconds``, and cancels itself at the same wall clock.
     """
 
     template_fields: Sequence[str] = ("table", "action")
@@ -70,7 +77,9 @@ class TableMaintenanceOperator(BaseOperator):
     heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY
     stale_after: timedelta = lifecycle.STALE_AFTER
     gate: str | None = None
+    timeout_source: str | None = None
     _runner: ProcessRunner | None = None
+    _timed_out: str | None = None  # the failure reason, once Airflow's timeout fired
 
     def __init__(
         self,
@@ -85,6 +94,7 @@ class TableMaintenanceOperator(BaseOperator):
         heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY,
         stale_after: timedelta = lifecycle.STALE_AFTER,
         gate: str | None = None,
+        timeout_source: str | None = None,
         **kwargs: Any,
     ) -> None:
         if gate not in GATES:
@@ -105,6 +115,7 @@ class TableMaintenanceOperator(BaseOperator):
             ("heartbeat_every", heartbeat_every),
             ("stale_after", stale_after),
             ("gate", gate),
+            ("timeout_source", timeout_source),
         ):
             if value != getattr(type(self), name):
                 setattr(self, name, value)
@@ -136,6 +147,9 @@ class TableMaintenanceOperator(BaseOperator):
                 )
         factories = default_factories()
         submitter = self.make_submitter()
+        if self.execution_timeout:
+            limit = TimeLimit(self.execution_timeout, self.timeout_source or "the task's execution_timeout")
+            submitter = TimeLimitedSubmitter(submitter, limit)  # type: ignore[assignment]
         if callable(getattr(submitter, "use_store", None)):  # a Spark Connect job leases a server slot there
             submitter.use_store(store)  # type: ignore[attr-defined]
         if isinstance(getattr(submitter, "extra_conf", None), dict):
@@ -178,6 +192,12 @@ class TableMaintenanceOperator(BaseOperator):
             raise  # unreachable: _wait_for_lease defers or raises
         except ProcessCanceled as e:  # a cancel is final: retrying would only fail again
             raise AirflowFailException(f"tablemgmt: {e}") from e
+        except AirflowTaskTimeout as e:  # Airflow calls on_kill next, which must not record KILLED
+            limit = TimeLimit(
+                self.execution_timeout or timedelta(0), self.timeout_source or "execution_timeout"
+            )
+            self._timed_out = str(e) if isinstance(e, TimeLimitExceeded) else limit.reason(self.action)
+            raise
         except TableMgmtError as e:
             table_outcome = self._runner.table_outcome
             if table_outcome is not None and table_outcome.halted:
@@ -225,5 +245,12 @@ class TableMaintenanceOperator(BaseOperator):
         return self.execute(context, event={"waiting_since": waiting_since} if waiting_since else None)
 
     def on_kill(self) -> None:
-        if self._runner is not None:
-            self._runner.kill()
+        if self._runner is None:
+            return
+        current = self._runner._current
+        if self._timed_out is not None and current is not None:
+            # Airflow's timeout: the job is stopped first, then the row ends FAILED naming the limit
+            # (already so when the timeout fired in the job; then this finds the row closed).
+            self._runner.submitter.kill()
+            self._runner._fail(current, self._timed_out)
+        self._runner.kill()

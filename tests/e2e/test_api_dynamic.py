@@ -175,7 +175,10 @@ def dynamic_api_server(
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DynamicApi]:
     server = dynamic_api_server(
-        tmp_path_factory.mktemp("dtapi") / "airflow", [TABLE, f"{CATALOG}.agg.lifecycle"]
+        tmp_path_factory.mktemp("dtapi") / "airflow",
+        [TABLE, f"{CATALOG}.agg.lifecycle"],
+        users={**PASSWORDS, "editor": "editor-pw"},
+        roles={"editor": "user"},  # Airflow's DAG editor: may edit and trigger DAGs
     )
     try:
         yield server
@@ -310,3 +313,35 @@ def test_lifecycle_auth_matrix_and_airflows_pause_flag(api: DynamicApi) -> None:
     assert dropped.status == 200 and dropped.body == {"table": table, "dropped": True, "purged": False}
     assert _paused(api, dag_id) is True  # the workflow goes first
     assert api.call("GET", f"/dynamic-tables/{table}", "viewer").status == 404
+
+
+def test_only_user_sql_authors_may_create_alter_or_refresh_with_options(api: DynamicApi) -> None:
+    """A ``user``-role editor may edit and trigger the refresh DAG, but writing user SQL needs
+    ``[tablemgmt] user_sql_authors`` (default: admins): 403 naming it, nothing stored or queued."""
+    new = f"{CATALOG}.agg.by_editor"
+    options = {"dynamicOptions": {"spark.sql.shuffle.partitions": "4"}}
+    denied = [
+        ("POST", "/dynamic-tables", definition(new)),
+        ("PATCH", f"/dynamic-tables/{TABLE}", {"freshness": "1 HOUR"}),
+        ("POST", f"/dynamic-tables/{TABLE}/refresh", {**options, "scheduleTime": "2026-05-02 00:00:00"}),
+    ]
+    runs = _runs(api)
+    for method, path, body in denied:
+        r = api.call(method, path, "editor", body)
+        assert r.status == 403, (path, r.body)
+        assert r.body["field"] == "permission", r.body
+        assert "[tablemgmt] user_sql_authors = role:admin" in r.body["detail"], r.body
+        assert "'editor' (roles: user)" in r.body["detail"], r.body
+    assert api.call("GET", f"/dynamic-tables/{new}", "admin").status == 404
+    assert api.call("GET", f"/dynamic-tables/{TABLE}", "admin").body["freshness"] == "1 DAY"
+    assert _runs(api) == runs
+    # The reviewed query, refreshed without options: the DAG's run permission is enough.
+    plain = api.call(
+        "POST",
+        f"/dynamic-tables/{TABLE}/refresh",
+        "editor",
+        {"isPeriodic": True, "scheduleTime": "2026-05-01 00:00:00"},
+    )
+    assert plain.status == 200, plain.body
+    created = api.call("POST", "/dynamic-tables", "admin", definition(new))
+    assert created.status == 202, created.body

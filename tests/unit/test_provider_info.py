@@ -8,6 +8,7 @@ import importlib
 import inspect
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ def test_each_option_is_documented(name: str) -> None:
 
 def _effective() -> dict[str, Any]:
     """What the code makes of the section as it finds it (environment, config file)."""
+    from airflow_tablemgmt.api import user_sql
     from airflow_tablemgmt.dag_factory import build as dag_factory
     from airflow_tablemgmt.dag_factory import cache as dag_cache
     from airflow_tablemgmt.hooks import airflow_settings
@@ -110,7 +112,20 @@ def _effective() -> dict[str, Any]:
         "job_env_allow": airflow_settings.job_env_allow(),
         "dag_cache_dir": dag_cache.cache_dir(),
         "triggerers": dag_factory.triggerer_slots()[1],
+        "time_limits": _time_limits(dag_factory.DagConfigDefaults.from_airflow_config()),
+        "user_sql_authors": user_sql.configured_rule(),
     }
+
+
+def _time_limits(config: Any) -> tuple[Any, ...]:
+    from airflow_tablemgmt.core.actions import ExpireSnapshotsSettings, RefreshSettings
+
+    refresh = RefreshSettings(interval="0 * * * *", freshness="1 HOUR", trigger="schedule")
+    long = refresh.model_copy(update={"timeout": timedelta(days=2)})
+    return tuple(
+        config.time_limit(a, s).limit
+        for a, s in (("refresh", refresh), ("refresh", long), ("expire-snapshots", ExpireSnapshotsSettings()))
+    )
 
 
 def test_the_declared_defaults_mean_what_the_code_does_when_unset(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,7 +142,14 @@ def test_a_non_default_value_is_seen_by_the_code(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__TRIGGERERS", "3")
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__JARS_OFFLINE", "True")
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__DAG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__REFRESH_TIMEOUT", "30m")
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__REFRESH_TIMEOUT_MAX", "1d")
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__MAINTENANCE_TIMEOUT", "8h")
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__USER_SQL_AUTHORS", "role:op")
     effective = _effective()
+    h = timedelta(hours=1)
+    assert effective["time_limits"] == (h / 2, 24 * h, 8 * h)
+    assert effective["user_sql_authors"].roles == {"op"}
     assert effective["triggerers"] == 3
     assert effective["artifacts"].offline is True
     assert effective["dag_cache_dir"] == tmp_path

@@ -121,7 +121,7 @@ _FLINK_PARTITION_KEY = re.compile(r"partition\.fields\.(?P<col>[^.]+)\.(?P<optio
 
 class DynamicTableSpec(_Model):
     """A dynamic table's definition: identifier, query, freshness, partitioning, and the knobs its
-    refresh DAG takes (owner, queue, priority, retries, retry-delay, suspend-after-failures).
+    refresh DAG takes (owner, queue, priority, retries, retry-delay, suspend-after-failures, timeout).
 
     ``schema`` (attribute ``columns``) and ``source-tables`` are filled at creation by Spark's
     analysis of the query, never at parse.
@@ -143,6 +143,11 @@ class DynamicTableSpec(_Model):
     retry_delay: Duration = timedelta(minutes=5)
     suspend_after_failures: int = Field(
         default=5, ge=1, description="consecutive failed scheduled refreshes before the table is suspended"
+    )
+    timeout: Duration | None = Field(
+        default=None,
+        description="how long one refresh may take: default [tablemgmt] refresh_timeout, else the freshness "
+        "period; at most [tablemgmt] refresh_timeout_max (core/time_limits.py)",
     )
     notify: NotifySpec | None = Field(default=None, description="notifications (docs/notifications.md)")
     columns: list[Column] | None = Field(
@@ -315,6 +320,8 @@ class DynamicTableSpec(_Model):
             "retries": self.retries,
             "retry-delay": self.model_dump(mode="json", include={"retry_delay"})["retry_delay"],
         }
+        if self.timeout is not None:
+            refresh["timeout"] = self.model_dump(mode="json", include={"timeout"})["timeout"]
         if self.freshness.is_downstream:
             known = (
                 set(dynamic_ids)

@@ -48,6 +48,13 @@ class Airflow:
     paused: dict[str, bool] = field(default_factory=lambda: {DAG: False})
     allowed: bool = True
     checks: list[tuple[str, str | None, bool]] = field(default_factory=list)
+    user_sql_allowed: bool = True  # [tablemgmt] user_sql_authors matches the caller
+    user_sql_checks: list[str] = field(default_factory=list)
+
+    def authorize_user_sql(self, what: str) -> None:
+        self.user_sql_checks.append(what)
+        if not self.user_sql_allowed:
+            raise HTTPException(403, f"permission: {what} needs [tablemgmt] user_sql_authors")
 
     def authorize(self, method: str, dag_id: str | None, run: bool) -> None:
         self.checks.append((method, dag_id, run))
@@ -67,6 +74,7 @@ class Airflow:
     def side(self) -> routes.AirflowSide:
         return routes.AirflowSide(
             authorize=self.authorize,
+            authorize_user_sql=self.authorize_user_sql,
             trigger=self.trigger,
             pause=self.pause,
             dag_state=lambda d: (self.paused.get(d), None),

@@ -296,9 +296,11 @@ def _plain_dag(fast: Any) -> Any:
         description=fast.description,
         doc_md=fast.doc_md,
         is_paused_upon_creation=False,
+        dagrun_timeout=fast.dagrun_timeout,
     ) as dag:
         TableMaintenanceOperator(
             task_id="maintain", table=m.table, action=m.action, lease_wait=m.lease_wait, gate=m.gate,
+            execution_timeout=m.execution_timeout, timeout_source=m.timeout_source,
             owner=m.owner, retries=m.retries, retry_delay=m.retry_delay, priority_weight=m.priority_weight,
             on_failure_callback=m.on_failure_callback,
             **({"pool": m.pool} if m.pool != "default_pool" else {}),
