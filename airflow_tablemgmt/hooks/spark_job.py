@@ -197,7 +197,8 @@ class SparkJobHook:
 
                 failed = AirflowException
             self._hook = hook
-            cache = self._class_cache(hook, spec.conf, spec.jars, kwargs["packages"], spec.env)
+            # The conf as submitted (extra_conf merged in): the class cache's options are added to it.
+            cache = self._class_cache(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
             exit_error: str | None = None
             preexec = die_with_parent()
             clock.launch()

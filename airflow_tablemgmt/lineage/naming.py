@@ -36,6 +36,26 @@ def location_name(location: str) -> tuple[str, str]:
     return f"{scheme}://{parts.netloc}", parts.path or "/"
 
 
+def warehouse_namespace(warehouse: str) -> str:
+    """The namespace Spark's OpenLineage integration gives a hadoop catalog's table names (its
+    ``HadoopCatalogTypeHandler``, through the Java client's ``FilesystemDatasetUtils``): ``file:<path>``
+    for a local warehouse (``file:///p`` as ``file:/p``), the location with the object store's scheme
+    (``s3a`` as ``s3``) otherwise; no trailing slash."""
+    text = warehouse.strip().rstrip("/")
+    parts = urlsplit(text)
+    if not parts.scheme:
+        return f"file:{parts.path}" if parts.path else "file"
+    if parts.scheme == "file":
+        if parts.netloc:  # file://host/path: a remote file, as is
+            return text
+        return f"file:{parts.path}" if parts.path else "file"
+    scheme = parts.scheme.lower()
+    for store in ("s3", "gs", "wasbs"):
+        if scheme.startswith(store):
+            return f"{store}://{parts.netloc}{parts.path}"
+    return text
+
+
 def catalog_namespace(catalog: CatalogSpec) -> str:
     """The namespace of the catalog's table names: its service (REST, Hive, JDBC), its warehouse otherwise."""
     uri = catalog.properties.get("uri", "").strip()
@@ -43,7 +63,9 @@ def catalog_namespace(catalog: CatalogSpec) -> str:
         return uri.replace("thrift://", "hive://", 1)
     if catalog.type in (CatalogType.REST, CatalogType.JDBC) and uri:
         return uri
-    return (catalog.warehouse or uri or catalog.name).rstrip("/")
+    if catalog.warehouse:
+        return warehouse_namespace(catalog.warehouse)
+    return (uri or catalog.name).rstrip("/")
 
 
 def table_dataset(catalog: CatalogSpec, namespace: str, table: str) -> DatasetName:

@@ -86,7 +86,7 @@ def test_a_refresh_reports_its_sources_as_inputs_and_its_table_as_output(
             ("file", str(warehouse / "sales" / "daily"))
         ]
         symlinks = event["outputs"][0]["facets"]["symlinks"]["identifiers"]
-        assert symlinks == [{"namespace": str(warehouse), "name": "sales.daily", "type": "TABLE"}]
+        assert symlinks == [{"namespace": f"file:{warehouse}", "name": "sales.daily", "type": "TABLE"}]
     fail = next(e for e in events if e["eventType"] == "FAIL")
     facet = fail["job"]["facets"]["tablemgmt"]
     process = store.processes.list(table_id=TABLE, action="refresh", limit=1)[0]

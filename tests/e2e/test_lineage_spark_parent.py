@@ -83,7 +83,8 @@ def test_the_spark_job_gets_the_tasks_run_as_its_openlineage_parent(
 
 
 def test_the_hook_passes_the_parent_to_spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``extra_conf`` reaches spark-submit's command line as ``--conf``; the job's own settings win."""
+    """``extra_conf`` reaches spark-submit's command line as ``--conf`` with the default settings (the JVM
+    class cache on); the job's own settings win."""
     from airflow_tablemgmt.core.factory import JobSpec
     from airflow_tablemgmt.hooks.spark_job import SparkJobHook
     from airflow_tablemgmt.hooks.spark_submit_direct import SparkConnection
@@ -93,7 +94,9 @@ def test_the_hook_passes_the_parent_to_spark_submit(tmp_path: Path, monkeypatch:
     binary.write_text(f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
                       "sys.exit(3)\n")  # fmt: skip
     binary.chmod(0o755)
-    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", "false")
+    # The default settings: the JVM class cache on (its options are added to the submitted conf).
+    monkeypatch.delenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", raising=False)
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR", str(tmp_path / "jvm-cache"))
     hook = SparkJobHook("spark_default", workdir=str(tmp_path))
     monkeypatch.setattr(
         hook, "_direct_connection", lambda: SparkConnection(master="local[1]", spark_binary=str(binary))
@@ -109,4 +112,6 @@ def test_the_hook_passes_the_parent_to_spark_submit(tmp_path: Path, monkeypatch:
     argv = json.loads(argv_file.read_text())
     confs = [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
     assert "spark.openlineage.parentRunId=run-1" in confs
+    # The class cache's options went onto the same conf (it was not turned off behind the test's back).
+    assert any(c.startswith("spark.driver.extraJavaOptions=") and "-XX:" in c for c in confs), confs
     assert "spark.sql.session.timeZone=UTC" in confs and "spark.sql.session.timeZone=Asia/Tokyo" not in confs

@@ -4,7 +4,7 @@ name as a TABLE symlink; by the catalog's name where only the catalog knows the 
 from __future__ import annotations
 
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.lineage.naming import DatasetName, location_name, table_dataset
+from airflow_tablemgmt.lineage.naming import DatasetName, location_name, table_dataset, warehouse_namespace
 
 
 def test_locations_are_named_by_scheme_and_authority() -> None:
@@ -28,3 +28,16 @@ def test_a_service_catalogs_table_is_named_in_the_services_namespace() -> None:
     )
     rest = CatalogSpec(name="r", type="rest", properties={"uri": "https://catalog.example.com"})
     assert table_dataset(rest, "s", "t").namespace == "https://catalog.example.com"
+
+
+def test_a_local_warehouse_is_the_symlink_namespace_as_spark_writes_it() -> None:
+    # Spark's integration: file:<path> for a local warehouse (HadoopCatalogTypeHandler), so both sides'
+    # TABLE symlinks are one name.
+    assert table_dataset(CatalogSpec(name="lake", warehouse="/data/wh/"), "sales", "orders") == DatasetName(
+        "file", "/data/wh/sales/orders", "file:/data/wh", "sales.orders"
+    )
+    assert warehouse_namespace("file:///data/wh") == "file:/data/wh"
+    assert warehouse_namespace("file:/data/wh/") == "file:/data/wh"
+    assert warehouse_namespace("s3a://bucket/wh/") == "s3://bucket/wh"
+    assert warehouse_namespace("gs://bucket/wh") == "gs://bucket/wh"
+    assert warehouse_namespace("hdfs://nn:8020/wh") == "hdfs://nn:8020/wh"
