@@ -40,6 +40,10 @@ class QueryFailed(TableMgmtError):
     Spark's own message may carry whatever the query computed, so it goes only to the task log."""
 
 
+class QueryTimedOut(TableMgmtError):
+    """A refresh ran past its wall clock (``timeout_seconds``); its Spark jobs were cancelled."""
+
+
 class SchemaDrift(TableMgmtError):
     """The query's schema is no longer the table's; only a refresh with ``recreate`` may replace it."""
 

@@ -35,6 +35,11 @@ The query runs wrapped as ``SELECT * FROM (<query>) AS q``, so a second statemen
 
 Source snapshot ids are read *before* the query runs: a commit to a source between the read and the
 scan can only make the next NO_DATA check see a newer snapshot and refresh once more, never skip data.
+
+``timeout_seconds`` (set by the DAG from the task's ``execution_timeout``) is the job's wall clock: at
+the limit its Spark jobs are cancelled and it fails naming the limit (``wall_clock.py``); a creation
+stopped there still drops the table it created.
+
 Schema drift — the query's columns (names, types as Iceberg keeps them; order and nullability aside)
 differ from the table's — fails the refresh unless ``recreate``, which replaces the table in one commit
 (``DataFrameWriterV2.createOrReplace``, Iceberg's atomic replace) with what this refresh writes.
@@ -51,7 +56,7 @@ from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.core.query_policy import FORCED_SESSION
 from airflow_tablemgmt.spark.errors import SchemaDrift, TableExists
-from airflow_tablemgmt.spark.job import lease_guard, literals, query_policy
+from airflow_tablemgmt.spark.job import lease_guard, literals, query_policy, wall_clock
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metadata_table, snapshot_summary
 from airflow_tablemgmt.spark.job.refresh_query import (
     FULL,
@@ -232,6 +237,7 @@ def create(spark: SparkSession, table: TableIdentifier, job: RefreshJob) -> dict
         return {**summary, "created": True}
     except BaseException:
         log.warning("first refresh of %s failed: dropping the table it created", table)
+        wall_clock.release()  # a creation stopped at its limit still drops what it created
         try:
             spark.sql(f"DROP TABLE IF EXISTS {table.quoted} PURGE")
         except Exception:  # noqa: BLE001 - the refresh's own error is the one to report
@@ -273,8 +279,10 @@ def refresh(
     if job.mode == "drop":
         return drop(spark, table)
     settings = {**job.session_options, **FORCED_SESSION}
-    # User SQL runs below: Spark's failure text goes to the log only (QueryFailed to the process row).
-    with session_settings(spark, settings), query_policy.sanitized_failure(log):
+    # User SQL runs below: Spark's failure text goes to the log only (QueryFailed to the process row);
+    # its Spark jobs stop at the job's wall clock (QueryTimedOut naming the limit).
+    clock = wall_clock.WallClock(_context(spark), job.timeout_seconds, job.mode)
+    with session_settings(spark, settings), clock, query_policy.sanitized_failure(log):
         if job.mode == "analyse":
             return analyse(spark, table, options)
         if job.mode == "create":
@@ -282,6 +290,13 @@ def refresh(
         if not spark.catalog.tableExists(str(table)):
             raise TableNotFound(f"table {table} does not exist; a dynamic table is made by its create job")
         return overwrite(spark, table, job, created=False)
+
+
+def _context(spark: SparkSession) -> Any:
+    """The classic session's SparkContext; None on Spark Connect (which runs no refresh)."""
+    from airflow_tablemgmt.spark.connect.policy import is_remote
+
+    return None if is_remote(spark) else spark.sparkContext
 
 
 # job_main.run skips its table-exists check: the ``create`` mode makes the table.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import quote, validate_identifier
-from airflow_tablemgmt.core.query_policy import session_option_refusal
+from airflow_tablemgmt.core.query_policy import TIMEOUT_OPTION, parse_timeout, session_option_refusal
 from airflow_tablemgmt.spark.errors import InvalidJobSpec, InvalidQuery
 from airflow_tablemgmt.spark.job import literals, query_policy
 from airflow_tablemgmt.spark.protocol import describe_exception
@@ -48,6 +48,8 @@ class RefreshJob:
     recreate: bool
     source_tables: tuple[str, ...]
     dynamic_options: dict[str, str]
+    # The job's wall clock in seconds (``timeout_seconds``; None: no limit): ``spark/job/wall_clock.py``.
+    timeout_seconds: float | None = None
 
     @property
     def write_options(self) -> dict[str, str]:
@@ -117,6 +119,10 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
             )
         if refusal := session_option_refusal(key, "refresh.dynamic_options"):
             raise InvalidJobSpec(refusal)
+    try:
+        timeout = parse_timeout(options.get(TIMEOUT_OPTION), f"refresh.{TIMEOUT_OPTION}")
+    except ValueError as e:
+        raise InvalidJobSpec(str(e)) from None
     return RefreshJob(
         mode=mode,
         query=query,
@@ -126,6 +132,7 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
         recreate=recreate,
         source_tables=tuple(sources),
         dynamic_options={k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in dynamic.items()},
+        timeout_seconds=timeout,
     )
 
 
