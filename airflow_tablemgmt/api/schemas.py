@@ -56,6 +56,11 @@ class CatalogOut(BaseModel):
     warehouse: str | None
     properties: dict[str, Any]
     outcome: Literal["created", "updated", "unchanged"] | None = None
+    problem: str | None = Field(
+        default=None,
+        description="set when the stored catalog no longer validates (e.g. a plaintext secret written before "
+        "secrets had to be references): what to migrate; secret values are masked all the same",
+    )
 
 
 class TableChange(Body):

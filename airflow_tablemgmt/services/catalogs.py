@@ -28,20 +28,25 @@ class CatalogResult:
 
 @dataclass(frozen=True)
 class CatalogView:
-    """A catalog as listed: secret property values masked."""
+    """A catalog as listed: secret property values masked. ``problem``: why its stored row no longer
+    validates (a plaintext secret written before secrets had to be references...) and what to fix."""
 
     name: str
     type: str
     warehouse: str | None
     properties: dict[str, Any]
+    problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "type": self.type,
             "warehouse": self.warehouse,
             "properties": self.properties,
         }
+        if self.problem is not None:
+            out["problem"] = self.problem
+        return out
 
 
 def check_warehouse(spec: CatalogSpec, field: str = "warehouse") -> None:
@@ -119,7 +124,22 @@ def catalog_view(spec: CatalogSpec) -> CatalogView:
 
 
 def list_catalogs(store: Store) -> list[CatalogView]:
-    return [catalog_view(c) for c in store.catalogs.list()]
+    """Every catalog, sorted by name. A row that no longer validates is listed too — masked like the
+    others, with its ``problem`` — rather than hidden: a legacy row holding a plaintext secret must be
+    seen to be migrated to a reference."""
+    specs, unreadable = store.catalogs.list_with_errors()
+    views = [catalog_view(c) for c in specs]
+    for row in unreadable:
+        views.append(
+            CatalogView(
+                row.name,
+                row.type,
+                redact_uri(row.warehouse),
+                redact_uris(masked(row.properties)),
+                problem=f"needs migration: {row.message}",
+            )
+        )
+    return sorted(views, key=lambda v: v.name)
 
 
 def remove_catalog(store: Store, name: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pydantic import ValidationError
@@ -32,10 +32,14 @@ _RETRIES = 5
 
 @dataclass(frozen=True)
 class UnreadableCatalogRow:
-    """A stored catalog that no longer validates, skipped by :meth:`CatalogRepository.list`."""
+    """A stored catalog that no longer validates, skipped by :meth:`CatalogRepository.list`. Its raw
+    fields are kept so the catalog can still be shown (secrets masked) with what must be fixed."""
 
     name: str
     message: str
+    type: str = ""
+    warehouse: str | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
 
 
 class CatalogRepository:
@@ -139,7 +143,8 @@ class CatalogRepository:
             try:
                 specs.append(_to_spec(r))
             except UnreadableCatalog as e:
-                errors.append(UnreadableCatalogRow(e.name, str(e)))
+                props = r.properties if isinstance(r.properties, dict) else {}
+                errors.append(UnreadableCatalogRow(e.name, str(e), str(r.type), r.warehouse, dict(props)))
         return specs, errors
 
 

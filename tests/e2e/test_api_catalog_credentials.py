@@ -44,13 +44,19 @@ def test_a_uri_with_a_credential_is_refused_saying_how_to_pass_it(api: Api, body
     assert api.call("GET", f"/catalogs/{body['name']}", "viewer").status_code == 404
 
 
-def _old_row(api: Api, name: str) -> None:
+def _old_row(
+    api: Api,
+    name: str,
+    uri: str = "jdbc:postgresql://pg/cat?user=u&password=S3CRET",
+    more: dict[str, str] | None = None,
+) -> None:
+    """A row written before the rules, straight into the store (every API path refuses it now)."""
     now = datetime.now(UTC)
     with api.store.engine.begin() as conn:
         conn.execute(
             insert(CatalogRow.__table__).values(
                 name=name, type="jdbc", warehouse=f"/tmp/{name}",
-                properties={"uri": "jdbc:postgresql://pg/cat?user=u&password=S3CRET"},
+                properties={"uri": uri, **(more or {})},
                 owner="store", created_at=now, updated_at=now,
             )
         )  # fmt: skip
@@ -62,6 +68,53 @@ def test_a_row_written_earlier_is_shown_redacted(api: Api) -> None:
         r = api.call("GET", path, "viewer")
         assert r.status_code == 200, r.text
         assert "S3CRET" not in r.text and "password=***" in r.text, r.text
+
+
+# issue 35: the URI forms the first rule missed, each with the canary S3CRET
+MORE_FORMS = {
+    "oracle": "jdbc:oracle:thin:u/S3CRET@host:1521/db",
+    "odbc": "mssql://h/db?user=u&pwd=S3CRET",
+    "sqlserver": "jdbc:sqlserver://h;user=u;Password=S3CRET",
+    "azure": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=S3CRET;EndpointSuffix=core.windows.net",
+    "sas": "https://acct.blob.core.windows.net/c?sv=2022&sig=S3CRET",
+    "presigned": "https://b.s3.amazonaws.com/k?X-Amz-Credential=AK&X-Amz-Signature=S3CRET",
+    "token": "https://h/api?access_token=S3CRET",
+}
+
+
+@pytest.mark.parametrize("form", sorted(MORE_FORMS))
+def test_more_uri_forms_are_refused_on_write_and_redacted_for_a_viewer(api: Api, form: str) -> None:
+    uri = MORE_FORMS[form]
+    body = {
+        "name": f"new_{form}",
+        "type": "jdbc",
+        "warehouse": f"/tmp/new_{form}",
+        "properties": {"uri": uri},
+    }
+    r = api.call("POST", "/catalogs", "admin", json=body)
+    assert r.status_code == 422 and "credential" in r.json()["detail"], r.text
+    assert "S3CRET" not in r.text
+    _old_row(api, f"old_{form}", uri)
+    for path in ("/catalogs", f"/catalogs/old_{form}"):
+        shown = api.call("GET", path, "viewer")
+        assert shown.status_code == 200, shown.text
+        assert "S3CRET" not in shown.text and "***" in shown.text, shown.text
+
+
+def test_a_legacy_row_with_a_plaintext_secret_is_listed_masked_and_flagged(api: Api) -> None:
+    """Before issue 35 it disappeared from GET /catalogs (its row no longer validates): an operator
+    could not see it, nor that its secret must become a reference."""
+    _old_row(api, "plainsecret", "jdbc:postgresql://pg/cat", {"jdbc.password": "S3CRET"})
+    listed = api.call("GET", "/catalogs", "viewer")
+    assert listed.status_code == 200 and "S3CRET" not in listed.text, listed.text
+    (row,) = [c for c in listed.json() if c["name"] == "plainsecret"]
+    assert row["properties"]["jdbc.password"] == "***"
+    assert row["problem"].startswith("needs migration:") and "jdbc.password" in row["problem"], row
+    assert "reference" in row["problem"], row
+    one = api.call("GET", "/catalogs/plainsecret", "viewer")
+    assert one.status_code == 200 and one.json()["problem"] == row["problem"], one.text
+    readable = [c for c in listed.json() if c["name"] != "plainsecret"]
+    assert all(c.get("problem") is None for c in readable)
 
 
 def test_delete_is_403_for_a_viewer_409_while_used_and_200_after(api: Api) -> None:

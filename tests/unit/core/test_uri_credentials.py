@@ -19,6 +19,44 @@ LEAKY = [
     ),
     ("https://catalog/api?token=abc&x=1", "https://catalog/api?token=***&x=1"),
     ("jdbc:mysql://u:p%40ss@db/cat", "jdbc:mysql://u:***@db/cat"),
+    # issue 35: the forms the first rule missed
+    ("jdbc:oracle:thin:u/S3CRET@host:1521/db", "jdbc:oracle:thin:u/***@host:1521/db"),
+    ("jdbc:oracle:thin:u/S3CRET@//host:1521/svc", "jdbc:oracle:thin:u/***@//host:1521/svc"),
+    ("jdbc:oracle:oci:u/S3CRET@(DESCRIPTION=(HOST=h))", "jdbc:oracle:oci:u/***@(DESCRIPTION=(HOST=h))"),
+    ("mssql://h/db?user=u&pwd=S3CRET", "mssql://h/db?user=u&pwd=***"),
+    ("jdbc:sqlserver://h;user=u;PWD=S3CRET", "jdbc:sqlserver://h;user=u;PWD=***"),
+    ("jdbc:sqlserver://h;user=u;Password=S3CRET", "jdbc:sqlserver://h;user=u;Password=***"),
+    ("jdbc:redshift://h:5439/db;UID=u;PWD=S3CRET", "jdbc:redshift://h:5439/db;UID=u;PWD=***"),
+    ("jdbc:db2://h:50000/db:user=u;password=S3CRET;", "jdbc:db2://h:50000/db:user=u;password=***;"),
+    (
+        "jdbc:snowflake://a.snowflakecomputing.com/?user=u&passcode=S3CRET",
+        "jdbc:snowflake://a.snowflakecomputing.com/?user=u&passcode=***",
+    ),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=S3CRET;EndpointSuffix=core.windows.net",
+        "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=***;EndpointSuffix=core.windows.net",
+    ),
+    ("Server=h;Database=d;User Id=u;Password=S3CRET;", "Server=h;Database=d;User Id=u;Password=***;"),
+    (
+        "https://acct.blob.core.windows.net/c?sv=2022&sig=S3CRET",
+        "https://acct.blob.core.windows.net/c?sv=2022&sig=***",
+    ),
+    (
+        "abfss://c@acct.dfs.core.windows.net/w?sv=1&sig=S3CRET",
+        "abfss://c@acct.dfs.core.windows.net/w?sv=1&sig=***",
+    ),
+    (
+        "https://b.s3.amazonaws.com/k?X-Amz-Credential=AK%2F1&X-Amz-Signature=S3CRET",
+        "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***",
+    ),
+    (
+        "https://storage.googleapis.com/b/k?X-Goog-Signature=S3CRET",
+        "https://storage.googleapis.com/b/k?X-Goog-Signature=***",
+    ),
+    ("https://h/api?access_token=S3CRET", "https://h/api?access_token=***"),
+    ("https://h/api?apikey=S3CRET&q=1", "https://h/api?apikey=***&q=1"),
+    ("https://h/api?secret=S3CRET", "https://h/api?secret=***"),
+    ("https://h/api?auth=S3CRET", "https://h/api?auth=***"),
 ]
 CLEAN = [
     "jdbc:postgresql://pg/cat?user=u",
@@ -29,6 +67,12 @@ CLEAN = [
     "conn:pg_catalog",
     "env:CATALOG_URI",
     "https://catalog/api?keyspace=",
+    "jdbc:oracle:thin:@//host:1521/svc",
+    "jdbc:h2:mem:test;MODE=PostgreSQL",
+    "jdbc:sqlserver://h:1433;databaseName=d;encrypt=true",
+    "DefaultEndpointsProtocol=https;AccountName=a;EndpointSuffix=core.windows.net",
+    "s3://bucket/part=a;b=c",
+    "https://h:8443/api?x=1",
 ]
 
 
@@ -36,7 +80,7 @@ CLEAN = [
 def test_credentials_are_found_and_redacted(uri: str, redacted: str) -> None:
     found = uri_credential(uri)
     assert found is not None
-    assert "S3CRET" not in found and "pw" not in found.replace("password", "")
+    assert "S3CRET" not in found and "u:pw" not in found
     assert redact_uri(uri) == redacted
 
 
