@@ -37,6 +37,11 @@ def sanitize_uri(parts: SplitResult) -> SplitResult:
     segments = parts.path.strip("/").split("/") if parts.path.strip("/") else []
     if len(segments) == 3 and segments[2] == REFRESH_SUFFIX:
         segments = segments[:2]
-    if len(segments) != 2 or not all(_IDENT.fullmatch(s) for s in segments):
+    # The namespace may have several levels, written with dots as in the table id (tablemgmt://lake/a.b/t).
+    if (
+        len(segments) != 2
+        or not all(_IDENT.fullmatch(s) for s in segments[0].split("."))
+        or not _IDENT.fullmatch(segments[1])
+    ):
         raise ValueError(f"asset URI {uri!r}: expected {SHAPE}")
     return parts

@@ -23,7 +23,7 @@ from airflow_tablemgmt.core.action_model import FORMATS, known_format, load_form
 from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAIN_TABLE, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.formats import TableFormat
-from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
+from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier, validate_namespace
 from airflow_tablemgmt.core.naming import dag_id_length_problem
 from airflow_tablemgmt.core.notify import NotifySpec
 from airflow_tablemgmt.core.secrets import check_secret_properties
@@ -199,6 +199,8 @@ class TableSpec(_Model):
     @field_validator("catalog", "namespace", "name")
     @classmethod
     def _ident(cls, v: str, info: Any) -> str:
+        if info.field_name == "namespace":  # one level or several (sales.eu), as Iceberg's namespaces
+            return validate_namespace(v, "namespace")
         return validate_identifier(v, info.field_name)
 
     @field_validator("format", mode="before")

@@ -40,7 +40,9 @@ class TableMgmtJobFacet(JobFacet):
 
 
 def _dataset(store: Any, table_id: str) -> Dataset:
-    catalog_name, namespace, name = table_id.split(".")
+    # The first part is the catalog, the last the table, the rest the namespace (one level or several).
+    catalog_name, *levels, name = table_id.split(".")
+    namespace = ".".join(levels)
     names = table_dataset(store.catalogs.get(catalog_name), namespace, name)
     symlink = symlinks_dataset.Identifier(
         namespace=names.table_namespace, name=names.table_name, type="TABLE"

@@ -1,7 +1,8 @@
 """Cheap Iceberg snapshot checks without a JVM: which snapshot is current, and did it change?
 
 (Over 400 lines on purpose: one reader class with its three ways to the current metadata, the local
-version-hint, the object-store listing and the catalog, whose fallbacks must be read together.)
+version-hint, the object-store listing and the catalog, whose fallbacks must be read together; the
+table's properties are read the same three ways.)
 
 The gate task (DESIGN.md, data flow step 3), :class:`~airflow_tablemgmt.triggers.snapshot.TableSnapshotTrigger`
 and :class:`~airflow_tablemgmt.sensors.snapshot.TableSnapshotSensor` all ask one question of a table many
@@ -245,7 +246,21 @@ class SnapshotReader:
             return self._catalog_table(table).location()
         assert self.catalog.warehouse is not None
         root = self._local_root if self._local_root is not None else self.catalog.warehouse
-        return f"{root.rstrip('/')}/{table.namespace}/{table.name}"
+        return f"{root.rstrip('/')}/{table.namespace_path}/{table.name}"
+
+    def table_properties(self, table: TableIdentifier) -> dict[str, str]:
+        """The table's properties in its current metadata (``gc.enabled``, ``format-version`` ...)."""
+        self._check_catalog(table)
+        if self.catalog.type != CatalogType.HADOOP:
+            return dict(self._catalog_table(table).properties)
+        pointer = self.metadata_pointer(table)
+        local = local_warehouse_path(pointer)
+        if local is not None and not pointer.endswith(".gz"):
+            with open(local, "rb") as f:
+                return {str(k): str(v) for k, v in (json.load(f).get("properties") or {}).items()}
+        from pyiceberg.table import StaticTable
+
+        return dict(StaticTable.from_metadata(pointer, self._io_properties()).metadata.properties)
 
     def forget(self, table: TableIdentifier | None = None) -> None:
         """Drop the cached pointer of ``table`` (or of every table): the next check reloads metadata."""
@@ -396,7 +411,7 @@ class SnapshotReader:
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
         try:
-            return self._catalog_client().load_table((table.namespace, table.name))
+            return self._catalog_client().load_table((*table.namespace_parts, table.name))
         except (NoSuchTableError, NoSuchNamespaceError) as e:
             raise TableNotFound(
                 f"table {table}: not found in {self.catalog.type.value} catalog {self.catalog.name!r} "

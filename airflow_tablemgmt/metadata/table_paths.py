@@ -16,7 +16,7 @@ def table_location(catalog: CatalogSpec, table: TableIdentifier) -> str:
             f"catalog {catalog.name!r} has no warehouse: a path-based {table} needs a hadoop catalog whose "
             "warehouse is the tables' root (the table is <warehouse>/<namespace>/<name>)"
         )
-    return f"{catalog.warehouse.rstrip('/')}/{table.namespace}/{table.name}"
+    return f"{catalog.warehouse.rstrip('/')}/{table.namespace_path}/{table.name}"
 
 
 def local_path(location: str) -> str | None:

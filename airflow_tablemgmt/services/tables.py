@@ -104,10 +104,14 @@ def load_spec_file(path: str | Path, argument: str = "--file") -> dict[str, Any]
 
 
 def _split_id(table: str) -> dict[str, str]:
+    """The first part is the catalog, the last the table, everything between the namespace (``a.b``)."""
     parts = table.split(".")
-    if len(parts) != 3 or not all(parts):
-        raise InvalidInput(f"table: {table!r} must be catalog.namespace.table, e.g. lake.sales.orders")
-    return dict(zip(("catalog", "namespace", "name"), parts, strict=True))
+    if len(parts) < 3 or not all(parts):
+        raise InvalidInput(
+            f"table: {table!r} must be catalog.namespace.table, e.g. lake.sales.orders (a namespace of "
+            "several levels: lake.sales.eu.orders)"
+        )
+    return {"catalog": parts[0], "namespace": ".".join(parts[1:-1]), "name": parts[-1]}
 
 
 def _live(store: Store, table_id: str) -> RegisteredTable | None:

@@ -123,7 +123,7 @@ def read_early(catalog: CatalogSpec, table: TableIdentifier) -> EarlyRead | None
 
 def metadata_dir(warehouse: str, table: TableIdentifier) -> str:
     """``<warehouse>/<namespace>/<table>/metadata``: where Iceberg's HadoopCatalog keeps a table."""
-    return f"{warehouse.rstrip('/')}/{table.namespace}/{table.name}/metadata"
+    return f"{warehouse.rstrip('/')}/{table.namespace_path}/{table.name}/metadata"
 
 
 def current_metadata_file(io: FileIO, meta_dir: str) -> str | None:

@@ -44,7 +44,7 @@ def register(spark: SparkSession, table: TableIdentifier, location: str) -> str:
     """The table as ``tms_hudi_<namespace>_<name>`` in the session catalog (this session's only, on a
     session without a metastore), for the procedures that take a table name and no path (``run_clean``);
     registered on the first call per session, the name alone after."""
-    name = f"tms_hudi_{table.namespace}_{table.name}"
+    name = f"tms_hudi_{'_'.join(table.namespace_parts)}_{table.name}"
     done = _REGISTERED.setdefault(spark, set())
     if (name, location) not in done:
         spark.sql(register_sql(name, location))
