@@ -128,6 +128,23 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "An unreadable value allows nobody. tables.yaml and the CLI are trusted (docs/security.md).",
         "role:admin, role:op, user:data-platform-bot",
     ),
+    "user_sql_sandbox": _option(
+        "string",
+        "on",
+        "Whether a dynamic table's Spark job (which runs user SQL in its driver) starts spark-submit in new user, "
+        "PID and mount namespaces that hide other processes, AIRFLOW_HOME, the DAGs and plugins folders and "
+        "make the Python prefix and the package read-only (docs/security.md, Sandbox). on: such a job fails "
+        "where the kernel does not allow unprivileged user namespaces; off: they run unsandboxed.",
+        "off",
+    ),
+    "user_sql_hide": _option(
+        "string",
+        "",
+        "More paths the sandboxed job of a dynamic table must not see, beyond AIRFLOW_HOME, AIRFLOW_CONFIG and "
+        "the DAGs and plugins folders: absolute paths separated by commas or spaces (a directory gets an empty "
+        "tmpfs over it, a file an empty one).",
+        "/etc/airflow-secrets, /srv/store.db",
+    ),
     "notify": _option(
         "string",
         "",

@@ -37,6 +37,7 @@ from airflow_tablemgmt.hooks.spark_submit_direct import (
     process_tree,
     wait_gone,
 )
+from airflow_tablemgmt.hooks.user_sql_sandbox import sandbox_prefix
 from airflow_tablemgmt.spark.launch.class_cache import DriverClassCache
 from airflow_tablemgmt.spark.launch.environment import job_environment
 from airflow_tablemgmt.spark.launch.submit import JobResult, SubmitClock, build_submit_spec, parse_result
@@ -99,6 +100,11 @@ def _airflow_hook_class() -> type:
                 self.log.info("connection %s not found; running Spark on %s", self._conn_id, EMBEDDED_MASTER)
                 data["master"] = EMBEDDED_MASTER
             return data
+
+        command_prefix: list[str] = []  # noqa: RUF012 - replaced per job, never mutated
+
+        def _build_spark_submit_command(self, application: str) -> list[str]:
+            return [*self.command_prefix, *super()._build_spark_submit_command(application)]
 
         def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
             def tee() -> Iterator[Any]:
@@ -177,6 +183,8 @@ class SparkJobHook:
             write_spec(replace(job, catalog=resolve_catalog(job.catalog)), spec_path)
             self._start_lease_file(spec_path)
             spec = build_submit_spec(job, spec_path, artifacts=artifact_settings())
+            # A dynamic table's job runs user SQL: its spark-submit starts in the sandbox.
+            sandboxed = sandbox_prefix(job, spec_path, spec)
             kwargs: dict[str, Any] = {
                 "conf": {**self.extra_conf, **spec.conf},
                 "jars": ",".join(spec.jars) or None,
@@ -197,6 +205,7 @@ class SparkJobHook:
 
                 failed = AirflowException
             self._hook = hook
+            hook.command_prefix = sandboxed
             # The conf as submitted (extra_conf merged in): the class cache's options are added to it.
             cache = self._class_cache(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
             exit_error: str | None = None

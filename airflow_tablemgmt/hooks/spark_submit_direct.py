@@ -128,6 +128,8 @@ class DirectSparkSubmit:
     (``spark_job.py``)."""
 
     _should_track_driver_status = False
+    # What runs spark-submit (the user-SQL sandbox: hooks/user_sql_sandbox.py); replaced per job.
+    command_prefix: list[str] = []  # noqa: RUF012
 
     def __init__(
         self,
@@ -163,7 +165,7 @@ class DirectSparkSubmit:
             args += ["--queue", c.queue]
         if c.deploy_mode:
             args += ["--deploy-mode", c.deploy_mode]
-        return [*args, application, *self.application_args]
+        return [*self.command_prefix, *args, application, *self.application_args]
 
     def submit(self, application: str, preexec_fn: Callable[[], None] | None = None) -> None:
         cmd = self.command(application)

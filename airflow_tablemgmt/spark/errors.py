@@ -44,6 +44,11 @@ class QueryTimedOut(TableMgmtError):
     """A refresh ran past its wall clock (``timeout_seconds``); its Spark jobs were cancelled."""
 
 
+class SandboxUnavailable(TableMgmtError):
+    """A job that runs user SQL must start sandboxed (``spark/launch/sandbox.py``) and the kernel does not
+    allow it here; ``[tablemgmt] user_sql_sandbox = off`` is the operator's explicit opt-out."""
+
+
 class SchemaDrift(TableMgmtError):
     """The query's schema is no longer the table's; only a refresh with ``recreate`` may replace it."""
 
