@@ -294,6 +294,7 @@ def run_on_connect(
 ) -> JobResult:
     """Run ``job`` (its catalog's secrets already resolved) on the Connect server at ``url``: the same
     job code as under spark-submit (``spark.job.main.run_job``), the same result."""
+    from airflow_tablemgmt.spark.connect.errors import connect_reason, is_grpc_repr
     from airflow_tablemgmt.spark.connect.policy import connect_refusal
     from airflow_tablemgmt.spark.job.main import run_job
     from airflow_tablemgmt.spark.job.redact import REDACT, secret_values
@@ -314,7 +315,7 @@ def run_on_connect(
     except Exception as e:  # noqa: BLE001 - a refused or unreachable server is the job's failure
         return JobResult(
             status=FAILED, error_class="ConnectUnavailable",
-            error=f"Spark Connect server {server} refused or could not be reached: {str(e).splitlines()[0][:500]}",
+            error=f"Spark Connect server {server} refused or could not be reached: {connect_reason(e)}",
         )  # fmt: skip
     try:
         if on_started is not None:
@@ -327,6 +328,8 @@ def run_on_connect(
     if result.summary is not None and isinstance(result.summary.get("timings"), dict):
         result.summary["timings"].update(run.timings)
         result.summary["session_reused"] = run.reused
+    if not result.ok and result.error and is_grpc_repr(result.error):
+        result.error = connect_reason(result.error)  # the status and the server's message, not the RPC's repr
     if not result.ok and result.error and looks_unavailable(f"{result.error_class} {result.error}"):
         result.error = f"Spark Connect server {server} became unreachable during the job (it died or restarted): {result.error}"
         result.error_class = "ConnectUnavailable"
