@@ -17,13 +17,13 @@ from airflow_tablemgmt.api import PREFIX
 from airflow_tablemgmt.api.db_errors import install_db_error_handlers
 from airflow_tablemgmt.api.errors import install_error_handlers
 from airflow_tablemgmt.api.limits import BodyLimits
-from airflow_tablemgmt.api.schemas import ErrorOut
+from airflow_tablemgmt.api.schemas import ErrorOut, NotFoundOut
 
 API_VERSION_PATH = "/v1"
 
 
 def create_api_app() -> FastAPI:
-    from airflow_tablemgmt.api import catalogs, dynamic, overview, processes, tables
+    from airflow_tablemgmt.api import catalogs, dynamic, overview, permissions, processes, tables
 
     api = FastAPI(
         title="Table maintenance API",
@@ -33,8 +33,12 @@ def create_api_app() -> FastAPI:
             "FLIP-435 refresh (airflow-tablemgmt)."
         ),
         dependencies=[Depends(get_user)],
-        # Every operation may answer these, all as {"detail", "field"} (api/errors.py, api/limits.py).
-        responses={status: {"model": ErrorOut} for status in (400, 401, 403, 404, 409, 413, 415, 422, 503)},
+        # Every operation may answer these, all as {"detail", "field"} (api/errors.py, api/limits.py); a
+        # 404 of a path Airflow does not route here has no field (NotFoundOut).
+        responses={
+            **{status: {"model": ErrorOut} for status in (400, 401, 403, 409, 413, 415, 422, 503)},
+            404: {"model": NotFoundOut},
+        },
         openapi_url="/openapi.json",
         docs_url="/docs",
         redoc_url=None,
@@ -42,7 +46,7 @@ def create_api_app() -> FastAPI:
     init_error_handlers(api)  # Airflow's handlers for its own DB errors
     install_error_handlers(api)  # ours after: every 4xx is {"detail", "field"}
     install_db_error_handlers(api)  # a value the database refuses (NUL, too long) is a 422
-    for module in (catalogs, tables, processes, dynamic, overview):
+    for module in (catalogs, tables, processes, dynamic, overview, permissions):
         api.include_router(module.router)
     api.add_middleware(BodyLimits)  # JSON bodies only (415), at most 1 MiB (413)
     return api

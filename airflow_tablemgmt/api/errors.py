@@ -7,12 +7,14 @@ Request validation errors (FastAPI/pydantic) get the same shape, with ``errors``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from airflow_tablemgmt.core.errors import (
     CatalogNotFound,
@@ -109,10 +111,21 @@ def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "request"
 
 
+def _message(error: Mapping[str, Any]) -> str:
+    """Pydantic's message, with the value when a string broke a pattern or a length (the rule is in
+    the message already): errors name the field, the value and what is allowed."""
+    msg = str(error.get("msg", ""))
+    value = error.get("input")
+    if str(error.get("type", "")).startswith("string_") and isinstance(value, str):
+        shown = value if len(value) <= 80 else value[:80] + "..."
+        msg = f"{msg}, got {shown!r}"
+    return msg
+
+
 async def _validation_handler(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [
-        {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
+        {"field": _loc(e.get("loc", ())), "message": _message(e), "type": e.get("type", "")}
         for e in exc.errors()
     ]
     first = errors[0] if errors else {"field": "request", "message": "invalid request"}
@@ -137,16 +150,39 @@ _INVALID_TOKEN = "Invalid JWT token"  # airflow.api_fastapi.core_api.security.re
 _HTTP_FIELDS = {401: "authorization", 403: "permission", 404: "path", 405: "method"}
 
 
-async def _http_handler(_request: Request, exc: Exception) -> JSONResponse:
-    """Airflow's 401/403 and routing errors, in the same shape (``field`` says what to fix)."""
+_METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app takes at this path (Starlette's 405 names only the first
+    route that matched the path, e.g. ``Allow: GET`` where PATCH and DELETE are routes of their own)."""
+    methods: set[str] = set()
+    for route in getattr(request.app, "routes", ()):
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    methods.discard("HEAD")
+    return sorted(methods | {"OPTIONS"}, key=lambda m: (_METHOD_ORDER + (m,)).index(m))
+
+
+async def _http_handler(request: Request, exc: Exception) -> Response:
+    """Airflow's 401/403 and routing errors, in the same shape (``field`` says what to fix). A 401
+    always says how to authenticate (``WWW-Authenticate: Bearer``: a missing token, a Basic header and a
+    bad token alike); a 405 lists every method of the path, and ``OPTIONS`` answers 204 with them."""
     assert isinstance(exc, StarletteHTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-    status, headers = exc.status_code, getattr(exc, "headers", None)
+    status, headers = exc.status_code, dict(getattr(exc, "headers", None) or {})
     if status == 403 and detail == _INVALID_TOKEN:
         # Airflow answers 403 for a token it cannot verify; the caller is not authenticated: 401.
-        status, headers = 401, {"WWW-Authenticate": "Bearer"}
+        status = 401
+    if status == 401:
+        headers.setdefault("WWW-Authenticate", "Bearer")
+    if status == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+        if request.method == "OPTIONS":
+            return Response(status_code=204, headers=headers)
     field = _HTTP_FIELDS.get(status, "request")
-    return JSONResponse(status_code=status, content=error_body(detail, field), headers=headers)
+    return JSONResponse(status_code=status, content=error_body(detail, field), headers=headers or None)
 
 
 def install_error_handlers(app: FastAPI) -> None:

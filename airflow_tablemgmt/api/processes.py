@@ -63,12 +63,14 @@ def reap(
     return [r.to_dict() for r in reaped]
 
 
-@router.get("/{process_id}", response_model=ProcessOut)
+# ``:int``: only digits reach these routes, so ``GET /processes/reap`` is the 405 of ``POST /reap``
+# (Allow: POST), not a 422 about a process id.
+@router.get("/{process_id:int}", response_model=ProcessOut)
 def get_one(process_id: ProcessId, store: StoreDep) -> ProcessOut:
     return process_out(get_process(store, process_id))
 
 
-@router.post("/{process_id}/cancel", response_model=CancelOut)
+@router.post("/{process_id:int}/cancel", response_model=CancelOut)
 def cancel(process_id: ProcessId, request: Request, user: GetUserDep, store: StoreDep) -> CancelOut:
     """PENDING ends CANCELED at once, and its DAG run, if still queued, is marked failed; SUBMITTED/RUNNING
     turn CANCELING and the running task stops its job. Needs permission on the action DAG's runs. A

@@ -12,10 +12,27 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from airflow_tablemgmt.core.identifiers import (
+    IDENTIFIER_PATTERN,
+    IDENTIFIER_RULE,
+    NAMESPACE_MAX_LEN,
+    NAMESPACE_PATTERN,
+    NAMESPACE_RULE,
+    TABLE_ID_PATTERN,
+)
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import TableSpec
 
-Name = Field(min_length=1, max_length=250)
+# The identifier rules of core/identifiers.py, so the OpenAPI document says what a name may be.
+Name = Field(
+    min_length=1, max_length=128, pattern=IDENTIFIER_PATTERN, description=f"an identifier: {IDENTIFIER_RULE}"
+)
+NamespaceName = Field(
+    min_length=1,
+    max_length=NAMESPACE_MAX_LEN,
+    pattern=NAMESPACE_PATTERN,
+    description=f"a namespace: {NAMESPACE_RULE}",
+)
 
 
 class Body(BaseModel):
@@ -26,6 +43,15 @@ class ErrorOut(BaseModel):
     detail: str
     field: str
     errors: list[Any] | None = None
+
+
+class NotFoundOut(BaseModel):
+    """A 404: the plugin's answers name the ``field`` (``table_id``, ``path``...); a path Airflow's
+    api-server does not route to the plugin at all (one holding a newline: its mount pattern stops
+    there) is answered by Airflow itself, ``{"detail": "Not Found"}`` without one."""
+
+    detail: str
+    field: str | None = None
 
 
 class CatalogIn(Body):
@@ -78,7 +104,7 @@ class TableChange(Body):
 
 class TableIn(TableChange):
     catalog: str = Name
-    namespace: str = Name
+    namespace: str = NamespaceName
     name: str = Name
     catalog_type: str | None = Field(default=None, description="create the catalog if missing")
     warehouse: str | None = Field(default=None, description="create the catalog if missing")
@@ -180,6 +206,11 @@ class ProcessOut(BaseModel):
         "lease taken -> running), wait_s (opened -> running: both), run_s (running -> finished, the CLI's "
         "RUN), job_s (the Spark job), total_s (opened -> finished): services.processes.timings",
     )
+    removed: dict[str, int] = Field(
+        default_factory=dict,
+        description="files and bytes the process removed (0 unless it succeeded): the figure the overview's "
+        "files removed sums, services.overview.removed_by",
+    )
 
 
 class ProcessPage(BaseModel):
@@ -208,6 +239,7 @@ class TableOut(BaseModel):
     outcome: Literal["created", "updated", "unchanged"] | None = None
     removed_actions: list[str] = Field(default_factory=list)
     catalog_created: bool = False
+    warnings: list[str] = Field(default_factory=list, description="e.g. a location not readable by the API")
 
 
 class RemovedOut(BaseModel):
@@ -318,10 +350,15 @@ class DynamicTableIn(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    identifier: str | None = Field(default=None, description="catalog.namespace.name (or give the three)")
-    catalog: str | None = None
-    namespace: str | None = None
-    name: str | None = None
+    identifier: str | None = Field(
+        default=None,
+        max_length=400,
+        pattern=TABLE_ID_PATTERN,
+        description="catalog.namespace.name (or give the three)",
+    )
+    catalog: str | None = Field(default=None, max_length=128, pattern=IDENTIFIER_PATTERN)
+    namespace: str | None = Field(default=None, max_length=NAMESPACE_MAX_LEN, pattern=NAMESPACE_PATTERN)
+    name: str | None = Field(default=None, max_length=128, pattern=IDENTIFIER_PATTERN)
     query: str | None = Field(default=None, description="one Spark SQL SELECT (or WITH) statement")
     freshness: str | None = Field(
         default=None, description="e.g. '5 MINUTE', '1 HOUR', '1 DAY', 'downstream'"

@@ -129,7 +129,14 @@ def get_table(table_id: TableId, store: StoreDep) -> TableOut:
     return table_out(store, store.tables.get_registered(table_id))
 
 
-@router.post("", response_model=TableOut, status_code=201)
+@router.post(
+    "",
+    response_model=TableOut,
+    status_code=201,
+    responses={
+        200: {"model": TableOut, "description": "the table was registered already: the fields given changed"}
+    },
+)
 def register(
     body: TableIn, request: Request, response: Response, user: GetUserDep, store: StoreDep
 ) -> TableOut:
@@ -147,6 +154,7 @@ def register(
         outcome=result.outcome,
         removed_actions=result.removed_actions,
         catalog_created=result.catalog_created,
+        warnings=result.warnings,
     )
 
 

@@ -11,6 +11,11 @@ from airflow_tablemgmt.core.errors import InvalidIdentifier
 # would pass and register a second table that prints as lake.sales.orders.
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 IDENTIFIER_RULE = "letters, digits and underscores, starting with a letter or underscore, at most 128 chars"
+#: The same rules as JSON-schema patterns, for the REST API's OpenAPI document (a request the document
+#: allows is not refused for its identifiers).
+IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+NAMESPACE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}(\.[A-Za-z_][A-Za-z0-9_]{0,127})*$"
+TABLE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}(\.[A-Za-z_][A-Za-z0-9_]{0,127}){2,}$"
 
 
 def validate_identifier(value: str, field: str = "name") -> str:
