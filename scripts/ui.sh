@@ -3,11 +3,16 @@
 # (.demo/airflow), example DAGs off, the simple auth manager with an admin and a viewer whose passwords are
 # kept in <home>/ui-passwords.json. Prints the URL and the logins; Ctrl-C stops every component. A
 # component that exits is reported (its log's last lines) and restarted, up to UI_RESTARTS times in all.
+# The api-server starts first: the others start once it answers, so no task's first try meets a server
+# that is not up yet. On the first start of a demo home the demo's maintenance schedules are paused before
+# any scheduler runs (docs/ui.md: without that, every action would run its latest missed cron tick at once).
 #   UI_PORT=8080     the api-server's port
-#   UI_SMOKE=1       exit (stopping everything) once the api-server answers /api/v2/version
+#   UI_SMOKE=1       exit (stopping everything) once every component has started
 #   UI_WAIT=300      seconds to wait for the api-server before giving up
 #   UI_RESTARTS=5    restarts of exited components before giving up
 #   UI_PARALLELISM=4 task processes of the LocalExecutor (Airflow's default, 32, idles 32 processes)
+#   UI_PAUSE=1       0: leave the schedules' pause flags as they are on the first start too
+#   UI_STOP_WAIT=30  seconds the components get to stop on Ctrl-C before they are killed
 # Airflow's metadata DB is SQLite under the home unless AIRFLOW__DATABASE__SQL_ALCHEMY_CONN names another
 # (PostgreSQL: docs/ui.md); on SQLite it runs in WAL mode with a 60 s lock wait, so bursts queue.
 set -euo pipefail
@@ -60,30 +65,60 @@ fi
 # A new shell reads airflow.cfg, not this script's environment: keep the example DAGs off there too.
 sed -i 's/^load_examples = True$/load_examples = False/' "$AIRFLOW_HOME/airflow.cfg"
 
+# Every process of this stack carries the marker (unless given an environment of its own): Ctrl-C finds
+# and stops what left its component's process group too (scripts/ui_stack.py).
+STACK_ID="$(python -c 'import secrets; print(secrets.token_hex(8))')"
+export TABLEMGMT_UI_STACK="$STACK_ID"
+STOP_WAIT="${UI_STOP_WAIT:-30}"
 PIDS=()
 declare -A PID_OF ARGS_OF
+stack_pids() {
+  local roots=() pid
+  for pid in "${PIDS[@]}"; do roots+=(--root "$pid"); done
+  python "$ROOT/scripts/ui_stack.py" list --marker "$STACK_ID" "${roots[@]}" --exclude "$$" 2>/dev/null || true
+}
 stop() {
   trap - INT TERM EXIT
-  # Each component leads its own process group (setsid): TERM the group, so its workers stop too.
+  local pid pending deadline
+  # Each component leads its own process group (setsid): TERM the groups, so their workers stop too, and
+  # every other process of the stack (found before the components go and their children are re-parented).
+  pending="$(stack_pids)"
   for pid in "${PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  for pid in $pending; do kill -TERM "$pid" 2>/dev/null || true; done
+  # Bounded: a component that does not stop in time is killed, with whatever of the stack is left.
+  deadline=$((SECONDS + STOP_WAIT))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    pending="$(stack_pids)"
+    [ -n "$pending" ] || break
+    sleep 0.5
+  done
+  if [ -n "$pending" ]; then
+    echo "killing what did not stop within ${STOP_WAIT}s: pids" $pending
+    for pid in "${PIDS[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+    for pid in $pending; do kill -KILL "$pid" 2>/dev/null || true; done
+    for pid in $(stack_pids); do kill -KILL "$pid" 2>/dev/null || true; done
+  fi
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   echo "stopped api-server, scheduler, dag-processor and triggerer"
 }
 trap stop EXIT
 trap 'stop; exit 130' INT TERM
 
+# setpriv --pdeathsig: should this script itself be killed (SIGKILL: no trap runs), each component still
+# gets a TERM from the kernel instead of running on, orphaned in its own process group.
+DEATHSIG=()
+if command -v setpriv >/dev/null && setpriv --pdeathsig TERM true 2>/dev/null; then DEATHSIG=(setpriv --pdeathsig TERM); fi
 start() {
-  setsid airflow "$@" >>"$LOGS/$1.log" 2>&1 &
+  setsid "${DEATHSIG[@]}" airflow "$@" >>"$LOGS/$1.log" 2>&1 &
   PID_OF[$1]=$!
   ARGS_OF[$1]="$*"
   PIDS=("${PID_OF[@]}")
   echo "started $1 (pid $!, log $LOGS/$1.log)"
 }
-start api-server --port "$PORT" --host 127.0.0.1
-start scheduler
-start dag-processor
-start triggerer
 
+# The api-server first: the scheduler's tasks report to its execution API, so a task started before it
+# answers fails its first try with ConnectError (and a task with no retries fails for good).
+start api-server --port "$PORT" --host 127.0.0.1
 deadline=$((SECONDS + WAIT))
 until version="$(curl -sf "http://127.0.0.1:$PORT/api/v2/version")"; do
   if ! kill -0 "${PID_OF[api-server]}" 2>/dev/null; then echo "the api-server exited:"; tail -30 "$LOGS/api-server.log"; exit 1; fi
@@ -91,6 +126,24 @@ until version="$(curl -sf "http://127.0.0.1:$PORT/api/v2/version")"; do
   sleep 1
 done
 echo "api-server answers: $version"
+
+# No catch-up storm: Airflow runs the latest missed cron tick of every active DAG as soon as a scheduler
+# sees it (catchup=False still runs the latest one), which on the demo's table is every action at once.
+# So the first start of a home parses the DAG files and pauses the maintenance DAGs (tms__…) before any
+# scheduler runs; from then on the pause flags are the user's (the page's Pause / Resume schedule).
+PAUSED_MARK="$AIRFLOW_HOME/ui-schedules-paused"
+if [ "${UI_PAUSE:-1}" != 0 ] && [ ! -e "$PAUSED_MARK" ]; then
+  airflow dags reserialize >"$LOGS/dags-reserialize.log" 2>&1 || { echo "could not parse the DAG files:"; tail -20 "$LOGS/dags-reserialize.log"; exit 1; }
+  airflow dags pause --treat-dag-id-as-regex -y '^tms__' -o plain >"$LOGS/dags-pause.log" 2>&1 || true
+  paused="$(grep -c 'tms__' "$LOGS/dags-pause.log" || true)"
+  date -u +%FT%TZ >"$PAUSED_MARK"
+  echo "paused the demo's ${paused:-0} maintenance schedules (first start of this home): nothing runs until you ask"
+  echo "  (Resume schedule on a table's Maintenance tab; UI_PAUSE=0 leaves the schedules as they are)"
+fi
+
+start scheduler
+start dag-processor
+start triggerer
 cat <<EOF
 
   Airflow UI:          http://127.0.0.1:$PORT/
@@ -116,6 +169,8 @@ while true; do
   done
   echo "$name (pid $EXITED) exited with status $code; the end of $LOGS/$name.log:"
   tail -15 "$LOGS/$name.log" | sed 's/^/    /'
+  # What the dead component left in its group (its workers, a task's processes) goes with it.
+  kill -KILL -- "-$EXITED" 2>/dev/null || true
   if [ "$RESTARTS" -ge "$MAX_RESTARTS" ]; then
     echo "$name: not restarted ($RESTARTS restarts already, UI_RESTARTS=$MAX_RESTARTS); stopping"
     exit 1

@@ -1,13 +1,16 @@
-"""`make ui` holds up (issue 22, item 6): started for real (``scripts/ui.sh``), it creates a viewer beside
-the admin, survives a burst of REST calls on the embedded SQLite metadata DB with no component lost and no
-"database is locked", restarts a component that dies (reporting it), and runs on PostgreSQL as documented
-in docs/ui.md."""
+"""`make ui` holds up (issue 22, item 6; issue 37, items 6 and 9): started for real (``scripts/ui.sh``), it
+creates a viewer beside the admin, starts the api-server before the components whose tasks call it, pauses
+the maintenance schedules on a home's first start (no catch-up storm), survives a burst of REST calls on the
+embedded SQLite metadata DB with no component lost and no "database is locked", restarts a component that
+dies (reporting it), leaves no process of its stack behind when stopped after that restart, and runs on
+PostgreSQL as documented in docs/ui.md."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -96,6 +99,44 @@ class UiScript:
         return self.proc.returncode
 
 
+# Every process started from the script inherits this variable (the test's own marker, independent of
+# the script's): after a stop, no process may carry it.
+TEST_MARKER = "UI_E2E_STACK"
+
+
+def _stack_survivors(marker: str) -> dict[int, str]:
+    """pid -> command line of every live process whose environment carries ``TEST_MARKER=marker``."""
+    wanted = f"{TEST_MARKER}={marker}".encode()
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if state != "Z":
+            found[int(entry.name)] = cmdline[:200]
+    return found
+
+
+def _assert_nothing_survives(marker: str, out: str, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while (survivors := _stack_survivors(marker)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for pid in survivors:  # leave nothing running for the next test, then fail
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not survivors, (
+        f"{len(survivors)} processes of the stack survived the stop: {survivors}\n{out[-3000:]}"
+    )
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -140,6 +181,8 @@ def demo_home(tmp_path: Path) -> Path:
     url = f"sqlite:///{home / 'tablemgmt.db'}"
     assert main(["--store-url", url, "catalog", "set", "lake", "--warehouse", str(tmp_path / "wh")]) == 0
     assert main(["--store-url", url, "register", "lake.db.events", "--action", "compute-stats"]) == 0
+    (home / "dags").mkdir()
+    shutil.copy(ROOT / "dags" / "tablemgmt_dags.py", home / "dags")  # so its maintenance DAG exists
     return home
 
 
@@ -147,9 +190,14 @@ def demo_home(tmp_path: Path) -> Path:
 def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(demo_home: Path) -> None:
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    ui = UiScript(_env(demo_home.parent, port, UI_RESTARTS="2"))
+    marker = uuid.uuid4().hex
+    ui = UiScript(_env(demo_home.parent, port, UI_RESTARTS="2", UI_STOP_WAIT="10", **{TEST_MARKER: marker}))
     try:
         ui.wait_for(r"viewer / \S+", timeout=420)
+        # The scheduler starts once the api-server answers: no task's first try meets a server not up yet.
+        assert ui.out.index("api-server answers") < ui.out.index("started scheduler"), ui.out
+        # The first start of the home pauses the maintenance schedules before any scheduler runs.
+        assert "paused the demo's 1 maintenance schedules" in ui.out, ui.out
         passwords = json.loads((demo_home / "ui-passwords.json").read_text())
         assert set(passwords) == {"admin", "viewer"}
         assert f"login: admin / {passwords['admin']}" in ui.out
@@ -200,6 +248,12 @@ def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(dem
         for component in COMPONENTS:
             assert _alive(ui.pid_of(component)), f"{component} died during the burst:\n{ui.out[-3000:]}"
         assert "exited" not in ui.out, ui.out[-3000:]
+        # No catch-up storm: the scheduler, running all along, started no run of the paused DAG.
+        dag_id = "tms__lake.db.events__compute-stats"
+        status, dag = _call("GET", f"{base}/api/v2/dags/{dag_id}", admin)
+        assert status == 200 and dag["is_paused"] is True, (status, dag)
+        status, runs = _call("GET", f"{base}/api/v2/dags/~/dagRuns", admin)
+        assert status == 200 and runs["total_entries"] == 0, runs
         logs = demo_home / "ui-logs"
         for component in COMPONENTS:
             text = (logs / f"{component}.log").read_text(errors="replace")
@@ -215,9 +269,15 @@ def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(dem
         time.sleep(3)
         assert _alive(restarted)
         assert _call("GET", f"{base}/api/v2/version")[0] == 200
+        # The restarted scheduler then hangs in its shutdown (stopped: a TERM stays pending, as for a
+        # scheduler waiting on its executor's workers): Ctrl-C must still end it and its workers, in time.
+        os.killpg(restarted, signal.SIGSTOP)
     finally:
         ui.stop()
+        # Every component, the restarted scheduler and its workers included, is gone (issue 37, item 9).
+        _assert_nothing_survives(marker, ui.out)
     assert "stopped api-server, scheduler, dag-processor and triggerer" in ui.out
+    assert re.search(r"killing what did not stop within 10s: pids \d+", ui.out), ui.out[-2000:]
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
