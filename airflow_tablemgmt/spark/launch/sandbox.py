@@ -154,13 +154,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hide", action="append", default=[])
     parser.add_argument("--read-only", action="append", default=[])
     parser.add_argument("--keep", action="append", default=[])
-    parser.add_argument("--uid", type=int, required=True)
-    parser.add_argument("--gid", type=int, required=True)
+    parser.add_argument("--uid", type=int, default=os.getuid())
+    parser.add_argument("--gid", type=int, default=os.getgid())
+    parser.add_argument(
+        "--outer",
+        action="store_true",
+        help="start the sandbox around the command (scripts/connect.sh); without it: stage one, inside it",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command to run")
+    if args.outer:
+        reason = unavailable()
+        if reason is not None:
+            print(f"tablemgmt sandbox: {reason}", file=sys.stderr, flush=True)
+            return 70
+        box = Sandbox(tuple(args.hide), tuple(args.read_only), tuple(args.keep), args.uid, args.gid)
+        wrapped = box.wrap(command)
+        os.execvp(wrapped[0], wrapped)
     try:
         setup(args.hide, args.read_only, args.keep)
     except (OSError, subprocess.CalledProcessError) as e:
