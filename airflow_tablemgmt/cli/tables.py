@@ -6,6 +6,7 @@ same the REST API calls."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt import services
@@ -58,6 +59,8 @@ def cmd_register(args: argparse.Namespace) -> int:
     print(f"{result.table_id}: {result.outcome}")
     if result.removed_actions:
         print(f"{result.table_id}: removed actions: {', '.join(result.removed_actions)}")
+    for warning in result.warnings:  # e.g. a location not readable from here: registered all the same
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -73,6 +73,12 @@ class JobSpec:
         )
 
 
+def declined(reason: str) -> dict[str, Any]:
+    """The summary of a run a factory declines before any job starts: a skipped process whose reason
+    says what was found and what to change (``{"skipped": true, "declined": true, "reason": ...}``)."""
+    return {"skipped": True, "declined": True, "reason": reason}
+
+
 @dataclass(frozen=True)
 class TriggerContext:
     """What the scheduler knows when it asks a factory for work."""
@@ -117,8 +123,12 @@ class ProcessFactory(Protocol):
 
     def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy: ...
 
-    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
-        """The job to run now, or None when there is nothing to do."""
+    def trigger(
+        self, table: TableSpec, action: str, context: TriggerContext
+    ) -> JobSpec | dict[str, Any] | None:
+        """The job to run now, None when there is nothing to do, or (no job either) the summary of a
+        declined run naming why (:func:`declined`: a property of the table forbids the action, the
+        table is not there or not of its declared format), recorded as a skipped process."""
         ...
 
     def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:

@@ -189,6 +189,14 @@ def _sync_tables(
             ):
                 report.unchanged.append(spec.id)
                 continue
+            problem = _location_problem(store, fs, spec, local_only=not strict)
+            if problem is not None:
+                if strict:
+                    raise InvalidDeclaration(f"{f.source}: {problem}")
+                report.left_out.add(spec.id)
+                failed_sources.add(f.source)
+                report.errors.append(f"{f.source}: {problem}")
+                continue
             to_write.append(spec)
     if not to_write:
         return
@@ -207,6 +215,32 @@ def _sync_tables(
         failed_sources |= {f.source for f in fs.files if any(t.id in report.left_out for t in f.tables)}
     for table_id, outcome in outcomes.items():
         getattr(report, outcome).append(table_id)
+
+
+def _location_problem(store: Any, fs: FileSet, spec: TableSpec, *, local_only: bool) -> str | None:
+    """Why a new or changed table cannot be declared: its location is readable and holds no table of its
+    format (``metadata/table_check.py``), or None. A location not readable here, or an Iceberg table not
+    created yet, is logged (WARNING) and declared. ``local_only``: the DAG file's parse checks local
+    locations only (no network calls at parse time); ``tablemgmt apply`` checks object stores too."""
+    from airflow_tablemgmt.metadata.table_check import check_location, checked_by_path
+
+    catalog = next((c for f in fs.files for c in f.catalogs if c.name == spec.catalog), None)
+    if catalog is None:
+        try:
+            catalog = store.catalogs.get(spec.catalog)
+        except Exception:  # noqa: BLE001 - the upsert reports a missing catalog
+            return None
+    if not checked_by_path(catalog, str(spec.format)):
+        return None
+    check = check_location(catalog, spec.identifier, str(spec.format), local_only=local_only)
+    if check.warning is not None:
+        log.warning("tablemgmt: table %s: %s", spec.id, check.warning)
+    if check.missing and str(spec.format) == "iceberg":  # its writer may create it after the declaration
+        log.warning("tablemgmt: table %s: %s; its runs are declined until it exists", spec.id, check.problem)
+        return None
+    if check.problem is None:
+        return None
+    return f"table {spec.id} (format {spec.format}): {check.problem}"
 
 
 def _sync_dynamic(

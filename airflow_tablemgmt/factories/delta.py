@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
-from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
+from airflow_tablemgmt.core.factory import JobSpec, TriggerContext, declined
 from airflow_tablemgmt.core.format_actions import (
     OPTIMIZE,
     TABLE_LOCATION_OPTION,
@@ -30,6 +30,7 @@ from airflow_tablemgmt.factories.api import declare_health, declare_views
 from airflow_tablemgmt.factories.path_formats import (
     ENGINES,
     FormatSupport,
+    location_refusal,
     path_job,
     retention_changed,
 )
@@ -65,8 +66,14 @@ class DeltaProcessFactory:
             )
         return DEFAULT_STRATEGIES[action]
 
-    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
+    def trigger(
+        self, table: TableSpec, action: str, context: TriggerContext
+    ) -> JobSpec | dict[str, Any] | None:
         self.trigger_strategy(table.format, action)
+        refused = location_refusal(table, action, context)
+        if refused is not None:
+            log.warning("tablemgmt: %s", refused)
+            return declined(refused)
         options = table.action_settings(action).options()
         if action == OPTIMIZE.name and not self._optimize_pays(table, options, context):
             return None

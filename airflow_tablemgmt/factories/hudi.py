@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
-from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
+from airflow_tablemgmt.core.factory import JobSpec, TriggerContext, declined
 from airflow_tablemgmt.core.format_actions import (
     COMPACTION_INSTANT_OPTION,
     HUDI_ARCHIVE,
@@ -32,7 +32,7 @@ from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.api import declare_health, declare_views
-from airflow_tablemgmt.factories.path_formats import ENGINES, FormatSupport, path_job
+from airflow_tablemgmt.factories.path_formats import ENGINES, FormatSupport, location_refusal, path_job
 from airflow_tablemgmt.metadata import hudi_views
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
@@ -65,8 +65,14 @@ class HudiProcessFactory:
             )
         return DEFAULT_STRATEGIES[action]
 
-    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
+    def trigger(
+        self, table: TableSpec, action: str, context: TriggerContext
+    ) -> JobSpec | dict[str, Any] | None:
         self.trigger_strategy(table.format, action)
+        refused = location_refusal(table, action, context)
+        if refused is not None:
+            log.warning("tablemgmt: %s", refused)
+            return declined(refused)
         options = table.action_settings(action).options()
         timeline = _timeline(table, context)
         if timeline is not None and action == HUDI_COMPACTION.name:

@@ -21,12 +21,13 @@ from airflow_tablemgmt.core.actions import (
 )
 from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
-from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
+from airflow_tablemgmt.core.factory import JobSpec, TriggerContext, declined
 from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.api import declare_views
+from airflow_tablemgmt.factories.path_formats import location_refusal
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,18 @@ class IcebergProcessFactory:
             )
         return DEFAULT_STRATEGIES[action]
 
-    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
+    def trigger(
+        self, table: TableSpec, action: str, context: TriggerContext
+    ) -> JobSpec | dict[str, Any] | None:
         strategy = self.trigger_strategy(table.format, action)
+        refused = location_refusal(table, action, context) if context.catalog.type == "hadoop" else None
+        if refused is not None:
+            log.warning("tablemgmt: %s", refused)
+            return declined(refused)
+        refused = gc_refusal(table, action, context)
+        if refused is not None:
+            log.warning("tablemgmt: %s on %s declined: %s", action, table.id, refused)
+            return declined(refused)
         settings = table.action_settings(action)
         on_new_snapshot = (
             strategy.on_new_snapshot if settings.on_new_snapshot is None else settings.on_new_snapshot
@@ -78,6 +89,9 @@ class IcebergProcessFactory:
             raise RecoverProcessFailed(
                 f"process {process.id}: action {process.action!r} is no longer supported"
             )
+        refused = gc_refusal(table, process.action, context)
+        if refused is not None:
+            raise RecoverProcessFailed(f"process {process.id}: {refused}")
         return JobSpec.build(
             table, context.catalog, process.action, self._options(table, process.action, context)
         )
@@ -91,6 +105,41 @@ class IcebergProcessFactory:
             return options
         log.warning("tablemgmt: expire-data on %s: %s", table.id, reason)
         return {**options, "dry-run": True, DRY_RUN_REASON_OPTION: reason}
+
+
+#: The actions that delete files and that Iceberg refuses on a table whose ``gc.enabled`` is false
+#: (``ValidationException: Cannot expire snapshots: GC is disabled``, after the job started).
+GC_ACTIONS = frozenset({EXPIRE_SNAPSHOTS.name, DELETE_ORPHANS.name})
+GC_ENABLED = "gc.enabled"
+
+
+def gc_refusal(table: TableSpec, action: str, context: TriggerContext) -> str | None:
+    """Why ``action`` cannot run on ``table`` because its ``gc.enabled`` property is false, or None.
+
+    Read from the table's current metadata without a JVM. Project Nessie creates its tables with
+    ``gc.enabled=false`` (its own GC deletes files): Iceberg would refuse the job after its Spark start,
+    and again on every schedule. Metadata that cannot be read here leaves the decision to the job."""
+    if action not in GC_ACTIONS:
+        return None
+    from airflow_tablemgmt.metadata.iceberg import SnapshotReader
+
+    catalog = context.resolve_catalog(context.catalog) if context.resolve_catalog else context.catalog
+    try:
+        properties = SnapshotReader(catalog).table_properties(table.identifier)
+    except Exception as e:  # noqa: BLE001 - unreadable here (a secret, the network): the job decides
+        log.info(
+            "tablemgmt: %s: table properties not readable here (%s); the job checks gc.enabled", table.id, e
+        )
+        return None
+    value = properties.get(GC_ENABLED)
+    if value is None or value.strip().lower() != "false":
+        return None
+    return (
+        f"table property {GC_ENABLED} is {value!r} on {table.id}: Iceberg deletes no files of such a table "
+        f"(a catalog such as Project Nessie sets it and collects garbage itself), so {action} is declined "
+        f"before any Spark job; set {GC_ENABLED}=true on the table to let {action} run, or disable "
+        f"{action} for it"
+    )
 
 
 def first_run_reason(options: dict[str, Any], context: TriggerContext) -> str | None:

@@ -4,6 +4,7 @@ destructive action whose retention changed."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,8 @@ from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import TriggerStrategy
 from airflow_tablemgmt.metadata.table_paths import table_location
+
+log = logging.getLogger(__name__)
 
 #: The execution engines a path-based format's jobs are proven on. Spark Connect would need the format's
 #: runtime on the Connect server: not claimed until a test runs it.
@@ -54,6 +57,21 @@ def path_job(
     location = table_location(catalog, table.identifier)
     catalog = catalog.model_copy(update={"properties": {**catalog.properties, TABLE_FORMAT_PROPERTY: fmt}})
     return JobSpec.build(table, catalog, action, {**options, TABLE_LOCATION_OPTION: location})
+
+
+def location_refusal(table: TableSpec, action: str, context: TriggerContext) -> str | None:
+    """Why ``action`` cannot run on ``table`` because its location is missing or holds no table of its
+    format, read without a JVM (``metadata/table_check.py``), or None. A location not readable here is
+    the job's to read (logged)."""
+    from airflow_tablemgmt.metadata.table_check import check_location
+    from airflow_tablemgmt.metadata.table_dir import readable_catalog
+
+    check = check_location(readable_catalog(context), table.identifier, str(table.format))
+    if check.warning:
+        log.info("tablemgmt: %s on %s: %s", action, table.id, check.warning)
+    if check.problem is None:
+        return None
+    return f"{action} on {table.id} declined before any Spark job: {check.problem}"
 
 
 def retention_changed(

@@ -8,6 +8,7 @@ field and every action the request does not name. Replacing the whole action set
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from airflow_tablemgmt.services.errors import InvalidInput
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import RegisteredTable, Store, UpsertResult
+
+log = logging.getLogger(__name__)
 
 _SCALARS = ("format", "owner", "queue", "priority")
 
@@ -57,6 +60,8 @@ class RegisterResult:
     outcome: UpsertResult
     removed_actions: list[str] = field(default_factory=list)
     catalog_created: bool = False
+    #: What the caller should hear without the registration failing (a location not readable here).
+    warnings: list[str] = field(default_factory=list)
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -180,10 +185,38 @@ def register_table(store: Store, req: RegisterRequest) -> RegisterResult:
         catalog_created = ensure_catalog(
             store, wanted, type_given=req.catalog_type is not None, warehouse_given=req.warehouse is not None
         )
+        catalog = wanted
     else:
-        store.catalogs.get(spec.catalog)  # the catalog must exist
+        catalog = store.catalogs.get(spec.catalog)  # the catalog must exist
+    warnings = location_warnings(catalog, spec, req.source)
     outcome = store.tables.upsert(spec, Owner.STORE)
-    return RegisterResult(spec.id, outcome, removed, catalog_created)
+    return RegisterResult(spec.id, outcome, removed, catalog_created, warnings)
+
+
+def location_warnings(catalog: Any, spec: TableSpec, source: str) -> list[str]:
+    """Refuse (:class:`InvalidInput`) a table whose location is readable here and holds no table of its
+    format, naming what is there; a location not readable here is a warning (the job reads it where it
+    runs). Tables not found by path (a catalog's Iceberg tables) are not checked here."""
+    from airflow_tablemgmt.metadata.table_check import check_location, checked_by_path
+
+    if not checked_by_path(catalog, str(spec.format)):
+        return []
+    try:
+        from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+
+        resolved = resolve_catalog_spec(catalog)
+    except Exception as e:  # noqa: BLE001 - a reference that does not resolve here: not readable here
+        return [f"table {spec.id}: its location is not readable here ({e}); the job reads it where it runs"]
+    check = check_location(resolved, spec.identifier, str(spec.format))
+    if check.missing and str(spec.format) == "iceberg":  # its writer may create it after the declaration
+        log.warning("tablemgmt: table %s: %s", spec.id, check.problem)
+        return [f"table {spec.id}: {check.problem}; its runs are declined until it exists"]
+    if check.problem is not None:
+        raise InvalidInput(f"{source}: table {spec.id} (format {spec.format}): {check.problem}")
+    if check.warning is not None:
+        log.warning("tablemgmt: table %s: %s", spec.id, check.warning)
+        return [f"table {spec.id}: {check.warning}"]
+    return []
 
 
 @dataclass(frozen=True)

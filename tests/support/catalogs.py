@@ -39,24 +39,34 @@ def writer(catalog: CatalogSpec) -> Any:
     return load_catalog(catalog.name, type="rest", **props)
 
 
-def seed(catalog: CatalogSpec, name: str, appends: int = 6) -> TableIdentifier:
+def seed(
+    catalog: CatalogSpec,
+    name: str,
+    appends: int = 6,
+    *,
+    namespace: str = "db",
+    properties: dict[str, str] | None = None,
+) -> TableIdentifier:
+    """A table of ``appends`` small files in ``namespace`` (``a.b``: a namespace of two levels, each created)."""
     import pyarrow as pa
 
     cat = writer(catalog)
-    try:
-        cat.create_namespace("db")
-    except Exception:  # noqa: BLE001 - it exists
-        pass
+    levels = tuple(namespace.split("."))
+    for depth in range(1, len(levels) + 1):
+        try:
+            cat.create_namespace(levels[:depth])
+        except Exception:  # noqa: BLE001 - it exists
+            pass
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    table = cat.create_table(("db", name), schema=schema)
+    table = cat.create_table((*levels, name), schema=schema, properties=properties or {})
     for i in range(appends):
         table.append(pa.table({"id": list(range(i * 10, i * 10 + 10)), "v": [f"v{i}"] * 10}))
-    return TableIdentifier(catalog.name, "db", name)
+    return TableIdentifier(catalog.name, namespace, name)
 
 
 def content(catalog: CatalogSpec, table: TableIdentifier) -> tuple[int, int, int, int]:
     """(rows, sum of ids, data files, snapshots), read with pyiceberg."""
-    t = writer(catalog).load_table((table.namespace, table.name))
+    t = writer(catalog).load_table((*table.namespace_parts, table.name))
     data = t.scan().to_arrow()
     files = len(list(t.scan().plan_files()))
     return data.num_rows, sum(data.column("id").to_pylist()), files, len(t.metadata.snapshots)
@@ -96,8 +106,8 @@ def table_state(catalog: CatalogSpec, table_id: str) -> Any:
 
     from tests.e2e.iceberg_reads import TableState
 
-    _, namespace, name = table_id.split(".")
-    table = writer(catalog).load_table((namespace, name))
+    t = TableIdentifier.parse(table_id)
+    table = writer(catalog).load_table((*t.namespace_parts, t.name))
     files = list(table.scan().plan_files())
     arrow = table.scan().to_arrow().sort_by([("id", "ascending")])
     digest = hashlib.sha256()
@@ -110,5 +120,5 @@ def table_state(catalog: CatalogSpec, table_id: str) -> Any:
 
 def scan(catalog: CatalogSpec, table_id: str) -> Any:
     """Every row of ``table_id`` (a pyarrow table), read through the catalog server."""
-    _, namespace, name = table_id.split(".")
-    return writer(catalog).load_table((namespace, name)).scan().to_arrow()
+    t = TableIdentifier.parse(table_id)
+    return writer(catalog).load_table((*t.namespace_parts, t.name)).scan().to_arrow()

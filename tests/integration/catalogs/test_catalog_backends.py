@@ -90,7 +90,10 @@ def backend(request: pytest.FixtureRequest, s3: SeaweedS3) -> CatalogSpec:
 
 @pytest.mark.timeout(900)
 def test_compaction_on_the_catalog_over_s3(backend: CatalogSpec, tmp_path: Path) -> None:
-    table = seed(backend, f"compact_{uuid.uuid4().hex[:6]}")
+    # On the REST catalog the table sits in a namespace of two levels (a.b), as Nessie and Polaris nest them.
+    namespace = "a.b" if backend.type == CatalogType.REST else "db"
+    table = seed(backend, f"compact_{uuid.uuid4().hex[:6]}", namespace=namespace)
+    assert str(table).count(".") == (3 if backend.type == CatalogType.REST else 2)
     rows, checksum, files, _ = content(backend, table)
     assert files == 6
     reader = SnapshotReader(resolve_catalog_spec(backend))
@@ -131,7 +134,7 @@ def _the_api_reads_the_table_as_pyiceberg_does(backend: CatalogSpec, table: Any,
     app.dependency_overrides[get_store] = lambda: store
     app.dependency_overrides[get_user] = lambda: object()
     api, tid = TestClient(app), str(table)
-    loaded = writer(backend).load_table((table.namespace, table.name))
+    loaded = writer(backend).load_table((*table.namespace_parts, table.name))
     try:
         health = api.get(f"/tables/{tid}/health")
         assert health.status_code == 200, health.text
@@ -170,7 +173,7 @@ def test_every_action_on_the_catalog_over_s3(backend: CatalogSpec, s3: SeaweedS3
     assert content(backend, table)[:2] == (rows, checksum) and content(backend, table)[3] < snapshots + 3
     assert expired.summary
 
-    location = writer(backend).load_table((table.namespace, table.name)).metadata.location
+    location = writer(backend).load_table((*table.namespace_parts, table.name)).metadata.location
     prefix = location.removeprefix("s3://")
     fs = s3.filesystem()
     old, new = f"{prefix}/data/orphan-old.parquet", f"{prefix}/data/orphan-new.parquet"
@@ -192,6 +195,42 @@ def test_every_action_on_the_catalog_over_s3(backend: CatalogSpec, s3: SeaweedS3
     expected = pafs.FileType.File if written > cutoff else pafs.FileType.NotFound
     assert fs.get_file_info(new).type == expected, (written, cutoff)
     assert content(backend, table)[:2] == (rows, checksum)
+
+
+@pytest.mark.timeout(300)
+def test_gc_disabled_declines_expire_snapshots_and_delete_orphans_before_any_jvm(
+    rest: IcebergRestServer, s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """A table created with ``gc.enabled=false`` (Project Nessie's default) on the REST catalog: both
+    file-deleting actions are recorded as skipped processes naming the property, without a Spark job (no
+    application id on the row). Before, each started Spark and failed with Iceberg's "Cannot expire
+    snapshots: GC is disabled"."""
+    from airflow_tablemgmt.core.process import ProcessStatus
+    from airflow_tablemgmt.core.tables import Owner, TableSpec
+    from airflow_tablemgmt.services.processes import run_now
+    from airflow_tablemgmt.store import Store
+
+    catalog = CatalogSpec(
+        name="restgc", type=CatalogType.REST, properties={"uri": rest.uri, **s3_properties(s3)}
+    )
+    table = seed(catalog, f"nogc_{uuid.uuid4().hex[:6]}", appends=2, namespace="a.b",
+                 properties={"gc.enabled": "false"})  # fmt: skip
+    snapshots = content(catalog, table)[3]
+    store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
+    try:
+        store.catalogs.upsert(catalog, Owner.STORE)
+        spec = TableSpec(catalog=catalog.name, namespace=table.namespace, name=table.name,
+                         actions={"expire-snapshots": {}, "delete-orphans": {}})  # fmt: skip
+        store.tables.upsert(spec, Owner.STORE)
+        for action in ("expire-snapshots", "delete-orphans"):
+            result = run_now(store, str(table), action, datetime.now(UTC).replace(microsecond=0))  # fmt: skip
+            p = store.processes.get(result.process.id)
+            assert p.status == ProcessStatus.SUCCESS and p.external_id is None, p
+            assert p.summary["skipped"] is True and p.summary["declined"] is True, p.summary
+            assert "gc.enabled is 'false'" in p.summary["reason"] and action in p.summary["reason"]
+    finally:
+        store.dispose()
+    assert content(catalog, table)[3] == snapshots  # nothing expired
 
 
 def test_a_hadoop_catalog_on_an_object_store_needs_an_explicit_opt_in(tmp_path: Path) -> None:

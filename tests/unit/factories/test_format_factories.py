@@ -88,6 +88,7 @@ def test_optimize_runs_only_when_files_were_added_since_the_last_optimize(tmp_pa
 
 def test_vacuum_first_run_and_a_changed_retain_are_dry_runs(tmp_path: Path) -> None:
     factory = DeltaProcessFactory()
+    (tmp_path / "ns/t/_delta_log").mkdir(parents=True)  # a Delta table is there (else the run is declined)
     first = factory.trigger(spec("delta", {"vacuum": {"retain": "2d"}}), "vacuum", context(tmp_path))
     assert first is not None and "first run of vacuum" in first.options["dry-run-reason"]
     last = Process(
