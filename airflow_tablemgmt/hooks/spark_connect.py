@@ -122,6 +122,14 @@ def url_of_connection(conn_id: str) -> str:
     return target_of_connection(conn_id)[0]
 
 
+def end_connect_application(application_id: str, bound_s: float, url: str | None = None) -> bool:
+    """Interrupt the Connect job ``application_id`` and wait (at most ``bound_s``) until its server
+    reports its operations ended (``spark/connect/operations.py``); False when not seen to end."""
+    from airflow_tablemgmt.spark.connect.operations import end_application
+
+    return bool(end_application(application_id, bound_s, url))
+
+
 class SparkConnectJobHook:
     """A :class:`~airflow_tablemgmt.lifecycle.Submitter` that runs the job on a Spark Connect server.
 

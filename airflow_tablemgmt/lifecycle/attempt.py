@@ -15,6 +15,7 @@ from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.lifecycle.beat import confirm_before_submit, confirm_to_job, heartbeat, start_watchdog
 from airflow_tablemgmt.lifecycle.errors import WorkerSuperseded, canceled
 from airflow_tablemgmt.lifecycle.model import RunnerState, RunOutcome, RunRequest
+from airflow_tablemgmt.lifecycle.predecessor import with_application
 from airflow_tablemgmt.lifecycle.results import close_own_row, record_predecessor_success, record_success
 from airflow_tablemgmt.lifecycle.summary import complete_summary, one_line, snapshot_after
 from airflow_tablemgmt.lifecycle.takeover import wait_for_peer
@@ -105,9 +106,13 @@ def claim_and_run(
 
     def on_started(app_id: str) -> None:
         try:
+            # A Spark Connect job's id also goes into the parameters, which outlive this attempt: whoever
+            # takes the table next ends that job and waits to see it ended (predecessor.py).
+            recorded = with_application(process.parameters or {}, attempt, app_id)
             runner._current = store.processes.transition(
-                process.id, S.RUNNING, expected=S.SUBMITTED, attempt=attempt, external_id=app_id
-            )
+                process.id, S.RUNNING, expected=S.SUBMITTED, attempt=attempt, external_id=app_id,
+                **({"parameters": recorded} if recorded is not None else {}),
+            )  # fmt: skip
             log.info("tablemgmt: process %s running as Spark application %s", process.id, app_id)
         except IllegalTransition as e:
             # The row moved on while the job was starting (a stall): stop at once, do not wait

@@ -32,6 +32,7 @@ from airflow_tablemgmt.lifecycle.model import (
     Stop,
     Submitter,
 )
+from airflow_tablemgmt.lifecycle.predecessor import ensure_ended, interrupt_reaped
 from airflow_tablemgmt.lifecycle.results import ResultJournal
 from airflow_tablemgmt.lifecycle.takeover import attempt_prefix, close_orphan, is_orphaned, wait_for_peer
 
@@ -148,6 +149,7 @@ class ProcessRunner:
         for r in reaped:
             log.warning("tablemgmt: process %s %s -> %s: %s", r.process.id, r.was, r.process.status,
                         r.process.failure_reason)  # fmt: skip
+        interrupt_reaped([r.process for r in reaped])  # what a gone worker left running on a Connect server
         return reaped
 
     # -- the state machine ----------------------------------------------------------------------
@@ -226,6 +228,8 @@ class ProcessRunner:
 
         holder = f"{attempt_prefix(process)}{req.holder}:{self._token}"
         needs_lease = action.mutates
+        if needs_lease:  # a lapsed lease's Spark Connect job must be seen ended before it is taken over
+            ensure_ended(self, req.table_id, holder)
         self._lease_taken_at = time.monotonic()  # before the call: the watchdog errs early
         if needs_lease and not self.store.leases.acquire(req.table_id, holder, self.lease_ttl):
             lease = self.store.leases.get(req.table_id)

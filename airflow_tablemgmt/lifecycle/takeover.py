@@ -18,6 +18,7 @@ from airflow_tablemgmt.lifecycle.model import (
     RunOutcome,
     RunRequest,
 )
+from airflow_tablemgmt.lifecycle.predecessor import end_applications, is_connect
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 S = ProcessStatus
@@ -89,6 +90,9 @@ def kill_lost_application(runner: RunnerState, process: Process) -> None:
     :data:`KILL_CONFIRM_WAIT_S` and the lease's remaining time): an acknowledged kill is not a
     dead driver. Otherwise the lease is left to lapse and the next attempt waits for it."""
     submitter = runner.submitter
+    if is_connect(process.external_id):
+        end_lost_connect_job(runner, process)
+        return
     if not isinstance(submitter, KillsById) or not process.external_id:
         return
     app = process.external_id
@@ -116,6 +120,28 @@ def kill_lost_application(runner: RunnerState, process: Process) -> None:
     store.leases.release(process.table_id, lease.holder)
     log.info("tablemgmt: killed %s (reported ended after %.1fs) and released the lost attempt's lease %s",
              app, waited, lease.holder)  # fmt: skip
+
+
+def end_lost_connect_job(runner: RunnerState, process: Process) -> None:
+    """A lost attempt's Spark Connect job: interrupt it and release its lease only once the server
+    reports its operations ended (an interrupt acknowledged is not an operation ended); otherwise the
+    lease lapses, and whoever takes it then checks again (``predecessor.ensure_ended``)."""
+    app = str(process.external_id)
+    store = runner.store
+    url = getattr(runner.submitter, "url", None) if hasattr(runner.submitter, "kill_application") else None
+    lease = store.leases.get(process.table_id)
+    held = lease is not None and lease.holder.startswith(attempt_prefix(process))
+    bound = KILL_CONFIRM_WAIT_S
+    if held and lease is not None:
+        bound = max(0.0, min(bound, (lease.expires_at - store.leases.now()).total_seconds()))
+    if end_applications([app], bound or KILL_CONFIRM_POLL_S, url if isinstance(url, str) else None):
+        log.warning("tablemgmt: %s was interrupted but not reported ended; the lost attempt's lease lapses on "
+                    "its own", app)  # fmt: skip
+        return
+    if held and lease is not None:
+        store.leases.release(process.table_id, lease.holder)
+        log.info("tablemgmt: %s reported ended after its interrupt; released the lost attempt's lease %s",
+                 app, lease.holder)  # fmt: skip
 
 
 def wait_until_finished(submitter: ObservesApplications, app: str, bound_s: float) -> float | None:

@@ -53,6 +53,11 @@ def reap_processes(
         if value <= timedelta(0):
             raise InvalidInput(f"{name}: must be a positive duration, got {value.total_seconds():g}s")
     reaped = store.processes.reap(stale_after, pending_after=pending_after)
+    # A gone worker's Spark Connect job runs on in the server: the reaper interrupts it (the table's next
+    # holder then waits to see it ended, lifecycle/predecessor.py).
+    from airflow_tablemgmt.lifecycle.predecessor import interrupt_reaped
+
+    interrupt_reaped([r.process for r in reaped])
     out = []
     for r in reaped:
         p = r.process

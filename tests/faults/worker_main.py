@@ -31,8 +31,15 @@ def main(argv: list[str]) -> int:
     from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
     from airflow_tablemgmt.store import Store
 
+    connect = os.environ.get("TABLEMGMT_FAULT_CONNECT_URL")  # the job on a Spark Connect server instead
+    if connect:
+        from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
+
+        hook: object = SparkConnectJobHook(url=connect)
+    else:
+        hook = SparkJobHook("spark_default")
     runner = ProcessRunner(
-        Store(url), default_factories(), SparkJobHook("spark_default"),
+        Store(url), default_factories(), hook,  # type: ignore[arg-type]
         lease_ttl=LEASE_TTL, heartbeat_every=HEARTBEAT_EVERY, stale_after=STALE_AFTER,
     )  # fmt: skip
     try:

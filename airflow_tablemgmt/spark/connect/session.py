@@ -199,6 +199,11 @@ class ConnectRun:
         session = open_session(self.url, self.session_id)
         set_conf(session, connect_conf(catalog) if conf is None else conf)
         session.addTag(self.tag)  # pyspark keeps tags per thread: open() runs in the job's thread
+        # Each operation's id, recorded in the session on the server: whoever ends this job later (the
+        # reaper, the table's next holder) can see its operations end (operations.py).
+        from airflow_tablemgmt.spark.connect.operations import record_operations
+
+        record_operations(session, self.tag)
         self.timings["session_open"] = round(time.perf_counter() - started, 3)
         with self._lock:
             self.session = session
