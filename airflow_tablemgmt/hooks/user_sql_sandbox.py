@@ -58,11 +58,18 @@ def hidden_paths() -> list[str]:
     return [str(Path(p).expanduser()) for p in found if p]
 
 
-def _local_warehouse(job: JobSpec) -> list[str]:
-    warehouse = str((job.catalog or {}).get("warehouse") or "") if isinstance(job.catalog, dict) else ""
+def _local_paths(job: JobSpec) -> list[str]:
+    """The catalog's local files the job needs: a local warehouse, a JDBC catalog's SQLite file."""
+    catalog = job.catalog if isinstance(job.catalog, dict) else {}
+    found = []
+    warehouse = str(catalog.get("warehouse") or "")
     if warehouse.startswith("file:"):
         warehouse = "/" + warehouse[len("file:") :].lstrip("/")
-    return [warehouse] if warehouse.startswith("/") else []
+    found.append(warehouse)
+    uri = str((catalog.get("properties") or {}).get("uri") or "")
+    if uri.startswith("jdbc:sqlite:"):
+        found.append("/" + uri[len("jdbc:sqlite:") :].removeprefix("file:").lstrip("/"))
+    return [p for p in found if p.startswith("/")]
 
 
 def sandbox_prefix(job: JobSpec, spec_path: Path, spec: SubmitSpec) -> list[str]:
@@ -82,7 +89,7 @@ def sandbox_prefix(job: JobSpec, spec_path: Path, spec: SubmitSpec) -> list[str]
     enabled, cache_dir = jvm_class_cache_settings()
     keep = [
         str(Path(spec_path).parent),
-        *_local_warehouse(job),
+        *_local_paths(job),
         spec.env.get("SPARK_HOME", ""),
         spec.env.get("JAVA_HOME", ""),
         sys.prefix,

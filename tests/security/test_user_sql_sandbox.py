@@ -194,3 +194,41 @@ def test_a_real_refresh_succeeds_inside_the_sandbox(
     assert Path(hook._hook.command_prefix[0]).name == "unshare", hook._hook.command_prefix  # noqa: SLF001
     written = [p for p in warehouse.rglob("*") if p.is_file()]
     assert written and {p.stat().st_uid for p in written} == {os.getuid()}
+
+
+def test_only_dynamic_table_jobs_are_wrapped_with_airflows_paths_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_files: dict[str, Path]
+) -> None:
+    from airflow_tablemgmt.hooks.user_sql_sandbox import sandbox_prefix
+    from airflow_tablemgmt.spark.launch.submit import build_submit_spec
+
+    monkeypatch.setitem(sandbox._PROBE, "reason", None)  # noqa: SLF001 - the wiring, whatever the kernel
+    warehouse = airflow_files["home"] / "warehouse"  # a local warehouse inside AIRFLOW_HOME stays reachable
+    warehouse.mkdir()
+    spec_path = tmp_path / "job.json"
+    refresh = _job("refresh", warehouse)
+    prefix = sandbox_prefix(refresh, spec_path, build_submit_spec(refresh, spec_path))
+    pairs = set(zip(prefix, prefix[1:], strict=False))
+    assert Path(prefix[0]).name == "unshare" and prefix[-1] == "--"
+    assert {("--hide", str(airflow_files["home"])), ("--hide", str(airflow_files["dags"]))} <= pairs
+    assert {("--read-only", os.path.realpath(sys.prefix)), ("--read-only", str(PACKAGE_DIR))} <= pairs
+    assert ("--keep", str(warehouse)) in pairs
+    maintenance = _job("rewrite-files", warehouse)
+    assert sandbox_prefix(maintenance, spec_path, build_submit_spec(maintenance, spec_path)) == []
+
+
+@pytest.mark.skipif(
+    sandbox.unavailable() is not None, reason="the kernel does not allow user namespaces here"
+)
+def test_a_kept_path_inside_a_hidden_one_is_mounted_back(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "keep").mkdir(parents=True)
+    (home / "secret").write_text(CANARY)
+    (home / "keep" / "spec").write_text("the job's own file")
+    argv = sandbox.Sandbox(hide=(str(home),), keep=(str(home / "keep"),)).wrap(
+        ["sh", "-c", f"ls -A {home}; cat {home}/keep/spec; echo written > {home}/keep/out"]
+    )
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout.split("\n")
+    assert out[:2] == ["keep", "the job's own file"], out
+    assert (home / "keep" / "out").read_text() == "written\n"
+    assert CANARY not in "".join(out)
