@@ -66,15 +66,24 @@ class DeltaState:
         }
 
 
-def read_delta(location: str, properties: Mapping[str, str] | None = None) -> DeltaState:
+def read_delta(
+    location: str, properties: Mapping[str, str] | None = None, *, version: int | None = None
+) -> DeltaState:
     """The Delta table at ``location``: a local path, ``file:`` URI, or ``s3a://``/``s3://`` URI read with
     ``properties`` (the catalog's ``spark.hadoop.fs.s3a.*``, secrets resolved; ``metadata/table_dir.py``).
+    ``version``: the table as of that version (its commits must still be in the log), else the newest.
     Raises HealthUnavailable (StoreUnreachable when the store cannot be read)."""
     table = open_table_dir(location, properties, "Delta log")
     names = _log_names(table)
     commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
     checkpoints = _checkpoint_parts(list(names))
+    if version is not None:
+        commits = [c for c in commits if c <= version]
+        checkpoints = {v: p for v, p in checkpoints.items() if v <= version}
+        names = {n: size for n, size in names.items() if n != "_last_checkpoint"}
     checkpoint = _last_checkpoint(table, names, checkpoints)
+    if version is not None and checkpoint is None and (not commits or commits[0] != 0):
+        raise HealthUnavailable(f"{location}: version {version} is no longer readable from {LOG_DIR}/")
     if not commits and checkpoint is None:
         raise HealthUnavailable(f"{location}: {LOG_DIR}/ holds no commit")
     files: dict[str, int] = {}
@@ -167,6 +176,13 @@ def _actions(
     if read is not None:
         read[version] = actions
     return actions
+
+
+def commit_actions(
+    location: str, version: int, properties: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The actions of one commit (``add``, ``remove``, ``commitInfo`` ...), as logged."""
+    return _actions(open_table_dir(location, properties, "Delta log"), version)
 
 
 def _changes(table: TableDir, commits: list[int], read: dict[int, list[dict[str, Any]]]) -> DeltaChanges:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.format_actions import OptimizeSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.delta.table import delta_metrics, delta_name
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
@@ -51,8 +52,7 @@ def optimize(
         after = delta_metrics(spark, location)
     metrics = (rows[0]["metrics"].asDict(recursive=True) if rows and rows[0]["metrics"] else {}) or {}
     added, removed = metrics.get("filesAdded") or {}, metrics.get("filesRemoved") or {}
-    log.info("optimize %s: %s files -> %s", location, before["data_files"], after["data_files"])
-    return {
+    out = {
         "location": location,
         "strategy": "zorder" if s.zorder_by else "binpack",
         "zorder_by": s.zorder_by,
@@ -65,6 +65,47 @@ def optimize(
         "before": before,
         "after": after,
     }
+    out.update(as_the_optimize_read_it(location, before, after))
+    log.info("optimize %s: %s files -> %s", location, out["before"]["data_files"], after["data_files"])
+    return out
+
+
+def as_the_optimize_read_it(location: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The figures of the OPTIMIZE commit itself, read from the log where it is readable without Spark.
+
+    Under a concurrent writer the table moves between the job's first read (``before``) and the version
+    OPTIMIZE compacted (its commit's ``readVersion``), and again before ``after`` is read: OPTIMIZE's own
+    counts then include files ``before`` never saw (221 files removed beside 133 files before). ``before``
+    becomes the table at the ``readVersion``, the counts are the OPTIMIZE commit's own ``add``/``remove``
+    actions, and the commits of other writers in between are reported (``concurrent_commits``)."""
+    from airflow_tablemgmt.metadata.delta import commit_actions, read_delta
+
+    first, last = before.get("current_snapshot_id"), after.get("current_snapshot_id")
+    if not isinstance(first, int) or not isinstance(last, int):
+        return {}
+    try:
+        for version in range(last, first, -1):
+            actions = commit_actions(location, version)
+            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            if info.get("operation") != "OPTIMIZE":
+                continue
+            read_version = int(info.get("readVersion", version - 1))
+            at_read = read_delta(location, version=read_version) if read_version != first else None
+            own_removes = [a["remove"] for a in actions if "remove" in a]
+            own_adds = [a["add"] for a in actions if "add" in a]
+            result: dict[str, Any] = {
+                "optimize_version": version,
+                "files_removed": len(own_removes),
+                "files_added": len(own_adds),
+                "concurrent_commits": (last - first) - 1,
+            }
+            if at_read is not None:
+                result["before"] = {**before, "current_snapshot_id": at_read.version,
+                                    "data_files": at_read.data_files, "total_bytes": at_read.total_bytes}  # fmt: skip
+            return result
+    except (HealthUnavailable, OSError, ValueError, KeyError) as e:  # a log not readable here: Delta's counts
+        log.info("optimize %s: its commit not read from the log (%s)", location, e)
+    return {}
 
 
 # The job's first read of a table is Iceberg's (spark/job/early_read.py); this maintainer reads its Delta
