@@ -47,6 +47,11 @@ class HudiTimeline:
         """Compaction instants scheduled (requested or inflight) and not completed, oldest first."""
         return sorted({i for i, action, _ in self.pending if action == "compaction"})
 
+    def pending_clusterings(self) -> list[str]:
+        """Clustering instants scheduled (requested or inflight) and not completed, oldest first: one that
+        failed stays so until a clustering executes or rolls it back (Hudi 1.x names them ``clustering``)."""
+        return sorted({i for i, action, _ in self.pending if action == "clustering"})
+
     def completed_compactions(self) -> list[str]:
         requested = self._requested_as("compaction")
         return [i for i, action in self.completed if action == "commit" and i in requested]
@@ -200,6 +205,7 @@ def hudi_health(location: str, properties: Mapping[str, str] | None = None) -> d
         "table_type": timeline.table_type,
         "latest_instant": timeline.latest_instant,
         "pending_compactions": len(timeline.pending_compactions()),
+        "pending_clusterings": len(timeline.pending_clusterings()),
         "delta_commits_since_compaction": timeline.delta_commits_since_compaction(),
         "commits_since_clean": timeline.commits_since_clean(),
         "active_commits": timeline.active_commits(),
@@ -242,6 +248,8 @@ def table_health(catalog: Any, table: Any) -> Any:
       min-delta-commits)) (at least 5), fixed by ``compaction``;
     * **uncleaned commits**: more commits since the last clean than ``retain-commits`` keeps; points = 20 ×
       min(1, excess / (2 × retain-commits)) (at least 5), fixed by ``clean``;
+    * **pending clustering**: a clustering scheduled and not completed (one that failed leaves its plan
+      pending); 15 points, fixed by ``clustering``;
     * **active timeline**: more completed instants on the active timeline than ``max-commits``; 10
       points, fixed by ``archive``.
 
@@ -271,6 +279,16 @@ def table_health(catalog: Any, table: Any) -> Any:
                 20,
                 "compaction",
                 f"{figures['pending_compactions']} compaction(s) scheduled and not executed",
+            )  # fmt: skip
+        )
+    if figures["pending_clusterings"]:  # e.g. a clustering that failed: the table is not as it claimed
+        findings.append(
+            Finding(
+                "pending_clustering",
+                15,
+                "clustering",
+                f"{figures['pending_clusterings']} clustering(s) scheduled and not completed (failed or "
+                "running); the next clustering executes or rolls back the plan",
             )  # fmt: skip
         )
     deltas, most = figures["delta_commits_since_compaction"], figures["max_log_files_per_file_group"]

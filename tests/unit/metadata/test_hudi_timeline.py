@@ -72,3 +72,30 @@ def test_the_0x_layout_and_a_clean(tmp_path: Path) -> None:
 def test_not_a_hudi_table(tmp_path: Path) -> None:
     with pytest.raises(HealthUnavailable, match="not a Hudi table"):
         read_timeline(str(tmp_path))
+
+
+def test_a_failed_clustering_costs_health_until_a_clustering_completes(tmp_path: Path) -> None:
+    """A clustering that failed leaves its plan pending: the table's health names it (it scored 100 before,
+    as if the clustering had helped); a later completed clustering of that instant clears it."""
+    from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+    from airflow_tablemgmt.metadata.hudi import table_health
+
+    root = table(
+        tmp_path / "ns" / "t",
+        [
+            "20261125100000000_20261125100001000.commit",
+            "20261125100100000_20261125100101000.clean",
+            "20261125100200000.clustering.requested",
+            "20261125100200000.clustering.inflight",
+        ],
+        mor=False,
+    )
+    catalog = CatalogSpec(name="lake", warehouse=str(tmp_path))
+    spec = TableSpec(catalog="lake", namespace="ns", name="t", format="hudi",
+                     actions={"clustering": {"sort-columns": ["id"]}})  # fmt: skip
+    health = table_health(catalog, spec)
+    assert read_timeline(str(root)).pending_clusterings() == ["20261125100200000"]
+    kinds = {f.kind: f for f in health.findings}
+    assert kinds["pending_clustering"].action == "clustering" and health.figures["pending_clusterings"] == 1
+    (root / ".hoodie" / "timeline" / "20261125100200000_20261125100301000.replacecommit").write_text("")
+    assert "pending_clustering" not in {f.kind for f in table_health(catalog, spec).findings}
