@@ -18,6 +18,7 @@ from airflow_tablemgmt.lifecycle.model import RunnerState, RunOutcome, RunReques
 from airflow_tablemgmt.lifecycle.predecessor import with_application
 from airflow_tablemgmt.lifecycle.results import close_own_row, record_predecessor_success, record_success
 from airflow_tablemgmt.lifecycle.summary import complete_summary, one_line, snapshot_after
+from airflow_tablemgmt.lifecycle.table_marks import committed_in_table
 from airflow_tablemgmt.lifecycle.takeover import wait_for_peer
 from airflow_tablemgmt.spark.protocol import name_the_catalog
 
@@ -49,8 +50,11 @@ def claim_and_run(
         last_success=last,
         resolve_catalog=runner.resolve_catalog,
     )
-    if recovering:  # did a predecessor commit its job without recording it?
+    if recovering:  # did a predecessor commit its job without recording it? Its result file, else the table
         found = runner._journal.committed_before(store, process)
+        if found is None:
+            resolved = runner.resolve_catalog(catalog) if runner.resolve_catalog is not None else catalog
+            found = committed_in_table(table, resolved, process)
         if found is not None:
             runner._claimed_at = time.monotonic()
             done = record_predecessor_success(store, runner._journal, process, found)

@@ -38,6 +38,8 @@ def main(argv: list[str]) -> int:
         hook: object = SparkConnectJobHook(url=connect)
     else:
         hook = SparkJobHook("spark_default")
+    if os.environ.get("TABLEMGMT_FAULT_DIE_AFTER_COMMIT") == "1":
+        hook = _DiesAfterCommit(hook)
     runner = ProcessRunner(
         Store(url), default_factories(), hook,  # type: ignore[arg-type]
         lease_ttl=LEASE_TTL, heartbeat_every=HEARTBEAT_EVERY, stale_after=STALE_AFTER,
@@ -55,6 +57,29 @@ def main(argv: list[str]) -> int:
         json.dumps({"process": p.id, "status": str(p.status), "attempt": p.attempt, "reused": outcome.reused})
     )
     return 0
+
+
+class _DiesAfterCommit:
+    """The worker dies (SIGKILL) the moment its job has committed, before it records anything."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def submit(self, job: object, on_started: object = None) -> object:
+        import signal
+
+        result = self.inner.submit(job, on_started=on_started)  # type: ignore[attr-defined]
+        if getattr(result, "status", None) == "SUCCESS":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    def kill(self) -> None:
+        self.inner.kill()  # type: ignore[attr-defined]
+
+    def confirm_lease(self, sent_monotonic: float, valid_for: float) -> None:
+        confirm = getattr(self.inner, "confirm_lease", None)
+        if confirm is not None:
+            confirm(sent_monotonic, valid_for)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ from airflow_tablemgmt.spark.conf import app_name, validated_catalog  # noqa: E4
 from airflow_tablemgmt.spark.connect.errors import NotOnConnect  # noqa: E402
 from airflow_tablemgmt.spark.connect.policy import connect_refusal, is_remote  # noqa: E402
 from airflow_tablemgmt.spark.errors import InvalidJobSpec, NoExecutors  # noqa: E402
-from airflow_tablemgmt.spark.job import lease_guard  # noqa: E402
+from airflow_tablemgmt.spark.job import commit_mark, lease_guard  # noqa: E402
 from airflow_tablemgmt.spark.job.redact import REDACT, redact, secret_values  # noqa: E402
 from airflow_tablemgmt.spark.job.session import BackgroundSession  # noqa: E402
 from airflow_tablemgmt.spark.job.watchdog import ExecutorWatchdog  # noqa: E402
@@ -307,8 +307,12 @@ def _execute(
         inner = ("metrics_before", "procedure", "metrics_after")
         timed_before = sum(timings.seconds.get(p, 0.0) for p in inner)
         lease_guard.fence(f"{job.action} on {table}")  # the worker must have confirmed the lease now
-        with recording(timings):
-            summary: dict[str, Any] = maintainer(spark, table, dict(job.options), early=first)
+        commit_mark.apply(spark, job, remote=is_remote(spark))  # its commits name this attempt
+        try:
+            with recording(timings):
+                summary: dict[str, Any] = maintainer(spark, table, dict(job.options), early=first)
+        finally:
+            commit_mark.clear(spark, job, remote=is_remote(spark))
         duration = round(time.monotonic() - started, 3)
         timed_inside = sum(timings.seconds.get(p, 0.0) for p in inner) - timed_before
         timings.add("maintainer_other", duration - timed_inside)
