@@ -29,7 +29,14 @@ import pytest
 from tests.faults.conftest import ROUNDS, Figures
 from tests.faults.test_kill9 import WORKER, cli, drivers, env, make_tables, wait_for
 
-pytestmark = pytest.mark.faults
+pytestmark = [
+    pytest.mark.faults,
+    pytest.mark.on_demand(
+        reason="a real table and compaction per round, ~2 min a round under load; CI runs "
+        "unit/lifecycle/test_lease_guard.py (a real driver process stopping itself, the "
+        "heartbeat's confirmations)"
+    ),
+]
 
 CATALOG = "kill"
 ACTION = "rewrite-files"
