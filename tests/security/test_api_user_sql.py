@@ -2,6 +2,10 @@
 simple auth manager, tokens from its ``/auth/token``): the user ``author`` has the role ``user``, which
 may edit DAGs, so it may declare dynamic tables (issue 22's attacker).
 
+Since issue 35 user SQL needs ``[tablemgmt] user_sql_authors`` (default ``role:admin``); here the rule
+also names ``author``, the worst case: an allowed author who is hostile (the rule's own refusals are
+``tests/e2e/test_api_dynamic.py``'s).
+
 The api-server's environment holds a canary (``TMS_SECURITY_CANARY``) beside its JWT secret. Every
 vector is POSTed as ``author``: the answer is a 202 (the definition stored CREATING, the creation left to
 a worker) or the declaration's 422, and neither the canary, the JWT secret nor a planted file's content
@@ -9,8 +13,10 @@ is in any answer. On the old code the api-server ran the creation's Spark job it
 Spark's error text (the canary) or created the table from the file.
 
 The worker's side: the refresh DAG's task (``airflow dags test``, the same operator a worker runs, with
-the canary in its environment too) refuses the getenv query from its analysed plan, and the process row
-a viewer reads holds a sanitized reason; no row of the store holds the canary.
+the canary in its environment too) refuses a script transformation that would grep every process's
+environment for the canary (issue 35: on the code before the allow-list it ran, with ``/bin/bash -c``,
+and wrote the canary into the table) — and, on demand, the getenv query — from its analysed plan; the
+process row a viewer reads holds a sanitized reason; no row of the store holds the canary.
 """
 
 from __future__ import annotations
@@ -51,7 +57,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("security") / "airflow"
     secret_file = home.parent / "secret.txt"
     secret_file.write_text(FILE_CANARY + "\n")
-    api = dynamic_api_server(home, [], USERS, roles={"author": "user"}, TMS_SECURITY_CANARY=CANARY)
+    api = dynamic_api_server(
+        home,
+        [],
+        USERS,
+        roles={"author": "user"},
+        TMS_SECURITY_CANARY=CANARY,
+        AIRFLOW__TABLEMGMT__USER_SQL_AUTHORS="role:admin, user:author",
+    )
     try:
         yield Server(api, secret_file)
     finally:
@@ -102,12 +115,40 @@ def test_a_command_is_refused_at_declaration(server: Server, vector: str) -> Non
     assert server.api.call("GET", f"/dynamic-tables/{CATALOG}.sec.{vector}", "viewer").status == 404
 
 
-def test_the_worker_refuses_reflection_and_stores_a_sanitized_reason(server: Server) -> None:
+# What the worker's task runs: the getenv query of issue 22 (on demand: the same plan check refuses it
+# through the real refresh job in tests/security/test_query_policy_spark.py) and issue 35's shell.
+WORKER = {
+    "transform": (
+        "SELECT TRANSFORM(x) USING 'grep -ho TMS_SECURITY_CANARY=[a-z0-9-]* /proc/[0-9]*/environ; touch {marker}' "
+        "AS (y) FROM (SELECT 'a' AS x)",
+        "script transformation",
+    ),
+    "getenv": (STORED["getenv_java_method"], "reflection"),
+}
+
+
+@pytest.mark.parametrize(
+    "vector",
+    [
+        "transform",
+        pytest.param(
+            "getenv",
+            marks=pytest.mark.on_demand(
+                reason="tests/security/test_query_policy_spark.py refuses reflection through the real refresh job"
+            ),
+        ),
+    ],
+)
+def test_the_worker_refuses_the_query_and_stores_a_sanitized_reason(
+    server: Server, vector: str, tmp_path: Path
+) -> None:
     dep = server.api.dep
-    table = f"{CATALOG}.sec.worker_getenv"
-    query = STORED["getenv_java_method"]
+    name = f"worker_{vector}"
+    table = f"{CATALOG}.sec.{name}"
+    marker = tmp_path / "script-ran"
+    query, refusal = WORKER[vector]
     # No retry: a refused query fails the same way every time, and `dags test` would wait out the delay.
-    definition = {**_definition("worker_getenv", query), "retries": 0}
+    definition = {**_definition(name, query.format(marker=marker)), "retries": 0}
     r = server.api.call("POST", "/dynamic-tables", "author", definition)
     assert r.status == 202, r.body
     parsed = dep.cli("dags", "reserialize", timeout=600)
@@ -116,11 +157,12 @@ def test_the_worker_refuses_reflection_and_stores_a_sanitized_reason(server: Ser
     # The refresh DAG's task, as a worker runs it (the canary is in this process's environment too).
     ran = dep.cli("dags", "test", dag_id, timeout=800)
     assert "QueryNotAllowed" in ran.stdout + ran.stderr, (ran.stdout[-3000:], ran.stderr[-3000:])
+    assert not marker.exists(), "the script ran on the worker"
     history = server.api.call("GET", f"/dynamic-tables/{table}/history", "viewer")
     assert history.status == 200, history.body
     ((row,),) = [history.body]
     assert (row["state"], row["trigger"]) == ("FAILED", "CREATION"), row
-    assert "reflection" in row["reason"] and "registered catalog" in row["reason"], row
+    assert refusal in row["reason"] and "registered catalog" in row["reason"], row
     server.assert_clean(json.dumps(history.body))
     processes = server.api.call("GET", f"/processes?table={table}", "viewer")
     server.assert_clean(json.dumps(processes.body))
