@@ -242,6 +242,20 @@ def jar_paths(needs: Iterable[str], settings: ArtifactSettings | None = None) ->
     return [str(r.path) for r in resolve(needs, settings)]
 
 
+#: Needs whose jars must be on the driver's own class path (``spark.driver.extraClassPath``), not only added
+#: by ``--jars``. Hudi's bundle shades Avro's generated classes: added by ``--jars`` it lives in Spark's child
+#: class loader while Spark's Avro sits in the application one, and reading the metadata table of a table
+#: written with Hudi's defaults after a clean fails with ``ClassCastException: GenericData$Record cannot be
+#: cast to HoodieDeleteRecordList`` (clustering, among others). On the driver's class path one loader holds both.
+DRIVER_CLASS_PATH_NEEDS = frozenset({"hudi"})
+
+
+def driver_class_path(needs: Iterable[str], settings: ArtifactSettings | None = None) -> list[str]:
+    """The jars of ``needs`` that belong on the driver's class path too (:data:`DRIVER_CLASS_PATH_NEEDS`)."""
+    wanted = [n for n in dict.fromkeys(needs) if n in DRIVER_CLASS_PATH_NEEDS]
+    return jar_paths(wanted, settings) if wanted else []
+
+
 def _resolve_one(
     need: str,
     artifact: Artifact,

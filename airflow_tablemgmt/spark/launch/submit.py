@@ -20,7 +20,12 @@ from pathlib import Path
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import app_name, base_conf, launch_conf, spark_home, validated_catalog
-from airflow_tablemgmt.spark.launch.artifacts import ArtifactSettings, catalog_needs, jar_paths
+from airflow_tablemgmt.spark.launch.artifacts import (
+    ArtifactSettings,
+    catalog_needs,
+    driver_class_path,
+    jar_paths,
+)
 from airflow_tablemgmt.spark.launch.class_cache import spark_defaults
 from airflow_tablemgmt.spark.launch.environment import job_environment
 from airflow_tablemgmt.spark.launch.java import resolve_java_home
@@ -90,6 +95,7 @@ def submit_env(java_home: str | None = None) -> dict[str, str]:
 
 
 USER_JARS = "spark.jars"
+DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
 USER_PACKAGES = "spark.jars.packages"
 
 
@@ -127,11 +133,16 @@ def build_submit_spec(
     """
     catalog = _catalog(job)
     env = submit_env()
+    defaults = spark_defaults(env)
+    needs = catalog_needs(catalog)
     conf, jars, packages = merge_user_jars(
-        {**base_conf(local=local), **launch_conf(catalog)},
-        spark_defaults(env),
-        jar_paths(catalog_needs(catalog), artifacts),
+        {**base_conf(local=local), **launch_conf(catalog)}, defaults, jar_paths(needs, artifacts)
     )
+    on_driver = driver_class_path(needs, artifacts)
+    if on_driver:  # beside the user's own entries (a --conf replaces spark-defaults.conf's value)
+        users = conf.get(DRIVER_CLASS_PATH, defaults.get(DRIVER_CLASS_PATH, ""))
+        entries = [*on_driver, *(p for p in users.split(os.pathsep) if p.strip())]
+        conf[DRIVER_CLASS_PATH] = os.pathsep.join(dict.fromkeys(entries))
     return SubmitSpec(
         application=str(JOB_MAIN),
         application_args=["--spec", str(Path(spec_path).resolve())],

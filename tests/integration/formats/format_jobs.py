@@ -37,7 +37,7 @@ def start_session(fmt: str, catalog: CatalogSpec | None = None) -> SparkSession:
 
     from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
     from airflow_tablemgmt.spark.conf import session_conf
-    from airflow_tablemgmt.spark.launch.artifacts import catalog_needs, jar_paths
+    from airflow_tablemgmt.spark.launch.artifacts import catalog_needs, driver_class_path, jar_paths
     from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
     os.environ.setdefault("JAVA_HOME", str(resolve_java_home()))
@@ -46,15 +46,20 @@ def start_session(fmt: str, catalog: CatalogSpec | None = None) -> SparkSession:
     ).model_copy(
         update={"properties": {**(catalog.properties if catalog else {}), TABLE_FORMAT_PROPERTY: fmt}}
     )
+    needs = catalog_needs(catalog)
     builder = (
         SparkSession.builder.master("local[2]")
-        .config("spark.jars", ",".join(jar_paths(catalog_needs(catalog), artifact_settings())))
+        .config("spark.jars", ",".join(jar_paths(needs, artifact_settings())))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
     )
+    on_driver = driver_class_path(needs, artifact_settings())
+    # as a job's launch does: Hudi's bundle on the driver's class path too (spark/launch/artifacts.py)
+    if on_driver:
+        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(on_driver))
     for key, value in session_conf(catalog).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
