@@ -13,12 +13,13 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml plugins/paimon/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check uv
+	$(BIN)/python -m pip install -q --disable-pip-version-check "uv>=0.8"
 	# --compile-bytecode: every Airflow process (task, CLI, dag-processor) starts ~2 s faster
 	# when site-packages already holds .pyc files, as a pip-installed deployment does.
 	# With the Paimon format plugin: a distribution of its own, written only against the public factory
 	# API (it depends on airflow-provider-tablemgmt, satisfied by the editable package beside it).
-	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e ".[embedded,dev]" -e plugins/paimon
+	# The test and lint tools are pyproject.toml's `dev` dependency group (PEP 735), not a published extra.
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e ".[embedded]" --group dev -e plugins/paimon
 	touch $@
 
 demo: install

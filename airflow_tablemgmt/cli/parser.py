@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_tablemgmt.cli import catalogs, dynamic, jars, processes, reap, schema, tables
+from airflow_tablemgmt.cli import catalogs, dags, dynamic, jars, processes, reap, schema, tables
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,4 +21,5 @@ def build_parser() -> argparse.ArgumentParser:
     reap.add_parser(sub)
     jars.add_parser(sub)
     schema.add_parser(sub)
+    dags.add_parser(sub)
     return p

