@@ -37,7 +37,12 @@ writes the class archive); tables with delete files (their live-record count is 
 
     .venv/bin/python benchmarks/job_overhead.py [--files 500] [--rounds 3] [--master local[2]]
         [--actions rewrite-files expire-snapshots delete-orphans] [--workdir DIR] [--keep]
-        [--baseline TREE] [--bare-class-cache]
+        [--baseline TREE] [--bare-class-cache] [--first-run]
+
+``--first-run`` adds, before the rounds, each side's first job on a host: ``rewrite-files`` with a class
+archive directory of its own, empty (``[tablemgmt] jvm_class_cache_dir``), printing its JVM exit, and how
+long after the job the archive was there (written by a run of its own, ``spark/launch/archive_builder.py``;
+with ``--baseline`` before that, by the job's JVM at its exit).
 
 ``--baseline TREE`` adds a third side, **before**: the same ``tablemgmt run`` with the
 ``airflow_tablemgmt`` package taken from TREE (a directory holding an ``airflow_tablemgmt/``, e.g.
@@ -263,14 +268,28 @@ def _declarations(warehouse: Path, tables: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _class_archive() -> Path | None:
-    """The newest finished driver class archive in the configured directory."""
+def _class_cache_dir() -> Path:
     from airflow_tablemgmt.hooks.airflow_settings import setting
     from airflow_tablemgmt.spark.launch.class_cache import DEFAULT_DIR
 
-    directory = Path(setting("tablemgmt", "jvm_class_cache_dir") or DEFAULT_DIR).expanduser()
-    found = sorted(directory.glob("driver-*-*.jsa"), key=lambda p: p.stat().st_mtime)
+    return Path(setting("tablemgmt", "jvm_class_cache_dir") or DEFAULT_DIR).expanduser()
+
+
+def _class_archive() -> Path | None:
+    """The newest finished driver class archive in the configured directory."""
+    found = sorted(_class_cache_dir().glob("driver-*-*.jsa"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
+
+
+def _wait_for_builds(directory: Path, timeout: float = 1800) -> float:
+    """Wait until no class-archive build is pending or running in ``directory``; the seconds waited."""
+    from airflow_tablemgmt.spark.launch.archive_builder import building
+
+    started = time.perf_counter()
+    time.sleep(0.5)
+    while building(directory) and time.perf_counter() - started < timeout:
+        time.sleep(1)
+    return time.perf_counter() - started
 
 
 def _median(values: list[float]) -> float:
@@ -301,6 +320,7 @@ def main() -> None:
         help="the bare side's driver JVM maps the project's class archive too (what is left of the overhead "
         "when a hand-written job also sets up class data sharing)",
     )
+    p.add_argument("--first-run", action="store_true", help="each side's first job with an empty class cache")
     args = p.parse_args()
     if args.baseline is not None and not (args.baseline / "airflow_tablemgmt" / "__init__.py").is_file():
         p.error(f"--baseline: {args.baseline} holds no airflow_tablemgmt/ package")
@@ -338,6 +358,9 @@ def main() -> None:
     # class archive (spark/launch/class_cache.py), which every later run on that host uses.
     warm = {_table(NOOP, "w", 0): 16}
     names.update(warm)
+    first = {side: _table("rewrite-files", f"f{SIDES[side]}", 0) for side in sides if side != "bare"}
+    if args.first_run:
+        names.update(dict.fromkeys(first.values(), 16))
     print(f"# job overhead: {args.files} files, {args.rounds} rounds, master {args.master}, work {work}")
     print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}", flush=True)
     started = time.perf_counter()
@@ -363,15 +386,23 @@ def main() -> None:
         declared = {_table(a, SIDES[side], r): a for a, r in plan}
         if side == "project":
             declared.update(dict.fromkeys(warm, NOOP))
+        if args.first_run:
+            declared[first[side]] = "rewrite-files"
         decl.write_text(_declarations(warehouse, declared))
         _run([tablemgmt, "--store-url", stores[side], "apply", str(decl)], side_env)
     print(f"# {len(names)} tables written in {time.perf_counter() - started:.0f}s", flush=True)
 
-    def run_project(action: str, r: int, side: str = "project", prefix: str | None = None) -> dict[str, Any]:
+    def run_project(
+        action: str,
+        r: int,
+        side: str = "project",
+        prefix: str | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         declared = "rewrite-files" if action == NOOP else action
         table = f"{CATALOG}.{NAMESPACE}.{_table(action, prefix or SIDES[side], r)}"
         argv = [tablemgmt, "--store-url", stores[side], "run", table, declared, "--json"]
-        wall, out, _ = _run(argv, envs[side])
+        wall, out, _ = _run(argv, {**envs[side], **(extra or {})})
         summary = json.loads(out)["summary"]
         timings = dict(summary.get("timings") or {})
         timings["outside_job"] = wall - float(timings.get("total", 0.0))
@@ -390,9 +421,27 @@ def main() -> None:
 
     # A throw-away bare run warms the page cache (jars, Python) for both sides.
     run_bare(NOOP, 0) if not args.no_noop else None
+    if args.first_run:
+        for side in first:
+            fresh = work / f"jvm-first-{side}"
+            got = run_project(
+                "rewrite-files",
+                0,
+                side,
+                f"f{SIDES[side]}",
+                {"AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR": str(fresh)},
+            )
+            waited = _wait_for_builds(fresh)
+            archives = [p.name for p in fresh.glob("driver-*.jsa")]
+            print(f"# first run on a host, {side}: {got['wall']:.1f}s, jvm_exit "
+                  f"{float(got['timings'].get('jvm_exit', 0.0)):.1f}s; archive there {waited:.0f}s after the "
+                  f"job: {archives} (load {_load()})", flush=True)  # fmt: skip
+            print(f"#   timings: {json.dumps(got['timings'])}", flush=True)
     warm_up = run_project(NOOP, 0, prefix="w")
-    print(f"# warm-up project run (makes the JVM class archive if the host has none): {warm_up['wall']:.1f}s "
-          f"(jvm_exit {float(warm_up['timings'].get('jvm_exit', 0.0)):.1f}s)", flush=True)  # fmt: skip
+    waited = _wait_for_builds(_class_cache_dir())
+    print(f"# warm-up project run (asks for the JVM class archive if the host has none): {warm_up['wall']:.1f}s "
+          f"(jvm_exit {float(warm_up['timings'].get('jvm_exit', 0.0)):.1f}s; then {waited:.0f}s until no "
+          f"archive build was running)", flush=True)  # fmt: skip
     if args.bare_class_cache:
         archive = _class_archive()
         if archive is None:

@@ -208,6 +208,9 @@ class SparkJobHook:
             hook.command_prefix = sandboxed
             # The conf as submitted (extra_conf merged in): the class cache's options are added to it.
             cache = self._class_cache(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
+            build_archive = cache is not None and cache.mode == "create"
+            if build_archive:
+                cache = None  # written after this job by a run of its own (see _class_cache)
             exit_error: str | None = None
             preexec = die_with_parent()
             clock.launch()
@@ -237,6 +240,8 @@ class SparkJobHook:
                 timings = clock.complete(result, time.perf_counter() - parsing)
                 hook.log.info("tablemgmt: timings: %s", describe_timings(timings))
             if result.status == "SUCCESS" and exit_error is None:
+                if build_archive:
+                    self._request_archive(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
                 return result
             if result.error:
                 return result
@@ -304,12 +309,37 @@ class SparkJobHook:
             verify=True,
         )
         hook.log.info("tablemgmt: %s", cache.describe())
+        if cache.mode == "create":
+            # A JVM writes the archive while it exits: 10 s on a quiet host, minutes under load, which at
+            # a job's exit held its slot and lease. This job runs without one; after it succeeded a run
+            # of its own writes it (spark/launch/archive_builder.py) and the next jobs map it.
+            cache.release()
+            hook.log.info("tablemgmt: JVM class cache: this job runs without it; written after the job")
+            return cache
         if submitted is not conf:
             if isinstance(hook, DirectSparkSubmit):
                 hook.conf = submitted
             else:
                 hook._conf = submitted
         return cache if cache.mode != "off" else None
+
+    @staticmethod
+    def _request_archive(
+        hook: Any, conf: dict[str, str], jars: list[str], packages: str | None, env: dict[str, str]
+    ) -> None:
+        """Start the detached run that writes this set-up's class archive; never fails the job."""
+        from airflow_tablemgmt.spark.launch import archive_builder, class_cache
+
+        try:
+            _, directory = jvm_class_cache_settings()
+            where = Path(directory).expanduser() if directory else class_cache.ClassCacheSettings().directory
+            # The job's own settings and jars (the archive's key), not its lineage parent run.
+            own = {k: v for k, v in conf.items() if not k.startswith("spark.openlineage.")}
+            pid = archive_builder.request(directory=where, conf=own, jars=jars, packages=packages, env=env)
+            hook.log.info("tablemgmt: JVM class cache: writing it in a run of its own (pid %d, log %s)",
+                          pid, where / archive_builder.LOG_NAME)  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - an optimisation never fails a job
+            hook.log.warning("tablemgmt: JVM class cache: could not start writing it: %s", e)
 
     def kill(self) -> None:
         """Kill the running job: SparkSubmitHook's kill (spark-submit, and a cluster driver by id),

@@ -94,8 +94,8 @@ class DriverClassCache:
             return f"JVM class cache: using {self.archive} ({size / 2**20:.0f} MB)"
         if self.mode == "create":
             return (
-                f"JVM class cache: creating {self.archive} (this run writes it at exit, which takes a "
-                f"few seconds once; later runs start sooner)"
+                f"JVM class cache: creating {self.archive} (a JVM writes it at exit: 10 s to minutes, "
+                f"once; later runs start sooner)"
             )
         return f"JVM class cache: off ({self.reason})"
 
