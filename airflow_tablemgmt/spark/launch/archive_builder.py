@@ -26,7 +26,7 @@ import time
 from itertools import count
 from pathlib import Path
 
-from airflow_tablemgmt.spark.launch import class_cache
+from airflow_tablemgmt.spark.launch import archive_files, class_cache
 from airflow_tablemgmt.spark.launch.environment import job_environment
 
 log = logging.getLogger(__name__)
@@ -138,8 +138,16 @@ def _argv(
 
 def building(directory: Path) -> bool:
     """Whether a build is pending or running in ``directory`` (a request not yet read, or a creation
-    lock held): what a benchmark waits for before it measures."""
-    return any(directory.glob(REQUEST_GLOB)) or any(directory.glob("driver-*.lock"))
+    lock whose owner is alive): what a benchmark or a test waits for before it measures."""
+    if any(directory.glob(REQUEST_GLOB)):
+        return True
+    for lock in directory.glob("driver-*.lock"):
+        try:
+            if not archive_files._stale(lock.read_text(), lock.stat().st_mtime):  # noqa: SLF001
+                return True
+        except OSError:  # released meanwhile
+            continue
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
