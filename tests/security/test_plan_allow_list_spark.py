@@ -181,3 +181,42 @@ def test_the_query_shapes_of_a_dynamic_table_pass_the_allow_list(
         except Exception as e:  # noqa: BLE001 - collected, so one run names every refused shape
             refused[query] = str(e)
     assert not refused, json.dumps(refused, indent=1)
+
+
+@pytest.mark.on_demand(
+    reason="test_the_query_shapes_of_a_dynamic_table_pass_the_allow_list covers the shapes a dynamic table uses; "
+    "this one (864 analyses, ~50 s) is for a Spark upgrade"
+)
+def test_every_documented_example_of_a_built_in_function_passes_reflection_excepted(tables: Tables) -> None:
+    """Spark's own examples (``ExpressionInfo.getExamples`` of each function of the built-in registry):
+    the allow-list covers what the built-in functions analyse to; only reflection is refused."""
+    import re
+
+    from airflow_tablemgmt.spark.errors import QueryNotAllowed
+    from airflow_tablemgmt.spark.job.query_policy import builtin_functions, check_analysed
+
+    spark = tables.spark
+    jvm = spark._jvm  # noqa: SLF001
+    assert jvm is not None
+    registry = jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
+    names = registry.listFunction()
+    examples = []
+    for i in range(names.size()):
+        name = names.apply(i)
+        text = registry.lookupFunction(name).get().getExamples() or ""
+        examples += [
+            (str(name.funcName()), " ".join(m.split()))
+            for m in re.findall(r">\s*(SELECT .*?);\s*$", text, re.M | re.S)
+        ]
+    assert len(examples) > 800, len(examples)
+    refused = {}
+    for function, query in examples:
+        try:
+            check_analysed(
+                spark.sql(query)._jdf.queryExecution().analyzed(),
+                frozenset({CATALOG}),
+                builtin_functions(jvm),
+            )  # noqa: SLF001
+        except QueryNotAllowed as e:
+            refused[function] = str(e)
+    assert set(refused) == {"reflect", "java_method"}, json.dumps(refused, indent=1)
