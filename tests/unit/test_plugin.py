@@ -43,3 +43,31 @@ def test_loading_the_plugin_does_not_build_the_app() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("LazyTableMgmtApp")
+
+
+def test_the_api_server_builds_the_app_as_it_starts_not_on_the_first_request() -> None:
+    """Built on the page's first request, the app held that request (and the api-server's event loop) for
+    seconds after a login; the api-server now builds it in the background as it starts (issue 37, item 6)."""
+    import subprocess
+    import sys
+
+    code = """
+import time
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+import airflow_tablemgmt.plugin as p
+
+root = FastAPI()  # as Airflow's api-server integrates the plugin (api_fastapi/app.py: init_plugins)
+for m in p.TableMgmtPlugin.fastapi_root_middlewares:
+    root.add_middleware(m["middleware"], *m["args"], **m["kwargs"])
+root.mount("/tablemgmt", p.TableMgmtPlugin.fastapi_apps[0]["app"])
+with TestClient(root) as client:  # the server's start (its lifespan): no request reaches /tablemgmt
+    deadline = time.monotonic() + 120
+    while p.APP._app is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    print("built before any request:", p.APP._app is not None)
+    print("page:", client.get("/tablemgmt/ui/").status_code)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "built before any request: True" in out.stdout and "page: 200" in out.stdout, out.stdout
