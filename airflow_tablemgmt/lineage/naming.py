@@ -71,6 +71,6 @@ def catalog_namespace(catalog: CatalogSpec) -> str:
 def table_dataset(catalog: CatalogSpec, namespace: str, table: str) -> DatasetName:
     symlink_ns, symlink_name = catalog_namespace(catalog), f"{namespace}.{table}"
     if catalog.type == CatalogType.HADOOP and catalog.warehouse:
-        ns, name = location_name(f"{catalog.warehouse.rstrip('/')}/{namespace}/{table}")
+        ns, name = location_name(f"{catalog.warehouse.rstrip('/')}/{namespace.replace('.', '/')}/{table}")
         return DatasetName(ns, name, symlink_ns, symlink_name)
     return DatasetName(symlink_ns, symlink_name, symlink_ns, symlink_name)
