@@ -21,11 +21,16 @@ from airflow_tablemgmt.core.identifiers import (
     TABLE_ID_PATTERN,
 )
 from airflow_tablemgmt.core.process import ProcessStatus
-from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.core.tables import CatalogType, TableSpec
 
 # The identifier rules of core/identifiers.py, so the OpenAPI document says what a name may be.
 Name = Field(
     min_length=1, max_length=128, pattern=IDENTIFIER_PATTERN, description=f"an identifier: {IDENTIFIER_RULE}"
+)
+# An absolute path or a URI (services.catalogs.check_warehouse), at most the store's column.
+WAREHOUSE_PATTERN = r"^(/|[A-Za-z][A-Za-z0-9+.-]*:)[^\x00-\x1f\x7f-\x9f]*$"
+Warehouse = Field(
+    default=None, max_length=2048, pattern=WAREHOUSE_PATTERN, description="an absolute path or a URI"
 )
 NamespaceName = Field(
     min_length=1,
@@ -58,16 +63,16 @@ class CatalogIn(Body):
     """A store-owned catalog. ``properties`` hold secrets only as references (``{"secret": ...}``)."""
 
     name: str = Name
-    type: str | None = None
-    warehouse: str | None = None
+    type: CatalogType | None = None
+    warehouse: str | None = Warehouse
     properties: dict[str, str] = Field(default_factory=dict)
 
 
 class CatalogUpdate(Body):
     """A change to a catalog: a field left out keeps its value (``properties: {}`` clears them)."""
 
-    type: str | None = None
-    warehouse: str | None = None
+    type: CatalogType | None = None
+    warehouse: str | None = Warehouse
     properties: dict[str, str] | None = Field(default=None, description="left out: kept; {}: cleared")
 
 
@@ -94,7 +99,9 @@ class TableChange(Body):
 
     format: str | None = None
     owner: str | None = None
-    queue: str | None = None
+    queue: str | None = Field(
+        default=None, max_length=128, pattern=IDENTIFIER_PATTERN, description="an Airflow pool"
+    )
     priority: int | None = None
     actions: dict[str, dict[str, Any] | None] | None = Field(
         default=None, description="action name -> its options (null or {} enables it with defaults)"
@@ -106,8 +113,10 @@ class TableIn(TableChange):
     catalog: str = Name
     namespace: str = NamespaceName
     name: str = Name
-    catalog_type: str | None = Field(default=None, description="create the catalog if missing")
-    warehouse: str | None = Field(default=None, description="create the catalog if missing")
+    catalog_type: CatalogType | None = Field(default=None, description="create the catalog if missing")
+    warehouse: str | None = Field(
+        default=None, max_length=2048, pattern=WAREHOUSE_PATTERN, description="create the catalog if missing"
+    )
 
 
 class BadgeOut(BaseModel):
@@ -370,7 +379,9 @@ class DynamicTableIn(BaseModel):
     )
     time_zone: str | None = Field(default=None, alias="time-zone", description="IANA zone, default UTC")
     owner: str | None = None
-    queue: str | None = None
+    queue: str | None = Field(
+        default=None, max_length=128, pattern=IDENTIFIER_PATTERN, description="an Airflow pool"
+    )
     priority: int | None = None
     retries: int | None = None
     retry_delay: str | None = Field(default=None, alias="retry-delay")
