@@ -12,6 +12,7 @@ from airflow_tablemgmt.api.schemas import (
     TableOut,
     TableSummaryOut,
 )
+from airflow_tablemgmt.services.overview import removed_by
 from airflow_tablemgmt.services.processes import timings
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def process_out(p: Process) -> ProcessOut:
     data["summary"] = json_safe(p.summary)
     data["parameters"] = json_safe(p.parameters)
     data["timings"] = timings(p)
+    data["removed"] = removed_by(p)
     return ProcessOut(**data)
 
 

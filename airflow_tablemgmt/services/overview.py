@@ -27,6 +27,7 @@ from airflow_tablemgmt.store import listing
 from airflow_tablemgmt.store.listing import ActionState, TableFilter
 
 if TYPE_CHECKING:
+    from airflow_tablemgmt.core.process import Process
     from airflow_tablemgmt.store import Store
 
 SORTS = listing.SORTS
@@ -103,6 +104,17 @@ def list_page(
     queued = warm(store, missing) if warm_missing and missing else 0
     measured = _measured(store)
     return TablePage(items, total, limit, offset, measuring=queued or len(missing), measured=measured)
+
+
+def removed_by(p: Process) -> dict[str, int]:
+    """What a finished process removed, ``{"files", "bytes"}``: the store's own figure
+    (``store.process_rollup.removed``), the one the overview's "files removed" sums, so an action's chart
+    of it and the overview are one figure from one source (an expiry's manifest lists and statistics files
+    are not counted in either)."""
+    from airflow_tablemgmt.store.process_rollup import removed
+
+    files, data = removed(str(p.status), p.summary)
+    return {"files": files, "bytes": data}
 
 
 def _measured(store: Store) -> int:
@@ -192,8 +204,13 @@ def overview(
     counts = listing.table_counts(engine)
     repo = TableHealthRepository.of(store)
     summary = repo.summary()  # sums over the live tables' stored measurements: no row per table
-    if warm_missing and summary.measured < counts["tables"]:  # measured in the background for the next look
-        warm(store, repo.unmeasured(WARM_LIMIT))
+    measuring = 0
+    if warm_missing and summary.measured < counts["tables"]:
+        # Measured in the background; the page asks again while ``measuring`` says some are being read,
+        # so the overview fills in on its own, with no visit to the table list.
+        unmeasured = repo.unmeasured(WARM_LIMIT)
+        warm(store, unmeasured)
+        measuring = len(unmeasured)
     active, per_status = listing.active(engine)
     return {
         "now": now,
@@ -201,6 +218,7 @@ def overview(
         "dynamic_tables": counts["dynamic"],
         "per_catalog": counts["per_catalog"],
         "measured_tables": summary.measured,
+        "measuring": measuring,
         "data_bytes": summary.data_bytes,
         "data_files": summary.data_files,
         "removable_files": summary.excess_data_files,

@@ -142,30 +142,79 @@ const svg = (tag, attrs = {}) => {
 const view = () => document.getElementById("view");
 
 // --- notices -----------------------------------------------------------------------------------------
+// A notice about something the user pressed (Run now, Cancel, Pause, Suspend, Refresh) is shown next to
+// that control, where the user is looking (the page may be scrolled far below the top), and kept there
+// across the re-render that follows; a notice about the page itself goes to the top.
 
-function notify(kind, message) {
-  const n = document.getElementById("notice");
-  n.className = `notice ${kind}`;
-  n.replaceChildren(h("span", { class: "msg" }, message), h("button", { class: "close", title: "Dismiss", onclick: () => (n.hidden = true) }, "×"));
-  n.hidden = false;
+let current = null; // {kind, message, anchor: a CSS selector of the control's block, or null}
+
+function notify(kind, message, anchor = null) {
+  current = { kind, message, anchor };
+  showNotice();
 }
 function clearNotice() {
-  document.getElementById("notice").hidden = true;
+  current = null;
+  showNotice();
 }
-function explain(err, doing) {
+function showNotice() {
+  const top = document.getElementById("notice");
+  for (const el of document.querySelectorAll(".notice.inline, tr.notice-row")) el.remove();
+  top.hidden = true;
+  if (!current) return;
+  const { kind, message, anchor } = current;
+  const near = anchor ? document.querySelector(anchor) : null;
+  const body = [h("span", { class: "msg" }, message), h("button", { class: "close", title: "Dismiss", onclick: clearNotice }, "×")];
+  if (!near) {
+    top.className = `notice ${kind}`;
+    top.replaceChildren(...body);
+    top.hidden = false;
+    return;
+  }
+  const box = h("div", { class: `notice inline ${kind}`, role: "alert", dataset: { for: anchor } }, ...body);
+  if (near.tagName === "TR") {
+    near.after(h("tr", { class: "notice-row" }, h("td", { colspan: String(near.children.length) }, box)));
+  } else {
+    near.after(box);
+  }
+  box.scrollIntoView({ block: "nearest" });
+}
+function explain(err, doing, anchor = null) {
   if (err instanceof ApiError && err.status === 403) {
     notify(
       "denied",
       `You are not allowed to ${doing}. Airflow's permissions decide who may run or cancel maintenance of a table; ` +
         `ask an Airflow admin for edit access to its DAG. (${err.detail})`,
+      anchor,
     );
   } else if (err instanceof ApiError && err.status === 401) {
     notify("denied", "Your Airflow session has expired. Reload the page to sign in again.");
   } else if (err instanceof ApiError) {
-    notify("error", `Could not ${doing}: ${err.detail} (HTTP ${err.status})`);
+    notify("error", `Could not ${doing}: ${err.detail} (HTTP ${err.status})`, anchor);
   } else {
-    notify("error", `Could not ${doing}: ${err && err.message ? err.message : err}`);
+    notify("error", `Could not ${doing}: ${err && err.message ? err.message : err}`, anchor);
   }
+}
+
+// --- permissions: a control the user may not use is disabled, its tooltip says why ---------------------------
+
+/** What the user may do to each of ``dagIds`` ({dag: {run, cancel, edit}}); {} when it cannot be asked (the
+ * controls then stay enabled and the API answers a 403 politely, as before). */
+async function permissionsFor(dagIds) {
+  const ids = [...new Set(dagIds.filter(Boolean))];
+  if (!ids.length) return {};
+  const q = new URLSearchParams();
+  for (const d of ids) q.append("dag_id", d);
+  const body = await settle(api(`/permissions?${q}`));
+  return body && !body.error ? body.dags || {} : {};
+}
+const DENIED_WHY = {
+  run: "run it", cancel: "cancel its processes", edit: "pause or resume it",
+};
+/** ``attrs`` for a control needing permission ``what`` on ``dagId``: disabled with a tooltip when not allowed. */
+function allowed(perms, dagId, what, attrs) {
+  const p = perms && perms[dagId];
+  if (!p || p[what] !== false) return attrs;
+  return { ...attrs, disabled: true, title: `You are not allowed to ${DENIED_WHY[what]}: ask an Airflow admin for edit access to DAG ${dagId}.`, dataset: { ...(attrs.dataset || {}), denied: "1" } };
 }
 
 
@@ -180,8 +229,10 @@ function fmtSec(v) {
   if (v < 172800) return `${(v / 3600).toFixed(1)} h`;
   return `${(v / 86400).toFixed(1)} d`;
 }
+/** The item a deeper view shows, after the active top tab that names its section ("Tables › <table>"); the
+ * top-level views have none (their tab says where you are: a crumb "Overview" read as a second tab). */
 function setCrumb(...parts) {
-  document.getElementById("crumb").replaceChildren(...parts.flatMap((p, i) => (i ? [" / ", p] : [p])));
+  document.getElementById("crumb").replaceChildren(...parts.flatMap((p) => [h("span", { class: "sep", "aria-hidden": "true" }, "›"), p]));
 }
 function link(href, text, attrs = {}) {
   return h("a", { href, ...attrs }, text);
@@ -242,35 +293,67 @@ function tickTime(t, span) {
   return span < 2 * DAY_MS ? d.slice(5, 16).replace("T", " ") : d.slice(0, 10);
 }
 
-/** An SVG line/point chart. points: [{t, <key>: number}], series: [[key, label, color]]. */
+/** An SVG line/point chart. points: [{t, <key>: number}], series: [[key, label, color]].
+ * Drawn at its box's own width (one SVG unit = one pixel, so text keeps its size), again when the box is
+ * resized; a count (every value a whole number, in a unit other than bytes or seconds) gets whole-number ticks. */
 function chart(title, unit, points, series, fmt, attrs = {}) {
-  const W = 320, H = 150, L = 52, R = 10, T = 8, B = 28;
   const box = h("div", { class: "chart", dataset: { chart: title }, ...attrs });
   const legend = series.map(([k, label, color]) => {
     const last = [...points].reverse().find((p) => typeof p[k] === "number");
     return h("span", { class: "legend" }, h("i", { style: `background:${color}` }), `${label} ${last ? fmt(last[k]) : "–"}`);
   });
   box.append(h("div", { class: "title" }, h("b", {}, `${title} (${unit})`), legend));
-  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title} in ${unit} over execution time` });
+  let drawn = 0;
+  const draw = (width) => {
+    const W = Math.max(240, Math.round(width));
+    if (Math.abs(W - drawn) < 2) return;
+    drawn = W;
+    const old = box.querySelector("svg");
+    const s = chartSvg(W, title, unit, points, series, fmt);
+    if (old) old.replaceWith(s);
+    else box.append(s);
+  };
+  draw(640); // until the box is laid out: the points are there from the start
+  if (typeof ResizeObserver === "function") {
+    new ResizeObserver((entries) => { for (const e of entries) if (e.contentRect.width) draw(e.contentRect.width); }).observe(box);
+  }
+  return box;
+}
+
+/** Whole-number ticks [lo, mid, hi] for counts, else the range's ends and middle. */
+function ticks(vmin, vmax, counts) {
+  if (!counts) return [vmin, (vmin + vmax) / 2, vmax];
+  const lo = Math.floor(vmin), span = Math.max(1, Math.ceil(vmax) - lo);
+  if (span === 1) return [lo, lo + 1];
+  const step = Math.ceil(span / 2);
+  return [lo, lo + step, lo + 2 * step];
+}
+
+function chartSvg(W, title, unit, points, series, fmt) {
+  const H = 170, L = 56, R = 12, T = 8, B = 28;
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: String(W), height: String(H), role: "img", "aria-label": `${title} in ${unit} over execution time` });
   const values = series.flatMap(([k]) => points.map((p) => p[k]).filter((v) => typeof v === "number"));
+  const counts = unit !== "bytes" && unit !== "seconds" && values.every(Number.isInteger);
   const ts = points.map((p) => p.t);
   let t0 = Math.min(...ts), t1 = Math.max(...ts);
   if (t1 - t0 < 60000) { t0 -= 30 * 60000; t1 += 30 * 60000; } // one point, or several a second apart
-  const vmax = Math.max(...values, 0) || 1, vmin = Math.min(...values, 0);
+  const yTicks = ticks(Math.min(...values, 0), Math.max(...values, 0) || 1, counts);
+  const vmin = yTicks[0], vmax = yTicks[yTicks.length - 1];
   const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
   const y = (v) => H - B - ((v - vmin) / (vmax - vmin)) * (H - B - T);
   s.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }));
   s.append(svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
-  const text = (x0, y0, str, anchor) => {
-    const el = svg("text", { x: x0, y: y0, "text-anchor": anchor, class: "tick" });
+  const text = (x0, y0, str, anchor, extra = {}) => {
+    const el = svg("text", { x: x0, y: y0, "text-anchor": anchor, class: "tick", ...extra });
     el.textContent = str;
     return el;
   };
-  for (const v of [vmin, (vmin + vmax) / 2, vmax]) {
+  for (const v of yTicks) {
     s.append(svg("line", { x1: L, y1: y(v), x2: W - R, y2: y(v), class: "grid" }));
-    s.append(text(L - 4, y(v) + 3, fmt(v), "end"));
+    s.append(text(L - 4, y(v) + 3, fmt(v), "end", { "data-y-tick": String(v) }));
   }
-  for (const [t, anchor] of [[t0, "start"], [(t0 + t1) / 2, "middle"], [t1, "end"]]) s.append(text(x(t), H - B + 14, tickTime(t, t1 - t0), anchor));
+  const xTicks = W >= 480 ? [0, 0.25, 0.5, 0.75, 1] : [0, 0.5, 1];
+  for (const f of xTicks) s.append(text(x(t0 + f * (t1 - t0)), H - B + 14, tickTime(t0 + f * (t1 - t0), t1 - t0), f === 0 ? "start" : f === 1 ? "end" : "middle"));
   s.append(text((L + W - R) / 2, H - 2, "execution time (UTC)", "middle"));
   for (const [k, label, color] of series) {
     const pts = points.filter((p) => typeof p[k] === "number");
@@ -283,8 +366,7 @@ function chart(title, unit, points, series, fmt, attrs = {}) {
       s.append(c);
     }
   }
-  box.append(s);
-  return box;
+  return s;
 }
 
 const sumValues = (o) => (o && typeof o === "object" ? Object.values(o).reduce((a, v) => a + (typeof v === "number" ? v : 0), 0) : undefined);
@@ -297,7 +379,8 @@ const ACTION_CHARTS = {
   ],
   "expire-snapshots": [
     ["Snapshots", "snapshots", [["before", "before", "var(--c1)"], ["after", "after", "var(--c2)"]], fmtNum, (s) => ({ before: pick(s, "before.snapshots"), after: pick(s, "after.snapshots") })],
-    ["Files deleted", "files", [["deleted", "deleted", "var(--c3)"]], fmtNum, (s) => ({ deleted: sumValues(s.deleted_files) })],
+    // the process's own "files removed" (REST's removed.files), the figure the overview sums for it
+    ["Files deleted", "files", [["deleted", "deleted", "var(--c3)"]], fmtNum, (s, p) => ({ deleted: pick(p, "removed.files") ?? sumValues(s.deleted_files) })],
   ],
   "delete-orphans": [["Orphan files", "files", [["deleted", "deleted", "var(--c3)"], ["would", "would delete", "var(--c1)"]], fmtNum, (s) => ({ deleted: s.deleted, would: s.would_delete })]],
   "expire-data": [["Rows", "rows", [["before", "before", "var(--c1)"], ["after", "after", "var(--c2)"]], fmtNum, (s) => ({ before: pick(s, "before.live_records"), after: pick(s, "after.live_records") })]],
@@ -323,10 +406,18 @@ function actionCharts(action, procs) {
 
 // --- overview ----------------------------------------------------------------------------------------------
 
+// While the api-server measures tables the store has no health for, the overview asks again on its own,
+// so its size, files and attention fill in without a visit to the table list; it stops asking when the
+// measured count stops growing (a table whose catalog cannot be read stays unmeasured).
+const overviewProgress = { measured: -1, idle: 0 };
+
 async function renderOverview(token) {
-  setCrumb("Overview");
+  setCrumb();
   const o = await api("/overview");
   if (token !== routeToken) return;
+  if (o.measured_tables > overviewProgress.measured) overviewProgress.idle = 0;
+  else overviewProgress.idle++;
+  overviewProgress.measured = o.measured_tables;
   const kinds = Object.entries(o.attention_by_kind || {});
   const done = (label, d) =>
     h("div", { class: "card wide", dataset: { figure: label } },
@@ -339,9 +430,9 @@ async function renderOverview(token) {
     h("div", { id: "overview" },
       h("div", { class: "cards" },
         card("Tables", fmtNum(o.tables), { dataset: { figure: "tables", value: String(o.tables) } }, `${fmtNum(o.dynamic_tables)} dynamic · ${Object.entries(o.per_catalog || {}).map(([c, n]) => `${c} ${n}`).join(", ")}`),
-        card("Data size", fmtBytes(o.data_bytes), { dataset: { figure: "data_bytes", value: String(o.data_bytes) } }, `of ${fmtNum(o.measured_tables)} measured tables`),
+        card("Data size", fmtBytes(o.data_bytes), { dataset: { figure: "data_bytes", value: String(o.data_bytes), measured: String(o.measured_tables) } }, `of ${fmtNum(o.measured_tables)} measured tables${o.measuring ? `, ${fmtNum(o.measuring)} being measured` : ""}`),
         card("Data files", fmtNum(o.data_files), { dataset: { figure: "data_files", value: String(o.data_files) } }, `${fmtNum(o.removable_files)} a compaction would remove`),
-        card("Need attention", h("a", { href: "#/tables?attention=1&sort=health" }, fmtNum(o.needs_attention)), { class: `card ${o.needs_attention ? "hot" : ""}`, dataset: { figure: "needs_attention", value: String(o.needs_attention) } }, o.mean_health_score != null ? `mean health score ${o.mean_health_score}` : "no table measured yet"),
+        card("Need attention", h("a", { href: "#/tables?attention=1&sort=health" }, fmtNum(o.needs_attention)), { class: `card ${o.needs_attention ? "hot" : ""}`, dataset: { figure: "needs_attention", value: String(o.needs_attention) } }, o.mean_health_score != null ? `mean health score ${o.mean_health_score}` : o.measuring ? "measuring…" : "no table measured yet"),
         card("Failing", fmtNum((o.failing || []).length), { dataset: { figure: "failing", value: String((o.newest_status || {}).FAILED || 0) } }, `newest process FAILED: ${fmtNum((o.newest_status || {}).FAILED || 0)}, KILLED: ${fmtNum((o.newest_status || {}).KILLED || 0)}`),
         card("Waiting or running", fmtNum(Object.values(o.active_per_status || {}).reduce((a, b) => a + b, 0)), { dataset: { figure: "active" } }, Object.entries(o.active_per_status || {}).map(([s, n]) => `${s} ${n}`).join(" · ") || "nothing in flight"),
       ),
@@ -350,7 +441,7 @@ async function renderOverview(token) {
       kinds.length
         ? h("table", { class: "grid", id: "attention" }, h("thead", {}, h("tr", {}, ["Finding", "Tables", "Action that helps", "For example"].map((c) => h("th", {}, c)))),
             h("tbody", {}, kinds.map(([kind, k]) => h("tr", { dataset: { kind } }, h("td", {}, kind.replace("_", " ")), h("td", { class: "num" }, fmtNum(k.tables)), h("td", {}, k.action), h("td", {}, k.examples.map((t) => link(tableHref(t, "files"), t)).flatMap((a, i) => (i ? [", ", a] : [a])))))))
-        : h("p", { class: "muted" }, o.measured_tables ? "No measured table needs an action." : "No table measured yet: open the table list and the page measures the tables it shows."),
+        : h("p", { class: "muted" }, o.measured_tables ? "No measured table needs an action." : o.measuring ? `Measuring ${fmtNum(o.measuring)} tables from their metadata…` : "No table measured yet."),
       h("h3", {}, "Failing"),
       (o.failing || []).length
         ? h("table", { class: "grid", id: "failing" }, h("thead", {}, h("tr", {}, ["Table", "Action", "Status", "Finished", "Reason"].map((c) => h("th", {}, c)))),
@@ -367,10 +458,11 @@ async function renderOverview(token) {
             chart("Processes per day", "processes", days, [["ok", "succeeded", "var(--c2)"], ["failed", "failed", "var(--bad)"]], fmtNum),
             chart("Files removed per day", "files", days, [["files", "removed", "var(--c1)"]], fmtNum))
         : h("p", { class: "muted" }, "No process finished in the last 30 days."),
-      h("p", { class: "muted small" }, `Process figures ${o.figures_age_s ? `${Math.round(o.figures_age_s)} s old` : "fresh"}; health from each table's last measurement (read again after a minute when shown).`),
+      h("p", { class: "muted small" }, `Process figures ${o.figures_age_s ? `${Math.round(o.figures_age_s)} s old` : "fresh"}; health from each table's last measurement (read again after a minute when shown). Files removed: per successful process, data files before − after plus the data, delete and manifest files an expiry deleted and the orphans a clean-up deleted (an expiry's manifest lists and statistics files are not counted) — the figure each action's chart shows.`),
     ),
   );
   stamp();
+  if (o.measuring && overviewProgress.idle < 15) scheduleRefresh(token, 2000);
 }
 
 // --- tables list ---------------------------------------------------------------------------------------------
@@ -393,7 +485,7 @@ function writeListState(push = false) {
 }
 
 async function renderTables(token) {
-  setCrumb(link("#/", "Overview"), "Tables");
+  setCrumb();
   const params = new URLSearchParams({ limit: String(PAGE_SIZE), offset: String(listState.offset) });
   for (const k of ["q", "catalog", "namespace", "action", "status", "sort"]) if (listState[k]) params.set(k, listState[k]);
   if (listState.attention) params.set("needs_attention", "true");
@@ -438,7 +530,13 @@ function debounce(fn, ms) {
 }
 
 function tablesGrid(rows, measuring) {
-  if (!rows.length) return h("div", { class: "empty" }, "No tables match. Declare tables in dags/tables.yaml or register them with the REST API or `tablemgmt register`.");
+  if (!rows.length) {
+    const narrowed = ["q", "catalog", "namespace", "action", "status"].some((k) => listState[k]);
+    let text = "No tables yet. Declare tables in dags/tables.yaml or register them with the REST API or `tablemgmt register`.";
+    if (listState.attention) text = narrowed ? "No table matching these filters needs attention." : "No table needs attention: no measured table has a finding an action would fix.";
+    else if (narrowed || listState.offset) text = "No table matches these filters.";
+    return h("div", { class: "empty", dataset: { empty: listState.attention ? "attention" : narrowed ? "filters" : "none" } }, text);
+  }
   return h(
     "table",
     { class: "grid", id: "tables" },
@@ -475,18 +573,21 @@ function pager(n, shown, body) {
 
 const TABS = [["details", "Details"], ["files", "Files"], ["snapshots", "Snapshots"], ["maintenance", "Maintenance"], ["history", "History"]];
 
-async function renderTable(id, query, token) {
+async function renderTable(id, query, token, keepScroll = false) {
   const enc = encodeURIComponent(id);
   const q = new URLSearchParams(query || "");
   const tab = TABS.some(([k]) => k === q.get("tab")) ? q.get("tab") : "details";
   const focus = q.get("action") || "";
-  setCrumb(link("#/", "Overview"), link("#/tables", "Tables"), id);
+  setCrumb(id);
   const metaTab = ["details", "files", "snapshots"].includes(tab);
-  const [table, health, procsBody, meta] = await Promise.all([
-    api(`/tables/${enc}`),
+  const tableP = api(`/tables/${enc}`);
+  const [table, health, procsBody, meta, perms] = await Promise.all([
+    tableP,
     settle(api(`/tables/${enc}/health`)),
     api(`/processes?${new URLSearchParams({ table: id, limit: "200" })}`),
     metaTab ? settle(api(`/tables/${enc}/${tab}`)) : Promise.resolve(null),
+    // the buttons of the Maintenance and History tabs: disabled where the user may not use them
+    ["maintenance", "history"].includes(tab) ? tableP.then((t) => permissionsFor(list(t.actions).map((a) => a.dag_id)), () => ({})) : Promise.resolve({}),
   ]);
   if (token !== routeToken) return;
   const procs = list(procsBody, "processes").sort((a, b) => execTime(b) - execTime(a) || b.id - a.id);
@@ -497,8 +598,8 @@ async function renderTable(id, query, token) {
     details: () => detailsTab(table, health, meta),
     files: () => filesTab(health, meta),
     snapshots: () => snapshotsTab(health, procs, meta),
-    maintenance: () => maintenanceTab(id, actions, procs, focus),
-    history: () => historyTab(procs, focus),
+    maintenance: () => maintenanceTab(id, actions, procs, focus, perms),
+    history: () => historyTab(procs, focus, perms),
   }[tab]();
   view().replaceChildren(
     h("div", { class: "title-row" }, h("h2", { id: "table-title" }, id),
@@ -509,9 +610,12 @@ async function renderTable(id, query, token) {
     h("div", { id: `tab-${tab}`, class: "tab" }, body),
   );
   stamp();
-  if (focus && tab === "maintenance") {
+  if (focus && tab === "maintenance" && !keepScroll) {
     const el = document.querySelector(`section.action[data-action="${CSS.escape(focus)}"]`);
     if (el) { el.classList.add("focus"); el.scrollIntoView({ block: "start" }); }
+  } else if (focus && tab === "maintenance") {
+    const el = document.querySelector(`section.action[data-action="${CSS.escape(focus)}"]`);
+    if (el) el.classList.add("focus");
   }
   if (procs.some((p) => ACTIVE.has(p.status))) scheduleRefresh(token);
 }
@@ -695,15 +799,16 @@ function snapshotsTab(health, procs, meta) {
   );
 }
 
-function maintenanceTab(id, actions, procs, focus) {
+function maintenanceTab(id, actions, procs, focus, perms) {
   if (!actions.length) return h("p", { class: "muted" }, "No action is enabled on this table.");
   return h("div", {}, actions.map((info) => {
     const a = info.action;
     const mine = procs.filter((p) => p.action === a);
     const last = mine[0];
     const lastOk = mine.find((p) => p.status === "SUCCESS");
-    const run = h("button", { class: "primary", dataset: { run: a }, onclick: (e) => runNow(id, a, info.dag_id, e.target) }, "Run now");
-    const pause = info.paused == null ? null : h("button", { dataset: { pause: a }, onclick: (e) => setPaused(info.dag_id, !info.paused, e.target) }, info.paused ? "Resume schedule" : "Pause schedule");
+    const anchor = `section.action[data-action="${a}"] h3`;
+    const run = h("button", allowed(perms, info.dag_id, "run", { class: "primary", dataset: { run: a }, onclick: (e) => runNow(id, a, info.dag_id, e.target, info.paused, anchor) }), "Run now");
+    const pause = info.paused == null ? null : h("button", allowed(perms, info.dag_id, "edit", { dataset: { pause: a }, onclick: (e) => setPaused(info.dag_id, !info.paused, e.target, anchor) }), info.paused ? "Resume schedule" : "Pause schedule");
     return h("section", { class: "action", dataset: { action: a } },
       h("h3", {}, a, badge(a, { last_status: last && last.status, last_success: lastOk && (lastOk.finished_at || lastOk.instant), last_reason: last && last.failure_reason }),
         h("span", { class: "spacer" }), pause, run),
@@ -724,15 +829,15 @@ function triggerOf(p) {
   return r.startsWith("manual__") ? "manual" : r.startsWith("scheduled__") ? "schedule" : r.startsWith("asset_triggered__") ? "snapshot" : r ? r.split("__")[0] : "–";
 }
 
-function historyTab(procs, focus) {
+function historyTab(procs, focus, perms) {
   const rows = focus ? procs.filter((p) => p.action === focus) : procs;
   return h("div", {},
     focus ? h("p", { class: "small" }, `Processes of ${focus} · `, link(location.hash.replace(/([?&])action=[^&]*/, "$1").replace(/[?&]$/, ""), "all actions")) : null,
-    processTable(rows),
+    processTable(rows, perms),
     h("p", { class: "muted small" }, "Lease wait: opened → the table's lease taken (– : the action takes no lease). Queue wait: the lease taken → running (planning, submission, the cluster's queue). Run: running → finished. Job: the Spark job. Total: opened → finished. The same figures as tablemgmt processes. Newest first."));
 }
 
-function processTable(procs) {
+function processTable(procs, perms = {}) {
   if (!procs.length) return h("div", { class: "empty", id: "processes" }, "No process yet. Run now starts one.");
   return h(
     "table",
@@ -742,7 +847,7 @@ function processTable(procs) {
       const t = p.timings || {};
       const s = p.summary || {};
       const cancel = ACTIVE.has(p.status) && p.status !== "CANCELING"
-        ? h("button", { class: "danger", dataset: { cancel: String(p.id) }, onclick: (e) => cancelProcess(p, e.target) }, "Cancel")
+        ? h("button", allowed(perms, p.dag_id, "cancel", { class: "danger", dataset: { cancel: String(p.id) }, onclick: (e) => cancelProcess(p, e.target) }), "Cancel")
         : null;
       const before = pick(s, "before.data_files"), after = pick(s, "after.data_files");
       const log = logHref(p);
@@ -772,7 +877,7 @@ function processTable(procs) {
 // --- dynamic tables ------------------------------------------------------------------------------------------
 
 async function renderDynamicList(token) {
-  setCrumb(link("#/", "Overview"), "Dynamic tables");
+  setCrumb();
   const body = await api("/dynamic-tables?limit=200");
   if (token !== routeToken) return;
   const items = list(body);
@@ -794,27 +899,29 @@ function freshnessLag(history) {
 
 async function renderDynamic(id, token) {
   const enc = encodeURIComponent(id);
-  setCrumb(link("#/", "Overview"), link("#/dynamic", "Dynamic tables"), id);
-  const [dt, hist] = await Promise.all([api(`/dynamic-tables/${enc}`), api(`/dynamic-tables/${enc}/history?limit=50`)]);
+  setCrumb(id);
+  const dagId = `tms__${id}__refresh`;
+  const [dt, hist, perms] = await Promise.all([api(`/dynamic-tables/${enc}`), api(`/dynamic-tables/${enc}/history?limit=50`), permissionsFor([dagId])]);
   if (token !== routeToken) return;
   const history = list(hist);
   const def = dt.definition || {};
   const lag = freshnessLag(history);
   const suspended = dt.state === "SUSPENDED";
-  const toggle = h("button", { dataset: { dtAction: suspended ? "resume" : "suspend" }, onclick: (e) => dynamicAction(id, suspended ? "resume" : "suspend", e.target) }, suspended ? "Resume" : "Suspend");
+  const toggle = h("button", allowed(perms, dt.dag_id || dagId, "edit", { dataset: { dtAction: suspended ? "resume" : "suspend" }, onclick: (e) => dynamicAction(id, suspended ? "resume" : "suspend", e.target) }), suspended ? "Resume" : "Suspend");
   view().replaceChildren(
     h("div", { class: "title-row" }, h("h2", { id: "table-title" }, id), h("span", { class: `status ${dt.state}`, id: "dt-state" }, dt.state), h("span", { class: "spacer" }), toggle),
     h("div", { class: "cards" },
       card("Freshness", def.freshness || dt.freshness, {}, dt.cron ? `cron ${dt.cron} (UTC)` : "refreshed after its sources"),
       card("Freshness lag", lag == null ? "–" : fmtSec(lag), { id: "dt-lag" }, "now − last completed period"),
-      card("Consecutive failures", fmtNum(dt.consecutive_failures), {}, `suspends after ${dt.suspend_after_failures}`),
+      card("Consecutive failures", fmtNum(dt.consecutive_failures), {}, dt.suspend_after_failures != null ? `suspends after ${dt.suspend_after_failures}` : ""),
       card("Next run", when(dt.next_run), {}, dt.paused ? "DAG paused" : dt.dag_id)),
-    dt.suspended_reason ? h("p", { class: "notice denied" }, dt.suspended_reason) : null,
+    // replaceChildren, unlike h(), prints a null as the text "null": an empty string when there is no reason
+    dt.suspended_reason ? h("p", { class: "notice denied" }, dt.suspended_reason) : "",
     h("h3", {}, "Definition"),
     kv([["Query", h("pre", { class: "json" }, def.query || "")], ["Sources", (history[0] && Object.keys(history[0].source_snapshots || {}).join(", ")) || "–"], ["Partitioned by", (def["partitioned-by"] || []).join(", ") || "–"],
-        ["Partition formatters", JSON.stringify(def["partition-fields"] || {})], ["Time zone", def["time-zone"] || "UTC"], ["Refresh mode", def["refresh-mode"] || "full"], ["Dynamic options", JSON.stringify(dt.dynamic_options || {})]]),
+        ["Partition formatters", formatters(def["partition-fields"])], ["Time zone", def["time-zone"] || "UTC"], ["Refresh mode", def["refresh-mode"] || "full"], ["Dynamic options", pairsText(dt.dynamic_options)]]),
     h("h3", {}, "Refresh (FLIP-435)"),
-    refreshForm(id),
+    refreshForm(id, allowed(perms, dt.dag_id || dagId, "run", {})),
     h("h3", {}, "Refresh history"),
     history.length
       ? h("table", { class: "grid", id: "refreshes" }, h("thead", {}, h("tr", {}, ["Id", "State", "Trigger", "Refresh", "Schedule time", "Rows", "Partitions", "Duration", "Started", "Application", "Reason"].map((c) => h("th", {}, c)))),
@@ -829,6 +936,16 @@ async function renderDynamic(id, token) {
   stamp();
 }
 
+// Shown as text, never as JSON: a key without a value reads "none", not a literal null.
+function formatters(fields) {
+  const entries = Object.entries(fields || {});
+  return entries.length ? entries.map(([col, f]) => `${col}: ${(f && (f["date-formatter"] || f.date_formatter)) || "no date formatter"}`).join(", ") : "none";
+}
+function pairsText(options) {
+  const entries = Object.entries(options || {});
+  return entries.length ? entries.map(([k, v]) => `${k}=${v ?? ""}`).join(", ") : "none";
+}
+
 function pairs(text) {
   const out = {};
   for (const line of String(text || "").split(/[\n,]/)) {
@@ -838,12 +955,12 @@ function pairs(text) {
   return out;
 }
 
-function refreshForm(id) {
+function refreshForm(id, permitted = {}) {
   const periodic = h("input", { type: "checkbox", name: "isPeriodic" });
   const time = h("input", { type: "datetime-local", name: "scheduleTime", step: "1" });
   const parts = h("textarea", { name: "staticPartitions", rows: "2", placeholder: "day=2026-11-25" });
   const opts = h("textarea", { name: "dynamicOptions", rows: "2", placeholder: "spark.sql.shuffle.partitions=8" });
-  const submit = h("button", { class: "primary", type: "submit" }, "Refresh");
+  const submit = h("button", { class: "primary", type: "submit", ...permitted }, "Refresh");
   return h("form", {
     class: "refresh", id: "refresh-form", onsubmit: async (e) => {
       e.preventDefault();
@@ -853,11 +970,11 @@ function refreshForm(id) {
       if (time.value) body.scheduleTime = time.value.replace("T", " ") + (time.value.length === 16 ? ":00" : "");
       try {
         const res = await api(`/dynamic-tables/${encodeURIComponent(id)}/refresh`, { method: "POST", body });
-        notify("info", `Refresh of ${id} submitted — process ${res.jobId}${res.dagRunId ? ` (DAG run ${res.dagRunId})` : ""}.`);
+        notify("info", `Refresh of ${id} submitted — process ${res.jobId}${res.dagRunId ? ` (DAG run ${res.dagRunId})` : ""}.`, "#refresh-form");
       } catch (err) {
-        explain(err, `refresh ${id}`);
+        explain(err, `refresh ${id}`, "#refresh-form");
       } finally {
-        submit.disabled = false;
+        submit.disabled = !!permitted.disabled;
       }
       await refresh();
     },
@@ -874,9 +991,9 @@ async function dynamicAction(id, what, button) {
   clearNotice();
   try {
     const res = await api(`/dynamic-tables/${encodeURIComponent(id)}/${what}`, { method: "POST", body: {} });
-    notify("info", `${id} is ${res.state}.`);
+    notify("info", `${id} is ${res.state}.`, ".title-row");
   } catch (err) {
-    explain(err, `${what} ${id}`);
+    explain(err, `${what} ${id}`, ".title-row");
   } finally {
     button.disabled = false;
   }
@@ -885,22 +1002,25 @@ async function dynamicAction(id, what, button) {
 
 // --- mutations -------------------------------------------------------------------------------------------
 
-async function runNow(id, action, dagId, button) {
+async function runNow(id, action, dagId, button, paused, anchor) {
   button.disabled = true;
   clearNotice();
   try {
     const res = await api(`/tables/${encodeURIComponent(id)}/actions/${encodeURIComponent(action)}/runs`, { method: "POST", body: {} });
     const pid = pick(res, "process_id", "process.id", "process", "id");
-    notify("info", `Started ${action} on ${id}${pid !== undefined ? ` — process ${pid}` : ""}${pick(res, "dag_run_id", "run_id") ? ` (DAG run ${pick(res, "dag_run_id", "run_id")})` : ""}.`);
+    const run = pick(res, "dag_run_id", "run_id");
+    // Airflow starts no run of a paused DAG: say so where the user pressed, beside the Resume button.
+    const waits = paused ? ` Its schedule is paused: Airflow starts the run once you resume it (Resume schedule).` : "";
+    notify("info", `${paused ? "Queued" : "Started"} ${action} on ${id}${pid !== undefined ? ` — process ${pid}` : ""}${run ? ` (DAG run ${run})` : ""}.${waits}`, anchor);
   } catch (err) {
-    explain(err, `run ${action} on ${id} (DAG ${dagId})`);
+    explain(err, `run ${action} on ${id} (DAG ${dagId})`, anchor);
   } finally {
     button.disabled = false;
   }
   await refresh();
 }
 
-async function setPaused(dagId, paused, button) {
+async function setPaused(dagId, paused, button, anchor = null) {
   button.disabled = true;
   clearNotice();
   try {
@@ -911,9 +1031,9 @@ async function setPaused(dagId, paused, button) {
       body: JSON.stringify({ is_paused: paused }),
     });
     if (!res.ok) throw new ApiError(res.status, detailText(await res.json().catch(() => null)) || res.statusText, dagId);
-    notify("info", `${dagId} is ${paused ? "paused" : "active"}.`);
+    notify("info", `${dagId} is ${paused ? "paused" : "active"}.`, anchor);
   } catch (err) {
-    explain(err, `${paused ? "pause" : "resume"} ${dagId}`);
+    explain(err, `${paused ? "pause" : "resume"} ${dagId}`, anchor);
   } finally {
     button.disabled = false;
   }
@@ -923,11 +1043,12 @@ async function setPaused(dagId, paused, button) {
 async function cancelProcess(p, button) {
   button.disabled = true;
   clearNotice();
+  const anchor = `#processes tr[data-process="${p.id}"]`;
   try {
     const res = await api(`/processes/${encodeURIComponent(p.id)}/cancel`, { method: "POST", body: {} });
-    notify("info", `Process ${p.id} (${p.action}) is ${pick(res, "status") || "being canceled"}.`);
+    notify("info", `Process ${p.id} (${p.action}) is ${pick(res, "status") || "being canceled"}.`, anchor);
   } catch (err) {
-    explain(err, `cancel process ${p.id} (${p.action})`);
+    explain(err, `cancel process ${p.id} (${p.action})`, anchor);
     button.disabled = false;
   }
   await refresh();
@@ -943,7 +1064,8 @@ function scheduleRefresh(token, ms = REFRESH_MS) {
   refreshTimer = setTimeout(() => { if (token === routeToken) refresh(); }, ms);
 }
 function stamp() {
-  document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+  // UTC and 24-hour, as every other time on the page
+  document.getElementById("updated").textContent = `updated ${new Date().toISOString().slice(11, 19)} UTC`;
 }
 async function refresh() {
   return route(true);
@@ -979,7 +1101,10 @@ function adoptParent() {
 async function route(keepNotice = false) {
   const token = ++routeToken;
   clearTimeout(refreshTimer);
-  if (!keepNotice) clearNotice();
+  if (!keepNotice) {
+    clearNotice();
+    Object.assign(overviewProgress, { measured: -1, idle: 0 }); // a new visit: measure (and wait) again
+  }
   syncParent();
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, query] = hash.split("?");
@@ -987,7 +1112,7 @@ async function route(keepNotice = false) {
   try {
     let m;
     if ((m = path.match(/^\/tables\/(.+)$/))) {
-      await renderTable(decodeURIComponent(m[1]), query, token);
+      await renderTable(decodeURIComponent(m[1]), query, token, keepNotice);
     } else if (path === "/tables") {
       if (!document.getElementById("filters")) view().replaceChildren(h("p", { class: "muted" }, "Loading…"));
       readListState(query);
@@ -1009,6 +1134,7 @@ async function route(keepNotice = false) {
     } else {
       await renderOverview(token);
     }
+    if (token === routeToken) showNotice(); // the re-rendered view: the notice beside its control again
   } catch (err) {
     if (token !== routeToken) return;
     explain(err, "load this page");
