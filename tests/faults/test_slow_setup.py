@@ -6,7 +6,8 @@ table retrying all along as the operator's deferral does, takes the lapsed lease
 holds the table. A must not submit its job: the lease is renewed right before submit and refused
 because B holds it. Both jobs are :class:`~tests.faults.workers.SteeredJob` stand-ins recording when they
 run. Counted: rounds in which the two jobs ran at the same time (before the change: A submitted beside B
-and was stopped only by its watchdog's first tick), A's jobs submitted, rows left non-terminal.
+and was stopped only by its watchdog's first tick), rows left non-terminal; in the notes, the rounds in
+which A submitted because nobody had taken the lapsed lease yet (it renewed it, and B waited).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from airflow_tablemgmt.core.errors import LeaseUnavailable
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.factories.discovery import default_factories
-from airflow_tablemgmt.lifecycle import RunRequest
+from airflow_tablemgmt.lifecycle import RunRequest, WorkerSuperseded
 from airflow_tablemgmt.store import Store
 from tests.faults.conftest import ROUNDS, Figures, PgStores
-from tests.faults.workers import WAIT, CommitLog, SteeredJob, runner
+from tests.faults.workers import WAIT, CommitLog, SteeredJob, runner, wait_until
 from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.faults
@@ -33,9 +34,9 @@ pytestmark = pytest.mark.faults
 S = ProcessStatus
 TABLE = "lake.sales.orders"
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
-BEAT = timedelta(seconds=0.1)
-TTL = timedelta(seconds=0.5)
-STALE = timedelta(seconds=0.3)
+BEAT = timedelta(seconds=0.3)
+TTL = timedelta(seconds=1.5)
+STALE = timedelta(seconds=0.9)
 
 
 class SlowSetUp:
@@ -58,6 +59,10 @@ class SlowSetUp:
                 return factory.trigger(table, action, ctx)
 
         return Slow()
+
+
+class _NONE:  # noqa: N801 - no lease row yet
+    holder = ""
 
 
 def _register(store: Store) -> None:
@@ -93,7 +98,9 @@ def _scenario(stores: tuple[Store, Store], figures: Figures) -> None:
                         raise
                     time.sleep(0.02)
 
-        time.sleep(0.05)  # A holds the lease and is in its set-up
+        wait_until(
+            "A to hold the lease, in its set-up", lambda: ":a:" in (store_b.leases.get(TABLE) or _NONE).holder
+        )
         t_b, out_b = in_thread(b_runs)
         t_a.join(WAIT)
         time.sleep(0.2)
@@ -104,16 +111,19 @@ def _scenario(stores: tuple[Store, Store], figures: Figures) -> None:
         submitted_a = job_a.entered.is_set()
         figures.rounds += 1
         figures.concurrent_jobs += int(log.max_concurrent > 1)
-        figures.late_writes_applied += int(submitted_a and "A" in log.commits)
         rows = [store_a.processes.find(TABLE, a, when) for a in ("rewrite-files", "rewrite-manifests")]
         figures.non_terminal += sum(1 for p in rows if p is not None and p.status in (S.SUBMITTED, S.RUNNING))
         figures.notes.setdefault("a_submitted", 0)
         figures.notes["a_submitted"] += int(submitted_a)
         assert log.max_concurrent == 1, f"round {r}: A's job ran beside B's (set-up {setup:.2f}s)"
-        assert not submitted_a, f"round {r}: A submitted on a lease taken during its set-up"
-        assert isinstance(res_a, LeaseUnavailable) and "during the job's set-up" in str(res_a), res_a
-        assert str(res_b.process.status) == "SUCCESS"
-        assert rows[0] is not None and rows[0].status == S.PENDING  # A's next look runs it
+        if submitted_a:  # nobody had taken the lapsed lease yet: A renewed it, and B waited for A
+            assert not isinstance(res_a, BaseException), res_a
+        else:  # B took it during A's set-up: A refused to submit
+            assert isinstance(res_a, LeaseUnavailable) and "during the job's set-up" in str(res_a), res_a
+        # B ran (or, on an overloaded machine, its own watchdog stopped it: never beside A)
+        assert isinstance(res_b, WorkerSuperseded) or str(res_b.process.status) == "SUCCESS", res_b
+        if not submitted_a:
+            assert rows[0] is not None and rows[0].status == S.PENDING  # A's next look runs it
 
 
 @pytest.mark.timeout(60 + 10 * ROUNDS)
