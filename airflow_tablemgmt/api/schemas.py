@@ -2,7 +2,9 @@
 
 Responses embed the core models (``TableSpec``) and mirror the services' dataclasses; request bodies
 only check JSON types: every rule about values lives in the services, so the REST API and the CLI
-answer a bad value with the same message.
+answer a bad value with the same message. Their numbers and booleans are strict (``StrictInt``,
+``StrictBool``): JSON's ``0`` is not ``false`` nor ``"3"`` a priority, so a body the document refuses is
+refused (schemathesis' ``negative_data_rejection``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from airflow_tablemgmt.core.identifiers import (
     IDENTIFIER_PATTERN,
@@ -102,11 +104,13 @@ class TableChange(Body):
     queue: str | None = Field(
         default=None, max_length=128, pattern=IDENTIFIER_PATTERN, description="an Airflow pool"
     )
-    priority: int | None = None
+    priority: StrictInt | None = None
     actions: dict[str, dict[str, Any] | None] | None = Field(
         default=None, description="action name -> its options (null or {} enables it with defaults)"
     )
-    replace_actions: bool = Field(default=False, description="the table's actions become exactly `actions`")
+    replace_actions: StrictBool = Field(
+        default=False, description="the table's actions become exactly `actions`"
+    )
 
 
 class TableIn(TableChange):
@@ -382,10 +386,10 @@ class DynamicTableIn(BaseModel):
     queue: str | None = Field(
         default=None, max_length=128, pattern=IDENTIFIER_PATTERN, description="an Airflow pool"
     )
-    priority: int | None = None
-    retries: int | None = None
+    priority: StrictInt | None = None
+    retries: StrictInt | None = None
     retry_delay: str | None = Field(default=None, alias="retry-delay")
-    suspend_after_failures: int | None = Field(default=None, alias="suspend-after-failures")
+    suspend_after_failures: StrictInt | None = Field(default=None, alias="suspend-after-failures")
     timeout: str | None = Field(
         default=None,
         description="how long one refresh may take, e.g. '30m'; default [tablemgmt] refresh_timeout, else the "
@@ -468,7 +472,7 @@ class DroppedOut(BaseModel):
 class AlterIn(Body):
     freshness: str | None = Field(default=None, description="a new freshness; the DAG is rescheduled")
     query: str | None = Field(default=None, description="a new query; the next refresh uses it")
-    recreate: bool = Field(
+    recreate: StrictBool = Field(
         default=False, description="allow a query whose schema differs: the table is recreated"
     )
 
@@ -484,7 +488,7 @@ class RefreshIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    isPeriodic: bool = Field(default=False, description="a periodic refresh of scheduleTime's period")
+    isPeriodic: StrictBool = Field(default=False, description="a periodic refresh of scheduleTime's period")
     scheduleTime: str | None = Field(
         default=None, description="'yyyy-MM-dd HH:mm:ss' in the table's time zone; required when periodic"
     )
