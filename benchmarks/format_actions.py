@@ -63,7 +63,6 @@ HUDI_WRITE = {
     "hoodie.compact.inline": "false",
     "hoodie.clean.automatic": "false",
     "hoodie.archive.automatic": "false",
-    "hoodie.metadata.enable": "false",
 }
 
 

@@ -37,7 +37,6 @@ HUDI_WRITE = {
     "hoodie.datasource.compaction.async.enable": "false",
     "hoodie.clean.automatic": "false",
     "hoodie.archive.automatic": "false",
-    "hoodie.metadata.enable": "false",
     "hoodie.insert.shuffle.parallelism": "2",
     "hoodie.upsert.shuffle.parallelism": "2",
 }
