@@ -52,7 +52,7 @@ def optimize(
         after = delta_metrics(spark, location)
     metrics = (rows[0]["metrics"].asDict(recursive=True) if rows and rows[0]["metrics"] else {}) or {}
     added, removed = metrics.get("filesAdded") or {}, metrics.get("filesRemoved") or {}
-    out = {
+    out: dict[str, Any] = {
         "location": location,
         "strategy": "zorder" if s.zorder_by else "binpack",
         "zorder_by": s.zorder_by,
@@ -86,7 +86,7 @@ def as_the_optimize_read_it(location: str, before: dict[str, Any], after: dict[s
     try:
         for version in range(last, first, -1):
             actions = commit_actions(location, version)
-            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
             if info.get("operation") != "OPTIMIZE":
                 continue
             read_version = int(info.get("readVersion", version - 1))
