@@ -51,3 +51,14 @@ def test_a_plain_message_keeps_its_first_line_and_a_long_one_is_cut() -> None:
     assert connect_reason(text) == "[TABLE_OR_VIEW_NOT_FOUND] The table `lake`.`db`.`t` cannot be found."
     long = connect_reason('status = StatusCode.INTERNAL\n details = "' + "x" * 1000 + '"')
     assert long.startswith("INTERNAL: xxx") and len(long) == REASON_CHARS and long.endswith("…")
+
+
+def test_the_health_probe_reports_a_server_that_does_not_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    from airflow_tablemgmt.spark.connect.probe import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main([f"sc://127.0.0.1:{port}", "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"sc://127.0.0.1:{port} does not answer: UNAVAILABLE: "), err
