@@ -169,6 +169,9 @@ def test_a_plain_query_of_the_registered_catalog_still_creates_the_table(
     src = make_table("id bigint, v string", prefix="sec_ok")
     tables.spark.sql(f"INSERT INTO {src.quoted} VALUES (1, 'a'), (2, 'b')")
     query = f"WITH c AS (SELECT * FROM {src}) SELECT v, count(*) AS n FROM c WHERE id IN (SELECT id FROM {src}) GROUP BY v UNION ALL SELECT 'z', 0L FROM range(1)"
-    code, result = _create(tables, catalog, query)
+    code, result = _create(tables, catalog, query, timeout_seconds=600)  # within its wall clock
     assert code == 0, result
     assert result["summary"]["rows_written"] == 3
+    assert (
+        tables.spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
+    )  # the clock's group is gone
