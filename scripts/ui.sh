@@ -69,13 +69,18 @@ sed -i 's/^load_examples = True$/load_examples = False/' "$AIRFLOW_HOME/airflow.
 # and stops what left its component's process group too (scripts/ui_stack.py).
 STACK_ID="$(python -c 'import secrets; print(secrets.token_hex(8))')"
 export TABLEMGMT_UI_STACK="$STACK_ID"
+# ...and works in a directory of its own: a process that retitles itself (setproctitle) overwrites its
+# environment as /proc shows it, not its working directory.
+RUN_DIR="$LOGS/run-$STACK_ID"
+mkdir -p "$RUN_DIR"
+cd "$RUN_DIR"
 STOP_WAIT="${UI_STOP_WAIT:-30}"
 PIDS=()
 declare -A PID_OF ARGS_OF
 stack_pids() {
   local roots=() pid
   for pid in "${PIDS[@]}"; do roots+=(--root "$pid"); done
-  python "$ROOT/scripts/ui_stack.py" list --marker "$STACK_ID" "${roots[@]}" --exclude "$$" 2>/dev/null || true
+  python "$ROOT/scripts/ui_stack.py" list --marker "$STACK_ID" --cwd "$RUN_DIR" "${roots[@]}" --exclude "$$" 2>/dev/null || true
 }
 stop() {
   trap - INT TERM EXIT
@@ -99,10 +104,16 @@ stop() {
     for pid in $(stack_pids); do kill -KILL "$pid" 2>/dev/null || true; done
   fi
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  cd "$LOGS" && rmdir "$RUN_DIR" 2>/dev/null || true
   echo "stopped api-server, scheduler, dag-processor and triggerer"
 }
 trap stop EXIT
 trap 'stop; exit 130' INT TERM
+# A shell started in the background of another (a CI job's `pytest &`) ignores SIGINT from birth, and a
+# signal ignored on entry cannot be trapped: Ctrl-C (SIGINT) then does nothing here, TERM still stops it.
+if [ "$(trap -p INT)" = "trap -- '' SIGINT" ]; then
+  echo "note: SIGINT is ignored in this shell (started in the background): stop it with kill -TERM $$"
+fi
 
 # setpriv --pdeathsig: should this script itself be killed (SIGKILL: no trap runs), each component still
 # gets a TERM from the kernel instead of running on, orphaned in its own process group.

@@ -46,13 +46,22 @@ def _env(demo: Path, port: int, **extra: str) -> dict[str, str]:
     return env
 
 
-class UiScript:
-    """``scripts/ui.sh`` in its own process group, its stdout collected line by line."""
+def _as_in_a_terminal() -> None:
+    """The child's SIGINT as a terminal's Ctrl-C finds it. A pytest started in the background of a
+    non-interactive shell (CI) ignores SIGINT, its children inherit that, and bash cannot trap a signal
+    ignored on entry: the script's Ctrl-C trap never ran, the stop below ended in SIGKILL of the script
+    alone, and its components ran on (the CI failure of issue 37, item 9)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-    def __init__(self, env: dict[str, str]) -> None:
+
+class UiScript:
+    """``scripts/ui.sh`` in its own process group (and working directory, when given), its stdout collected
+    line by line."""
+
+    def __init__(self, env: dict[str, str], cwd: Path | None = None) -> None:
         self.proc = subprocess.Popen(
-            ["bash", str(ROOT / "scripts" / "ui.sh")], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            ["bash", str(ROOT / "scripts" / "ui.sh")], env=env, stdout=subprocess.PIPE, cwd=cwd,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=_as_in_a_terminal,
         )  # fmt: skip
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -88,13 +97,15 @@ class UiScript:
         return int(re.findall(rf"started {component} \(pid (\d+)", self.out)[-1])
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
+        """Ctrl-C; should the script not end, TERM (which it also traps), and only then SIGKILL."""
+        for sig, wait in ((signal.SIGINT, 90), (signal.SIGTERM, 60), (signal.SIGKILL, 30)):
+            if self.proc.poll() is not None:
+                break
+            os.killpg(self.proc.pid, sig)
             try:
-                self.proc.wait(timeout=120)
+                self.proc.wait(timeout=wait)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
+                self.lines.append(f"(test: still running {wait} s after {sig.name})")
         self._reader.join(timeout=10)
         return self.proc.returncode
 
@@ -104,15 +115,19 @@ class UiScript:
 TEST_MARKER = "UI_E2E_STACK"
 
 
-def _stack_survivors(marker: str) -> dict[int, str]:
-    """pid -> command line of every live process whose environment carries ``TEST_MARKER=marker``."""
+def _stack_survivors(marker: str, dirs: tuple[Path, ...] = ()) -> dict[int, str]:
+    """pid -> command line of every live process whose environment carries ``TEST_MARKER=marker``, or whose
+    working directory is (under) one of ``dirs``: Airflow's processes that retitle themselves (setproctitle:
+    the api-server, serve-logs, the executor's workers) overwrite their environment as /proc shows it."""
     wanted = f"{TEST_MARKER}={marker}".encode()
     found: dict[int, str] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+            marked = wanted in (entry / "environ").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(entry / "cwd"))
+            if not marked and not any(cwd == d or d in cwd.parents for d in dirs):
                 continue
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -123,9 +138,9 @@ def _stack_survivors(marker: str) -> dict[int, str]:
     return found
 
 
-def _assert_nothing_survives(marker: str, out: str, within: float = 20.0) -> None:
+def _assert_nothing_survives(marker: str, out: str, dirs: tuple[Path, ...], within: float = 20.0) -> None:
     deadline = time.monotonic() + within
-    while (survivors := _stack_survivors(marker)) and time.monotonic() < deadline:
+    while (survivors := _stack_survivors(marker, dirs)) and time.monotonic() < deadline:
         time.sleep(0.5)
     for pid in survivors:  # leave nothing running for the next test, then fail
         try:
@@ -191,7 +206,12 @@ def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(dem
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     marker = uuid.uuid4().hex
-    ui = UiScript(_env(demo_home.parent, port, UI_RESTARTS="2", UI_STOP_WAIT="10", **{TEST_MARKER: marker}))
+    cwd = demo_home.parent / "cwd"  # the stack's processes start here (ui.sh gives them one of its own below)
+    cwd.mkdir()
+    dirs = (cwd, demo_home / "ui-logs")
+    ui = UiScript(
+        _env(demo_home.parent, port, UI_RESTARTS="2", UI_STOP_WAIT="10", **{TEST_MARKER: marker}), cwd
+    )
     try:
         ui.wait_for(r"viewer / \S+", timeout=420)
         # The scheduler starts once the api-server answers: no task's first try meets a server not up yet.
@@ -262,7 +282,7 @@ def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(dem
         # A dead component is reported with its log and restarted.
         scheduler = ui.pid_of("scheduler")
         os.killpg(scheduler, signal.SIGKILL)
-        ui.wait_for(r"restarted scheduler \(1 of 2 restarts\)", timeout=60)
+        ui.wait_for(r"restarted scheduler \(1 of 2 restarts\)", timeout=180)
         assert re.search(rf"scheduler \(pid {scheduler}\) exited with status \d+; the end of ", ui.out)
         restarted = ui.pid_of("scheduler")
         assert restarted != scheduler
@@ -275,8 +295,9 @@ def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(dem
     finally:
         ui.stop()
         # Every component, the restarted scheduler and its workers included, is gone (issue 37, item 9).
-        _assert_nothing_survives(marker, ui.out)
+        _assert_nothing_survives(marker, ui.out, dirs)
     assert "stopped api-server, scheduler, dag-processor and triggerer" in ui.out
+    assert "(test: still running" not in ui.out, ui.out[-2000:]  # Ctrl-C alone stopped it
     assert re.search(r"killing what did not stop within 10s: pids \d+", ui.out), ui.out[-2000:]
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
@@ -308,7 +329,7 @@ def test_make_ui_runs_on_postgresql(tmp_path: Path, pg_database: str) -> None:
     Store.for_url(pg_database).upgrade()
     demo = tmp_path / "demo"
     port = _free_port()
-    env = _env(demo, port, UI_SMOKE="1")
+    env = _env(demo, port, UI_SMOKE="1", UI_PAUSE="0")  # the schedules' first-start pause: the other test
     env.update(AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=pg_database, TABLEMGMT_STORE_URL=pg_database)
     res = subprocess.run(["bash", str(ROOT / "scripts" / "ui.sh")], env=env, capture_output=True, text=True,
                          timeout=540)  # fmt: skip
