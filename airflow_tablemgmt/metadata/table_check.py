@@ -31,6 +31,7 @@ PATH_FORMATS = ("delta", "hudi")
 _FORMAT_NAMES = {"delta": "Delta", "hudi": "Hudi", "iceberg": "Iceberg", "paimon": "Paimon"}
 _ICEBERG_METADATA = re.compile(r"^(version-hint\.text|v\d+(\.gz)?\.metadata\.json)$")
 _SHOWN = 5
+_PATH_FORMAT_NAMES = frozenset(_FORMAT_NAMES.get(f, f) for f in PATH_FORMATS)
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,11 @@ class LocationCheck:
     location: str | None = None
     problem: str | None = None
     warning: str | None = None
-    #: The problem is that nothing is there (its warehouse readable): an Iceberg table may still be
-    #: created by its writer after it was declared, so a declaration only warns of it.
+    #: The problem is that nothing is there (its warehouse readable).
     missing: bool = False
+    #: Nothing is there yet, and a table of this format is made by its writer at that location (an
+    #: Iceberg table of a hadoop catalog): a declaration only warns of it, the runs are declined until then.
+    may_appear_later: bool = False
 
 
 def checked_by_path(catalog: CatalogSpec, format: str) -> bool:
@@ -138,6 +141,7 @@ def _missing(catalog: CatalogSpec, location: str, want: str, props: Mapping[str,
         location,
         problem=f"{location} does not exist (its warehouse is readable): no {want} table there",
         missing=True,
+        may_appear_later=want not in _PATH_FORMAT_NAMES,
     )
 
 

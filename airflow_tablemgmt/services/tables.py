@@ -196,7 +196,7 @@ def register_table(store: Store, req: RegisterRequest) -> RegisterResult:
 def location_warnings(catalog: Any, spec: TableSpec, source: str) -> list[str]:
     """Refuse (:class:`InvalidInput`) a table whose location is readable here and holds no table of its
     format, naming what is there; a location not readable here is a warning (the job reads it where it
-    runs). Tables not found by path (a catalog's Iceberg tables) are not checked here."""
+    runs). Tables not found by path (those of a catalog that looks them up by name) are not checked here."""
     from airflow_tablemgmt.metadata.table_check import check_location, checked_by_path
 
     if not checked_by_path(catalog, str(spec.format)):
@@ -208,7 +208,7 @@ def location_warnings(catalog: Any, spec: TableSpec, source: str) -> list[str]:
     except Exception as e:  # noqa: BLE001 - a reference that does not resolve here: not readable here
         return [f"table {spec.id}: its location is not readable here ({e}); the job reads it where it runs"]
     check = check_location(resolved, spec.identifier, str(spec.format))
-    if check.missing and str(spec.format) == "iceberg":  # its writer may create it after the declaration
+    if check.may_appear_later:  # its writer may create it after the declaration
         log.warning("tablemgmt: table %s: %s", spec.id, check.problem)
         return [f"table {spec.id}: {check.problem}; its runs are declined until it exists"]
     if check.problem is not None:
