@@ -29,8 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from airflow_tablemgmt.api.deps import get_store, user_name
-from airflow_tablemgmt.api.errors import ApiError, status_and_field
-from airflow_tablemgmt.api.schemas import (
+from airflow_tablemgmt.api.dynamic_schemas import (
     AlterIn,
     ClusterInfoOut,
     DroppedOut,
@@ -44,6 +43,7 @@ from airflow_tablemgmt.api.schemas import (
     RefreshOut,
     ResumeIn,
 )
+from airflow_tablemgmt.api.errors import ApiError, status_and_field
 from airflow_tablemgmt.api.user_sql import require_user_sql_author
 from airflow_tablemgmt.core.actions import REFRESH as REFRESH_ACTION
 from airflow_tablemgmt.core.text import TEXT_PATTERN
