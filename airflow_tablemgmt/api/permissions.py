@@ -19,6 +19,8 @@ router = APIRouter(tags=["tables"])
 
 #: At most this many DAGs per request (a table's actions, a dynamic table's refresh DAG).
 MAX_DAGS = 100
+#: Airflow's longest DAG id (``dag.dag_id`` is a String(250)).
+MAX_DAG_ID = 250
 
 
 class DagPermissions(BaseModel):
@@ -35,9 +37,18 @@ class PermissionsOut(BaseModel):
 @router.get("/permissions", response_model=PermissionsOut)
 def get_permissions(
     user: Annotated[object, Depends(get_user)],
-    dag_id: Annotated[list[str], Query(max_length=MAX_DAGS, description="the DAGs to ask about")],
+    dag_id: Annotated[list[str], Query(description=f"the DAGs to ask about (1 to {MAX_DAGS})")],
 ) -> PermissionsOut:
     """What the signed-in user may do to each ``dag_id``, as Airflow's auth manager answers."""
+    from airflow_tablemgmt.api.errors import ApiError
+
+    if not dag_id or len(dag_id) > MAX_DAGS:
+        raise ApiError(422, "dag_id", f"dag_id: give 1 to {MAX_DAGS} DAG ids, got {len(dag_id)}")
+    for d in dag_id:
+        if not d or len(d) > MAX_DAG_ID or not d.isprintable():
+            raise ApiError(
+                422, "dag_id", f"dag_id: {d[:80]!r} is not a DAG id (1 to {MAX_DAG_ID} printable characters)"
+            )
     from airflow.api_fastapi.app import get_auth_manager
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
     from airflow.models.dag import DagModel
