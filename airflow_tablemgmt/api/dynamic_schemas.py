@@ -142,6 +142,11 @@ class AlterIn(Body):
     recreate: StrictBool = Field(
         default=False, description="allow a query whose schema differs: the table is recreated"
     )
+    timeout: str | None = Field(
+        default=None,
+        description="a new limit for one refresh, e.g. '30m' (as at create; at most [tablemgmt] "
+        "refresh_timeout_max); the refresh task takes it when Airflow next parses the DAG",
+    )
 
 
 class ResumeIn(Body):

@@ -133,7 +133,7 @@ def cmd_dt_alter(args: argparse.Namespace) -> int:
     with logs_to_stderr():
         result = dynamic.alter(
             open_store(args, create=False), args.table, freshness=args.freshness, query=args.query,
-            recreate=args.recreate, spark_conn_id=args.spark_conn_id,
+            recreate=args.recreate, spark_conn_id=args.spark_conn_id, timeout=args.timeout,
         )  # fmt: skip
     print(f"{result.table.id}: altered {', '.join(result.changed)}"
           + (f"; recreated by process {result.process.id}" if result.process else ""))  # fmt: skip
@@ -227,10 +227,11 @@ def add_parsers(sub: Any) -> None:
     )
     re_.set_defaults(func=cmd_dt_resume)
 
-    al = dsub.add_parser("alter", help="change the freshness (reschedules) or the query")
+    al = dsub.add_parser("alter", help="change the freshness (reschedules), the query or the timeout")
     al.add_argument("table")
     al.add_argument("--freshness")
     al.add_argument("--query")
+    al.add_argument("--timeout", help="how long one refresh may take, e.g. 30m")
     al.add_argument("--recreate", action="store_true",
                     help="when the new query's schema differs: drop and recreate the table from it")  # fmt: skip
     al.add_argument("--spark-conn-id", default="spark_default")

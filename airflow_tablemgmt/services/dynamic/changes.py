@@ -102,8 +102,11 @@ def alter(
     runner: Submitter | None = None,
     *,
     spark_conn_id: str = "spark_default",
+    timeout: str | None = None,
 ) -> AlterResult:
-    """Change the freshness (the DAG is rescheduled on the next parse) and/or the query.
+    """Change the freshness (the DAG is rescheduled on the next parse), the query and/or the timeout
+    (how long one refresh may take: the refresh task's limit from the DAG's next parse, checked as at
+    create, so a bad value names the field and what is allowed).
 
     A new query is analysed by Spark now: a query that fails, that no longer produces a partition
     column, or whose schema differs from the table's is an error unless ``recreate`` (then the table
@@ -111,8 +114,8 @@ def alter(
     """
     dt = load_table(store, table_id)
     check_store_owned(dt)
-    if freshness is None and query is None:
-        raise InvalidInput("alter: give --freshness and/or --query")
+    if freshness is None and query is None and timeout is None:
+        raise InvalidInput("alter: give --freshness, --query and/or --timeout")
     current = dt.definition.model_dump(mode="json", by_alias=True)
     data = dict(current)
     changed: list[str] = []
@@ -122,6 +125,9 @@ def alter(
     if query is not None:
         data["query"] = query
         changed.append("query")
+    if timeout is not None:
+        data["timeout"] = timeout
+        changed.append("timeout")
     new = parse_definition(data, f"dynamic table {table_id}")
     if query is not None:
         check_upstreams(store, new)

@@ -297,6 +297,33 @@ def test_alter_freshness_reschedules_and_a_bad_one_names_the_allowed_values(
     assert nothing.status_code == 422 and nothing.json()["field"] == "body"
 
 
+def test_alter_timeout_sets_the_refresh_limit_and_a_bad_one_names_field_value_and_rule(
+    client: TestClient, store: Store, airflow: Airflow
+) -> None:
+    """PATCH takes ``timeout`` as create does: stored, shown in the definition, the refresh task's limit;
+    a bad value is refused naming the field, the value and what is allowed, and nothing changes. Like
+    every alter it needs [tablemgmt] user_sql_authors."""
+    from datetime import timedelta
+
+    r = client.patch(f"/dynamic-tables/{T}", json={"timeout": "30m"})
+    assert r.status_code == 200, r.text
+    assert r.json()["definition"]["timeout"] == "30m" and r.json()["outcome"] == "altered"
+    assert store.dynamic.get(T).definition.timeout == timedelta(minutes=30)
+    assert str(store.dynamic.get(T).definition.freshness) == "1 DAY"  # the rest is kept
+    for bad, rule in (("soon", "expected"), ("0s", "not positive"), ("90", "no unit")):
+        r = client.patch(f"/dynamic-tables/{T}", json={"timeout": bad})
+        assert r.status_code in (400, 422), r.text
+        detail = r.json()["detail"]
+        assert "timeout" in detail and repr(bad) in detail and rule in detail, detail
+    not_text = client.patch(f"/dynamic-tables/{T}", json={"timeout": 90})
+    assert not_text.status_code == 422 and not_text.json()["field"] == "timeout", not_text.text
+    assert store.dynamic.get(T).definition.timeout == timedelta(minutes=30)
+    airflow.user_sql_allowed = False
+    denied = client.patch(f"/dynamic-tables/{T}", json={"timeout": "1h"})
+    assert denied.status_code == 403 and "user_sql_authors" in denied.json()["detail"]
+    assert store.dynamic.get(T).definition.timeout == timedelta(minutes=30)
+
+
 def test_drop_removes_the_workflow_keeps_history_and_pauses_the_dag(
     client: TestClient, store: Store, airflow: Airflow
 ) -> None:
