@@ -32,8 +32,12 @@ def cmd_catalog_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_catalogs(args: argparse.Namespace) -> int:
+    """The catalogs; a stored row that no longer validates (a plaintext secret written before secrets
+    had to be references) is listed masked, and for a person its problem is a line under the table —
+    what to migrate — as the document's ``problem`` is for a script."""
     views = services.list_catalogs(open_store(args, create=False))
-    Output(args).listing(
+    out = Output(args)
+    out.listing(
         [v.to_dict() for v in views],
         [
             [v.name, v.type, v.warehouse or "", ", ".join(f"{k}={x}" for k, x in v.properties.items())]
@@ -41,6 +45,10 @@ def cmd_catalogs(args: argparse.Namespace) -> int:
         ],  # fmt: skip
         ["CATALOG", "TYPE", "WAREHOUSE", "PROPERTIES"],
     )
+    if not out.document:
+        for v in views:
+            if v.problem is not None:
+                out.note(f"catalog {v.name}: {v.problem}")
     return 0
 
 
