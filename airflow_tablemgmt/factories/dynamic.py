@@ -291,6 +291,75 @@ class DynamicTableProcessFactory:
         return _outcome(recorded, SUSPENDED)
 
 
+def creation_retry_note(table_id: str) -> str:
+    """What happens next to a CREATING table whose creation never ran: every run of its refresh DAG
+    creates it (:func:`core.dynamic.refresh.run_parameters`), so it waits for that run."""
+    return (
+        f"{table_id} stays CREATING: the next run of its refresh DAG creates it (its schedule, or now: "
+        f"`tablemgmt dt refresh {table_id}` / POST .../refresh)"
+    )
+
+
+def record_not_started(
+    store: Store,
+    table_id: str,
+    instant: datetime,
+    reason: str,
+    *,
+    conf: dict[str, Any] | None = None,
+    run_type: str | None = None,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+) -> Process | None:
+    """Record a creation run whose job never started (Airflow failed its task before it ran, e.g. after
+    waiting in a backed-up executor queue; or the task failed before taking its process): the run's
+    process (REST's PENDING creation row, else a new one with the run's parameters) ends FAILED with
+    ``reason`` and what happens next. None when there is nothing to record: the table is not CREATING,
+    or the run's process got further (its own outcome is recorded by :meth:`on_finished`).
+
+    The table stays CREATING, unlike a creation that ran and failed (removed, :meth:`on_finished`): it
+    never ran, so its definition is not at fault, and CREATING is the state every later run of the
+    refresh DAG creates from. Nothing here can start that run: task code and the DAG processor, where
+    Airflow calls the failure callback, have no way to create DAG runs under Airflow 3."""
+    from airflow_tablemgmt.core.dynamic.refresh import run_parameters
+    from airflow_tablemgmt.core.errors import IllegalTransition
+    from airflow_tablemgmt.core.process import ProcessStatus
+    from airflow_tablemgmt.store.dynamic import CREATING
+
+    dt = store.dynamic.find(table_id)
+    if dt is None or str(dt.state) != CREATING:
+        return None
+    process = store.processes.find(table_id, REFRESH, instant)
+    if process is None:
+        params = run_parameters(CREATING, conf, run_type, instant)
+        process, _ = store.processes.open(
+            table_id, REFRESH, instant, parameters=params, dag_id=dag_id, run_id=run_id
+        )
+    if process.status != ProcessStatus.PENDING:
+        return None
+    try:
+        return store.processes.transition(
+            process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING, attempt=process.attempt,
+            failure_reason=f"{reason}; {creation_retry_note(table_id)}",
+        )  # fmt: skip
+    except IllegalTransition:  # a late start claimed it meanwhile: its outcome is its own
+        return None
+
+
+def after_reaped(store: Store, process: Process) -> str | None:
+    """What the reaper adds to its reason when it closed a refresh of a CREATING table (a creation whose
+    run never started, or whose worker was lost; ``services/reap.py``): the same answer as
+    :func:`record_not_started`, the table stays CREATING for the next run. None for anything else."""
+    from airflow_tablemgmt.store.dynamic import CREATING
+
+    if process.action != REFRESH:
+        return None
+    dt = store.dynamic.find(process.table_id)
+    if dt is None or str(dt.state) != CREATING:
+        return None
+    return creation_retry_note(process.table_id)
+
+
 def _outcome(dt: DynamicTable | None, suspended: str) -> TableOutcome | None:
     if dt is None:
         return None

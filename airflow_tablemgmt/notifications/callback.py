@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
@@ -91,8 +92,43 @@ def decide(
     return out
 
 
+def _run_instant(context: Mapping[str, Any]) -> datetime:
+    """The run's process instant, as the operator computes it (``operators.maintenance.run_instant``)."""
+    instant = context.get("logical_date")
+    if instant is None:
+        instant = getattr(context.get("dag_run"), "run_after", None) or datetime.now(UTC)
+    return instant  # type: ignore[no-any-return]
+
+
+def record_unstarted_creation(store: Any, table_id: str, context: Mapping[str, Any]) -> Process | None:
+    """A refresh task of a CREATING table that failed for good without its job having run leaves a
+    FAILED creation process saying so (``factories.dynamic.record_not_started``). Airflow calls this
+    callback from the DAG processor, with no exception in the context, for a task it failed before it
+    ever ran (e.g. after waiting in a backed-up executor queue: ``Invalid auth token``)."""
+    from airflow_tablemgmt.factories.dynamic import record_not_started
+
+    ti, dag_run = context.get("ti"), context.get("dag_run")
+    run_id = getattr(ti, "run_id", None) or getattr(dag_run, "run_id", None)
+    exception = context.get("exception")
+    if exception is None:
+        reason = (
+            f"the creation run {run_id} never started: Airflow failed its task before it ran "
+            "(e.g. it waited too long in the executor's queue; the scheduler's log says why)"
+        )
+    else:
+        reason = f"the creation run {run_id} ended before its job started: {exception}"
+    run_type = getattr(dag_run, "run_type", None)
+    run_type = getattr(run_type, "value", run_type)
+    return record_not_started(
+        store, table_id, _run_instant(context), reason[:2000],
+        conf=dict(getattr(dag_run, "conf", None) or {}), run_type=str(run_type) if run_type else None,
+        dag_id=getattr(ti, "dag_id", None), run_id=run_id,
+    )  # fmt: skip
+
+
 def on_task_failure(context: Mapping[str, Any]) -> None:
-    """``on_failure_callback`` of the tasks the DAG factory builds."""
+    """``on_failure_callback`` of the tasks the DAG factory builds: first a refresh that never started
+    is recorded (:func:`record_unstarted_creation`), then the notifications are decided and sent."""
     task = context.get("task")
     table_id, action = getattr(task, "table", None), getattr(task, "action", None)
     if not table_id or not action:
@@ -103,6 +139,13 @@ def on_task_failure(context: Mapping[str, Any]) -> None:
 
         conn_id = getattr(task, "tablemgmt_conn_id", TableMgmtHook.default_conn_name)
         store = TableMgmtHook(conn_id).get_store(create=False)
+        if action == REFRESH:
+            try:
+                recorded = record_unstarted_creation(store, table_id, context)
+                if recorded is not None:
+                    log.warning("tablemgmt: process %s: %s", recorded.id, recorded.failure_reason)
+            except Exception:  # noqa: BLE001 - the notifications still go out
+                log.exception("tablemgmt: could not record the unstarted creation run of %s", table_id)
         spec = store.tables.get(table_id)
         table_notify = getattr(spec, "notify", None)
         ti = context.get("ti")

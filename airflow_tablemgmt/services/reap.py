@@ -58,15 +58,21 @@ def reap_processes(
     from airflow_tablemgmt.lifecycle.predecessor import interrupt_reaped
 
     interrupt_reaped([r.process for r in reaped])
+    from airflow_tablemgmt.factories.dynamic import after_reaped
+
     out = []
     for r in reaped:
         p = r.process
-        log.warning("tablemgmt: process %s %s -> %s: %s", p.id, r.was, p.status, p.failure_reason)
-        out.append(
-            ReapedProcess(
-                p.id, p.table_id, p.action, p.instant, str(r.was), str(p.status), p.failure_reason or ""
-            )
-        )
+        reason = p.failure_reason or ""
+        try:  # a dynamic table's closed creation: it stays CREATING for its DAG's next run (says so)
+            note = after_reaped(store, p)
+        except Exception:  # noqa: BLE001 - the row is closed; the note is information
+            log.warning("tablemgmt: could not read the table of reaped process %s", p.id, exc_info=True)
+            note = None
+        if note:
+            reason = f"{reason}; {note}"
+        log.warning("tablemgmt: process %s %s -> %s: %s", p.id, r.was, p.status, reason)
+        out.append(ReapedProcess(p.id, p.table_id, p.action, p.instant, str(r.was), str(p.status), reason))
     return out
 
 
