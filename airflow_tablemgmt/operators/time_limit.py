@@ -5,7 +5,8 @@ raising ``AirflowTaskTimeout`` wherever ``execute`` happens to be, which is near
 submitter, waiting for the Spark job; the attempt then records the exception as the failure reason,
 and only afterwards does Airflow call ``on_kill``. :class:`TimeLimitedSubmitter` wraps the submitter so
 that, instead, the job is killed at once and the exception (and with it the process's reason) names the
-limit and its source. A refresh job also gets the limit as ``timeout_seconds`` in its options: its
+limit and its source. A refresh job also gets the limit as ``timeout_seconds`` in its options (the one
+name, ``core.query_policy.TIMEOUT_OPTION``, that the driver's ``parse_options`` reads): its
 driver cancels its Spark jobs at the same wall clock (spark/job/refresh.py), which also holds where
 Airflow's kill does not reach (a cluster-mode driver).
 """
@@ -22,6 +23,7 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_tablemgmt.core.actions import REFRESH
 from airflow_tablemgmt.core.errors import JobFailed
+from airflow_tablemgmt.core.query_policy import TIMEOUT_OPTION
 from airflow_tablemgmt.core.time_limits import TimeLimit
 
 if TYPE_CHECKING:
@@ -30,9 +32,6 @@ if TYPE_CHECKING:
     from airflow_tablemgmt.spark.protocol import JobResult
 
 log = logging.getLogger(__name__)
-
-#: The JobSpec option a refresh driver reads its wall clock from (seconds).
-TIMEOUT_OPTION = "timeout_seconds"
 
 
 class TimeLimitExceeded(AirflowTaskTimeout, JobFailed):
