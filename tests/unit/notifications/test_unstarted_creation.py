@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from airflow_tablemgmt.core.dynamic.refresh import CREATION, run_parameters
+from airflow_tablemgmt.core.dynamic.refresh import CREATION
+from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner
+from airflow_tablemgmt.factories.dynamic import DynamicTableProcessFactory
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 from airflow_tablemgmt.notifications.callback import on_task_failure
 from airflow_tablemgmt.services import dynamic
@@ -73,10 +75,18 @@ def test_a_rest_creation_that_never_started_is_recorded_and_the_next_run_creates
     assert "stays CREATING: the next run of its refresh DAG creates it" in (p.failure_reason or "")
     # Not removed (its definition never ran, so it is not at fault) and still what every run creates from.
     assert store.dynamic.get(T).state == "CREATING"
-    assert run_parameters("CREATING", None, "scheduled", when + timedelta(days=1))["trigger"] == CREATION
     shown = dynamic.get(store, T).to_dict()
     assert shown["state"] == "CREATING" and shown["last_refresh"]["state"] == "FAILED"
     assert "never started" in shown["last_refresh"]["reason"]
+    # The refresh DAG's next (scheduled) run is the retry: its task makes it a creation, whose job creates.
+    factory, table = DynamicTableProcessFactory(), store.tables.get(T)
+    later = when + timedelta(days=1)
+    plan = factory.run_parameters(store, table, "refresh", conf={}, run_type="scheduled", instant=later)
+    assert plan.skip_reason is None and plan.parameters is not None
+    assert plan.parameters["trigger"] == CREATION
+    retry, _ = store.processes.open(T, "refresh", later, parameters=plan.parameters)
+    job = factory.trigger_process(store, table, retry, TriggerContext(later, store.catalogs.get("lake")))
+    assert isinstance(job, JobSpec) and job.options["mode"] == "create"
 
 
 def test_a_scheduled_creation_that_never_started_gets_a_failed_process(store: Store) -> None:
@@ -126,3 +136,54 @@ def test_the_reaper_closing_a_creations_pending_row_says_the_table_stays_creatin
     assert (reaped.process_id, reaped.was, reaped.status) == (pid, "PENDING", "FAILED")
     assert "stays CREATING: the next run of its refresh DAG creates it" in reaped.reason
     assert store.dynamic.get(T).state == "CREATING"  # a STORE table is not removed for a run that never ran
+
+
+def test_airflows_dag_processor_callback_for_a_task_failed_before_it_ran_records_it(store: Store) -> None:
+    """The path Airflow takes (scheduler: executor reported a QUEUED task failed, e.g. ``Invalid auth
+    token`` after a long queue wait -> TaskCallbackRequest -> the DAG processor runs the task's
+    ``on_failure_callback``), on the real refresh DAG the DAG factory builds, with Airflow's own context."""
+    import uuid
+
+    import structlog
+    from airflow.api_fastapi.execution_api.datamodels.taskinstance import (
+        DagRun,
+        TaskInstance,
+        TIRunContext,
+    )
+    from airflow.callbacks.callback_requests import TaskCallbackRequest
+    from airflow.dag_processing.processor import _execute_task_callbacks
+    from airflow.utils.state import DagRunState, TaskInstanceState
+    from airflow.utils.types import DagRunType
+
+    from airflow_tablemgmt.dag_factory.build import build_dags
+    from airflow_tablemgmt.factories.discovery import load_factories
+
+    pid, when, run_id, conf = _queued_creation(store)
+    dags = build_dags([store.tables.get(T)], load_factories(), catalogs={"lake": store.catalogs.get("lake")})
+    assert DAG in dags.dags, dags.errors
+    assert dags.dags[DAG].timetable.periodic  # the DAG has a next run: the retry of the creation
+    request = TaskCallbackRequest(
+        filepath="dag_file.py",
+        bundle_name="dags-folder",
+        bundle_version=None,
+        ti=TaskInstance(
+            id=uuid.uuid4(), task_id="maintain", dag_id=DAG, run_id=run_id, try_number=2,
+            dag_version_id=uuid.uuid4(),
+        ),
+        msg="Executor reported that the task instance finished with state failed, but the task "
+        "instance's state attribute is queued. Extra info: Invalid auth token",
+        task_callback_type=TaskInstanceState.FAILED,
+        context_from_server=TIRunContext(
+            dag_run=DagRun(
+                dag_id=DAG, run_id=run_id, logical_date=when, data_interval_start=when,
+                data_interval_end=when, run_after=when, start_date=when, end_date=None,
+                run_type=DagRunType.MANUAL, state=DagRunState.RUNNING, conf=conf,
+                consumed_asset_events=[], partition_key=None,
+            ),
+            max_tries=1, variables=[], connections=[], xcom_keys_to_clear=[],
+        ),
+    )  # fmt: skip
+    _execute_task_callbacks(dags, request, structlog.get_logger())  # type: ignore[arg-type]
+    p = store.processes.get(pid)
+    assert p.status == S.FAILED and f"the creation run {run_id} never started" in (p.failure_reason or "")
+    assert store.dynamic.get(T).state == "CREATING"
