@@ -5,7 +5,7 @@ A refresh runs user SQL, which can be made to run for days (``SELECT ... FROM ra
 short freshness the DAG would keep such a run going for ever, holding a worker slot and the cluster's
 cores. So every refresh (and a creation, which is a refresh) has a limit:
 
-- the table's own ``timeout`` (its definition: tables.yaml, REST, ``tablemgmt dt create --timeout``),
+- the table's own ``timeout`` (its definition: tables.yaml, REST, ``tablemgmt dt create|alter --timeout``),
   else ``[tablemgmt] refresh_timeout``, else the freshness period (``downstream``: one hour);
 - never above ``[tablemgmt] refresh_timeout_max`` (default 6 hours): a larger value is capped, and the
   limit's source says so.
