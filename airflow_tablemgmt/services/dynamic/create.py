@@ -7,7 +7,9 @@ CREATING, and :func:`queue_creation` opens the creation process (trigger CREATIO
 a run of the refresh DAG, which creates the table. The caller follows the process (``GET
 /processes/{id}``). A creation that fails for good is not left CREATING: the worker removes the
 registration (and with it the refresh DAG; ``factories.dynamic``'s ``on_finished``), the failed process
-stays in the history with its reason (sanitized by the job). A POST that fails before its run was
+stays in the history with its reason (sanitized by the job). A creation run Airflow fails before it
+ever runs is recorded FAILED by the refresh task's failure callback, and the table stays CREATING for
+its DAG's next run (``factories.dynamic.record_not_started``). A POST that fails before its run was
 queued leaves nothing behind either: :func:`abandon` removes the registration and pauses a DAG Airflow
 already had.
 
