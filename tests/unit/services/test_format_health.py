@@ -191,6 +191,7 @@ GENERIC = (
     "airflow_tablemgmt/metadata/health.py",
     "airflow_tablemgmt/api/views.py",
     "airflow_tablemgmt/api/schemas.py",
+    "airflow_tablemgmt/api/dynamic_schemas.py",
     "airflow_tablemgmt/ui/app.js",
 )
 
