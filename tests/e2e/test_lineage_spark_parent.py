@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,21 +98,39 @@ def test_the_hook_passes_the_parent_to_spark_submit(tmp_path: Path, monkeypatch:
     # The default settings: the JVM class cache on (its options are added to the submitted conf).
     monkeypatch.delenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", raising=False)
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR", str(tmp_path / "jvm-cache"))
-    hook = SparkJobHook("spark_default", workdir=str(tmp_path))
-    monkeypatch.setattr(
-        hook, "_direct_connection", lambda: SparkConnection(master="local[1]", spark_binary=str(binary))
-    )
-    hook.extra_conf.update(
-        {"spark.openlineage.parentRunId": "run-1", "spark.sql.session.timeZone": "Asia/Tokyo"}
-    )
+    from airflow_tablemgmt.spark.launch import class_cache
+
+    # This set-up's archive exists (made the way a run makes it), so the job maps it: the cache's options
+    # are added to the submitted conf, which must still carry the parent run.
+    planned: list[dict[str, Any]] = []
+    real_plan = class_cache.plan
+    monkeypatch.setattr(class_cache, "plan", lambda **kw: planned.append(kw) or real_plan(**kw))
     job = JobSpec(table={"catalog": "lake", "namespace": "db", "name": "t"},
                   catalog={"name": "lake", "type": "hadoop", "warehouse": str(tmp_path / "wh"), "properties": {}},
                   action="rewrite-files", process_id=7)  # fmt: skip
-    result = hook.submit(job)
-    assert not result.ok  # the stand-in exits 3 without a result line
-    argv = json.loads(argv_file.read_text())
-    confs = [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
+
+    def submit() -> list[str]:
+        hook = SparkJobHook("spark_default", workdir=str(tmp_path))
+        monkeypatch.setattr(
+            hook, "_direct_connection", lambda: SparkConnection(master="local[1]", spark_binary=str(binary))
+        )
+        hook.extra_conf.update(
+            {"spark.openlineage.parentRunId": "run-1", "spark.sql.session.timeZone": "Asia/Tokyo"}
+        )
+        assert not hook.submit(job).ok  # the stand-in exits 3 without a result line
+        argv = json.loads(argv_file.read_text())
+        return [argv[i + 1] for i, a in enumerate(argv) if a == "--conf"]
+
+    assert "spark.openlineage.parentRunId=run-1" in submit()  # no archive yet: the job runs without one
+    creating, _ = real_plan(**planned[-1])
+    assert creating.mode == "create" and creating.temp is not None, creating.reason
+    creating.temp.write_bytes((0xF00BABA8).to_bytes(4, "little") + b"\0" * 4092)  # as the JVM writes it
+    assert "created" in str(creating.finish([], succeeded=True, result_seen=True)[0])
+
+    confs = submit()
     assert "spark.openlineage.parentRunId=run-1" in confs
     # The class cache's options went onto the same conf (it was not turned off behind the test's back).
-    assert any(c.startswith("spark.driver.extraJavaOptions=") and "-XX:" in c for c in confs), confs
+    assert any(c.startswith("spark.driver.extraJavaOptions=") and "SharedArchiveFile" in c for c in confs), (
+        confs
+    )
     assert "spark.sql.session.timeZone=UTC" in confs and "spark.sql.session.timeZone=Asia/Tokyo" not in confs
