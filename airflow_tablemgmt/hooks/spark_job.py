@@ -24,8 +24,9 @@ from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.hooks.airflow_settings import (
     artifact_settings,
     job_env_allow,
-    jvm_class_cache_settings,
 )
+from airflow_tablemgmt.hooks.spark_class_cache import plan_class_cache, request_archive
+from airflow_tablemgmt.hooks.spark_failure import failure_reason
 from airflow_tablemgmt.hooks.spark_submit_direct import (
     DirectSparkSubmit,
     SparkConnection,
@@ -38,7 +39,6 @@ from airflow_tablemgmt.hooks.spark_submit_direct import (
     wait_gone,
 )
 from airflow_tablemgmt.hooks.user_sql_sandbox import sandbox_prefix
-from airflow_tablemgmt.spark.launch.class_cache import DriverClassCache
 from airflow_tablemgmt.spark.launch.environment import job_environment
 from airflow_tablemgmt.spark.launch.submit import JobResult, SubmitClock, build_submit_spec, parse_result
 from airflow_tablemgmt.spark.protocol import describe_timings
@@ -207,10 +207,10 @@ class SparkJobHook:
             self._hook = hook
             hook.command_prefix = sandboxed
             # The conf as submitted (extra_conf merged in): the class cache's options are added to it.
-            cache = self._class_cache(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
+            cache = plan_class_cache(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
             build_archive = cache is not None and cache.mode == "create"
             if build_archive:
-                cache = None  # written after this job by a run of its own (see _class_cache)
+                cache = None  # written after this job by a run of its own (see hooks/spark_class_cache.py)
             exit_error: str | None = None
             preexec = die_with_parent()
             clock.launch()
@@ -241,13 +241,13 @@ class SparkJobHook:
                 hook.log.info("tablemgmt: timings: %s", describe_timings(timings))
             if result.status == "SUCCESS" and exit_error is None:
                 if build_archive:
-                    self._request_archive(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
+                    request_archive(hook, kwargs["conf"], spec.jars, kwargs["packages"], spec.env)
                 return result
             if result.error:
                 return result
             return JobResult(
                 status="FAILED",
-                error=_error_tail(list(hook.lines), exit_error),
+                error=failure_reason(list(hook.lines), exit_error),
                 error_class="SparkSubmitFailed",
             )
 
@@ -275,71 +275,6 @@ class SparkJobHook:
             path = spec_path.with_name(lease_guard.LEASE_FILE)
             lease_guard.confirm(path, sent_monotonic=confirmed[0], valid_for=confirmed[1])
             self._lease_file = path
-
-    @staticmethod
-    def _class_cache(
-        hook: Any, conf: dict[str, str], jars: list[str], packages: str | None, env: dict[str, str]
-    ) -> DriverClassCache | None:
-        """Decide on the driver's class-data archive (see ``spark/launch/class_cache.py``) and put its JVM
-        options into the hook's conf; None when it does not apply. Cluster deploy mode is read from the
-        connection the hook resolved."""
-        from airflow_tablemgmt.spark.launch import class_cache
-
-        if isinstance(hook, DirectSparkSubmit):
-            deploy_mode = hook.connection.deploy_mode
-        else:
-            deploy_mode = hook._connection.get("deploy_mode")
-        try:
-            enabled, directory = jvm_class_cache_settings()
-        except Exception as e:  # noqa: BLE001 - an optimisation never fails a job
-            hook.log.info("tablemgmt: JVM class cache: off (its settings could not be read: %s)", e)
-            return None
-        settings = class_cache.ClassCacheSettings(enabled=enabled)
-        if directory:
-            settings = class_cache.ClassCacheSettings(enabled=enabled, directory=Path(directory).expanduser())
-        cache, submitted = class_cache.plan(
-            settings=settings,
-            conf=conf,
-            jars=jars,
-            packages=packages,
-            env=env,
-            cluster=deploy_mode == "cluster",
-            # ~50 ms (a CRC of the ~130 MB archive) buys a fallback to no sharing, instead of a crash or
-            # wrong class metadata, when the file was damaged after it was written.
-            verify=True,
-        )
-        hook.log.info("tablemgmt: %s", cache.describe())
-        if cache.mode == "create":
-            # A JVM writes the archive while it exits: 10 s on a quiet host, minutes under load, which at
-            # a job's exit held its slot and lease. This job runs without one; after it succeeded a run
-            # of its own writes it (spark/launch/archive_builder.py) and the next jobs map it.
-            cache.release()
-            hook.log.info("tablemgmt: JVM class cache: this job runs without it; written after the job")
-            return cache
-        if submitted is not conf:
-            if isinstance(hook, DirectSparkSubmit):
-                hook.conf = submitted
-            else:
-                hook._conf = submitted
-        return cache if cache.mode != "off" else None
-
-    @staticmethod
-    def _request_archive(
-        hook: Any, conf: dict[str, str], jars: list[str], packages: str | None, env: dict[str, str]
-    ) -> None:
-        """Start the detached run that writes this set-up's class archive; never fails the job."""
-        from airflow_tablemgmt.spark.launch import archive_builder, class_cache
-
-        try:
-            _, directory = jvm_class_cache_settings()
-            where = Path(directory).expanduser() if directory else class_cache.ClassCacheSettings().directory
-            # The job's own settings and jars (the archive's key), not its lineage parent run.
-            own = {k: v for k, v in conf.items() if not k.startswith("spark.openlineage.")}
-            pid = archive_builder.request(directory=where, conf=own, jars=jars, packages=packages, env=env)
-            hook.log.info("tablemgmt: JVM class cache: writing it in a run of its own (pid %d, log %s)",
-                          pid, where / archive_builder.LOG_NAME)  # fmt: skip
-        except Exception as e:  # noqa: BLE001 - an optimisation never fails a job
-            hook.log.warning("tablemgmt: JVM class cache: could not start writing it: %s", e)
 
     def kill(self) -> None:
         """Kill the running job: SparkSubmitHook's kill (spark-submit, and a cluster driver by id),
@@ -414,41 +349,3 @@ class SparkJobHook:
         hook.log.info("tablemgmt: kill of driver %s %s", application_id,
                       "acknowledged" if acknowledged else f"not acknowledged: {out[-500:]}")  # fmt: skip
         return acknowledged
-
-
-#: What a failure without a result line is said to be, from fixed words only: (pattern in Spark's
-#: output, what the reason says). The output itself -- driver and executor exception text, which can
-#: carry a query's values, the environment, a file's contents -- never becomes the reason.
-_SIGNS = (
-    (re.compile(r"OutOfMemoryError|Cannot allocate memory"), "the JVM ran out of memory"),
-    (
-        re.compile(r"ClassNotFoundException|NoClassDefFoundError"),
-        "a class was not found (Spark packages or jars)",
-    ),
-    (re.compile(r"Connection refused|UnknownHostException|ConnectException"), "a connection failed"),
-    (re.compile(r"AccessDenied|Permission denied|403 Forbidden"), "access was denied"),
-    (re.compile(r"FileNotFoundException|No such file"), "a file was not found"),
-)
-
-
-def _error_tail(lines: list[str], exit_error: str | None) -> str:
-    """The reason a job that wrote no result line failed, sanitized: spark-submit's exit code and, in
-    fixed words, the kind of failure Spark's output shows (:data:`_SIGNS`). The reason is stored on
-    the process row, which every viewer reads; Spark's own text is only in the task log, where each
-    line went as it came."""
-    text = "\n".join(lines)
-    kinds = [said for pattern, said in _SIGNS if pattern.search(text)]
-    code = re.search(r"Error code is: (-?\d+)", exit_error or "")
-    if code:
-        ended = f"spark-submit exited with code {code.group(1)}"
-        if code.group(1) in ("137", "-9"):
-            kinds.append("it was killed (SIGKILL)")
-    elif exit_error:
-        ended = "spark-submit failed"
-    else:
-        ended = "spark-submit exited"
-    found = f": {'; '.join(kinds)}" if kinds else ""
-    return (
-        f"the Spark job failed without a result ({ended}){found}; Spark's output is in the log of the task "
-        "that ran this process and is not stored here"
-    )

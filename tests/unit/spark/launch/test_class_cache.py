@@ -295,7 +295,7 @@ def test_older_setups_archives_are_pruned(settings: ClassCacheSettings, env: dic
 
 def _command(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **connection: str | None) -> list[str]:
     """The spark-submit command line SparkJobHook's direct path would run."""
-    from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+    from airflow_tablemgmt.hooks.spark_class_cache import plan_class_cache
     from airflow_tablemgmt.hooks.spark_submit_direct import DirectSparkSubmit, SparkConnection
 
     hook = DirectSparkSubmit(
@@ -307,7 +307,7 @@ def _command(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **connection:
         application_args=[],
         env_vars=env,
     )
-    cache = SparkJobHook._class_cache(hook, dict(CONF), [], None, env)
+    cache = plan_class_cache(hook, dict(CONF), [], None, env)
     if cache is not None:
         cache.release()
     return hook.command("/x/job_main.py")
