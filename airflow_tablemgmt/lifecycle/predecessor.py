@@ -39,8 +39,8 @@ def is_connect(application_id: str | None) -> bool:
 def recorded(process: Process, attempt: int | None = None) -> list[str]:
     """The Connect jobs ``process`` recorded (of ``attempt``, or of every attempt)."""
     apps = (process.parameters or {}).get(APPLICATIONS) or {}
-    out = [apps.get(str(attempt))] if attempt is not None else list(apps.values())
-    return [a for a in dict.fromkeys(out) if is_connect(a)]
+    out: list[str | None] = [apps.get(str(attempt))] if attempt is not None else list(apps.values())
+    return [a for a in dict.fromkeys(out) if a is not None and is_connect(a)]
 
 
 def with_application(parameters: dict[str, Any], attempt: int, application_id: str) -> dict[str, Any] | None:

@@ -62,11 +62,15 @@ def _iceberg_commits(catalog: CatalogSpec, table: TableIdentifier) -> list[tuple
     from pyiceberg.table import StaticTable
 
     meta = StaticTable.from_metadata(pointer, reader._io_properties()).metadata  # noqa: SLF001
-    out = []
-    for s in meta.snapshots:
-        summary = {k: s.summary[k] for k in s.summary} if s.summary is not None else {}
-        out.append((summary, s.snapshot_id, s.timestamp_ms))
-    return out
+    return [(summary_properties(s.summary), s.snapshot_id, s.timestamp_ms) for s in meta.snapshots]
+
+
+def summary_properties(summary: Any) -> dict[str, Any]:
+    """A pyiceberg ``Summary`` as the metadata file's ``summary`` object. Iterating the model itself
+    yields pydantic's ``(field, value)`` pairs, not its keys: the properties are ``additional_properties``."""
+    if summary is None:
+        return {}
+    return {"operation": str(summary.operation.value), **summary.additional_properties}
 
 
 def _delta_commits(catalog: CatalogSpec, table: TableIdentifier) -> list[tuple[dict[str, Any], int, int]]:

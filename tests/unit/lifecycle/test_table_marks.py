@@ -76,3 +76,15 @@ def test_a_delta_commit_s_user_metadata_is_found(tmp_path: Path) -> None:
     catalog = CatalogSpec(name="lake", warehouse=str(tmp_path / "wh"))
     found = committed_in_table(table, catalog, _process())
     assert found is not None and found["attempt"] == 1 and found["summary"]["committed_commit"] == 3
+
+
+def test_a_pyiceberg_summary_gives_its_properties_not_pydantics_field_pairs() -> None:
+    """The object-store path reads snapshots through pyiceberg, whose ``Summary`` iterates as pydantic's
+    ``(field, value)`` pairs: the mark must come from its properties."""
+    from pyiceberg.table.snapshots import Operation, Summary
+
+    from airflow_tablemgmt.lifecycle.table_marks import summary_properties
+
+    summary = Summary(Operation.REPLACE, **MARK, **{"added-data-files": "1"})
+    assert summary_properties(summary) == {"operation": "replace", **MARK, "added-data-files": "1"}
+    assert summary_properties(None) == {}
