@@ -296,19 +296,20 @@ def test_expired_lease_is_taken_over_and_a_live_one_blocks(tables: dict[str, Ice
 
 
 @pytest.mark.timeout(TABLES_SETUP + 600 + 60)
-def test_failing_job_records_sparks_reason(tables: dict[str, IcebergTable]) -> None:
+def test_a_missing_table_is_declined_before_any_spark_job(tables: dict[str, IcebergTable]) -> None:
+    """A hadoop table whose directory is missing (its warehouse readable) costs no spark-submit: the run is
+    a recorded, declined process naming the location, and the lease is released (issue 37, item 8)."""
     from airflow_tablemgmt.core.process import ProcessStatus
 
     tid = f"{CATALOG}.db.missing"
     res = run(run_cmd(tid, "2026-01-04T00:00:00+00:00"), timeout=600)
-    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-3000:]
-    assert res.stderr.count(SPARK_SUBMITTED) == 1  # it did reach Spark
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert SPARK_SUBMITTED not in res.stderr  # it never reached Spark
+    summary = json.loads(res.stdout)["summary"]
+    assert summary["declined"] is True and "db/missing does not exist" in summary["reason"], summary
     [p] = store().processes.list(table_id=tid)
-    assert (p.status, p.attempt) == (ProcessStatus.FAILED, 1)
-    reason = p.failure_reason or ""
-    assert f"table {tid} does not exist" in reason, reason
-    assert "exited with code" not in reason  # Spark's reason, not a bare exit code
-    assert f"table {tid} does not exist" in res.stderr
+    assert (p.status, p.attempt) == (ProcessStatus.SUCCESS, 1)
+    assert "does not exist" in (p.summary or {}).get("reason", ""), p.summary
     assert store().leases.get(tid) is None
 
 

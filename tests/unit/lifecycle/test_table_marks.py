@@ -15,7 +15,10 @@ from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.lifecycle.table_marks import committed_in_table
 from airflow_tablemgmt.spark.job.commit_mark import ACTION, ATTEMPT, PROCESS
 
-NOW_MS = int(time.time() * 1000)
+
+def _now_ms() -> int:
+    """Now, when the test runs (not when the module was collected, which may be many minutes earlier)."""
+    return int(time.time() * 1000)
 
 
 def _process(attempt: int = 2, pid: int = 7, created_ago: timedelta = timedelta(minutes=5)) -> Process:
@@ -23,7 +26,10 @@ def _process(attempt: int = 2, pid: int = 7, created_ago: timedelta = timedelta(
                    status=ProcessStatus.PENDING, attempt=attempt, created_at=datetime.now(UTC) - created_ago)  # fmt: skip
 
 
-def _iceberg(tmp_path: Path, summary: dict[str, str], ts_ms: int = NOW_MS) -> tuple[TableSpec, CatalogSpec]:
+def _iceberg(
+    tmp_path: Path, summary: dict[str, str], ts_ms: int | None = None
+) -> tuple[TableSpec, CatalogSpec]:
+    ts_ms = _now_ms() if ts_ms is None else ts_ms
     meta = tmp_path / "wh" / "db" / "t" / "metadata"
     meta.mkdir(parents=True)
     doc = {
@@ -69,7 +75,7 @@ def test_an_unmarked_or_unreadable_table_is_no_answer(tmp_path: Path) -> None:
 def test_a_delta_commit_s_user_metadata_is_found(tmp_path: Path) -> None:
     log = tmp_path / "wh" / "db" / "t" / "_delta_log"
     log.mkdir(parents=True)
-    lines = [{"commitInfo": {"timestamp": NOW_MS, "operation": "OPTIMIZE", "userMetadata": json.dumps(MARK)}},
+    lines = [{"commitInfo": {"timestamp": _now_ms(), "operation": "OPTIMIZE", "userMetadata": json.dumps(MARK)}},
              {"add": {"path": "part-0.parquet"}}]  # fmt: skip
     (log / "00000000000000000003.json").write_text("\n".join(json.dumps(x) for x in lines))
     table = TableSpec(catalog="lake", namespace="db", name="t", format="delta", actions={"optimize": {}})
