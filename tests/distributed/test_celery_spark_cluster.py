@@ -521,6 +521,11 @@ def test_killed_celery_worker_compaction_is_retried_on_the_other_worker(cluster:
     cluster.assert_nothing_stuck()
 
 
+@pytest.mark.on_demand(
+    reason="a third cluster scenario (~170 s on 2 busy cores); the executor watchdog that fails the attempt is "
+    "tests/unit/spark/job/test_watchdog.py, and the retry after a lost attempt on the cluster is "
+    "test_killed_celery_worker_compaction_is_retried_on_the_other_worker"
+)
 @pytest.mark.timeout(900)
 def test_spark_worker_lost_mid_job_fails_naming_the_cluster_and_the_retry_succeeds(cluster: Cluster) -> None:
     t0 = time.monotonic()
