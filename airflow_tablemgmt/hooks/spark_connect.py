@@ -160,6 +160,7 @@ class SparkConnectJobHook:
         self._reuse_sessions = reuse_sessions
         self._run: ConnectRun | None = None
         self._stop = threading.Event()
+        self._lease_until: float | None = None  # the runner's confirmation before submit, for the next run
 
     @property
     def url(self) -> str:
@@ -215,9 +216,11 @@ class SparkConnectJobHook:
                 log.error("tablemgmt: ConnectBusy: %s", e)
                 return JobResult(status=FAILED, error=str(e), error_class="ConnectBusy")
             waited = time.perf_counter() - started
-        self._run = ConnectRun(url, tag)
+        until, self._lease_until = self._lease_until, None  # one job's: the next waits for its own
+        self._run = ConnectRun(url, tag, lease_until=until)
         if lease is not None:
-            self._run = ConnectRun(url, tag, session_id=lease.slot.session_id, reused=lease.slot.reused)
+            self._run = ConnectRun(url, tag, session_id=lease.slot.session_id, reused=lease.slot.reused,
+                                   lease_until=until)  # fmt: skip
             self._run.timings["slot_wait"] = round(waited, 3)
         if before_submit is not None:
             self._run.timings["process_before_submit"] = round(before_submit, 3)
@@ -237,6 +240,17 @@ class SparkConnectJobHook:
         if not result.ok:
             log.error("tablemgmt: %s: %s", result.error_class, result.error)
         return result
+
+    def confirm_lease(self, sent_monotonic: float, valid_for: float) -> None:
+        """``lifecycle.ConfirmsLease``: the lease is confirmed until ``sent_monotonic + valid_for``. The
+        job's guard process interrupts its operations when that runs out, even while this worker is
+        frozen, and the job sends no operation after it (``spark/connect/guard.py``)."""
+        until = sent_monotonic + valid_for
+        run = self._run
+        if run is not None and not run.closed:
+            run.confirm_lease(until)
+        else:
+            self._lease_until = until
 
     def kill(self) -> None:
         """Interrupt the running job's operations on the server (from any thread)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -35,9 +36,10 @@ KEEP = 4
 _GONE = ("OPERATION_NOT_FOUND", "OPERATION_ABANDONED", "SESSION_NOT_FOUND")
 
 
-def record_operations(session: Any, tag: str) -> None:
+def record_operations(session: Any, tag: str, fence: Callable[[], None] | None = None) -> None:
     """Make every ``ExecutePlan`` of ``session`` carry an operation id chosen here, recorded in the
-    session's :data:`OPERATIONS_CONF` on the server before the operation is sent."""
+    session's :data:`OPERATIONS_CONF` on the server before the operation is sent. ``fence`` is called
+    first and may refuse the operation (raise): a job whose lease is no longer confirmed sends none."""
     from airflow_tablemgmt.spark.connect.session import set_conf
 
     client = session.client
@@ -45,6 +47,8 @@ def record_operations(session: Any, tag: str) -> None:
     recent: list[str] = []
 
     def with_recorded_id() -> Any:
+        if fence is not None:
+            fence()
         req = original()
         op = str(uuid.uuid4())
         recent.append(op)

@@ -181,6 +181,9 @@ class ConnectRun:
     session: Any = None
     timings: dict[str, float] = field(default_factory=dict)
     interrupted: list[str] = field(default_factory=list)
+    #: Until when (this host's monotonic clock) the worker confirmed the table's lease; None: no lease.
+    lease_until: float | None = None
+    guard: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _closed: threading.Event = field(default_factory=threading.Event)
@@ -196,6 +199,11 @@ class ConnectRun:
         on a reused session: one the server evicted or lost in a restart comes back empty)."""
         self.timings["connect_import"] = round(import_client(), 3)
         started = time.perf_counter()
+        if self.lease_until is not None and self.guard is None:
+            # The job's deadline, held outside this worker (guard.py): started before any operation.
+            from airflow_tablemgmt.spark.connect.guard import ConnectLeaseGuard
+
+            self.guard = ConnectLeaseGuard(self.url, self.application_id).start(self.lease_until)
         session = open_session(self.url, self.session_id)
         set_conf(session, connect_conf(catalog) if conf is None else conf)
         session.addTag(self.tag)  # pyspark keeps tags per thread: open() runs in the job's thread
@@ -203,11 +211,35 @@ class ConnectRun:
         # reaper, the table's next holder) can see its operations end (operations.py).
         from airflow_tablemgmt.spark.connect.operations import record_operations
 
-        record_operations(session, self.tag)
+        record_operations(session, self.tag, fence=self.fence)
         self.timings["session_open"] = round(time.perf_counter() - started, 3)
         with self._lock:
             self.session = session
         return session
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def confirm_lease(self, until_monotonic: float) -> None:
+        """The worker renewed the table's lease: confirmed until ``until_monotonic``. Goes to the guard."""
+        with self._lock:
+            self.lease_until = max(self.lease_until or until_monotonic, until_monotonic)
+            guard = self.guard
+        if guard is not None:
+            guard.confirm(until_monotonic)
+
+    def fence(self) -> None:
+        """Before each operation is sent: refuse it when the lease's confirmation has run out (a worker
+        that froze and resumed, a store that hangs): nothing new starts on the server after that."""
+        until = self.lease_until
+        if until is not None and time.monotonic() >= until:
+            from airflow_tablemgmt.spark.job.lease_guard import LeaseNotConfirmed
+
+            raise LeaseNotConfirmed(
+                f"the table's lease was not confirmed in time ({time.monotonic() - until:.1f}s overdue): "
+                f"job {self.tag} sends no further operation to the Spark Connect server"
+            )
 
     def interrupt(self) -> list[str]:
         """Interrupt the job's running operations on the server; the ids the server interrupted.
@@ -250,6 +282,9 @@ class ConnectRun:
         self._closed.set()
         with self._lock:
             session, self.session = self.session, None
+            guard, self.guard = self.guard, None
+        if guard is not None:  # the job's operations have ended: its guard has nothing left to watch
+            guard.done()
         if session is not None:
             try:
                 session.clearTags()
