@@ -207,6 +207,7 @@ class TableShape:
     current_snapshot_id: int | None = None
     snapshots: int = 0
     manifests: int = 0
+    location: str | None = None  # the table's location as its metadata records it (not a figure)
     # coerced partition -> [data files, data bytes, physical rows, position delete files, equality ...]
     partitions: dict[tuple[Any, ...], list[int]] = field(default_factory=dict)
 
@@ -259,6 +260,7 @@ def read_shape(location: str, properties: dict[str, str]) -> TableShape:
     shape = TableShape(
         current_snapshot_id=main.snapshot_id if main is not None else None,
         snapshots=len(metadata.snapshots),
+        location=metadata.location,
     )
     snapshot = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
     if snapshot is None:

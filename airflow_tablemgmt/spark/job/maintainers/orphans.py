@@ -22,7 +22,7 @@ from airflow_tablemgmt.core.storage import is_object_store
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
-from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before
+from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before, table_location
 from airflow_tablemgmt.spark.job.procedures import call_procedure
 from airflow_tablemgmt.spark.protocol import timed
 
@@ -30,14 +30,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-
-def table_location(spark: SparkSession, table: TableIdentifier) -> str:
-    """The table's location, as its catalog reports it."""
-    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {table.quoted}").collect():
-        if str(row[0]).strip() == "Location":
-            return str(row[1]).strip()
-    return ""
 
 
 def _orphans_below_floor(
@@ -89,7 +81,8 @@ def delete_orphans(
             "allowed: >= 24 hours, or set allow-below-floor: true to override"
         )
     before = metrics_before(spark, table, early=early)
-    prefix_listing = is_object_store(table_location(spark, table))
+    # The location as the job's first read of the table has it (no Spark command; metrics.table_location).
+    prefix_listing = is_object_store(table_location(spark, table, early))
     verb = "listing" if s.dry_run else "deleting"
     log.info("%s orphan files of %s older than %s", verb, table, cutoff.isoformat())
     if below_floor:
