@@ -154,12 +154,17 @@ def watch(fd: int) -> str:
     from airflow_tablemgmt.spark.connect.operations import end_application
 
     job = app.split("#")[-1]
-    sys.stderr.write(f"tablemgmt: Connect lease guard: {why}: interrupting {job}\n")
-    sys.stderr.flush()
+    _say(f"{why}: interrupting {job}")
     ended = end_application(app, END_BOUND_S, url)
-    state = "reported ended" if ended else f"not reported ended within {END_BOUND_S:g}s"
-    sys.stderr.write(f"tablemgmt: Connect lease guard: {job} {state}\n")
+    _say(f"{job} " + ("reported ended" if ended else f"not reported ended within {END_BOUND_S:g}s"))
     return what
+
+
+def _say(message: str) -> None:
+    """A line on the worker's stderr (the task's log), which may be gone with the worker: never raises."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"tablemgmt: Connect lease guard: {message}\n")
+        sys.stderr.flush()
 
 
 def main() -> int:
