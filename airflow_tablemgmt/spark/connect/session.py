@@ -353,6 +353,7 @@ def run_on_connect(
         if run.reused:
             _refresh_table(run, session, job)
     except Exception as e:  # noqa: BLE001 - a refused or unreachable server is the job's failure
+        run.close()  # nothing ran: its guard has nothing to watch
         return JobResult(
             status=FAILED, error_class="ConnectUnavailable",
             error=f"Spark Connect server {server} refused or could not be reached: {connect_reason(e)}",
