@@ -17,7 +17,9 @@ is the project's own cost over a hand-written job that also set up class data sh
 
 Each round runs every action on fresh twin tables (identical data, written once up front), the two
 sides interleaved and their order alternated, so machine load hits both alike. Printed: the ratio and
-the overhead per action (median of the rounds), the breakdown of both sides, and a no-op run
+the overhead per action (median of the rounds), each round's own ratio, both sides' CPU time (user +
+system of the whole process tree: what a side costs the machine, which other load inflates far less than
+wall time), the breakdown of both sides (with the job's time between its phases), and a no-op run
 (``rewrite-files`` on a table with nothing to compact).
 
 The project's figure includes the start-up of a fresh ``tablemgmt`` process (Python and the CLI's
@@ -103,6 +105,7 @@ GROUPS = (
     ("metrics after", ("metrics_after",), ()),
     ("maintainer other", ("maintainer_other",), ()),
     ("result, stop, exit", ("session_stop", "jvm_exit", "result_parse"), ("stop_and_exit",)),
+    ("in no phase (between phases)", ("unaccounted",), ()),
 )
 
 
@@ -120,7 +123,15 @@ def bare(conf_json: str, master: str, sql: str) -> None:
     t2 = time.perf_counter()
     rows = [r.asDict(recursive=True) for r in spark.sql(sql).collect()]
     t3 = time.perf_counter()
+    gateway = spark.sparkContext._gateway  # noqa: SLF001 - its JVM process, to wait for its exit
     spark.stop()
+    # The JVM exits when its stdin closes (as at this Python's exit); waited for here, it is reaped by this
+    # process, so its CPU time counts in this process's children's (the parent's RUSAGE_CHILDREN), as the
+    # project's driver JVM counts in `tablemgmt run`'s.
+    jvm = getattr(gateway, "proc", None)
+    if jvm is not None and jvm.stdin is not None:
+        jvm.stdin.close()
+        jvm.wait(timeout=600)
     t4 = time.perf_counter()
     out = {"imports": t1 - t0, "session": t2 - t1, "procedure": t3 - t2, "stop": t4 - t3, "rows": len(rows)}
     print("BARE " + json.dumps(out, default=str), flush=True)
@@ -172,13 +183,26 @@ def _venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
-def _run(argv: list[str], env: dict[str, str], timeout: float = 1800) -> tuple[float, str, str]:
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's reaped descendants so far."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(argv: list[str], env: dict[str, str], timeout: float = 1800) -> tuple[float, str, str, float]:
+    """Run ``argv``; its wall time, stdout, stderr and CPU time (user + system, the whole process tree
+    that was waited for: the CLI, spark-submit's JVM and the job's Python; the bare Python and its JVM).
+    CPU time is what a side costs the machine, and far less sensitive to other load than wall time."""
+    cpu = _children_cpu()
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     wall = time.perf_counter() - started
+    cpu = _children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:6])} ... exited {done.returncode}:\n{done.stderr[-3000:]}")
-    return wall, done.stdout, done.stderr
+    return wall, done.stdout, done.stderr, cpu
 
 
 def _table(action: str, side: str, round_: int) -> str:
@@ -402,22 +426,36 @@ def main() -> None:
         declared = "rewrite-files" if action == NOOP else action
         table = f"{CATALOG}.{NAMESPACE}.{_table(action, prefix or SIDES[side], r)}"
         argv = [tablemgmt, "--store-url", stores[side], "run", table, declared, "--json"]
-        wall, out, _ = _run(argv, {**envs[side], **(extra or {})})
+        wall, out, err, cpu = _run(argv, {**envs[side], **(extra or {})})
         summary = json.loads(out)["summary"]
         timings = dict(summary.get("timings") or {})
-        timings["outside_job"] = wall - float(timings.get("total", 0.0))
-        return {"wall": wall, "timings": timings, "summary": summary}
+        total = float(timings.get("total", 0.0))
+        # The job's time in none of its phases (between them: the session's catalog check, the watchdog,
+        # the commit mark, the result line); the phases are sequential, so this is total minus their sum.
+        inside = sum(float(v) for k, v in timings.items() if k not in ("total", "store_before_job"))
+        timings["unaccounted"] = max(0.0, total - inside)
+        timings["outside_job"] = wall - total
+        # Spark's log and the job's, as the CLI passed them on (a task log's length, and work for both).
+        lines = len(err.splitlines())
+        return {"wall": wall, "cpu": cpu, "lines": lines, "timings": timings, "summary": summary}
 
     def run_bare(action: str, r: int) -> dict[str, Any]:
         sql = _bare_sql(action, _table(action, "b", r))
-        wall, out, _ = _run([sys.executable, me, "_bare", json.dumps(bare_conf), args.master, sql], env)
+        wall, out, err, cpu = _run(
+            [sys.executable, me, "_bare", json.dumps(bare_conf), args.master, sql], env
+        )
         line = next(ln for ln in out.splitlines() if ln.startswith("BARE "))
         inner = json.loads(line[5:])
         timings = {"session": inner["session"], "procedure": inner["procedure"]}
         # The interpreter's start and exit are not visible inside: they go with imports / stop.
         timings["python_and_imports"] = inner["imports"]
         timings["stop_and_exit"] = wall - inner["imports"] - inner["session"] - inner["procedure"]
-        return {"wall": wall, "timings": timings}
+        return {
+            "wall": wall,
+            "cpu": cpu,
+            "lines": len(err.splitlines()) + len(out.splitlines()),
+            "timings": timings,
+        }
 
     # A throw-away bare run warms the page cache (jars, Python) for both sides.
     run_bare(NOOP, 0) if not args.no_noop else None
@@ -456,13 +494,14 @@ def main() -> None:
         for side in order:
             figures = run_bare(action, r) if side == "bare" else run_project(action, r, side)
             results.setdefault(action, {}).setdefault(side, []).append(figures)
-            print(f"#   {action} round {r} {side}: {figures['wall']:.1f}s (load {_load()})", flush=True)
+            print(f"#   {action} round {r} {side}: {figures['wall']:.1f}s, CPU {figures['cpu']:.1f}s, "
+                  f"{figures['lines']} log lines (load {_load()})", flush=True)  # fmt: skip
 
     cli_imports, airflow_imports = [], []
     for _ in range(3):
-        wall, _, _ = _run([sys.executable, "-c", CLI_RUN_IMPORTS], env)
+        wall, *_ = _run([sys.executable, "-c", CLI_RUN_IMPORTS], env)
         cli_imports.append(wall)
-        wall, _, _ = _run([sys.executable, "-c", "import airflow"], env)
+        wall, *_ = _run([sys.executable, "-c", "import airflow"], env)
         airflow_imports.append(wall)
     print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}\n")
     _report(results, _median(cli_imports), _median(airflow_imports))
@@ -497,6 +536,23 @@ def _report(
         pw = pr - cli_imports
         row += f" {pr:.1f} | {pr / b:.2f}x | {pr - b:+.1f} | {pw:.1f} | {pw / b:.2f}x |"
         print(row)
+    print("\nCPU time (user + system s of the whole process tree, median of the rounds; other load "
+          "inflates it far less than wall time) and the wall ratio of each round's pair:\n")  # fmt: skip
+    shown_cpu = ["bare", "before", "project"] if before else ["bare", "project"]
+    print(
+        "| action | "
+        + " | ".join(f"{side} CPU (s)" for side in shown_cpu)
+        + " | CPU ratio | wall ratio per round |"
+    )
+    print("|---|" + "---:|" * (len(shown_cpu) + 1) + "---|")
+    for action, sides in results.items():
+        cpu = {side: _median([f.get("cpu", 0.0) for f in sides[side]]) for side in shown_cpu}
+        rounds = ", ".join(
+            f"{p['wall'] / b['wall']:.2f}x" for p, b in zip(sides["project"], sides["bare"], strict=True)
+        )
+        cells = " | ".join(f"{cpu[side]:.1f}" for side in shown_cpu)
+        ratio = cpu["project"] / cpu["bare"] if cpu["bare"] else 0.0
+        print(f"| {action} | {cells} | {ratio:.2f}x | {rounds} |")
     print(f"\nCLI start-up (a fresh Python importing what `tablemgmt run` imports): {cli_imports:.2f}s; "
           f"a fresh Python importing Airflow (paid on top when the run needs Airflow, already paid in a "
           f"worker): {airflow_import:.2f}s (medians of 3).\n")  # fmt: skip
