@@ -5,7 +5,8 @@ the CLI). The operator and the CLI both drive :class:`ProcessRunner`, so a run i
 way whichever started it.
 
 The package, by concern: :mod:`.model` (RunRequest, RunOutcome, Submitter, the timing defaults),
-:mod:`.runner` (the state machine), :mod:`.attempt` (claim, submit, record), :mod:`.takeover`
+:mod:`.runner` (the state machine), :mod:`.attempt` (an attempt's steps: lease, set-up, claim,
+submit, watch, record) and :mod:`.attempt_state` (what an attempt owns), :mod:`.takeover`
 (orphans, kill by id, wait for a peer), :mod:`.beat` and :mod:`.watchdog` (the running worker's
 guards), :mod:`.results` (the result journal), :mod:`.summary`, :mod:`.errors`. This face re-exports
 what importers use.
@@ -25,6 +26,8 @@ from airflow_tablemgmt.lifecycle.model import (
     RunOutcome,
     RunRequest,
     Submitter,
+    TakesJobConf,
+    UsesStore,
     utcnow,
 )
 from airflow_tablemgmt.lifecycle.runner import ProcessRunner
@@ -43,6 +46,8 @@ __all__ = [
     "RunRequest",
     "StoreUnreachable",
     "Submitter",
+    "TakesJobConf",
+    "UsesStore",
     "WorkerSuperseded",
     "utcnow",
 ]

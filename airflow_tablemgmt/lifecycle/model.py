@@ -12,7 +12,9 @@ from airflow_tablemgmt.core.factory import JobSpec, TableOutcome
 from airflow_tablemgmt.core.process import Process
 
 if TYPE_CHECKING:
+    from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.spark.protocol import JobResult
+    from airflow_tablemgmt.store import Store
 
 
 @runtime_checkable
@@ -65,6 +67,22 @@ class ConfirmsLease(Protocol):
         ...
 
 
+@runtime_checkable
+class UsesStore(Protocol):
+    """A submitter that needs the metadata store before it submits (a Spark Connect job leases a server
+    slot there, ``hooks/spark_connect.py``)."""
+
+    def use_store(self, store: Store) -> None: ...
+
+
+@runtime_checkable
+class TakesJobConf(Protocol):
+    """A submitter whose jobs take extra Spark conf from the caller (the parent run's lineage keys,
+    ``lineage/spark.py``), merged under each job's own."""
+
+    extra_conf: dict[str, str]
+
+
 @dataclass(frozen=True)
 class RunRequest:
     table_id: str
@@ -113,30 +131,15 @@ class Stop:
     reason: str
 
 
-class RunnerState(Protocol):
-    """What the attempt, the heartbeat and the takeover use of the :class:`~.runner.ProcessRunner` that
-    calls them: its settings, its current run's state, and the two ways it ends a row. Declared here so
-    those modules depend on this contract, not on the runner's module (which imports them)."""
+class RunSettings(Protocol):
+    """What an attempt, the takeover and the predecessor's check read of the
+    :class:`~.runner.ProcessRunner` that drives them: its public settings, fixed for its life. Declared
+    here so those modules depend on this contract, not on the runner's module (which imports them)."""
 
-    store: Any
+    store: Store
     submitter: Submitter
     lease_ttl: timedelta
     heartbeat_every: timedelta
     stale_after: timedelta
     wait_for_peer: timedelta
-    resolve_catalog: Callable[[Any], Any] | None
-    _current: Process | None
-    _killed: Any  # threading.Event
-    _stop: Stop | None
-    _claimed_at: float
-    _store_started: float
-    _lease_taken_at: float
-    _journal: Any  # results.ResultJournal
-
-    def _run(self, req: RunRequest) -> RunOutcome: ...
-
-    def _elapsed(self) -> float: ...
-
-    def _fail(self, process: Process, reason: str) -> None: ...
-
-    def _halt(self, process: Process, kind: str, reason: str) -> None: ...
+    resolve_catalog: Callable[[CatalogSpec], CatalogSpec] | None

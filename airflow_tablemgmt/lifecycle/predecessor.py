@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow_tablemgmt.core.errors import LeaseUnavailable
 from airflow_tablemgmt.core.process import Process
-from airflow_tablemgmt.lifecycle.model import RunnerState
+from airflow_tablemgmt.lifecycle.model import RunSettings
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 
@@ -52,7 +52,7 @@ def with_application(parameters: dict[str, Any], attempt: int, application_id: s
     return {**parameters, APPLICATIONS: apps}
 
 
-def holder_process(runner: RunnerState, holder: str | None) -> tuple[Process, int] | None:
+def holder_process(runner: RunSettings, holder: str | None) -> tuple[Process, int] | None:
     """The process attempt a lease holder name belongs to (``process:<id>:attempt:<n>:...``)."""
     if not holder or not holder.startswith("process:"):
         return None
@@ -76,7 +76,7 @@ def end_applications(apps: list[str], bound_s: float, url: str | None = None) ->
     return [app for app in apps if not end_connect_application(app, bound_s, url)]
 
 
-def ensure_ended(runner: RunnerState, table_id: str, holder: str) -> None:
+def ensure_ended(runner: RunSettings, table_id: str, holder: str) -> None:
     """Before this attempt takes the table's lease: if the lease lapsed under another holder whose job
     ran on Spark Connect, interrupt that job and wait until its server reports it ended. Raises
     :class:`LeaseUnavailable` when the server does not within :data:`END_WAIT_S`: the lapsed lease is

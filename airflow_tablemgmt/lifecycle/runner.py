@@ -1,5 +1,6 @@
 """The state machine: which state a process is in decides what a run does (reuse, wait, take over,
-retry, claim); :mod:`~airflow_tablemgmt.lifecycle.attempt` runs the claimed attempt."""
+retry, claim); an :class:`~airflow_tablemgmt.lifecycle.attempt.Attempt` runs a PENDING row's attempt
+and returns its outcome, which the runner records."""
 
 from __future__ import annotations
 
@@ -14,25 +15,22 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import DBAPIError
 
-from airflow_tablemgmt import observability
 from airflow_tablemgmt.core.actions import ACTIONS
-from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed, LeaseUnavailable
+from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed
 from airflow_tablemgmt.core.factory import ProcessFactory, StoreAwareFactory, TableOutcome
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.timing import check_timing
-from airflow_tablemgmt.lifecycle.attempt import claim_and_run
+from airflow_tablemgmt.lifecycle.attempt import Attempt
 from airflow_tablemgmt.lifecycle.errors import StoreUnreachable, WorkerSuperseded, canceled
 from airflow_tablemgmt.lifecycle.model import (
     HEARTBEAT_EVERY,
     LEASE_TTL,
     STALE_AFTER,
-    ConfirmsStop,
     RunOutcome,
     RunRequest,
-    Stop,
     Submitter,
 )
-from airflow_tablemgmt.lifecycle.predecessor import ensure_ended, interrupt_reaped
+from airflow_tablemgmt.lifecycle.predecessor import interrupt_reaped
 from airflow_tablemgmt.lifecycle.results import ResultJournal
 from airflow_tablemgmt.lifecycle.takeover import attempt_prefix, close_orphan, is_orphaned, wait_for_peer
 
@@ -87,33 +85,29 @@ class ProcessRunner:
         # which a live peer renews its lease, never the peer's whole job.
         self.wait_for_peer = lease_ttl if wait_for_peer is None else min(wait_for_peer, lease_ttl)
         self.resolve_catalog = resolve_catalog
-        self._current: Process | None = None
-        self._store_started = time.perf_counter()
-        self._killed = threading.Event()
-        self._stop: Stop | None = None
-        self._claimed_at = time.monotonic()  # when the current attempt claimed its run (duration metric)
+        self._killed = threading.Event()  # set by kill(): the run's attempts see it after their job
         # Lease holders are unique per runner: two workers given the same ``holder`` name (two CLI
         # runs) must never both believe they hold the table, nor release each other's lease.
         self._token = uuid.uuid4().hex[:8]
         #: What a store-aware factory's ``on_finished`` reported for the last run (a dynamic
         #: table's state); also on the :class:`RunOutcome` of a run that returned.
         self.table_outcome: TableOutcome | None = None
-        self._failed_here = False
         self._factory: ProcessFactory | None = None  # the factory of the current run, once chosen
-        self._lease_taken_at = time.monotonic()
+        self._attempts: list[Attempt] = []  # the current run's attempts (a takeover makes another)
         self._journal = ResultJournal(result_dir)
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, req: RunRequest) -> RunOutcome:
         """Run (or resume, or reuse) the process for ``req``. A database error becomes
         :class:`StoreUnreachable` naming the store (host:port, never the password)."""
-        self._failed_here = False
+        self._attempts = []
         self._factory = None
         self.table_outcome = None
         try:
             outcome = self._run(req)
         except JobFailed as e:
-            if self._failed_here and req.last_try and not isinstance(e, WorkerSuperseded | StoreUnreachable):
+            failed_here = any(a.failed_here for a in self._attempts)
+            if failed_here and req.last_try and not isinstance(e, WorkerSuperseded | StoreUnreachable):
                 self._finished(req, None, str(e))
             raise
         except DBAPIError as e:
@@ -132,16 +126,19 @@ class ProcessRunner:
         """Kill the running job and record the process as KILLED (from ``on_kill``)."""
         self._killed.set()
         self.submitter.kill()
-        p = self._current
-        if p is not None:
-            try:
-                killed = self.store.processes.transition(
-                    p.id, S.KILLED, expected=(S.SUBMITTED, S.RUNNING, S.CANCELING), attempt=p.attempt,
-                    failure_reason="killed: the task was stopped (on_kill) and its Spark application killed",
-                )  # fmt: skip
-                observability.process_finished(killed, self._elapsed())
-            except IllegalTransition:
-                log.info("tablemgmt: process %s already left the running states", p.id)
+        if self._attempts:
+            self._attempts[-1].record_killed()
+
+    def fail_running(self, reason: str) -> bool:
+        """Kill the running job and end its row FAILED with ``reason`` (the task's time limit, before
+        ``on_kill``'s :meth:`kill`, which then finds the row closed). False: no job was running."""
+        attempt = self._attempts[-1] if self._attempts else None
+        if attempt is None or attempt.current is None:
+            return False
+        current = attempt.current
+        self.submitter.kill()
+        attempt.fail(current, reason)
+        return True
 
     def reap(self, pending_after: timedelta | None = None) -> list[Any]:
         """Close processes whose worker is gone (see :meth:`ProcessRepository.reap`); logs each."""
@@ -177,7 +174,7 @@ class ProcessRunner:
         return self.store.processes.find(req.table_id, req.action, req.instant)
 
     def _run(self, req: RunRequest) -> RunOutcome:
-        self._store_started = time.perf_counter()
+        store_started = time.perf_counter()
         table = self.store.tables.get(req.table_id)
         catalog = self.store.catalogs.get(table.catalog)
         action = ACTIONS.get(req.action)
@@ -202,7 +199,7 @@ class ProcessRunner:
             raise canceled(process)
         if process.status == S.CANCELING:
             if not is_orphaned(self, process, req):
-                return wait_for_peer(self, process, req)  # its heartbeat sees the request
+                return wait_for_peer(self, process, req, self._run)  # its heartbeat sees the request
             try:
                 process = self.store.processes.transition(
                     process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
@@ -213,7 +210,7 @@ class ProcessRunner:
             raise canceled(process)
         if process.status in (S.SUBMITTED, S.RUNNING):
             if not is_orphaned(self, process, req):
-                return wait_for_peer(self, process, req)
+                return wait_for_peer(self, process, req, self._run)
             process = close_orphan(self, process)
         if process.status in (S.FAILED, S.KILLED):
             try:
@@ -226,75 +223,19 @@ class ProcessRunner:
         # A later attempt recovers what an earlier one left (the factory may resume or abandon).
         recovering = process.attempt > 1
 
-        holder = f"{attempt_prefix(process)}{req.holder}:{self._token}"
-        needs_lease = action.mutates
-        if needs_lease:  # a lapsed lease's Spark Connect job must be seen ended before it is taken over
-            ensure_ended(self, req.table_id, holder)
-        self._lease_taken_at = time.monotonic()  # before the call: the watchdog errs early
-        if needs_lease and not self.store.leases.acquire(req.table_id, holder, self.lease_ttl):
-            lease = self.store.leases.get(req.table_id)
-            if lease is not None and lease.holder.startswith(attempt_prefix(process)):
-                # Another worker took the lease for this very attempt and is about to claim it.
-                return wait_for_peer(self, process, req)
-            try:  # a task waiting for a lease is alive: keep the reaper off its PENDING row
-                self.store.processes.heartbeat(process.id, process.attempt)
-            except IllegalTransition:
-                pass  # canceled or taken meanwhile; the next try sees it
-            observability.lease_wait(req.table_id, req.action)
-            raise LeaseUnavailable(
-                f"table {req.table_id} is leased by {lease.holder if lease else '?'} until "
-                f"{lease.expires_at.isoformat() if lease else '?'}; process {process.id} stays PENDING"
-            )
-        if needs_lease:  # the lease wait (created_at -> lease_acquired_at) on the History tab and the CLI
-            self.store.processes.lease_taken(process.id, process.attempt)
-        try:
-            return claim_and_run(self, process, req, table, catalog, factory, recovering, holder, needs_lease)
-        finally:
-            if needs_lease and self._job_gone(process):
-                self.store.leases.release(req.table_id, holder)
-
-    def _job_gone(self, process: Process) -> bool:
-        """Whether the job this attempt ran is gone, so its lease may go: a submitter that killed
-        its job and cannot confirm the job's processes ended keeps the lease, to lapse on its own."""
-        if not isinstance(self.submitter, ConfirmsStop):
-            return True
-        try:
-            gone = self.submitter.job_stopped()
-        except Exception:  # noqa: BLE001 - unknown is not gone
-            log.warning(
-                "tablemgmt: process %s: could not tell whether its job ended", process.id, exc_info=True
-            )
-            gone = False
-        if not gone:
-            log.warning("tablemgmt: process %s attempt %s: its killed Spark job was not seen to end; the table's "
-                        "lease is kept and lapses on its own", process.id, process.attempt)  # fmt: skip
-        return gone
-
-    # -- what the attempt and the heartbeat call back ----------------------------------------------
-    def _elapsed(self) -> float:
-        """Seconds since the current attempt claimed its run."""
-        return time.monotonic() - self._claimed_at
-
-    def _fail(self, process: Process, reason: str) -> None:
-        self._failed_here = True
-        try:
-            failed = self.store.processes.transition(
-                process.id, S.FAILED, expected=(S.PENDING, S.SUBMITTED, S.RUNNING, S.CANCELING),
-                attempt=process.attempt, failure_reason=reason[-4000:],
-            )  # fmt: skip
-            observability.process_finished(failed, self._elapsed())
-        except IllegalTransition:
-            log.info("tablemgmt: process %s already closed", process.id)
-
-    def _halt(self, process: Process, kind: str, reason: str) -> None:
-        if self._stop is None:  # the first reason to stop is the one recorded
-            self._stop = Stop(kind, reason)
-        log.warning("tablemgmt: process %s attempt %s: %s; killing its Spark application", process.id,
-                    process.attempt, reason)  # fmt: skip
-        try:
-            self.submitter.kill()
-        except Exception:  # noqa: BLE001 - keep trying to stop; the lease TTL is the backstop
-            log.exception("tablemgmt: killing the Spark application of process %s failed", process.id)
+        attempt = Attempt(
+            self,
+            req,
+            process,
+            holder=f"{attempt_prefix(process)}{req.holder}:{self._token}",
+            needs_lease=action.mutates,
+            journal=self._journal,
+            killed=self._killed,
+            store_started=store_started,
+            judge_again=self._run,
+        )
+        self._attempts.append(attempt)
+        return attempt.run(table, catalog, factory, recovering)
 
 
 def _where(store: Store) -> str:

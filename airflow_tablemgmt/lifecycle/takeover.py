@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from airflow_tablemgmt.core.errors import IllegalTransition, JobFailed, LeaseUnavailable
 from airflow_tablemgmt.core.process import Process, ProcessStatus
@@ -14,9 +15,9 @@ from airflow_tablemgmt.lifecycle.errors import canceled
 from airflow_tablemgmt.lifecycle.model import (
     KillsById,
     ObservesApplications,
-    RunnerState,
     RunOutcome,
     RunRequest,
+    RunSettings,
 )
 from airflow_tablemgmt.lifecycle.predecessor import end_applications, is_connect
 
@@ -29,14 +30,14 @@ def attempt_prefix(p: Process) -> str:
     return f"process:{p.id}:attempt:{p.attempt}:"
 
 
-def is_stale(runner: RunnerState, p: Process) -> bool:
+def is_stale(runner: RunSettings, p: Process) -> bool:
     """No heartbeat for ``stale_after`` (or the row's own bound), by the database's clock."""
     beat = p.heartbeat_at or p.started_at or p.created_at
     bound = stale_bound(runner.stale_after, p.heartbeat_every_s)
     return beat is None or runner.store.processes.now() - beat > bound
 
 
-def is_orphaned(runner: RunnerState, process: Process, req: RunRequest) -> bool:
+def is_orphaned(runner: RunSettings, process: Process, req: RunRequest) -> bool:
     """A SUBMITTED/RUNNING/CANCELING process whose worker is gone: an earlier try of this same
     Airflow task (Airflow never runs two tries at once), or no heartbeat for ``stale_after`` by
     the database's clock."""
@@ -47,7 +48,7 @@ def is_orphaned(runner: RunnerState, process: Process, req: RunRequest) -> bool:
     return is_stale(runner, process)
 
 
-def attempt_holds_lease(runner: RunnerState, p: Process) -> bool:
+def attempt_holds_lease(runner: RunSettings, p: Process) -> bool:
     lease = runner.store.leases.get(p.table_id)
     return (
         lease is not None
@@ -56,7 +57,7 @@ def attempt_holds_lease(runner: RunnerState, p: Process) -> bool:
     )
 
 
-def close_orphan(runner: RunnerState, process: Process) -> Process:
+def close_orphan(runner: RunSettings, process: Process) -> Process:
     """Close a lost attempt as FAILED. Its lease is left alone: the lost worker's job may still be
     running, and the lease lapses on its own ``lease_ttl`` after the last renewal. Until then the
     next attempt stays PENDING (the operator defers, as for any held lease) -- unless the
@@ -84,7 +85,7 @@ KILL_CONFIRM_WAIT_S = 60.0
 KILL_CONFIRM_POLL_S = 0.5
 
 
-def kill_lost_application(runner: RunnerState, process: Process) -> None:
+def kill_lost_application(runner: RunSettings, process: Process) -> None:
     """Where the master can kill by id, kill the lost attempt's application, and release its lease
     only once the engine reports the application ended (polled, bounded by
     :data:`KILL_CONFIRM_WAIT_S` and the lease's remaining time): an acknowledged kill is not a
@@ -122,7 +123,7 @@ def kill_lost_application(runner: RunnerState, process: Process) -> None:
              app, waited, lease.holder)  # fmt: skip
 
 
-def end_lost_connect_job(runner: RunnerState, process: Process) -> None:
+def end_lost_connect_job(runner: RunSettings, process: Process) -> None:
     """A lost attempt's Spark Connect job: interrupt it and release its lease only once the server
     reports its operations ended (an interrupt acknowledged is not an operation ended); otherwise the
     lease lapses, and whoever takes it then checks again (``predecessor.ensure_ended``)."""
@@ -160,10 +161,13 @@ def wait_until_finished(submitter: ObservesApplications, app: str, bound_s: floa
         poll.wait(min(KILL_CONFIRM_POLL_S, max(0.0, bound_s - (time.monotonic() - started))))
 
 
-def wait_for_peer(runner: RunnerState, process: Process, req: RunRequest) -> RunOutcome:
+def wait_for_peer(
+    runner: RunSettings, process: Process, req: RunRequest, judge_again: Callable[[RunRequest], RunOutcome]
+) -> RunOutcome:
     """Another live worker runs this process: wait for its outcome instead of running twice. If
-    that worker stops heartbeating meanwhile, take the process over (as a new attempt, which
-    still waits for the lost attempt's lease). Bounded by ``runner.wait_for_peer`` (at most one lease
+    that worker stops heartbeating meanwhile, or lets go before claiming it, ``judge_again`` (the
+    runner's state machine) judges the row anew: a takeover runs it as a new attempt, which still
+    waits for the lost attempt's lease. Bounded by ``runner.wait_for_peer`` (at most one lease
     TTL): past it :class:`LeaseUnavailable`, so the operator defers instead of holding a worker slot
     for the peer's whole job."""
     deadline = time.monotonic() + runner.wait_for_peer.total_seconds()
@@ -177,10 +181,10 @@ def wait_for_peer(runner: RunnerState, process: Process, req: RunRequest) -> Run
         if p.status.is_terminal:
             raise JobFailed(f"process {p.id} ({p.status}) run by another worker: {p.failure_reason}")
         if p.status == S.PENDING and not attempt_holds_lease(runner, p):
-            return runner._run(req)  # the peer let go before claiming it: try again
+            return judge_again(req)  # the peer let go before claiming it: try again
         if p.status in (S.SUBMITTED, S.RUNNING, S.CANCELING) and is_stale(runner, p):
             log.warning("tablemgmt: process %s: the worker running it stopped heartbeating", p.id)
-            return runner._run(req)
+            return judge_again(req)
         poll.wait(min(2.0, max(0.05, runner.heartbeat_every.total_seconds())))
     raise LeaseUnavailable(
         f"process {process.id}: gave up waiting for the live worker running it after "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.exceptions import AirflowException
 from airflow.providers.standard.triggers.temporal import DateTimeTrigger
@@ -20,11 +20,22 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.engine import submitter_for
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
-from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest, Submitter
+from airflow_tablemgmt.lifecycle import (
+    ProcessCanceled,
+    ProcessRunner,
+    RunRequest,
+    Submitter,
+    TakesJobConf,
+    UsesStore,
+)
 from airflow_tablemgmt.lineage.spark import parent_job_conf
 from airflow_tablemgmt.notifications.health import after_process
 from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
 from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLimitExceeded
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.factories.discovery import FactoryRegistry
+    from airflow_tablemgmt.store import Store
 
 
 def run_instant(context: Any) -> datetime:
@@ -149,11 +160,11 @@ class TableMaintenanceOperator(BaseOperator):
         submitter = self.make_submitter()
         if self.execution_timeout:
             limit = TimeLimit(self.execution_timeout, self.timeout_source or "the task's execution_timeout")
-            submitter = TimeLimitedSubmitter(submitter, limit)  # type: ignore[assignment]
-        if callable(getattr(submitter, "use_store", None)):  # a Spark Connect job leases a server slot there
-            submitter.use_store(store)  # type: ignore[attr-defined]
-        if isinstance(getattr(submitter, "extra_conf", None), dict):
-            submitter.extra_conf.update(parent_job_conf(context))  # type: ignore[attr-defined]
+            submitter = TimeLimitedSubmitter(submitter, limit)
+        if isinstance(submitter, UsesStore):  # a Spark Connect job leases a server slot there
+            submitter.use_store(store)
+        if isinstance(submitter, TakesJobConf) and isinstance(submitter.extra_conf, dict):
+            submitter.extra_conf.update(parent_job_conf(context))
         self._runner = ProcessRunner(
             store, factories, submitter,
             lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,
@@ -210,7 +221,7 @@ class TableMaintenanceOperator(BaseOperator):
             after_process(store, self.table, self.action, context, process_id=outcome.process.id)
         return outcome.summary
 
-    def _plan(self, store: Any, factories: Any, context: Any) -> RunPlan:
+    def _plan(self, store: Store, factories: FactoryRegistry, context: Any) -> RunPlan:
         """What a store-aware factory makes of this DAG run (the process parameters, or a skip);
         other factories need nothing from the run."""
         table = store.tables.get(self.table)
@@ -247,10 +258,8 @@ class TableMaintenanceOperator(BaseOperator):
     def on_kill(self) -> None:
         if self._runner is None:
             return
-        current = self._runner._current
-        if self._timed_out is not None and current is not None:
+        if self._timed_out is not None:
             # Airflow's timeout: the job is stopped first, then the row ends FAILED naming the limit
             # (already so when the timeout fired in the job; then this finds the row closed).
-            self._runner.submitter.kill()
-            self._runner._fail(current, self._timed_out)
+            self._runner.fail_running(self._timed_out)
         self._runner.kill()

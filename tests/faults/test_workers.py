@@ -88,11 +88,11 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(
             dog.stop()
         return dog
 
-    def heartbeat(runner, process, table_id, holder, needs_lease, stop, dog):  # type: ignore[no-untyped-def]
+    def heartbeat(runner, attempt, process, table_id, holder, needs_lease, stop, dog):  # type: ignore[no-untyped-def]
         if runner in frozen:
             stop.wait()
             return
-        real_heartbeat(runner, process, table_id, holder, needs_lease, stop, dog)
+        real_heartbeat(runner, attempt, process, table_id, holder, needs_lease, stop, dog)
 
     monkeypatch.setattr(attempt, "start_watchdog", watchdog)
     monkeypatch.setattr(attempt, "heartbeat", heartbeat)
