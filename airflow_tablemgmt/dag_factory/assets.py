@@ -73,10 +73,10 @@ def table_asset(table: TableSpec, catalog: CatalogSpec, plans: dict[str, Schedul
 def refresh_asset(table_id: str) -> Asset:
     """The asset a dynamic table's refresh task updates (Airflow emits it when the task succeeds,
     a NO_DATA refresh included); ``freshness: downstream`` tables are scheduled on their upstreams'."""
-    catalog, namespace, name = table_id.split(".")
+    catalog, *levels, name = table_id.split(".")  # a namespace of several levels keeps its dots (a.b)
     return Asset(
         name=f"tablemgmt.refresh.{table_id}",
-        uri=f"tablemgmt://{catalog}/{namespace}/{name}/refresh",
+        uri=f"tablemgmt://{catalog}/{'.'.join(levels)}/{name}/refresh",
         group="tablemgmt",
     )
 

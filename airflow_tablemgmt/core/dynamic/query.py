@@ -94,9 +94,10 @@ def _dotted_names(query: str) -> Iterator[tuple[str, ...]]:
 
 
 def named_tables(query: str) -> set[str]:
-    """Every ``catalog.namespace.table`` the query names (a whole three-part dotted identifier,
-    backticks removed), as written. Textual: it also finds a three-part column reference."""
-    return {".".join(parts) for parts in _dotted_names(query) if len(parts) == 3}
+    """Every ``catalog.namespace.table`` the query names (a whole dotted identifier of three parts or
+    more, a namespace of several levels included; backticks removed), as written. Textual: it also
+    finds a column reference of three parts or more."""
+    return {".".join(parts) for parts in _dotted_names(query) if len(parts) >= 3}
 
 
 def find_cycle(edges: Mapping[str, Collection[str]]) -> list[str] | None:

@@ -32,7 +32,7 @@ from airflow_tablemgmt.core.dynamic.date_patterns import DateFormatter, partitio
 from airflow_tablemgmt.core.dynamic.query import check_query, named_tables, referenced_tables
 from airflow_tablemgmt.core.dynamic.refresh import REFRESH
 from airflow_tablemgmt.core.errors import InvalidDeclaration
-from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
+from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier, validate_namespace
 from airflow_tablemgmt.core.naming import dag_id_length_problem
 from airflow_tablemgmt.core.notify import NotifySpec
 from airflow_tablemgmt.core.tables import TableSpec
@@ -169,9 +169,14 @@ class DynamicTableSpec(_Model):
             clash = [k for k in ("catalog", "namespace", "name") if k in data]
             if clash:
                 raise ValueError(f"identifier: give either identifier or {', '.join(clash)}, not both")
-            if not isinstance(ident, str) or ident.count(".") != 2:
-                raise ValueError(f"identifier: {ident!r} must be written catalog.namespace.name")
-            data["catalog"], data["namespace"], data["name"] = ident.split(".")
+            parts = ident.split(".") if isinstance(ident, str) else []
+            if len(parts) < 3:
+                raise ValueError(
+                    f"identifier: {ident!r} must be written catalog.namespace.name (a namespace of several "
+                    "levels is written with dots too: catalog.level1.level2.name)"
+                )
+            # as TableIdentifier.parse: the first part the catalog, the last the table, the rest the namespace
+            data["catalog"], data["namespace"], data["name"] = parts[0], ".".join(parts[1:-1]), parts[-1]
         flink = {
             k: data.pop(k) for k in [k for k in data if isinstance(k, str) and k.startswith("partition.")]
         }
@@ -198,10 +203,16 @@ class DynamicTableSpec(_Model):
             data["partition-fields"] = fields
         return data
 
-    @field_validator("catalog", "namespace", "name")
+    @field_validator("catalog", "name")
     @classmethod
     def _ident(cls, v: str, info: Any) -> str:
         return validate_identifier(v, info.field_name)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str) -> str:
+        """One level or several (``sales.eu``), as a maintained table's (REST catalogs nest them)."""
+        return validate_namespace(v)
 
     @field_validator("queue")
     @classmethod
