@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
+from airflow_tablemgmt.core.outcomes import TableHalted
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.notifications.dispatch import Route, global_notify, routes, send
 from airflow_tablemgmt.notifications.events import Notification
@@ -26,8 +27,6 @@ log = logging.getLogger(__name__)
 _FAILURES = frozenset({ProcessStatus.FAILED, ProcessStatus.KILLED})
 _ENDED = frozenset({ProcessStatus.SUCCESS, ProcessStatus.CANCELED}) | _FAILURES
 REFRESH = "refresh"
-# The operator's message when its failure suspended the dynamic table (operators/maintenance.py).
-NOW_SUSPENDED = "is now suspended"
 MAX_STREAK_READ = 1000
 
 
@@ -73,7 +72,10 @@ def decide(
     elif exception:
         base["reason"] = str(exception)
     suspended_reason = None
-    if action == REFRESH and exception is not None and NOW_SUSPENDED in str(exception):
+    # The operator's failure when the run's outcome halted the table carries that outcome, typed
+    # (operators/maintenance.py): a dynamic table suspended after its failures.
+    halted = exception.outcome.halted if isinstance(exception, TableHalted) else None
+    if action == REFRESH and halted:
         dt = store.dynamic.find(table_id)
         if dt is not None and str(dt.state) == "SUSPENDED":
             suspended_reason = dt.suspended_reason or "suspended after failures"

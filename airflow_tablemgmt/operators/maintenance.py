@@ -14,6 +14,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException, A
 from airflow_tablemgmt import lifecycle, observability
 from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
 from airflow_tablemgmt.core.factory import RunPlan, StoreAwareFactory
+from airflow_tablemgmt.core.outcomes import TableHalted
 from airflow_tablemgmt.core.time_limits import TimeLimit
 from airflow_tablemgmt.core.timing import PENDING_STALE_AFTER, check_timing
 from airflow_tablemgmt.factories.discovery import default_factories
@@ -36,6 +37,11 @@ from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLim
 if TYPE_CHECKING:
     from airflow_tablemgmt.factories.discovery import FactoryRegistry
     from airflow_tablemgmt.store import Store
+
+
+class TableHaltedFailure(AirflowFailException, TableHalted):
+    """The run failed and its outcome halted the table: the task fails without retries, and the
+    failure callback reads the typed outcome (``notifications/callback.py``)."""
 
 
 def run_instant(context: Any) -> datetime:
@@ -215,7 +221,7 @@ class TableMaintenanceOperator(BaseOperator):
                 # Task code cannot pause its DAG (no metadata-DB access under Airflow 3): the factory
                 # recorded the table's new state in the store, and later scheduled runs skip.
                 self.log.error("tablemgmt: %s", table_outcome.halted)
-                raise AirflowFailException(f"tablemgmt: {e}; {table_outcome.halted}") from e
+                raise TableHaltedFailure(f"tablemgmt: {e}; {table_outcome.halted}", table_outcome) from e
             raise AirflowException(str(e)) from e
         if not outcome.reused:  # the unhealthy notification, once per crossing (docs/notifications.md)
             after_process(store, self.table, self.action, context, process_id=outcome.process.id)

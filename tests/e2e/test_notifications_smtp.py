@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 
+from airflow_tablemgmt.core.factory import TableOutcome
 from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
+from airflow_tablemgmt.core.outcomes import TableHalted
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.notifications.callback import decide, failing_streak, on_task_failure
 from airflow_tablemgmt.notifications.dispatch import send
@@ -151,7 +153,7 @@ def test_a_tables_own_notifiers_and_events_come_before_the_global_ones(inbox: _I
 
 
 def test_an_auto_suspended_dynamic_table_is_announced(inbox: _Inbox, store: Any, monkeypatch) -> None:
-    """The refresh's failure says the table is now suspended and the store has it SUSPENDED."""
+    """The refresh's failure carries the outcome that halted the table and the store has it SUSPENDED."""
 
     class _Dynamic:
         state, suspended_reason, consecutive_failures = "SUSPENDED", "5 consecutive failed refreshes", 5
@@ -163,8 +165,9 @@ def test_an_auto_suspended_dynamic_table_is_announced(inbox: _Inbox, store: Any,
     spec = NotifySpec.model_validate(
         {"notifiers": [_notifier("oncall@example.com")], "events": ["suspended"]}
     )
-    error = RuntimeError(
-        f"tablemgmt: refresh failed; {TABLE} is now suspended: 5 consecutive failed refreshes"
+    halted = f"{TABLE} is now suspended: 5 consecutive failed refreshes"
+    error = TableHalted(
+        f"tablemgmt: refresh failed; {halted}", TableOutcome(state="SUSPENDED", halted=halted)
     )
     decided = decide(_Store(), TABLE, "refresh", table_notify=None, global_spec=spec, exception=error)
     assert [str(n.event) for _, n in decided] == ["suspended"]
