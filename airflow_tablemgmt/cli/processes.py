@@ -7,13 +7,16 @@ import argparse
 import logging
 import sys
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt import services
 from airflow_tablemgmt.cli.common import logs_to_stderr, open_store, positive_seconds
 from airflow_tablemgmt.cli.output import Output, add_output_option
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.services.processes import timings
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
 
 
 def _when(t: datetime | None) -> str:
@@ -115,7 +118,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _failed_run(store: Any, table: str, action: str, instant: datetime, error: Exception) -> dict[str, Any]:
+def _failed_run(
+    store: Store | None, table: str, action: str, instant: datetime, error: Exception
+) -> dict[str, Any]:
     """The document of a run that raised: the process it recorded (status, reason, summary so far) when it
     got that far, else no process and the error (an unknown table or action, a refused instant)."""
     try:

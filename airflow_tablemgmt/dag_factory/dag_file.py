@@ -13,7 +13,7 @@ one table row when every file is in sync.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.naming import parse_dag_id
 from airflow_tablemgmt.core.tables import TableSpec
@@ -22,9 +22,12 @@ from airflow_tablemgmt.declarations.model import LoadedDeclarations
 from airflow_tablemgmt.declarations.registry import load_files, one_table
 from airflow_tablemgmt.declarations.sync import PrunePolicy, sync
 
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
 
 def load_registry_and_build(
-    tables_yaml: str | Path | None = None, *, only_dag_id: str | None = None, store: Any = None
+    tables_yaml: str | Path | None = None, *, only_dag_id: str | None = None, store: Store | None = None
 ) -> BuildResult:
     """Every DAG of the registry (or only ``only_dag_id``). Never fails as a whole: an unreadable
     declarations file, a bad entry or a stored row that no longer validates becomes a declaration

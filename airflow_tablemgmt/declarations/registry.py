@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.errors import TableNotFound, UnreadableTable
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
@@ -17,6 +17,9 @@ from airflow_tablemgmt.declarations.files import declaration_paths, read_declara
 from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations, ParsedDocument, ReuseValidated
 from airflow_tablemgmt.declarations.parse import begin_parse, finish_parse, validation_fingerprint
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord, DeclarationFileRepository
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,7 @@ def validation_context(external_catalogs: set[str]) -> str:
 
 def load_files(
     tables_yaml: str | Path | None,
-    store: Any,
+    store: Store,
     registered: dict[str, Any] | None,
     catalogs: dict[str, CatalogSpec],
     *,
@@ -89,7 +92,7 @@ def load_files(
     return fs
 
 
-def _check_dynamic(store: Any, fs: FileSet) -> None:
+def _check_dynamic(store: Store, fs: FileSet) -> None:
     """Downstream tables need an upstream, no cycles: checked against the store's dynamic tables too."""
     try:
         fs.stored_dynamic = {dt.id: dt for dt in store.dynamic.list()}
@@ -163,7 +166,7 @@ def _reuse_from(
 
 
 def one_table(
-    tables_yaml: str | Path | None, store: Any, table_id: str, catalogs: dict[str, CatalogSpec]
+    tables_yaml: str | Path | None, store: Store, table_id: str, catalogs: dict[str, CatalogSpec]
 ) -> tuple[list[str], TableSpec | None]:
     """The spec a starting task builds its DAG from: the store's row when every declarations file
     is in sync with its record (one row read, whatever the files' size); else, if a file changed

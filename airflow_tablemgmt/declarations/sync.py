@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.tables import Owner, TableSpec
@@ -43,6 +43,9 @@ from airflow_tablemgmt.declarations.checks import (
 )
 from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord, DeclarationFileRepository
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +106,7 @@ ApplyReport = SyncReport
 
 
 def sync(
-    store: Any,
+    store: Store,
     fs: FileSet,
     *,
     prune: PrunePolicy,
@@ -136,7 +139,7 @@ def sync(
     return report
 
 
-def _sync_catalogs(store: Any, fs: FileSet, report: SyncReport, strict: bool) -> set[str]:
+def _sync_catalogs(store: Store, fs: FileSet, report: SyncReport, strict: bool) -> set[str]:
     """Upsert the catalogs of the files loaded from YAML; the names of those the store refused."""
     refused: set[str] = set()
     for f in fs.files:
@@ -157,7 +160,7 @@ def _sync_catalogs(store: Any, fs: FileSet, report: SyncReport, strict: bool) ->
 
 
 def _sync_tables(
-    store: Any,
+    store: Store,
     fs: FileSet,
     report: SyncReport,
     refused: set[str],
@@ -217,7 +220,7 @@ def _sync_tables(
         getattr(report, outcome).append(table_id)
 
 
-def _location_problem(store: Any, fs: FileSet, spec: TableSpec, *, local_only: bool) -> str | None:
+def _location_problem(store: Store, fs: FileSet, spec: TableSpec, *, local_only: bool) -> str | None:
     """Why a new or changed table cannot be declared: its location is readable and holds no table of its
     format (``metadata/table_check.py``), or None. A location not readable here, or an Iceberg table not
     created yet, is logged (WARNING) and declared. ``local_only``: the DAG file's parse checks local
@@ -244,7 +247,7 @@ def _location_problem(store: Any, fs: FileSet, spec: TableSpec, *, local_only: b
 
 
 def _sync_dynamic(
-    store: Any, fs: FileSet, report: SyncReport, failed_sources: set[str], strict: bool
+    store: Store, fs: FileSet, report: SyncReport, failed_sources: set[str], strict: bool
 ) -> None:
     """Upsert the files' changed dynamic tables (owned by code; a new one is CREATING until its
     first refresh run creates it). Definitions equal to the stored ones cost no write."""
@@ -278,7 +281,7 @@ def _sync_dynamic(
         getattr(report, outcome).append(table_id)
 
 
-def _record_files(store: Any, fs: FileSet, failed_sources: set[str]) -> None:
+def _record_files(store: Store, fs: FileSet, failed_sources: set[str]) -> None:
     """Remember each file loaded from YAML whose tables all reached the store."""
     repo = DeclarationFileRepository.of(store)
     for f in fs.files:
@@ -306,7 +309,7 @@ def _record_files(store: Any, fs: FileSet, failed_sources: set[str]) -> None:
 
 
 def _prune(
-    store: Any, fs: FileSet, policy: PrunePolicy, registered: dict[str, Any] | None, errors: list[str]
+    store: Store, fs: FileSet, policy: PrunePolicy, registered: dict[str, Any] | None, errors: list[str]
 ) -> list[str]:
     """The pruning rules of the module docstring; the ids it removed."""
     if errors or any(e.table == "<file>" for f in fs.files for e in f.errors):
@@ -379,7 +382,7 @@ def _warn_empty(f: LoadedDeclarations, kept: list[str]) -> None:
 
 
 def apply_declarations(
-    store: Any, loaded: LoadedDeclarations, *, prune: bool = True, allow_empty_prune: bool = False
+    store: Store, loaded: LoadedDeclarations, *, prune: bool = True, allow_empty_prune: bool = False
 ) -> SyncReport:
     """``tablemgmt apply``: :func:`sync` of one file, strict, with :meth:`PrunePolicy.apply`. Idempotent.
 

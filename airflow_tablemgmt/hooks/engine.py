@@ -12,7 +12,7 @@ needs the driver's JVM): they stay on spark-submit whatever the selection says.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.tables import REFRESH_ACTION
 from airflow_tablemgmt.hooks.airflow_settings import UNKNOWN, setting_or_airflow
@@ -20,6 +20,7 @@ from airflow_tablemgmt.hooks.airflow_settings import UNKNOWN, setting_or_airflow
 if TYPE_CHECKING:
     from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
     from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+    from airflow_tablemgmt.store import Store
 
 
 def connect_conn_id() -> str | None:
@@ -45,7 +46,7 @@ def engine_for(table_id: str, action: str) -> str | None:
 
 
 def submitter_for(
-    table_id: str, action: str, spark_conn_id: str = "spark_default", store: Any = None
+    table_id: str, action: str, spark_conn_id: str = "spark_default", store: Store | None = None
 ) -> SparkJobHook | SparkConnectJobHook:
     """What runs ``action`` on ``table_id``: a Spark Connect client or spark-submit on ``spark_conn_id``.
     ``store`` (the run's): a Connect job leases one of the server's slots there (its slot limit)."""

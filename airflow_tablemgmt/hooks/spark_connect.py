@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.spark.connect.errors import ConnectBusy
@@ -30,6 +30,9 @@ from airflow_tablemgmt.spark.connect.session import (
     server_of,
 )
 from airflow_tablemgmt.spark.protocol import FAILED, JobResult
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +149,7 @@ class SparkConnectJobHook:
         conn_id: str = "spark_connect_default",
         url: str | None = None,
         *,
-        store: Any = None,
+        store: Store | None = None,
         slots: int | None = None,
         slot_wait: float | None = None,
         reuse_sessions: bool | None = None,
@@ -168,7 +171,7 @@ class SparkConnectJobHook:
             self._url, self._extra = target_of_connection(self.conn_id)
         return self._url
 
-    def use_store(self, store: Any) -> None:
+    def use_store(self, store: Store) -> None:
         """Lease the server's slots through ``store`` (the task's store)."""
         self._store = store
 

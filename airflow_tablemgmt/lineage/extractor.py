@@ -9,7 +9,7 @@ tables (recorded at creation from Spark's analysis of the query) and writes the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attr
 from airflow.providers.openlineage.extractors.base import BaseExtractor, OperatorLineage
@@ -17,6 +17,9 @@ from openlineage.client.event_v2 import Dataset
 from openlineage.client.facet_v2 import JobFacet, symlinks_dataset
 
 from airflow_tablemgmt.lineage.naming import table_dataset
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
 
 REFRESH = "refresh"
 FACET = "tablemgmt"
@@ -39,7 +42,7 @@ class TableMgmtJobFacet(JobFacet):
         return "https://github.com/airflow-tablemgmt/airflow-tablemgmt/docs/lineage.md#TableMgmtJobFacet"
 
 
-def _dataset(store: Any, table_id: str) -> Dataset:
+def _dataset(store: Store, table_id: str) -> Dataset:
     # The first part is the catalog, the last the table, the rest the namespace (one level or several).
     catalog_name, *levels, name = table_id.split(".")
     namespace = ".".join(levels)
@@ -59,7 +62,7 @@ class TableMgmtExtractor(BaseExtractor):
     def get_operator_classnames(cls) -> list[str]:
         return ["TableMaintenanceOperator"]
 
-    def _store(self) -> Any:
+    def _store(self) -> Store:
         from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
         conn_id = getattr(self.operator, "tablemgmt_conn_id", TableMgmtHook.default_conn_name)

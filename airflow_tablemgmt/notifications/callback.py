@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
 from airflow_tablemgmt.core.outcomes import TableHalted
@@ -22,6 +22,9 @@ from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.notifications.dispatch import Route, global_notify, routes, send
 from airflow_tablemgmt.notifications.events import Notification
 from airflow_tablemgmt.notifications.health import after_process
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
 
 log = logging.getLogger(__name__)
 _FAILURES = frozenset({ProcessStatus.FAILED, ProcessStatus.KILLED})
@@ -44,7 +47,7 @@ def failing_streak(processes: list[Process]) -> int:
 
 
 def decide(
-    store: Any,
+    store: Store,
     table_id: str,
     action: str,
     *,
@@ -102,7 +105,7 @@ def _run_instant(context: Mapping[str, Any]) -> datetime:
     return instant  # type: ignore[no-any-return]
 
 
-def record_unstarted_creation(store: Any, table_id: str, context: Mapping[str, Any]) -> Process | None:
+def record_unstarted_creation(store: Store, table_id: str, context: Mapping[str, Any]) -> Process | None:
     """A refresh task of a CREATING table that failed for good without its job having run leaves a
     FAILED creation process saying so (``factories.dynamic.record_not_started``). Airflow calls this
     callback from the DAG processor, with no exception in the context, for a task it failed before it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.exceptions import AirflowException
 from airflow.sdk import BaseOperator
@@ -18,6 +18,9 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
 
 #: ``TableMaintenanceOperator(gate=...)``: ``snapshot`` checks the table's current snapshot first;
 #: ``event`` first checks that the asset event that started the run is for this action, then the
@@ -63,7 +66,7 @@ def check_event(table: str, action: str, context: Any) -> None:
     )
 
 
-def check_snapshot(store: Any, table: str, action: str, log: logging.Logger | Any) -> int | None:
+def check_snapshot(store: Store, table: str, action: str, log: logging.Logger | Any) -> int | None:
     """Skip (:class:`AirflowSkipException`) when ``table`` is still at the snapshot the last
     successful process of ``action`` left behind; else log and return the current snapshot id.
 
