@@ -12,15 +12,24 @@ job also marks its commits in the table's own metadata, and recovery reads the m
   Spark Connect server.
 * Delta: the session's ``spark.databricks.delta.commitInfo.userMetadata``, which lands in each commit's
   ``commitInfo`` (a session setting: also right on Connect, whose sessions are per job).
+* Hudi: the compaction plan's extra metadata (:func:`hudi_extra`), which Hudi 1.0 copies into the
+  completed compaction's commit metadata (``CompactHelpers.createCompactionMetadata``). Hudi's procedures
+  pass none (``run_compaction`` schedules and commits with ``Option.empty()``), so the compaction
+  maintainer schedules through Hudi's write client in the driver JVM (spark-submit only). Hudi's
+  clustering, clean and archive carry no mark: their commits take nothing from a plan or a setting.
+* Paimon (the plugin): the snapshot's ``commitUser``. Paimon 0.9's snapshot has no properties, but its
+  ``commit.user-prefix`` table option (passed as ``sys.compact``'s ``options``) starts every commit user
+  of the procedure's commit: :func:`commit_user_prefix`, read back by :func:`parse_text`.
 
-Hudi and Paimon commits are not marked (their procedures take no commit metadata from the session); a
-retry there without the worker's result file runs the job again, as before.
+The job's current mark is :func:`current` (``None`` outside a process): the maintainers and, through
+``spark/job/plugins.py``, a plugin's maintainers read it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,6 +43,11 @@ PROCESS = "tablemgmt.process-id"
 ATTEMPT = "tablemgmt.attempt"
 ACTION = "tablemgmt.action"
 DELTA_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+#: A commit user (Paimon) that names the attempt: ``tablemgmt.<process>.<attempt>.<action>``, then
+#: whatever the format appends (Paimon: ``_<uuid>``).
+_USER = re.compile(r"^tablemgmt\.(?P<process>\d+)\.(?P<attempt>\d+)\.(?P<action>[A-Za-z0-9-]+)(?:_.*)?$")
+
+_CURRENT: dict[str, str] | None = None
 
 
 def mark_of(job: JobSpec) -> dict[str, str] | None:
@@ -45,9 +59,11 @@ def mark_of(job: JobSpec) -> dict[str, str] | None:
 
 def apply(spark: SparkSession, job: JobSpec, *, remote: bool) -> None:
     """Mark the commits ``job`` is about to make (best effort: a mark never fails a job)."""
+    global _CURRENT
     mark = mark_of(job)
     if mark is None:
         return
+    _CURRENT = dict(mark)
     try:
         spark.conf.set(DELTA_USER_METADATA, json.dumps(mark, sort_keys=True))
     except Exception:  # noqa: BLE001
@@ -64,8 +80,10 @@ def apply(spark: SparkSession, job: JobSpec, *, remote: bool) -> None:
 
 def clear(spark: SparkSession, job: JobSpec, *, remote: bool) -> None:
     """Take the mark off again (the session may outlive the job: tests, an embedded caller)."""
+    global _CURRENT
     if mark_of(job) is None:
         return
+    _CURRENT = None
     try:
         spark.conf.unset(DELTA_USER_METADATA)
     except Exception:  # noqa: BLE001
@@ -84,3 +102,38 @@ def _environment_context(spark: SparkSession) -> Any:
     jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM-wide context has no Python API
     assert jvm is not None
     return jvm.org.apache.iceberg.EnvironmentContext
+
+
+def current() -> dict[str, str] | None:
+    """The mark of the job running in this driver (set by :func:`apply`), None outside a process."""
+    return None if _CURRENT is None else dict(_CURRENT)
+
+
+def hudi_extra(mark: dict[str, str] | None = None) -> dict[str, str]:
+    """The extra metadata a Hudi plan carries into its commit: the mark's entries, as Iceberg's."""
+    mark = current() if mark is None else mark
+    return dict(mark or {})
+
+
+def commit_user_prefix(mark: dict[str, str] | None = None) -> str | None:
+    """A commit-user prefix naming the job's attempt (Paimon's ``commit.user-prefix``); None outside a
+    process. Only digits, letters, dots and dashes: it is read back from the snapshot by :func:`parse_text`."""
+    mark = current() if mark is None else mark
+    if not mark or not re.fullmatch(r"[A-Za-z0-9-]+", mark[ACTION]):
+        return None
+    return f"tablemgmt.{mark[PROCESS]}.{mark[ATTEMPT]}.{mark[ACTION]}"
+
+
+def parse_text(text: str | None) -> dict[str, str] | None:
+    """A mark from its text in a commit: the JSON object of Delta's ``userMetadata`` or a commit user
+    :func:`commit_user_prefix` started; None when the text names no attempt."""
+    if not text:
+        return None
+    m = _USER.match(text)
+    if m is not None:
+        return {PROCESS: m["process"], ATTEMPT: m["attempt"], ACTION: m["action"]}
+    try:
+        mark = json.loads(text)
+    except ValueError:
+        return None
+    return mark if isinstance(mark, dict) else None

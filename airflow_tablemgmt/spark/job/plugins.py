@@ -10,7 +10,8 @@ store (the driver contract in pyproject.toml).
 
 Public (docs/writing-a-format-plugin.md): :class:`FormatSession`, :func:`register_format`,
 :class:`Maintainer`, :func:`take_location`, :func:`timed`, :func:`parse_duration`, :class:`TableIdentifier`, :func:`quote`,
-:data:`TABLE_FORMAT_PROPERTY`.
+:data:`TABLE_FORMAT_PROPERTY`, :func:`commit_user_prefix` (the running job's attempt as a commit-user
+prefix, for a format whose commits name their user; ``spark/job/commit_mark.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from airflow_tablemgmt.core.durations import to_timedelta as parse_duration
 from airflow_tablemgmt.core.factory import FormatSession, register_format_session
 from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY, TABLE_LOCATION_OPTION
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.spark.job.commit_mark import commit_user_prefix
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.protocol import timed
 
@@ -69,6 +71,7 @@ __all__ = [
     "Maintainer",
     "parse_duration",
     "TableIdentifier",
+    "commit_user_prefix",
     "plugin_maintainer",
     "quote",
     "register_format",

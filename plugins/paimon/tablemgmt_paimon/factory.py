@@ -84,6 +84,14 @@ class PaimonProcessFactory:
             )
         return self._job(table, process.action, table.action_settings(process.action).options(), context)
 
+    def commit_marks(self, table: TableSpec, catalog: Any) -> list[tuple[str, int, int]]:
+        """The table's snapshots newest first as ``(commit user, snapshot id, commit time ms)``: recovery
+        (``lifecycle/table_marks.py``) finds there the process attempt whose ``compact`` committed (its
+        commit user starts with the job's ``commit_user_prefix()``). Raises NotReadable for a table that
+        is not on a local warehouse (recovery then runs the job again)."""
+        state = read_table(table_location(catalog.warehouse or "", table.namespace, table.name))
+        return [(s.commit_user, s.id, s.time_millis) for s in reversed(state.snapshots)]
+
     def _job(
         self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
     ) -> JobSpec:

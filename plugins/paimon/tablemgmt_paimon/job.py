@@ -3,7 +3,9 @@ public driver API (``airflow_tablemgmt.spark.job.plugins``). The job imports thi
 factory put in the job spec (``FormatSession.module``), before it builds the session.
 
 Each maintainer calls one Paimon procedure on ``<catalog>.<namespace>.<name>`` and reports the table's
-figures before and after from Paimon's system tables (``$snapshots``, ``$files``)."""
+figures before and after from Paimon's system tables (``$snapshots``, ``$files``). ``compact``'s commit
+names the process attempt (``commit_user_prefix()`` as Paimon's ``commit.user-prefix``), so a retry on
+another host reads from the snapshot that it committed (``factory.commit_marks``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.spark.job.plugins import (
     TableIdentifier,
+    commit_user_prefix,
     parse_duration,
     register_format,
     timed,
@@ -75,7 +78,7 @@ def _table_arg(table: TableIdentifier) -> str:
 def compact(
     spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: object = None
 ) -> dict[str, Any]:
-    sql = compact_sql(table.catalog, _table_arg(table), options)
+    sql = compact_sql(table.catalog, _table_arg(table), options, commit_user_prefix())
     return _run(spark, table, sql, "compact", order_strategy=options.get("order-strategy", "none"))
 
 

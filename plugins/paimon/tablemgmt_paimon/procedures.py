@@ -2,6 +2,7 @@
 the unit tests check them as text). Named arguments, as Paimon 0.9 declares them:
 
 - ``sys.compact(table, partitions, order_strategy, order_by, where, options, partition_idle_time)``
+  (``options``: table options for this call, e.g. ``commit.user-prefix``, which starts the commit's user)
 - ``sys.expire_snapshots(table, retain_max, retain_min, older_than, max_deletes)``
 - ``sys.expire_partitions(table, expiration_time, timestamp_formatter, timestamp_pattern, expire_strategy)``
 - ``sys.remove_orphan_files(table, older_than, dry_run)``
@@ -68,7 +69,10 @@ def call(catalog: str, procedure: str, args: dict[str, Any]) -> str:
     return f"CALL `{catalog}`.sys.{procedure}({', '.join(rendered)})"
 
 
-def compact_sql(catalog: str, table: str, options: dict[str, Any]) -> str:
+def compact_sql(catalog: str, table: str, options: dict[str, Any], commit_user: str | None = None) -> str:
+    """``sys.compact``; with ``commit_user``, its commit's user starts with it (Paimon's
+    ``commit.user-prefix``, a table option the procedure's ``options`` set for this call only): the
+    snapshot names the process attempt that committed it (recovery reads it, ``factory.commit_marks``)."""
     strategy = options.get("order-strategy") or "none"
     partitions = ",".join(f"{k}={v}" for k, v in (options.get("partition-filter") or {}).items())
     return call(
@@ -79,6 +83,7 @@ def compact_sql(catalog: str, table: str, options: dict[str, Any]) -> str:
             "partitions": partitions or None,
             "order_strategy": strategy if strategy != "none" else None,
             "order_by": ",".join(options.get("order-by") or []) or None,
+            "options": f"commit.user-prefix={commit_user}" if commit_user else None,
         },
     )
 

@@ -39,6 +39,7 @@ class Snapshot:
     commit_kind: str
     time_millis: int
     total_record_count: int | None
+    commit_user: str = ""
 
 
 @dataclass
@@ -95,6 +96,7 @@ def read_table(location: str) -> TableState:
                 str(raw.get("commitKind", "")),
                 int(raw.get("timeMillis", 0)),
                 raw.get("totalRecordCount"),
+                str(raw.get("commitUser") or ""),
             )
         )
     snapshots.sort(key=lambda s: s.id)

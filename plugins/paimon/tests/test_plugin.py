@@ -70,11 +70,12 @@ def test_remove_orphans_floor_and_dry_run() -> None:
     assert remove_orphans_sql("lake", "s.t", timedelta(days=3), True).endswith("dry_run => true)")
 
 
-def _snapshot(root: Path, sid: int, kind: str, records: int) -> None:
+def _snapshot(root: Path, sid: int, kind: str, records: int, user: str = "") -> None:
     doc = {
         "version": 3,
         "id": sid,
         "schemaId": 0,
+        "commitUser": user or "5bd5cd8d-6b0c-4f2b-9e7e-8b8d1d6d3c11",
         "commitKind": kind,
         "timeMillis": 1_795_648_853_296 + sid,
         "totalRecordCount": records,
@@ -109,3 +110,34 @@ def test_the_reader_counts_commits_since_the_last_compaction_and_files(tmp_path:
         read_table("s3://bucket/wh/sales.db/orders")
     with pytest.raises(NotReadable, match="no snapshot directory"):
         read_table(str(tmp_path))
+
+
+def test_compact_s_commit_names_the_process_attempt_and_recovery_reads_it(tmp_path: Path) -> None:
+    """Issue 36: ``compact`` passes the job's attempt as Paimon's ``commit.user-prefix`` (Paimon 0.9's
+    ``sys.compact`` sets its ``options`` on the table for that call, and its commit user is
+    ``<prefix>_<uuid>``); the factory's ``commit_marks`` gives recovery the snapshots' commit users."""
+    from tablemgmt_paimon.factory import PaimonProcessFactory
+
+    from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+    from airflow_tablemgmt.spark.job.commit_mark import (
+        ACTION,
+        ATTEMPT,
+        PROCESS,
+        commit_user_prefix,
+        parse_text,
+    )
+
+    mark = {PROCESS: "12", ATTEMPT: "1", ACTION: "compact"}
+    prefix = commit_user_prefix(mark)
+    assert compact_sql("lake", "s.t", CompactSettings().options(), prefix) == (
+        "CALL `lake`.sys.compact(table => 's.t', options => 'commit.user-prefix=tablemgmt.12.1.compact')"
+    )
+    table = tmp_path / "sales.db" / "orders"
+    (table / "snapshot").mkdir(parents=True)
+    _snapshot(table, 1, "APPEND", 10)
+    _snapshot(table, 2, "COMPACT", 10, user=f"{prefix}_0f8fad5b-d9cb-469f-a165-70867728950e")
+    spec = TableSpec(
+        catalog="lake", namespace="sales", name="orders", format="paimon", actions={"compact": {}}
+    )
+    marks = PaimonProcessFactory().commit_marks(spec, CatalogSpec(name="lake", warehouse=str(tmp_path)))
+    assert [(m[1], parse_text(m[0])) for m in marks] == [(2, mark), (1, None)]
