@@ -36,6 +36,15 @@ class KillsById(Submitter, Protocol):
 
 
 @runtime_checkable
+class NamesConnectServer(KillsById, Protocol):
+    """A Spark Connect submitter: it kills by id, and names its server (``sc://host:port``), where a lost
+    attempt's job is interrupted (``takeover.end_lost_connect_job``)."""
+
+    @property
+    def url(self) -> str: ...
+
+
+@runtime_checkable
 class ObservesApplications(Protocol):
     """A submitter that can ask the engine whether an application has ended. A takeover releases a
     lost attempt's lease after a kill only once this reports the application ended: an acknowledged

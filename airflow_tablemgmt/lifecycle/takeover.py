@@ -14,6 +14,7 @@ from airflow_tablemgmt.core.timing import stale_bound
 from airflow_tablemgmt.lifecycle.errors import canceled
 from airflow_tablemgmt.lifecycle.model import (
     KillsById,
+    NamesConnectServer,
     ObservesApplications,
     RunOutcome,
     RunRequest,
@@ -129,7 +130,7 @@ def end_lost_connect_job(runner: RunSettings, process: Process) -> None:
     lease lapses, and whoever takes it then checks again (``predecessor.ensure_ended``)."""
     app = str(process.external_id)
     store = runner.store
-    url = getattr(runner.submitter, "url", None) if hasattr(runner.submitter, "kill_application") else None
+    url = runner.submitter.url if isinstance(runner.submitter, NamesConnectServer) else None
     lease = store.leases.get(process.table_id)
     held = lease is not None and lease.holder.startswith(attempt_prefix(process))
     bound = KILL_CONFIRM_WAIT_S
