@@ -103,9 +103,8 @@ class Attempt(AttemptState):
                 f"table {req.table_id} is leased by {lease.holder if lease else '?'} until "
                 f"{lease.expires_at.isoformat() if lease else '?'}; process {process.id} stays PENDING"
             )
-        if (
-            self.needs_lease
-        ):  # the lease wait (created_at -> lease_acquired_at) on the History tab and the CLI
+        # The lease wait (created_at -> lease_acquired_at), on the History tab and in the CLI.
+        if self.needs_lease:
             store.processes.lease_taken(process.id, process.attempt)
         return None
 
@@ -115,9 +114,8 @@ class Attempt(AttemptState):
         """With the lease held: record a predecessor's committed result, or set up, claim, submit,
         watch and record the job."""
         ctx = self.context(catalog)
-        if (
-            recovering
-        ):  # did a predecessor commit its job without recording it? Its result file, else the table
+        # Did a predecessor commit its job without recording it? Its result file, else the table.
+        if recovering:
             found = self.committed_before(table, catalog)
             if found is not None:
                 return self.record_predecessor(found)
