@@ -206,7 +206,7 @@ def get_health(table_id: TableId, store: StoreDep) -> HealthOut:
 def get_details(table_id: TableId, store: StoreDep) -> dict[str, Any]:
     """The Details tab: schema (nested columns dotted), partition spec, sort order, properties, location,
     the format's own figures, owner and catalog, read by the view the table's format declared
-    (``factories.api.declare_views``, no JVM); a format without one is a 422 naming the formats that have it."""
+    (``Format.views`` of its descriptor, no JVM); a format without one is a 422 naming the formats that have it."""
     return table_metadata(store, table_id, "details")
 
 

@@ -44,7 +44,7 @@ def cmd_jars_list(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    from airflow_tablemgmt.spark.launch.artifacts import FORMAT_NEEDS, NEEDS
+    from airflow_tablemgmt.spark.launch.artifacts import all_needs, format_needs
 
     jars = sub.add_parser("jars", help="Spark artifacts (Maven jars) cached on this host")
     jsub = jars.add_subparsers(dest="jars_command", required=True)
@@ -52,12 +52,12 @@ def add_parser(sub: Any) -> None:
         "fetch",
         help="download and verify jars into the jar cache (for offline workers and images)",
         description="Without options: the Iceberg runtime. Needs: "
-        + "; ".join(f"{n.name}: {n.description}" for n in NEEDS.values()),
+        + "; ".join(f"{n.name}: {n.description}" for n in all_needs().values()),
     )
     fe.add_argument(
-        "--format", action="append", choices=sorted(FORMAT_NEEDS), help="a table format's runtime"
+        "--format", action="append", choices=sorted(format_needs()), help="a table format's runtime"
     )
-    fe.add_argument("--need", action="append", choices=list(NEEDS), help="one artifact need (repeatable)")
+    fe.add_argument("--need", action="append", choices=list(all_needs()), help="one artifact need (repeatable)")
     fe.add_argument("--all", action="store_true", help="every known artifact (≈ 650 MB)")
     fe.add_argument("--dir", type=Path, help="the jar cache (default: [tablemgmt] jars_dir)")
     add_output_option(fe)

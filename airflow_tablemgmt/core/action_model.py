@@ -1,28 +1,20 @@
 """What an action is, before any action exists: :class:`ActionSettings` (the scheduling knobs every action
-shares, and its floors), :class:`Action` and :class:`ActionRegistry`. ``core/actions.py`` defines Iceberg's
-actions and the registry of all; ``core/format_actions.py`` Delta's and Hudi's. Both import only this.
-
-:data:`FORMATS` holds what each table format declares it supports (its actions' names), read when a table
-is registered; a format plugin (an ``airflow_tablemgmt.process_factories`` entry point outside this
-package) declares its format and actions when it is imported, which :func:`load_format_plugins` does the
-first time a name no built-in declares is asked for."""
+shares, and its floors), :class:`Action` and :class:`ActionRegistry`. Each format declares its own actions
+in its :class:`~airflow_tablemgmt.core.formats.Format`; ``core/actions.py`` holds the registry of all, with
+the generic ones (a dynamic table's ``refresh``)."""
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from airflow_tablemgmt.core.durations import Duration, format_duration
 from airflow_tablemgmt.core.errors import UnknownAction
 from airflow_tablemgmt.core.triggers import Interval
-
-log = logging.getLogger(__name__)
 
 _ACTION_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -132,126 +124,61 @@ class Action:
         return self.name
 
 
+class _Formats(Protocol):
+    """What the registry asks of ``core.formats.FormatRegistry`` (not imported: it imports this module)."""
+
+    def find(self, name: object) -> Any: ...
+
+    def builtin(self) -> list[Any]: ...
+
+    def all(self) -> list[Any]: ...
+
+
 class ActionRegistry:
-    """Name -> Action. Factories may register their own actions; names are unique per format.
+    """Name -> Action: the generic actions registered here (a dynamic table's ``refresh``) and every format's
+    own (its :class:`~airflow_tablemgmt.core.formats.Format`'s actions, asked of ``formats``).
 
-    An action registered for a format (``register(action, format="paimon")``) is that format's settings
-    model for the name; a table of the format gets it, every other table the shared one of the same name
-    (a plugin's ``expire-snapshots`` takes Paimon's options, Iceberg's keeps Iceberg's)."""
+    A table of a format gets its format's action of a name (a plugin's ``expire-snapshots`` takes its own
+    options, Iceberg's keeps Iceberg's); a name asked alone, the generic one or the first format's that has
+    it, built-in formats first."""
 
-    def __init__(self) -> None:
+    def __init__(self, formats: _Formats) -> None:
         self._actions: dict[str, Action] = {}
-        self._by_format: dict[str, dict[str, Action]] = {}
+        self._formats = formats
 
-    def register(self, action: Action, format: str | None = None) -> Action:
-        table = self._actions if format is None else self._by_format.setdefault(str(format), {})
-        existing = table.get(action.name)
+    def register(self, action: Action) -> Action:
+        existing = self._actions.get(action.name)
         if existing is not None and existing != action:
-            where = "" if format is None else f" for format {format!r}"
-            raise ValueError(f"action {action.name!r} is already registered{where}")
-        table[action.name] = action
+            raise ValueError(f"action {action.name!r} is already registered")
+        self._actions[action.name] = action
         return action
 
     def get(self, name: str, format: str | None = None) -> Action:
         if format is not None:
-            own = self._by_format.get(str(format), {}).get(name)
+            fmt = self._formats.find(format)
+            own = fmt.action(name) if fmt is not None else None
             if own is not None:
                 return own
         found = self._actions.get(name)
-        if found is None and format is None:  # a plugin format's own action, asked for by name alone
-            found = next((a[name] for a in self._by_format.values() if name in a), None)
-        if found is None and load_format_plugins():
-            return self.get(name, format)  # a plugin's action, known now that the plugins are imported
+        for fmts in (self._formats.builtin, self._formats.all):
+            if found is None:
+                found = next((a for f in fmts() if (a := f.action(name)) is not None), None)
         if found is None:
             raise UnknownAction(name, self.all_names())
         return found
 
     def names(self) -> list[str]:
-        """The built-in actions' names (the JSON schema, the CLI's help); a plugin's are not among them, so
-        what this package documents does not depend on the plugins installed."""
-        return sorted(self._actions)
+        """The generic actions' and the built-in formats' (the JSON schema, the CLI's help): what this
+        package documents does not depend on the plugins installed."""
+        return sorted({*self._actions, *(a.name for f in self._formats.builtin() for a in f.actions)})
 
     def all_names(self) -> list[str]:
-        """Every action's name, the installed plugins' included (once they are loaded)."""
-        return sorted({*self._actions, *(n for a in self._by_format.values() for n in a)})
+        """Every action's name, the installed plugins' included."""
+        return sorted({*self._actions, *(a.name for f in self._formats.all() for a in f.actions)})
 
     def __contains__(self, name: object) -> bool:
-        return name in self._actions or any(name in a for a in self._by_format.values())
-
-
-class FormatRegistry:
-    """What each table format declares it supports: format -> the names of its actions.
-
-    Generic code (registration, the CLI, REST) reads it and never names a format; a format that declared
-    nothing is not known. Built-in formats declare theirs in ``core/actions.py``; a plugin through
-    ``airflow_tablemgmt.factories.api.declare_format``."""
-
-    def __init__(self) -> None:
-        self._support: dict[str, set[str]] = {}
-
-    def declare(self, format: str, actions: Iterable[Action | str]) -> None:
-        names = {a.name if isinstance(a, Action) else str(a) for a in actions}
-        self._support.setdefault(str(format), set()).update(names)
-
-    def known(self) -> list[str]:
-        return sorted(self._support)
-
-    def __contains__(self, format: object) -> bool:
-        return str(format) in self._support
-
-    def supported(self, format: str) -> set[str]:
-        return set(self._support.get(str(format), set()))
-
-    def unsupported_action(self, table_id: str, format: str, action: str) -> str | None:
-        """Why ``table_id`` (of ``format``) cannot have ``action``, or None when its format supports it."""
-        if str(format) not in self._support:
-            return None  # the format itself is refused where it is validated
-        supported = self._support[str(format)]
-        if action in supported:
-            return None
-        return (
-            f"table {table_id}: action {action!r} is not supported by its format {str(format)!r}; "
-            f"the {format} format supports: {', '.join(sorted(supported))}"
-        )
-
-
-FORMATS = FormatRegistry()
-
-#: The entry-point group of process factories; a format plugin registers its factory here.
-PLUGIN_GROUP = "airflow_tablemgmt.process_factories"
-_plugins_loaded = False
-
-
-def load_format_plugins() -> bool:
-    """Import every format plugin once (entry points of :data:`PLUGIN_GROUP` outside this package), so the
-    formats and actions they declare at import are known; True on the first call (the one that imported).
-
-    Called on a miss only (a format or an action name no built-in declares), so a process that handles
-    built-in formats never scans the installed distributions. A broken plugin is logged and skipped."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return False
-    _plugins_loaded = True
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=PLUGIN_GROUP):
-        if ep.value.split(":")[0].split(".")[0] == "airflow_tablemgmt":
-            continue
-        try:
-            ep.load()
-        except Exception as e:  # noqa: BLE001 - a broken plugin must not take the others down
-            log.error("format plugin %r (%s) failed to load: %s", ep.name, ep.value, e)
-    return True
-
-
-def known_format(value: str) -> str:
-    """``value`` as a declared table format (loading the format plugins when no built-in declares it)."""
-    text = str(value).strip().lower()
-    if text not in FORMATS:
-        load_format_plugins()
-    if text not in FORMATS:
-        raise ValueError(
-            f"{value!r} is not a known table format; known: {', '.join(FORMATS.known())} "
-            "(a format plugin adds its own: docs/writing-a-format-plugin.md)"
-        )
-    return text
+        if not isinstance(name, str):
+            return False
+        if name in self._actions:
+            return True
+        return any(any(f.action(name) for f in fmts()) for fmts in (self._formats.builtin, self._formats.all))

@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from airflow_tablemgmt.core.action_model import FORMATS, Action, ActionRegistry, ActionSettings
+from airflow_tablemgmt.core.action_model import Action, ActionRegistry, ActionSettings
 from airflow_tablemgmt.core.durations import Duration
-from airflow_tablemgmt.core.format_actions import FORMAT_ACTIONS
+from airflow_tablemgmt.core.formats import FORMATS
 from airflow_tablemgmt.core.identifiers import validate_identifier
 
 MiB = 1024 * 1024
@@ -188,44 +188,26 @@ PLAIN_TABLE = {"plain_table": True}
 REFRESH_ON_PLAIN_TABLE = "refresh: only dynamic tables refresh; declare it under dynamic-tables:"
 
 
-ACTIONS = ActionRegistry()
-REWRITE_FILES = ACTIONS.register(
-    Action("rewrite-files", RewriteFilesSettings, True, "compact or recluster data files")
-)
-REWRITE_DELETES = ACTIONS.register(
-    Action("rewrite-deletes", RewriteDeletesSettings, True, "rewrite position delete files")
-)
-REWRITE_MANIFESTS = ACTIONS.register(
-    Action("rewrite-manifests", RewriteManifestsSettings, True, "rewrite manifests")
-)
-EXPIRE_SNAPSHOTS = ACTIONS.register(
-    Action("expire-snapshots", ExpireSnapshotsSettings, True, "expire old snapshots")
-)
-DELETE_ORPHANS = ACTIONS.register(
-    Action("delete-orphans", DeleteOrphansSettings, True, "delete unreferenced files")
-)
-EXPIRE_DATA = ACTIONS.register(Action("expire-data", ExpireDataSettings, True, "delete rows past their TTL"))
-COMPUTE_STATS = ACTIONS.register(
-    Action("compute-stats", ComputeStatsSettings, True, "compute table statistics (Puffin NDV)")
-)
+#: Every action: the generic ones registered here, each format's own through its descriptor (core/formats.py).
+ACTIONS = ActionRegistry(FORMATS)
 REFRESH = ACTIONS.register(Action("refresh", RefreshSettings, True, "refresh a dynamic table from its query"))
-FORMATS.declare(
-    "iceberg",
-    (
-        REWRITE_FILES,
-        REWRITE_DELETES,
-        REWRITE_MANIFESTS,
-        EXPIRE_SNAPSHOTS,
-        DELETE_ORPHANS,
-        EXPIRE_DATA,
-        COMPUTE_STATS,
-        REFRESH,
-    ),
+
+# Iceberg's actions; its format descriptor (formats/iceberg) declares them.
+REWRITE_FILES = Action("rewrite-files", RewriteFilesSettings, True, "compact or recluster data files")
+REWRITE_DELETES = Action("rewrite-deletes", RewriteDeletesSettings, True, "rewrite position delete files")
+REWRITE_MANIFESTS = Action("rewrite-manifests", RewriteManifestsSettings, True, "rewrite manifests")
+EXPIRE_SNAPSHOTS = Action("expire-snapshots", ExpireSnapshotsSettings, True, "expire old snapshots")
+DELETE_ORPHANS = Action("delete-orphans", DeleteOrphansSettings, True, "delete unreferenced files")
+EXPIRE_DATA = Action("expire-data", ExpireDataSettings, True, "delete rows past their TTL")
+COMPUTE_STATS = Action("compute-stats", ComputeStatsSettings, True, "compute table statistics (Puffin NDV)")
+ICEBERG_ACTIONS = (
+    REWRITE_FILES,
+    REWRITE_DELETES,
+    REWRITE_MANIFESTS,
+    EXPIRE_SNAPSHOTS,
+    DELETE_ORPHANS,
+    EXPIRE_DATA,
+    COMPUTE_STATS,
 )
 
 __all__ = ["ACTIONS", "Action", "ActionRegistry", "ActionSettings", "RefreshSettings"]
-
-# Delta's and Hudi's actions (core/format_actions.py, which knows only core/action_model.py): every action
-# is known once this module is.
-for _action in FORMAT_ACTIONS:
-    ACTIONS.register(_action)

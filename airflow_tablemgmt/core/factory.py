@@ -1,6 +1,6 @@
 """The ProcessFactory protocol (after Amoro's), the JobSpec it hands to an engine, the declared
 contract of a factory that reads the store (:class:`StoreAwareFactory`), and what a format needs of
-Spark (:class:`FormatSession`, kept in :data:`FORMAT_SESSIONS`, which ``spark/conf.py`` reads)."""
+Spark (:class:`FormatSession`, part of its ``core.formats.Format``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from airflow_tablemgmt.core.process import Process
 
 if TYPE_CHECKING:  # annotations only: the Spark job's driver imports JobSpec without pydantic's models
-    from airflow_tablemgmt.core.formats import TableFormat
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.core.triggers import TriggerStrategy
 
@@ -25,8 +24,8 @@ class FormatSession:
 
     ``catalog_impl``: a catalog-based format (Paimon) names its Spark catalog class; the job's catalog
     is configured as ``spark.sql.catalog.<catalog name>`` of that class, with the catalog's warehouse.
-    ``module``: a plugin format's driver-side module (its maintainers), which the Spark job imports
-    by this name before it builds the session (``spark/job/plugins.py``)."""
+    ``module``: the format's driver-side module, whose ``MAINTAINERS`` (action -> maintainer) the Spark
+    job runs (``spark/job/plugins.py``)."""
 
     extensions: str
     session_catalog: str | None
@@ -34,19 +33,13 @@ class FormatSession:
     conf: dict[str, str] = field(default_factory=dict)
     catalog_impl: str | None = None
     module: str | None = None
-
-
-#: Per format. Built-in formats are added by ``spark/conf.py``; a format plugin registers its own with
-#: :func:`register_format_session` when it is imported.
-FORMAT_SESSIONS: dict[str, FormatSession] = {}
-
-
-def register_format_session(format: str, session: FormatSession) -> FormatSession:
-    existing = FORMAT_SESSIONS.get(str(format))
-    if existing is not None and existing != session:
-        raise ValueError(f"format {format!r} already declares a different Spark session")
-    FORMAT_SESSIONS[str(format)] = session
-    return session
+    #: Maven coordinates of the format's runtime (``group:artifact:version``), fetched as the need named
+    #: after the format (``tablemgmt jars fetch --format <format>``); empty: the need exists already
+    #: (Iceberg's runtime, which every catalog needs).
+    jars: tuple[str, ...] = ()
+    #: The runtime belongs on the driver's own class path too (``spark.driver.extraClassPath``), not only
+    #: added by ``--jars`` (a bundle that shades classes Spark's own loader also holds: Hudi's).
+    driver_class_path: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,9 +112,9 @@ class ProcessFactory(Protocol):
 
     name: str
 
-    def supported_actions(self) -> dict[TableFormat, set[str]]: ...
+    def supported_actions(self) -> dict[str, set[str]]: ...
 
-    def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy: ...
+    def trigger_strategy(self, format: str, action: str) -> TriggerStrategy: ...
 
     def trigger(
         self, table: TableSpec, action: str, context: TriggerContext

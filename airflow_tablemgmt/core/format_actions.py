@@ -1,7 +1,5 @@
-"""The actions of Delta and Hudi tables: their settings models, registered in :data:`core.actions.ACTIONS`.
-
-Kept beside ``core/actions.py`` (which registers :data:`FORMAT_ACTIONS`, so every action is known once
-``core.actions`` is imported; this module imports only ``core/action_model.py``) because each format's options follow its own procedures: Delta's
+"""The actions of Delta and Hudi tables: their settings models, declared by the formats' descriptors
+(formats/delta, formats/hudi). Each format's options follow its own procedures: Delta's
 ``OPTIMIZE`` / ``VACUUM``, Hudi's ``run_compaction`` / ``run_clean`` / ``run_clustering`` / ``archive_commits``.
 Floors work as the Iceberg actions' do: a destructive retention below its floor needs an explicit
 ``allow-below-floor: true``, and Delta's own retention check is never turned off.
@@ -14,22 +12,15 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator, model_validator
 
-from airflow_tablemgmt.core.action_model import FORMATS, Action, ActionSettings
+from airflow_tablemgmt.core.action_model import Action, ActionSettings
 from airflow_tablemgmt.core.durations import Duration, format_duration
-from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.formats import (
+    FORMAT_MODULE_PROPERTY,
+    TABLE_FORMAT_PROPERTY,
+    TABLE_LOCATION_OPTION,
+)
 from airflow_tablemgmt.core.identifiers import validate_identifier
 
-#: The option through which a path-based format's factory tells its Spark maintainer where the table is
-#: (``<warehouse>/<namespace>/<name>``); the maintainer takes it out before validating the options, and
-#: declarations cannot set it (the settings models forbid unknown keys).
-TABLE_LOCATION_OPTION = "table-location"
-#: The job spec's catalog property naming the table's format, set by a path-based format's factory;
-#: absent: Iceberg. The job builds its session for that format alone (``spark/conf.py``).
-TABLE_FORMAT_PROPERTY = "tablemgmt.table-format"
-#: The job spec's catalog property naming a plugin format's driver-side module (``FormatSession.module``),
-#: set by ``factories.api.plugin_job``; the Spark job imports it when it meets the format
-#: (``spark/conf.py``).
-FORMAT_MODULE_PROPERTY = "tablemgmt.format-module"
 #: Set by the Hudi factory on a retry: the compaction instant the interrupted attempt scheduled.
 COMPACTION_INSTANT_OPTION = "compaction-instant"
 #: Set by the Delta factory when a vacuum must not delete (the first-run policy): why.
@@ -222,10 +213,16 @@ HUDI_ARCHIVE = Action(
     "Hudi: archive old instants off the active timeline (archive_commits)",
 )
 
-#: Registered in :data:`core.actions.ACTIONS` by that module.
-FORMAT_ACTIONS = (OPTIMIZE, VACUUM, HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING, HUDI_ARCHIVE)
+#: Declared by the formats' descriptors (formats/delta, formats/hudi).
+DELTA_ACTIONS = (OPTIMIZE, VACUUM)
+HUDI_ACTIONS = (HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING, HUDI_ARCHIVE)
 
-# What each format supports, read when a table is registered (core/tables.py); the factories' own
-# supported_actions() agree (tests/unit/factories/test_format_support.py).
-FORMATS.declare(TableFormat.DELTA, (OPTIMIZE, VACUUM))
-FORMATS.declare(TableFormat.HUDI, (HUDI_COMPACTION, HUDI_CLEAN, HUDI_CLUSTERING, HUDI_ARCHIVE))
+__all__ = [
+    "COMPACTION_INSTANT_OPTION",
+    "DELTA_ACTIONS",
+    "FORMAT_MODULE_PROPERTY",
+    "HUDI_ACTIONS",
+    "TABLE_FORMAT_PROPERTY",
+    "TABLE_LOCATION_OPTION",
+    "VACUUM_DRY_RUN_REASON_OPTION",
+]

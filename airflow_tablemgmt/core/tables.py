@@ -19,10 +19,9 @@ from pydantic import (
     model_validator,
 )
 
-from airflow_tablemgmt.core.action_model import FORMATS, known_format, load_format_plugins
 from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAIN_TABLE, ActionSettings
 from airflow_tablemgmt.core.errors import InvalidDeclaration
-from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.formats import DEFAULT_FORMAT, FORMATS, known_format
 from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier, validate_namespace
 from airflow_tablemgmt.core.naming import dag_id_length_problem
 from airflow_tablemgmt.core.notify import NotifySpec
@@ -176,7 +175,7 @@ class Owner(StrEnum):
 
 _FORMAT_SCHEMA = {
     "type": "string",
-    "default": "iceberg",
+    "default": DEFAULT_FORMAT,
     "description": "the table's format: iceberg, delta, hudi, or one an installed format plugin declares",
     "examples": ["iceberg", "delta", "hudi"],
 }
@@ -188,8 +187,8 @@ class TableSpec(_Model):
     catalog: str
     namespace: str
     name: str
-    # A str, not the enum: a format plugin declares formats this package does not name (core/action_model.py).
-    format: Annotated[str, WithJsonSchema(_FORMAT_SCHEMA)] = TableFormat.ICEBERG
+    # An open name: any installed format's (core/formats.py), a plugin's included.
+    format: Annotated[str, WithJsonSchema(_FORMAT_SCHEMA)] = DEFAULT_FORMAT
     owner: str = Field(default="airflow", description="the DAGs' owner")
     queue: str = Field(default="default", description="Airflow pool (and queue) the jobs run in")
     priority: int = Field(default=1, ge=1, le=1000)
@@ -206,8 +205,7 @@ class TableSpec(_Model):
     @field_validator("format", mode="before")
     @classmethod
     def _format(cls, v: Any) -> str:
-        text = known_format(v)
-        return TableFormat(text) if text in TableFormat._value2member_map_ else text
+        return known_format(v)
 
     @field_validator("queue")
     @classmethod
@@ -228,8 +226,6 @@ class TableSpec(_Model):
         for name, raw in v.items():
             if name == REFRESH_ACTION and plain:
                 raise ValueError(REFRESH_ON_PLAIN_TABLE)
-            if name not in ACTIONS:
-                load_format_plugins()  # a plugin's action: known once its plugin is imported
             if name not in ACTIONS:
                 plugins = sorted(set(ACTIONS.all_names()) - set(ACTIONS.names()))
                 also = f"; from format plugins: {', '.join(plugins)}" if plugins else ""

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_tablemgmt.core.formats import ENTRY_POINT_GROUP
 from airflow_tablemgmt.core.naming import BROKEN_DAG_ID, table_of
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.dag_factory.assets import REFRESH, watchers_of
@@ -54,7 +55,7 @@ from airflow_tablemgmt.dag_factory.build import (  # a full parse freezes as bui
     dynamic_table_ids,
     triggerer_slots,
 )
-from airflow_tablemgmt.factories.discovery import ENTRY_POINT_GROUP, FactoryRegistry
+from airflow_tablemgmt.factories.discovery import FactoryRegistry
 
 log = logging.getLogger(__name__)
 

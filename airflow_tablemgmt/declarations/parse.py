@@ -122,12 +122,18 @@ def _canonical(v: Any) -> str:
 @functools.cache
 def validation_fingerprint() -> str:
     """Changes whenever the code that validates a declaration may have: the source of ``core``
-    (the models and their rules), of this package, the registered action names, and the installed
-    format plugins' versions."""
+    (the models and their rules), of the built-in formats, of this package, the registered action names,
+    and the installed format plugins' versions."""
     from airflow_tablemgmt import core
 
     h = hashlib.sha256()
-    for path in sorted(Path(core.__file__).parent.rglob("*.py")) + sorted(Path(__file__).parent.glob("*.py")):
+    formats = Path(__file__).parent.parent / "formats"  # the built-in formats' descriptors and actions
+    sources = [
+        Path(core.__file__).parent.rglob("*.py"),
+        formats.rglob("*.py"),
+        Path(__file__).parent.glob("*.py"),
+    ]
+    for path in [p for found in sources for p in sorted(found)]:
         h.update(str(path.relative_to(path.parent.parent)).encode())
         try:
             h.update(path.read_bytes())
@@ -139,9 +145,9 @@ def validation_fingerprint() -> str:
     # Format plugins validate their own actions: each installed one's distribution and version.
     from importlib.metadata import entry_points
 
-    from airflow_tablemgmt.core.action_model import PLUGIN_GROUP
+    from airflow_tablemgmt.core.formats import ENTRY_POINT_GROUP
 
-    for ep in entry_points(group=PLUGIN_GROUP):
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.dist is not None and ep.dist.name != "airflow-tablemgmt":
             h.update(f"{ep.name}={ep.dist.name}=={ep.dist.version}".encode())
     return h.hexdigest()

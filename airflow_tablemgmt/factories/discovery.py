@@ -1,6 +1,7 @@
-"""Finds process factories: the built-ins plus any registered under the entry-point group.
+"""Finds process factories: each installed format's (its descriptor's ``factory``, core/formats.py) and the
+dynamic tables' (work of another kind, run on the formats that host it).
 
-A plugin that fails to load is reported by name with its cause and does not take the others down.
+A format whose factory fails to load is reported by name with its cause and does not take the others down.
 """
 
 from __future__ import annotations
@@ -8,16 +9,21 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib.metadata import entry_points
 
 from airflow_tablemgmt.core.errors import ActionNotSupported
 from airflow_tablemgmt.core.factory import ProcessFactory
-from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.formats import ENTRY_POINT_GROUP, FORMATS, Format
 from airflow_tablemgmt.factories.dynamic import DynamicTableProcessFactory
-from airflow_tablemgmt.factories.iceberg import IcebergProcessFactory
 
 log = logging.getLogger(__name__)
-ENTRY_POINT_GROUP = "airflow_tablemgmt.process_factories"
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "FactoryRegistry",
+    "default_factories",
+    "factories_for",
+    "load_factories",
+]
 
 
 @dataclass
@@ -28,12 +34,24 @@ class FactoryRegistry:
     def add(self, factory: ProcessFactory) -> None:
         self.factories.setdefault(factory.name, factory)
 
-    def for_action(self, format: TableFormat, action: str) -> ProcessFactory:
+    def add_format(self, fmt: Format) -> None:
+        """The factory ``fmt``'s descriptor names (a class is instantiated), or its error."""
+        try:
+            obj = fmt.load(fmt.factory)
+            factory = obj() if isinstance(obj, type) else obj
+            if not isinstance(factory, ProcessFactory):
+                raise TypeError(f"{fmt.factory} does not implement the ProcessFactory protocol")
+            self.add(factory)
+        except Exception as e:  # noqa: BLE001 - a broken format must not take the others down
+            self.errors[fmt.name] = f"{type(e).__name__}: {e}"
+            log.error("the %s format's factory (%s) failed to load: %s", fmt.name, fmt.factory, e)
+
+    def for_action(self, format: str, action: str) -> ProcessFactory:
         for factory in self.factories.values():
-            if action in factory.supported_actions().get(format, set()):
+            if action in factory.supported_actions().get(str(format), set()):
                 return factory
         supported = sorted(
-            {a for f in self.factories.values() for a in f.supported_actions().get(format, set())}
+            {a for f in self.factories.values() for a in f.supported_actions().get(str(format), set())}
         )
         raise ActionNotSupported(
             f"no process factory supports action {action!r} on {format} tables; supported: {', '.join(supported)}"
@@ -41,25 +59,22 @@ class FactoryRegistry:
 
 
 def builtin_factories() -> FactoryRegistry:
-    """The factories this package ships, in the order :meth:`FactoryRegistry.for_action` asks them."""
+    """The factories of this package's own formats and the dynamic tables' (no other distribution scanned)."""
     registry = FactoryRegistry()
-    registry.add(IcebergProcessFactory())
+    for fmt in FORMATS.builtin():
+        registry.add_format(fmt)
     registry.add(DynamicTableProcessFactory())
+    registry.errors.update(FORMATS.errors)
     return registry
 
 
-def load_factories(group: str = ENTRY_POINT_GROUP) -> FactoryRegistry:
+def load_factories() -> FactoryRegistry:
+    """Every installed format's factory (plugins included) and the dynamic tables'."""
     registry = builtin_factories()
-    for ep in entry_points(group=group):
-        try:
-            obj = ep.load()
-            factory = obj() if isinstance(obj, type) else obj
-            if not isinstance(factory, ProcessFactory):
-                raise TypeError(f"{ep.value} does not implement the ProcessFactory protocol")
-            registry.add(factory)
-        except Exception as e:  # noqa: BLE001 - a broken plugin must not take the others down
-            registry.errors[ep.name] = f"{type(e).__name__}: {e}"
-            log.error("process factory plugin %r (%s) failed to load: %s", ep.name, ep.value, e)
+    for fmt in FORMATS.all():
+        if fmt.name not in registry.factories and fmt.name not in registry.errors:
+            registry.add_format(fmt)
+    registry.errors.update(FORMATS.errors)
     return registry
 
 
@@ -68,15 +83,14 @@ def default_factories() -> FactoryRegistry:
     return load_factories()
 
 
-def factories_for(format: TableFormat, action: str) -> FactoryRegistry:
+def factories_for(format: str, action: str) -> FactoryRegistry:
     """A registry that runs ``action`` on ``format`` tables as :func:`default_factories` would.
 
-    The built-in factories come first in every registry and ``for_action`` takes the first that
-    supports the action, so when a built-in one does, no plugin could be chosen and the entry points
-    are not scanned (every installed distribution's metadata: start-up time of each run, and a broken
-    plugin's error in the log of a run that never uses it). Otherwise: :func:`default_factories`.
+    When one of this package's formats supports the action, no plugin could be chosen and other
+    distributions are not scanned (start-up time of each run, and a broken plugin's error in the log of a
+    run that never uses it). Otherwise: :func:`default_factories`.
     """
     builtins = builtin_factories()
-    if any(action in f.supported_actions().get(format, set()) for f in builtins.factories.values()):
+    if any(action in f.supported_actions().get(str(format), set()) for f in builtins.factories.values()):
         return builtins
     return default_factories()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.actions import REFRESH as REFRESH_ACTION
 from airflow_tablemgmt.core.errors import ActionNotSupported
 from airflow_tablemgmt.core.factory import JobSpec, RunPlan, TableOutcome, TriggerContext
-from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.formats import DEFAULT_FORMAT
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
@@ -107,11 +107,11 @@ class DynamicTableProcessFactory:
 
     name = "dynamic-tables"
 
-    def supported_actions(self) -> dict[TableFormat, set[str]]:
-        return {TableFormat.ICEBERG: {REFRESH}}
+    def supported_actions(self) -> dict[str, set[str]]:
+        return {DEFAULT_FORMAT: {REFRESH}}  # a dynamic table is a table of the catalogs' own format
 
-    def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy:
-        if format != TableFormat.ICEBERG or action != REFRESH:
+    def trigger_strategy(self, format: str, action: str) -> TriggerStrategy:
+        if str(format) != DEFAULT_FORMAT or action != REFRESH:
             raise ActionNotSupported(
                 f"the dynamic-tables factory does not support {format}/{action}; supported: {REFRESH}"
             )

@@ -1,5 +1,5 @@
-"""A table's health read, whatever its format: the hook its format declared
-(:func:`factories.api.declare_health`), else the built-in Iceberg file figures of ``metadata/files.py``.
+"""A table's health read, whatever its format: the hook its format's descriptor names (``Format.health``:
+a ``FormatHealth``, or the file figures of ``metadata/files.py``).
 
 One definition for every reader of health: the page and the REST API (``services/health.py``) and the
 worker's ``unhealthy`` alert (``notifications/health.py``). The catalog's secret references are resolved
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core.formats import FORMATS
+from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.files import FileStats
-from airflow_tablemgmt.metadata.health import FormatHealth, HealthScore, health_hook, score
+from airflow_tablemgmt.metadata.health import FormatHealth, HealthScore, score
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -21,25 +23,18 @@ Reading = FileStats | FormatHealth
 
 
 def format_hook(format: str) -> Any:
-    """The health hook ``format`` declared; the installed factories (built-in and plugins, by entry point)
-    are imported once when none is known yet, since a factory declares its hook when imported."""
-    hook = health_hook(format)
-    if hook is None:
-        from airflow_tablemgmt.factories.discovery import default_factories
-
-        default_factories()
-        hook = health_hook(format)
-    return hook
+    """The health hook ``format``'s descriptor names (imported on first use), or None."""
+    fmt = FORMATS.find(format)
+    return None if fmt is None else fmt.load(fmt.health)
 
 
 def read_health(resolved: CatalogSpec, table: TableSpec) -> Reading:
     """``table``'s health read through ``resolved`` (a catalog whose secret references are resolved)."""
     hook = format_hook(str(table.format))
-    if hook is not None:
-        return hook(resolved, table)
-    from airflow_tablemgmt.metadata.files import read_file_stats
-
-    return read_file_stats(resolved, table)
+    if hook is None:
+        raise HealthUnavailable(f"table {table.id}: its format {table.format!r} declares no health reader")
+    reading: Reading = hook(resolved, table)
+    return reading
 
 
 def score_of(reading: Reading) -> HealthScore:

@@ -104,7 +104,7 @@ def _delta_commits(catalog: CatalogSpec, table: TableIdentifier) -> Iterator[tup
 
 def _hudi_commits(catalog: CatalogSpec, table: TableIdentifier) -> Iterator[tuple[dict[str, Any], int, int]]:
     """``(extra metadata, instant, completion ms)`` of a Hudi table's newest completed commits, newest
-    first: a compaction's commit carries its plan's extra metadata (``spark/job/commit_mark.py``). Hudi 1.x
+    first: a compaction's commit carries the job's mark in its extra metadata (``spark/job/commit_mark.py``). Hudi 1.x
     writes the commit metadata as Avro, 0.x as JSON; the completion time (``<instant>_<completion>``) is
     read as this host's local time, Hudi's default timeline zone."""
     from airflow_tablemgmt.metadata.avro_file import is_avro, records

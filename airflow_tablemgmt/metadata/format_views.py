@@ -1,6 +1,6 @@
-"""The table page's Details, Files and Snapshots views, per format: each format declares how its tables are
-read for them (``factories.api.declare_views`` → :func:`register_views`), and the REST API, the services
-and the page call the declared reader without knowing the format.
+"""The table page's Details, Files and Snapshots views, per format: each format's descriptor names how its
+tables are read for them (``Format.views``), and the REST API, the services and the page call that reader
+(``factories/views.py``) without knowing the format.
 
 A view reader is ``(catalog with its secret references resolved, table) -> dict``; it reads the table's
 own metadata without a JVM and raises ``HealthUnavailable`` when the table cannot be read where it runs.
@@ -26,13 +26,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core.formats import VIEW_TABS
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 
 #: The views a format may declare, as the page's tabs and the REST endpoints name them.
-TABS = ("details", "files", "snapshots")
+TABS = VIEW_TABS
 
 #: A format's reader of one view.
 ViewHook = Callable[["CatalogSpec", "TableSpec"], dict[str, Any]]
@@ -44,33 +45,6 @@ SIZE_BUCKETS = (0.125, 0.25, 0.5, 0.75, 1.0, 1.5)
 MAX_PARTITIONS = 500
 #: Files listed at most by :func:`files_view` (the largest partitions' first); ``files_total`` counts all.
 MAX_FILES = 200
-
-_VIEWS: dict[str, dict[str, ViewHook]] = {}
-
-
-def register_views(format: str, hooks: dict[str, ViewHook | None]) -> None:
-    """Make ``hooks`` (tab -> reader; a None reader is skipped) the view readers of ``format``'s tables."""
-    unknown = sorted(set(hooks) - set(TABS))
-    if unknown:
-        raise ValueError(f"format {format!r}: unknown view(s) {unknown}; known: {', '.join(TABS)}")
-    declared = {tab: hook for tab, hook in hooks.items() if hook is not None}
-    for tab, hook in declared.items():
-        if not callable(hook):
-            raise TypeError(f"format {format!r}: the {tab} view must be callable, got {type(hook).__name__}")
-    if not declared:
-        raise ValueError(f"format {format!r}: declare at least one view of {', '.join(TABS)}")
-    _VIEWS.setdefault(str(format), {}).update(declared)
-
-
-def view_hook(format: str, tab: str) -> ViewHook | None:
-    """The reader of ``tab`` that ``format`` declared, or None."""
-    return _VIEWS.get(str(format), {}).get(tab)
-
-
-def formats_with(tab: str) -> list[str]:
-    """The formats that declared a reader of ``tab``, sorted."""
-    return sorted(f for f, hooks in _VIEWS.items() if tab in hooks)
-
 
 @dataclass(frozen=True)
 class LiveFile:

@@ -25,9 +25,9 @@ manifests          ≤ 15     ≥ 10 manifests and more than twice as many as th
                             (manifests − needed) / (4 × needed)) (at least 3)
 =================  =======  ===================================================  =======================
 
-A format may measure its tables itself: its factory declares a health hook (``factories.api.declare_health``
-→ :func:`register_health_hook`) returning a :class:`FormatHealth`, the format's figures and findings, scored
-the same way (100 minus the findings' points). Nothing here names a format.
+A format may measure its tables itself: its descriptor names a health hook (``Format.health``) returning a
+:class:`FormatHealth`, the format's figures and findings, scored the same way (100 minus the findings'
+points). Nothing here names a format.
 """
 
 from __future__ import annotations
@@ -178,16 +178,3 @@ class FormatHealth:
 #: A format's health hook: (the table's catalog, secret references resolved; the table) -> its health.
 #: Raises ``metadata.errors.HealthUnavailable`` when the table cannot be read here.
 HealthHook = Callable[["CatalogSpec", "TableSpec"], FormatHealth]
-_HOOKS: dict[str, HealthHook] = {}
-
-
-def register_health_hook(format: str, hook: HealthHook) -> None:
-    """Make ``hook`` the health reader of ``format``'s tables (``factories.api.declare_health``)."""
-    if not callable(hook):
-        raise TypeError(f"format {format!r}: the health hook must be callable, got {type(hook).__name__}")
-    _HOOKS[str(format)] = hook
-
-
-def health_hook(format: str) -> HealthHook | None:
-    """The health hook a format declared, or None (its tables are read as :class:`FileStats`)."""
-    return _HOOKS.get(str(format))

@@ -1,9 +1,9 @@
 """What is at a table's location, read without a JVM: is it a table of its declared format?
 
-A path-based table (Delta, Hudi, and Iceberg in a ``hadoop`` catalog) lives at ``<warehouse>/<namespace>/
-<name>``. Each format marks its root: Delta ``_delta_log/``, Hudi ``.hoodie/``, Iceberg (hadoop)
-``metadata/`` with ``version-hint.text`` or ``v<N>.metadata.json``, Paimon ``snapshot/`` and ``schema/``.
-:func:`check_location` tells three answers apart, because they call for different things:
+A path-based table (of a path-based format, or of the catalogs' own format in a ``hadoop`` catalog) lives at ``<warehouse>/<namespace>/
+<name>``. Each format's descriptor says how it marks its root (``Format.root``: e.g. a log directory, a
+metadata directory with a version file). :func:`check_location` tells three answers apart, because they call
+for different things:
 
 - **a table of the format**: nothing to say;
 - **not a table of the format** (the location is readable and holds something else, or is missing while
@@ -17,21 +17,17 @@ A path-based table (Delta, Hudi, and Iceberg in a ``hadoop`` catalog) lives at `
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from airflow_tablemgmt.core.formats import DEFAULT_FORMAT, FORMATS
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from airflow_tablemgmt.metadata.errors import HealthUnavailable, PathNotFound
 from airflow_tablemgmt.metadata.table_dir import open_table_dir
 from airflow_tablemgmt.metadata.table_paths import local_path, table_location
 
-#: The formats whose tables are found by path, and for Iceberg only in a hadoop catalog.
-PATH_FORMATS = ("delta", "hudi")
-_FORMAT_NAMES = {"delta": "Delta", "hudi": "Hudi", "iceberg": "Iceberg", "paimon": "Paimon"}
-_ICEBERG_METADATA = re.compile(r"^(version-hint\.text|v\d+(\.gz)?\.metadata\.json)$")
 _SHOWN = 5
-_PATH_FORMAT_NAMES = frozenset(_FORMAT_NAMES.get(f, f) for f in PATH_FORMATS)
 
 
 @dataclass(frozen=True)
@@ -50,22 +46,26 @@ class LocationCheck:
 
 
 def checked_by_path(catalog: CatalogSpec, format: str) -> bool:
-    """Whether a table of ``format`` in ``catalog`` is found by its path (so :func:`check_location` applies)."""
-    fmt = str(format)
-    return fmt in PATH_FORMATS or (fmt == "iceberg" and catalog.type == CatalogType.HADOOP)
+    """Whether a table of ``format`` in ``catalog`` is found by its path (so :func:`check_location` applies):
+    a path-based format's, and the catalogs' own format's in a ``hadoop`` catalog."""
+    fmt = FORMATS.find(format)
+    if fmt is None or not fmt.root:
+        return False
+    return fmt.path_based or (fmt.name == DEFAULT_FORMAT and catalog.type == CatalogType.HADOOP)
 
 
-def found_format(names: Mapping[str, bool], metadata_names: list[str] | None) -> str | None:
-    """The format whose marker ``names`` (entry -> is a directory) hold; ``metadata_names``: the listing
-    of ``metadata/`` when there is one (an Iceberg table needs a version file there)."""
-    if names.get("_delta_log"):
-        return "delta"
-    if names.get(".hoodie"):
-        return "hudi"
-    if names.get("snapshot") and names.get("schema"):
-        return "paimon"
-    if names.get("metadata") and metadata_names and any(_ICEBERG_METADATA.match(n) for n in metadata_names):
-        return "iceberg"
+def found_format(names: Mapping[str, bool], listing: Callable[[str], list[str] | None]) -> str | None:
+    """The installed format whose root markers ``names`` (entry -> is a directory) hold; ``listing(dir)``
+    lists one of them (None when it cannot be read) for a format whose marker is a file inside it."""
+    for fmt in FORMATS.all():
+        if not fmt.root or not all(names.get(d) for d in fmt.root):
+            continue
+        if fmt.root_files is None:
+            return fmt.name
+        pattern = re.compile(fmt.root_files)
+        inside = listing(fmt.root[0])
+        if inside and any(pattern.match(n) for n in inside):
+            return fmt.name
     return None
 
 
@@ -84,7 +84,8 @@ def check_location(
     if not checked_by_path(catalog, format):
         return LocationCheck()
     fmt = str(format)
-    want = _FORMAT_NAMES.get(fmt, fmt)
+    declared = FORMATS.get(fmt)
+    want = declared.display
     props = catalog.properties if properties is None else properties
     try:
         location = table_location(catalog, table)
@@ -96,22 +97,24 @@ def check_location(
         root = open_table_dir(location, props, kind=f"{want} table")
         entries = {e.name: e.is_dir for e in root.list("")}
     except PathNotFound:
-        return _missing(catalog, location, want, props)
+        return _missing(catalog, location, want, props, may_appear_later=not declared.path_based)
     except HealthUnavailable as e:
         return LocationCheck(
             location, warning=f"{location}: not readable here ({e}); the job reads it where it runs"
         )
-    metadata_names = None
-    if entries.get("metadata"):
+
+    def listing(directory: str) -> list[str] | None:
         try:
-            metadata_names = [e.name for e in root.list("metadata")]
+            return [e.name for e in root.list(directory)]
         except HealthUnavailable:
-            metadata_names = None
-    found = found_format(entries, metadata_names)
+            return None
+
+    found = found_format(entries, listing)
+    marker = declared.marker or "its format's metadata"
     if found == fmt:
         return LocationCheck(location)
     if found is not None:
-        name = _FORMAT_NAMES.get(found, found)
+        name = FORMATS.get(found).display
         what = f"{'an' if name[0] in 'AEIOU' else 'a'} {name} table"
     elif not entries:
         what = "an empty directory"
@@ -121,13 +124,15 @@ def check_location(
     return LocationCheck(
         location,
         problem=(
-            f"{location} is {what}, not a {want} table (a {want} table has {_marker(fmt)}); declare the "
+            f"{location} is {what}, not a {want} table (a {want} table has {marker}); declare the "
             f"table's format as it is, or the location of a {want} table"
         ),
     )
 
 
-def _missing(catalog: CatalogSpec, location: str, want: str, props: Mapping[str, str]) -> LocationCheck:
+def _missing(
+    catalog: CatalogSpec, location: str, want: str, props: Mapping[str, str], *, may_appear_later: bool
+) -> LocationCheck:
     """The table's directory is not there: not a table when its warehouse is readable, else not readable here."""
     assert catalog.warehouse is not None  # table_location needed it
     try:
@@ -141,14 +146,5 @@ def _missing(catalog: CatalogSpec, location: str, want: str, props: Mapping[str,
         location,
         problem=f"{location} does not exist (its warehouse is readable): no {want} table there",
         missing=True,
-        may_appear_later=want not in _PATH_FORMAT_NAMES,
+        may_appear_later=may_appear_later,
     )
-
-
-def _marker(fmt: str) -> str:
-    return {
-        "delta": "_delta_log/",
-        "hudi": ".hoodie/",
-        "iceberg": "metadata/ with version-hint.text or v<N>.metadata.json",
-        "paimon": "snapshot/ and schema/",
-    }.get(fmt, "its format's metadata")

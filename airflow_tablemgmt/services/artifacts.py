@@ -9,11 +9,11 @@ from pathlib import Path
 from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
 from airflow_tablemgmt.services.errors import InvalidInput
 from airflow_tablemgmt.spark.launch.artifacts import (
-    FORMAT_NEEDS,
-    NEEDS,
     ArtifactSettings,
     Resolved,
+    all_needs,
     cached_jar,
+    format_needs,
     resolve,
     wheel_jar,
 )
@@ -21,15 +21,16 @@ from airflow_tablemgmt.spark.launch.artifacts import (
 
 def selected_needs(formats: Sequence[str], needs: Sequence[str], everything: bool) -> list[str]:
     """The needs named by ``--format`` and ``--need`` (default: the Iceberg runtime); all with ``everything``."""
+    known, by_format = all_needs(), format_needs()
     if everything:
-        return list(NEEDS)
+        return list(known)
     for f in formats:
-        if f not in FORMAT_NEEDS:
-            raise InvalidInput(f"--format: unknown table format {f!r}; allowed: {', '.join(FORMAT_NEEDS)}")
+        if f not in by_format:
+            raise InvalidInput(f"--format: unknown table format {f!r}; allowed: {', '.join(by_format)}")
     for n in needs:
-        if n not in NEEDS:
-            raise InvalidInput(f"--need: unknown artifact need {n!r}; allowed: {', '.join(NEEDS)}")
-    chosen = [n for f in formats for n in FORMAT_NEEDS[f]] + list(needs)
+        if n not in known:
+            raise InvalidInput(f"--need: unknown artifact need {n!r}; allowed: {', '.join(known)}")
+    chosen = [n for f in formats for n in by_format[f]] + list(needs)
     return list(dict.fromkeys(chosen or ["iceberg"]))
 
 
@@ -68,7 +69,7 @@ def jar_status(directory: Path | None = None) -> tuple[ArtifactSettings, list[Ja
             directory=directory, repository=settings.repository, offline=settings.offline
         )
     rows = []
-    for need in NEEDS.values():
+    for need in all_needs().values():
         for a in need.artifacts:
             wheel, cached = wheel_jar(a), cached_jar(a, settings.directory)
             state, path = ("wheel", wheel) if wheel else ("cached", cached) if cached else ("missing", None)

@@ -268,7 +268,7 @@ def remove_table(store: Store, table_id: str) -> None:
     store.tables.remove(table_id, Owner.STORE)
 
 
-#: The table page's metadata tabs; each format declares its readers (``factories.api.declare_views``).
+#: The table page's metadata tabs; each format's descriptor names its readers (``Format.views``).
 TABS = VIEW_TABS
 
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from airflow_tablemgmt.core.factory import FORMAT_SESSIONS as _FORMAT_SESSIONS
 from airflow_tablemgmt.core.factory import FormatSession, JobSpec
-from airflow_tablemgmt.core.format_actions import FORMAT_MODULE_PROPERTY, TABLE_FORMAT_PROPERTY
+from airflow_tablemgmt.core.formats import FORMATS, TABLE_FORMAT_PROPERTY, table_format_of
 from airflow_tablemgmt.core.secrets import is_sensitive
 from airflow_tablemgmt.core.storage import spark_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
@@ -26,73 +24,40 @@ ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExt
 KRYO = "org.apache.spark.serializer.KryoSerializer"
 
 
-#: Per format (the same dict as ``core.factory.FORMAT_SESSIONS``, where a format plugin registers its own).
-#: A job loads its own format's extensions and catalog only: a Delta table's session has no Iceberg
-#: catalog and no Hudi extension.
-FORMAT_SESSIONS: dict[str, FormatSession] = _FORMAT_SESSIONS
-FORMAT_SESSIONS.update(
-    {
-        "iceberg": FormatSession(ICEBERG_EXTENSIONS, None, ("iceberg",)),
-        "delta": FormatSession(
-            "io.delta.sql.DeltaSparkSessionExtension",
-            "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-            ("delta",),
-        ),
-        "hudi": FormatSession(
-            "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
-            "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
-            ("hudi",),
-            {"spark.serializer": KRYO, "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar"},
-        ),
-    }
-)
-_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
 def table_format(catalog: CatalogSpec) -> str:
-    """The format a job spec's catalog was rendered for (``iceberg`` unless a factory said otherwise)."""
-    fmt = str(catalog.properties.get(TABLE_FORMAT_PROPERTY) or "iceberg")
-    if fmt not in FORMAT_SESSIONS:
-        _import_format_module(catalog, fmt)
-    if fmt not in FORMAT_SESSIONS:
+    """The format a job spec's catalog was rendered for (the default unless a factory said otherwise),
+    which must be an installed format: the job builds that format's session and runs its maintainers, and
+    nothing else a job spec names is imported."""
+    fmt = table_format_of(catalog.properties)
+    if FORMATS.find(fmt) is None:
         raise InvalidJobSpec(
-            f"catalog.properties.{TABLE_FORMAT_PROPERTY}: unknown format {fmt!r}; known: "
-            f"{', '.join(sorted(FORMAT_SESSIONS))}"
+            f"catalog.properties.{TABLE_FORMAT_PROPERTY}: unknown format {fmt!r}; installed: "
+            f"{', '.join(FORMATS.known())} (install the format's package where the Spark driver runs)"
         )
     return fmt
 
 
-def _import_format_module(catalog: CatalogSpec, fmt: str) -> None:
-    """Import the plugin module the job spec names for ``fmt`` (the Spark driver's way to a plugin format's
-    session and maintainers); it registers them when imported."""
-    module = str(catalog.properties.get(FORMAT_MODULE_PROPERTY) or "")
-    if not module:
-        return
-    if not _MODULE_NAME.match(module) or module.split(".")[0] == "airflow_tablemgmt":
-        raise InvalidJobSpec(
-            f"catalog.properties.{FORMAT_MODULE_PROPERTY}: {module!r} is not a plugin module name "
-            "(dotted Python identifiers, outside airflow_tablemgmt)"
-        )
-    try:
-        importlib.import_module(module)
-    except ImportError as e:
-        raise InvalidJobSpec(
-            f"catalog.properties.{FORMAT_MODULE_PROPERTY}: format {fmt!r} needs module {module!r}, which "
-            f"does not import here ({e}); install the format's plugin where the Spark driver runs"
-        ) from None
+def format_session(catalog: CatalogSpec) -> FormatSession:
+    """What a job on a table of ``catalog`` needs of Spark (its format's session)."""
+    return FORMATS.get(table_format(catalog)).session
+
+
+def owns_catalog(session: FormatSession) -> bool:
+    """Whether a format's jobs use the catalog itself (the catalogs' own format): its session brings neither
+    a session catalog (a path-based format) nor a catalog class over the warehouse (a catalog-based one)."""
+    return not session.session_catalog and not session.catalog_impl
 
 
 def session_conf(catalog: CatalogSpec) -> dict[str, str]:
-    """Every setting the job's session builder gets for a table of ``catalog``.
-
-    Iceberg: its extensions and the catalog (:func:`catalog_conf`). A path-based format (Delta, Hudi):
-    its extensions, its session catalog and settings, and the catalog's own ``spark.*`` properties
-    (``spark.hadoop.fs.s3a.*`` for a warehouse on S3); no Iceberg catalog is configured.
-    """
-    fmt = table_format(catalog)
-    if fmt == "iceberg":
-        return {"spark.sql.extensions": ICEBERG_EXTENSIONS, **catalog_conf(catalog)}
-    profile = FORMAT_SESSIONS[fmt]
+    """Every setting the job's session builder gets for a table of ``catalog``: its format's extensions and
+    settings, and its catalog. A format with neither a session catalog nor a catalog class of its own is
+    the catalogs' own format: the job's catalog is configured from the catalog (:func:`catalog_conf`). A
+    path-based format (its session catalog) and a catalog-based one (its catalog class over the catalog's
+    warehouse) get the catalog's own ``spark.*`` properties (``spark.hadoop.fs.s3a.*`` for a warehouse on
+    S3) instead."""
+    profile = format_session(catalog)
+    if owns_catalog(profile):
+        return {"spark.sql.extensions": profile.extensions, **profile.conf, **catalog_conf(catalog)}
     conf = {"spark.sql.extensions": profile.extensions, **profile.conf}
     if profile.session_catalog:
         conf["spark.sql.catalog.spark_catalog"] = profile.session_catalog
@@ -154,7 +119,7 @@ def launch_conf(catalog: CatalogSpec) -> dict[str, str]:
     A sensitive launch setting is not put on the command line either; it is applied on the session
     builder, where Spark may ignore it (set it in the ``spark_default`` connection instead).
     """
-    rendered = catalog_conf(catalog) if table_format(catalog) == "iceberg" else session_conf(catalog)
+    rendered = catalog_conf(catalog) if owns_catalog(format_session(catalog)) else session_conf(catalog)
     return {k: v for k, v in rendered.items() if not k.startswith(_SESSION_PREFIXES) and not is_sensitive(k)}
 
 

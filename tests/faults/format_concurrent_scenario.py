@@ -155,8 +155,8 @@ def run_action(spark: Any, fmt: str, warehouse: Path, action: str, options: dict
     new attempt of the same process would be), its reason kept."""
     from airflow_tablemgmt.core.factory import TriggerContext
     from airflow_tablemgmt.core.tables import TableSpec
-    from airflow_tablemgmt.factories.delta import DeltaProcessFactory
-    from airflow_tablemgmt.factories.hudi import HudiProcessFactory
+    from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
+    from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
 
     out: dict[str, Any] = {"action": action, "attempts": []}
     out["started"] = time.time()

@@ -184,15 +184,13 @@ def test_every_service_name_is_still_importable_from_the_package() -> None:
 
 @pytest.mark.parametrize(("fmt", "action"), [("iceberg", "rewrite-files"), ("iceberg", "refresh")])
 def test_a_run_gets_the_factory_default_factories_would_choose(fmt: str, action: str) -> None:
-    from airflow_tablemgmt.core.formats import TableFormat
     from airflow_tablemgmt.factories.discovery import default_factories, factories_for
 
-    chosen = factories_for(TableFormat(fmt), action).for_action(TableFormat(fmt), action)
-    assert type(chosen) is type(default_factories().for_action(TableFormat(fmt), action))
+    chosen = factories_for(fmt, action).for_action(fmt, action)
+    assert type(chosen) is type(default_factories().for_action(fmt, action))
 
 
 def test_an_action_no_built_in_factory_runs_is_left_to_the_plugins() -> None:
-    from airflow_tablemgmt.core.formats import TableFormat
     from airflow_tablemgmt.factories.discovery import default_factories, factories_for
 
-    assert factories_for(TableFormat.ICEBERG, "no-such-action") is default_factories()
+    assert factories_for("iceberg", "no-such-action") is default_factories()

@@ -22,7 +22,7 @@ MODULES = (
     "airflow_tablemgmt.hooks.spark_connect",
     "airflow_tablemgmt.lifecycle",
     "airflow_tablemgmt.store",
-    "airflow_tablemgmt.factories.iceberg",
+    "airflow_tablemgmt.formats.iceberg.factory",
     "airflow_tablemgmt.spark.job.main",
     "airflow_tablemgmt.spark.job.maintainers",
     "airflow_tablemgmt.spark.job.early_read",

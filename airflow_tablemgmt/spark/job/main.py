@@ -250,26 +250,21 @@ def _execute(
         table = table_of(job)
         table_name = str(table)
         catalog = catalog_of(job, table)
-        if spark is None:
-            background.start(catalog, app_name(job))
         with timings.phase("imports"):
+            if spark is None:  # imports pyspark, then starts the session on a thread of its own
+                background.start(catalog, app_name(job))
             from airflow_tablemgmt.spark.job import early_read
-            from airflow_tablemgmt.spark.job.maintainers import MAINTAINERS
             from airflow_tablemgmt.spark.job.metrics import FirstRead, load_table
-            from airflow_tablemgmt.spark.job.plugins import plugin_maintainer
+            from airflow_tablemgmt.spark.job.plugins import format_maintainer, reads_own_table
 
             _import_quietly("pyiceberg.table")  # the metrics' reader
-        # A plugin format's own maintainer first (its expire-snapshots is not Iceberg's).
-        maintainer = plugin_maintainer(catalog, job.action) or MAINTAINERS.get(job.action)
-        if maintainer is None:
-            raise InvalidJobSpec(
-                f"action: {job.action!r} has no Spark maintainer; known: {', '.join(sorted(MAINTAINERS))}"
-            )
+            maintainer = format_maintainer(catalog, job.action)  # imports the format's driver-side module
         refusal = connect_refusal(job) if spark is not None and is_remote(spark) else None
         if refusal is not None:
             raise NotOnConnect(refusal)
-        # A maintainer that creates its table (a dynamic table's first refresh) runs without it.
-        needs_table = not getattr(maintainer, "may_create_table", False)
+        # A maintainer that reads its own table (another catalog's format, or one that creates its table: a
+        # dynamic table's first refresh) runs without the job loading it.
+        needs_table = not reads_own_table(catalog, maintainer)
         early: early_read.EarlyRead | None = None
         if needs_table:
             with timings.phase("metrics_before"):

@@ -1,28 +1,28 @@
-"""The Spark driver's public API for format plugins: a plugin's driver-side module registers its format's
-Spark session and its maintainers here when imported, and the job looks a plugin format's maintainer up
-here before its own (Iceberg's, Delta's, Hudi's ``MAINTAINERS``).
+"""The Spark driver's public API for formats: a format's driver-side module (``FormatSession.module`` of its
+descriptor) exports ``MAINTAINERS`` (action -> :class:`Maintainer`), and the job runs the one of the job's
+action, for every format alike (:func:`format_maintainer`).
 
-How the job finds the module: the plugin's factory builds its job with
-``airflow_tablemgmt.factories.api.plugin_job``, which marks the job spec's catalog with the format and the
-module (``FormatSession.module``); ``spark.conf.table_format`` imports the module the first time the job
-meets the format, before the session is built. Nothing here imports the launcher, the factories or the
+How the job finds the module: the job spec's catalog names the table's format (``tablemgmt.table-format``,
+set by the format's factory); the job looks the format up among the installed ones (the entry points, as
+the scheduler does) and imports the module its descriptor names. A name that is not an installed format is
+refused: nothing the job spec carries is imported. Nothing here imports the launcher, the factories or the
 store (the driver contract in pyproject.toml).
 
-Public (docs/writing-a-format-plugin.md): :class:`FormatSession`, :func:`register_format`,
-:class:`Maintainer`, :func:`take_location`, :func:`timed`, :func:`parse_duration`, :class:`TableIdentifier`, :func:`quote`,
-:data:`TABLE_FORMAT_PROPERTY`, :func:`commit_user_prefix` (the running job's attempt as a commit-user
-prefix, for a format whose commits name their user; ``spark/job/commit_mark.py``).
+Public (docs/writing-a-format-plugin.md): :class:`FormatSession`, :class:`Maintainer`, :func:`take_location`,
+:func:`timed`, :func:`parse_duration`, :class:`TableIdentifier`, :func:`quote`, :data:`TABLE_FORMAT_PROPERTY`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_tablemgmt.core.durations import to_timedelta as parse_duration
-from airflow_tablemgmt.core.factory import FormatSession, register_format_session
-from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY, TABLE_LOCATION_OPTION
+from airflow_tablemgmt.core.factory import FormatSession
+from airflow_tablemgmt.core.formats import TABLE_FORMAT_PROPERTY, TABLE_LOCATION_OPTION
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.job.commit_mark import commit_user_prefix
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.protocol import timed
@@ -42,29 +42,39 @@ class Maintainer(Protocol):
     ) -> dict[str, Any]: ...
 
 
-#: format -> action -> maintainer, registered by plugins' driver-side modules.
-PLUGIN_MAINTAINERS: dict[str, dict[str, Maintainer]] = {}
+def format_maintainers(catalog: CatalogSpec) -> Mapping[str, Maintainer]:
+    """The maintainers (action -> maintainer) of the format the job's catalog names: the ``MAINTAINERS`` of
+    the driver-side module its descriptor names (``FormatSession.module``; an installed format only)."""
+    from airflow_tablemgmt.spark.conf import format_session
+
+    module = importlib.import_module(str(format_session(catalog).module))
+    found: Mapping[str, Maintainer] | None = getattr(module, "MAINTAINERS", None)
+    if not isinstance(found, Mapping):
+        raise InvalidJobSpec(f"{module.__name__} declares no MAINTAINERS (action -> maintainer)")
+    return found
 
 
-def register_format(format: str, session: FormatSession, maintainers: Mapping[str, Maintainer]) -> None:
-    """Declare ``format``'s Spark session and its maintainers (by action name) to the job. Each maintainer
-    reads its own table (the job does not load it through Iceberg first)."""
-    register_format_session(format, session)
-    for maintainer in maintainers.values():
-        maintainer.may_create_table = True  # type: ignore[attr-defined]  # the job must not preload the table
-    PLUGIN_MAINTAINERS.setdefault(str(format), {}).update(maintainers)
+def format_maintainer(catalog: CatalogSpec, action: str) -> Maintainer:
+    """The maintainer of ``action`` for the job's catalog's format; ``InvalidJobSpec`` naming the known ones."""
+    maintainers = format_maintainers(catalog)
+    found = maintainers.get(action)
+    if found is None:
+        raise InvalidJobSpec(
+            f"action: {action!r} has no Spark maintainer; known: {', '.join(sorted(maintainers))}"
+        )
+    return found
 
 
-def plugin_maintainer(catalog: CatalogSpec, action: str) -> Maintainer | None:
-    """The maintainer a plugin format registered for ``action`` on the job's catalog's format, if any."""
-    from airflow_tablemgmt.spark.conf import table_format
+def reads_own_table(catalog: CatalogSpec, maintainer: Maintainer) -> bool:
+    """Whether the maintainer reads its table itself, so the job does not load it first: every maintainer
+    of a format with its own session catalog or catalog class (the catalog is not the format's), and one
+    that creates its table (``may_create_table``, a dynamic table's first refresh)."""
+    from airflow_tablemgmt.spark.conf import format_session, owns_catalog
 
-    own = PLUGIN_MAINTAINERS.get(table_format(catalog))
-    return None if own is None else own.get(action)
+    return not owns_catalog(format_session(catalog)) or bool(getattr(maintainer, "may_create_table", False))
 
 
 __all__ = [
-    "PLUGIN_MAINTAINERS",
     "TABLE_FORMAT_PROPERTY",
     "TABLE_LOCATION_OPTION",
     "FormatSession",
@@ -72,9 +82,10 @@ __all__ = [
     "parse_duration",
     "TableIdentifier",
     "commit_user_prefix",
-    "plugin_maintainer",
+    "format_maintainer",
+    "format_maintainers",
     "quote",
-    "register_format",
+    "reads_own_table",
     "take_location",
     "timed",
 ]

@@ -78,7 +78,8 @@ def _a(coordinate: str) -> Artifact:
 
 
 ICEBERG_RUNTIME = _a(f"org.apache.iceberg:iceberg-spark-runtime-{SPARK_SCALA}:{ICEBERG_VERSION}")
-NEEDS: dict[str, Need] = {
+#: What a job may need besides a format's runtime (a format's is its descriptor's: :func:`all_needs`).
+BASE_NEEDS: dict[str, Need] = {
     n.name: n
     for n in (
         Need(
@@ -113,13 +114,6 @@ NEEDS: dict[str, Need] = {
             "the Spark Connect server for Spark 3.5",
             (_a("org.apache.spark:spark-connect_2.12:3.5.7"),),
         ),
-        Need("hudi", "Hudi's Spark 3.5 bundle", (_a("org.apache.hudi:hudi-spark3.5-bundle_2.12:1.0.2"),)),
-        Need(
-            "delta",
-            "Delta Lake for Spark 3.5",
-            (_a("io.delta:delta-spark_2.12:3.3.2"), _a("io.delta:delta-storage:3.3.2")),
-        ),
-        Need("paimon", "Paimon's Spark 3.5 runtime", (_a("org.apache.paimon:paimon-spark-3.5:0.9.0"),)),
         # Iceberg's reference REST catalog server (RESTCatalogServer, ≈ 210 MB, a runnable jar): not a job's
         # need; the tests and a local REST catalog start it. 1.10.2's runtime jar was not published.
         Need(
@@ -129,13 +123,27 @@ NEEDS: dict[str, Need] = {
         ),
     )
 }
-# What ``tablemgmt jars fetch --format F`` fetches: the format's runtime.
-FORMAT_NEEDS: dict[str, tuple[str, ...]] = {
-    "iceberg": ("iceberg",),
-    "hudi": ("hudi",),
-    "delta": ("delta",),
-    "paimon": ("paimon",),
-}
+
+
+def format_needs() -> dict[str, tuple[str, ...]]:
+    """What ``tablemgmt jars fetch --format F`` fetches, per installed format: its session's needs."""
+    from airflow_tablemgmt.core.formats import FORMATS
+
+    return {f.name: tuple(f.session.needs) for f in FORMATS.all()}
+
+
+def all_needs() -> dict[str, Need]:
+    """Every need: :data:`BASE_NEEDS` and each installed format's runtime (its session's ``jars``, under the
+    format's name)."""
+    from airflow_tablemgmt.core.formats import FORMATS
+
+    out = dict(BASE_NEEDS)
+    for f in FORMATS.all():
+        if f.session.jars and f.name not in out:
+            out[f.name] = Need(
+                f.name, f"{f.description or f.name}: its Spark runtime", tuple(_a(c) for c in f.session.jars)
+            )
+    return out
 
 
 def default_jars_dir() -> Path:
@@ -166,12 +174,12 @@ class Resolved:
 
 
 def fetch_command(need: str) -> str:
-    fmt = next((f for f, needs in FORMAT_NEEDS.items() if needs == (need,)), None)
+    fmt = next((f for f, needs in format_needs().items() if needs == (need,)), None)
     return f"tablemgmt jars fetch --format {fmt}" if fmt else f"tablemgmt jars fetch --need {need}"
 
 
 def unknown_needs(names: Iterable[str]) -> list[str]:
-    return sorted(set(names) - set(NEEDS))
+    return sorted(set(names) - set(all_needs()))
 
 
 def wheel_jar(artifact: Artifact) -> Path | None:
@@ -220,11 +228,12 @@ def resolve(
     settings = settings or ArtifactSettings()
     bad = unknown_needs(needs := list(needs))
     if bad:
-        raise ArtifactError(f"unknown Spark artifact need(s) {bad}; known: {sorted(NEEDS)}")
+        raise ArtifactError(f"unknown Spark artifact need(s) {bad}; known: {sorted(all_needs())}")
     out: list[Resolved] = []
     seen: set[Artifact] = set()
+    known = all_needs()
     for name in needs:
-        for artifact in NEEDS[name].artifacts:
+        for artifact in known[name].artifacts:
             if artifact in seen:
                 continue
             seen.add(artifact)
@@ -242,17 +251,13 @@ def jar_paths(needs: Iterable[str], settings: ArtifactSettings | None = None) ->
     return [str(r.path) for r in resolve(needs, settings)]
 
 
-#: Needs whose jars must be on the driver's own class path (``spark.driver.extraClassPath``), not only added
-#: by ``--jars``. Hudi's bundle shades Avro's generated classes: added by ``--jars`` it lives in Spark's child
-#: class loader while Spark's Avro sits in the application one, and reading the metadata table of a table
-#: written with Hudi's defaults after a clean fails with ``ClassCastException: GenericData$Record cannot be
-#: cast to HoodieDeleteRecordList`` (clustering, among others). On the driver's class path one loader holds both.
-DRIVER_CLASS_PATH_NEEDS = frozenset({"hudi"})
-
-
 def driver_class_path(needs: Iterable[str], settings: ArtifactSettings | None = None) -> list[str]:
-    """The jars of ``needs`` that belong on the driver's class path too (:data:`DRIVER_CLASS_PATH_NEEDS`)."""
-    wanted = [n for n in dict.fromkeys(needs) if n in DRIVER_CLASS_PATH_NEEDS]
+    """The jars of ``needs`` that belong on the driver's class path too: a format's runtime whose session
+    says so (``FormatSession.driver_class_path``; Hudi's bundle, see formats/hudi)."""
+    from airflow_tablemgmt.core.formats import FORMATS
+
+    on_driver = {f.name for f in FORMATS.all() if f.session.driver_class_path}
+    wanted = [n for n in dict.fromkeys(needs) if n in on_driver]
     return jar_paths(wanted, settings) if wanted else []
 
 
@@ -364,13 +369,13 @@ _OBJECT_STORE_NEEDS = (
 
 def catalog_needs(catalog: CatalogSpec) -> list[str]:
     """What a job on a table of ``catalog`` needs: its format's runtime (Iceberg's unless the factory marked
-    the job's catalog with another format: ``spark/conf.py``'s ``FORMAT_SESSIONS``; a table of one format
+    the job's catalog with another format: its descriptor's session, ``spark/conf.py``; a table of one format
     never loads another's), the object store's bundle its warehouse or properties point at (or its
     ``io-impl`` names), and the JDBC driver of a JDBC catalog."""
-    from airflow_tablemgmt.spark.conf import FORMAT_SESSIONS, table_format
+    from airflow_tablemgmt.spark.conf import format_session
 
-    format_needs = list(FORMAT_SESSIONS[table_format(catalog)].needs)
-    needs = list(format_needs)
+    own = list(format_session(catalog).needs)
+    needs = list(own)
     values = [catalog.warehouse or "", *(str(v) for v in catalog.properties.values())]
     io_impl = str(catalog.properties.get("io-impl", ""))
     for schemes, need in _OBJECT_STORE_NEEDS:
@@ -383,7 +388,7 @@ def catalog_needs(catalog: CatalogSpec) -> list[str]:
     # service may send (vended credentials): its FileIO needs the AWS SDK unless another store is named.
     remote = (
         catalog.type in (CatalogType.REST, CatalogType.HIVE)
-        and len(needs) == len(format_needs)
+        and len(needs) == len(own)
         and not any(k.startswith(("gcs.", "adls.")) for k in catalog.properties)
     )
     if catalog.type == CatalogType.GLUE or ".aws." in io_impl or s3_settings or remote:

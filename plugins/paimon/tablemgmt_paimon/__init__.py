@@ -1,8 +1,8 @@
 """Apache Paimon tables for airflow-tablemgmt, as a format plugin.
 
-``factory`` (the scheduler's side: the format's declaration and its ProcessFactory) and ``job`` (the Spark
-driver's side: the maintainers, calling Paimon's Spark procedures) are imported by airflow-tablemgmt when
-needed; this module imports nothing.
+``format`` (the descriptor, the ``paimon`` entry point of ``airflow_tablemgmt.formats``), ``factory`` (the
+scheduler's side: its ProcessFactory) and ``job`` (the Spark driver's side: the maintainers, calling Paimon's
+Spark procedures) are imported by airflow-tablemgmt when needed; this module imports nothing.
 """
 
 FORMAT = "paimon"

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from airflow_tablemgmt.factories.api import Action, ActionSettings, Duration, validate_identifier
+from airflow_tablemgmt.formats.api import Action, ActionSettings, Duration, validate_identifier
 
 PartitionValue = str | int
 

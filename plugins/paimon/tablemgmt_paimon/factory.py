@@ -1,5 +1,5 @@
-"""PaimonProcessFactory: the ``paimon`` format's declaration and its jobs, written against the public
-factory API only (``airflow_tablemgmt.factories.api``).
+"""PaimonProcessFactory: the ``paimon`` format's jobs, written against the public format API only
+(``airflow_tablemgmt.formats.api``); its descriptor is ``format.py``.
 
 A Paimon table is declared in a ``hadoop`` catalog whose ``warehouse`` is a Paimon filesystem catalog's
 warehouse; the job configures that catalog as Paimon's ``SparkCatalog`` under the catalog's name and
@@ -14,75 +14,32 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow_tablemgmt.factories.api import (
-    ActionNotSupported,
-    FormatSupport,
-    Interval,
-    JobSpec,
-    Process,
-    RecoverProcessFailed,
-    TableSpec,
-    TriggerContext,
-    TriggerStrategy,
-    declare_format,
-    plugin_job,
-    retention_changed,
-)
+from airflow_tablemgmt.formats.api import FormatFactory, Process, TableSpec, TriggerContext, retention_changed
 from tablemgmt_paimon import FORMAT
-from tablemgmt_paimon.actions import ACTIONS, COMPACT, EXPIRE_SNAPSHOTS, REMOVE_ORPHANS
-from tablemgmt_paimon.session import SESSION
+from tablemgmt_paimon.actions import COMPACT, EXPIRE_SNAPSHOTS, REMOVE_ORPHANS
 from tablemgmt_paimon.snapshots import NotReadable, read_table, table_location
 
 log = logging.getLogger(__name__)
 
-#: Not snapshot-gated by the service (its gate reads Iceberg metadata): the factory's own check runs.
-DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
-    "compact": TriggerStrategy(Interval.parse("1h"), on_new_snapshot=False, parallelism=4),
-    "expire-snapshots": TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=4),
-    "expire-partitions": TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
-    "remove-orphans": TriggerStrategy(Interval.parse("7d"), on_new_snapshot=False, parallelism=2),
-}
-#: Proven on spark-submit (tests/integration/formats/test_paimon_plugin.py); Spark Connect would need
-#: Paimon's runtime on the Connect server.
-SUPPORT = FormatSupport(FORMAT, DEFAULT_STRATEGIES, ("spark-submit",), "paimon")  # type: ignore[arg-type]
 
-declare_format(SUPPORT, ACTIONS, SESSION)
-import tablemgmt_paimon.health  # noqa: E402, F401 - declares the format's health hook
-import tablemgmt_paimon.views  # noqa: E402, F401 - declares the format's table views
-
-
-class PaimonProcessFactory:
+class PaimonProcessFactory(FormatFactory):
     """Maps Paimon actions to Spark jobs. Paimon's procedures commit atomically (an interrupted compaction
     commits nothing; a second expiry removes what the first did not), so recovering a process runs the
     same job again."""
 
-    name = "paimon"
-    support = SUPPORT
+    format = FORMAT
 
-    def supported_actions(self) -> dict[str, set[str]]:
-        return {FORMAT: set(DEFAULT_STRATEGIES)}
-
-    def trigger_strategy(self, format: str, action: str) -> TriggerStrategy:
-        if format != FORMAT or action not in DEFAULT_STRATEGIES:
-            raise ActionNotSupported(
-                f"the paimon factory does not support {format}/{action}; supported: "
-                f"{', '.join(sorted(DEFAULT_STRATEGIES))}"
-            )
-        return DEFAULT_STRATEGIES[action]
-
-    def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:
-        self.trigger_strategy(table.format, action)
-        options = table.action_settings(action).options()
+    def plan(
+        self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
+    ) -> dict[str, Any] | None:
         if not self._pays(table, action, options, context):
             return None
-        return self._job(table, action, options, context)
+        return self._orphans_policy(table, action, options, context)
 
-    def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
-        if process.action not in DEFAULT_STRATEGIES:
-            raise RecoverProcessFailed(
-                f"process {process.id}: action {process.action!r} is not a Paimon action"
-            )
-        return self._job(table, process.action, table.action_settings(process.action).options(), context)
+    def resume(
+        self, table: TableSpec, process: Process, options: dict[str, Any], context: TriggerContext
+    ) -> dict[str, Any]:
+        return self._orphans_policy(table, process.action, options, context)
 
     def commit_marks(self, table: TableSpec, catalog: Any) -> list[tuple[str, int, int]]:
         """The table's snapshots newest first as ``(commit user, snapshot id, commit time ms)``: recovery
@@ -92,15 +49,15 @@ class PaimonProcessFactory:
         state = read_table(table_location(catalog.warehouse or "", table.namespace, table.name))
         return [(s.commit_user, s.id, s.time_millis) for s in reversed(state.snapshots)]
 
-    def _job(
+    def _orphans_policy(
         self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
-    ) -> JobSpec:
+    ) -> dict[str, Any]:
         if action == REMOVE_ORPHANS.name and not options.get("dry-run") and not options.get("confirm"):
             reason = retention_changed(action, "older-than", options, context)
             if reason is not None:
                 log.warning("tablemgmt: remove-orphans on %s: %s", table.id, reason)
                 options = {**options, "dry-run": True, "dry-run-reason": reason}
-        return plugin_job(table, action, options, context, SESSION)
+        return options
 
     def _pays(self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext) -> bool:
         if action not in (COMPACT.name, EXPIRE_SNAPSHOTS.name):

@@ -1,4 +1,4 @@
-"""Paimon's health hook (``factories.api.declare_health``): a table's figures and findings read from its
+"""Paimon's health hook (``Format.health`` of its descriptor, ``format.py``): a table's figures and findings read from its
 snapshot files and the data files on disk (``snapshots.py``), no JVM, against the table's own settings:
 
 * **uncompacted commits**: at least ``max(5, min-new-snapshots)`` APPEND commits since the last compaction;
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_tablemgmt.factories.api import Finding, FormatHealth, HealthUnavailable, declare_health
+from airflow_tablemgmt.formats.api import Finding, FormatHealth, HealthUnavailable
 from tablemgmt_paimon import FORMAT
 from tablemgmt_paimon.snapshots import NotReadable, read_table, table_location
 
@@ -56,6 +56,3 @@ def table_health(catalog: Any, table: Any) -> FormatHealth:
             )  # fmt: skip
         )
     return FormatHealth(FORMAT, figures, tuple(findings))
-
-
-declare_health(FORMAT, table_health)

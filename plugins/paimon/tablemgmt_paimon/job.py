@@ -1,6 +1,6 @@
-"""The Spark driver's side of the Paimon plugin: its maintainers, registered with the job through the
-public driver API (``airflow_tablemgmt.spark.job.plugins``). The job imports this module by the name the
-factory put in the job spec (``FormatSession.module``), before it builds the session.
+"""The Spark driver's side of the Paimon plugin: its ``MAINTAINERS``, written against the public driver API
+(``airflow_tablemgmt.spark.job.plugins``). The job imports this module by the name the format's descriptor
+gives (``FormatSession.module``) when it meets a Paimon table.
 
 Each maintainer calls one Paimon procedure on ``<catalog>.<namespace>.<name>`` and reports the table's
 figures before and after from Paimon's system tables (``$snapshots``, ``$files``). ``compact``'s commit
@@ -16,17 +16,14 @@ from airflow_tablemgmt.spark.job.plugins import (
     TableIdentifier,
     commit_user_prefix,
     parse_duration,
-    register_format,
     timed,
 )
-from tablemgmt_paimon import FORMAT
 from tablemgmt_paimon.procedures import (
     compact_sql,
     expire_partitions_sql,
     expire_snapshots_sql,
     remove_orphans_sql,
 )
-from tablemgmt_paimon.session import SESSION
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -120,5 +117,3 @@ MAINTAINERS = {
     "expire-partitions": expire_partitions,
     "remove-orphans": remove_orphans,
 }
-
-register_format(FORMAT, SESSION, MAINTAINERS)

@@ -1,4 +1,4 @@
-"""Paimon's table views (``factories.api.declare_views``): Details, Files and Snapshots of a table on a local
+"""Paimon's table views (``Format.views`` of its descriptor, ``format.py``): Details, Files and Snapshots of a table on a local
 warehouse, read from its snapshot, schema and data files without a JVM.
 
 * **details**: the schema of the latest snapshot (``schema/schema-<id>``: fields, partition and primary
@@ -22,14 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from airflow_tablemgmt.factories.api import (
+from airflow_tablemgmt.formats.api import (
     HealthUnavailable,
     LiveFile,
-    declare_views,
     details_view,
     files_view,
 )
-from tablemgmt_paimon import FORMAT
 from tablemgmt_paimon.snapshots import DATA_SUFFIXES, NotReadable, local_path, table_location
 
 #: Paimon's ``target-file-size`` when the table sets none.
@@ -166,6 +164,3 @@ def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
         "entry_label": "snapshots",
         "snapshots": out,
     }
-
-
-declare_views(FORMAT, details=read_details, files=read_files, snapshots=read_snapshots)

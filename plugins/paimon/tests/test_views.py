@@ -1,4 +1,4 @@
-"""The Paimon plugin's table views (``tablemgmt_paimon/views.py``, declared with ``factories.api.declare_views``)
+"""The Paimon plugin's table views (``tablemgmt_paimon/views.py``, named by its descriptor's ``Format.views``)
 on a directory laid out as Paimon's filesystem catalog writes it: snapshot and schema files as JSON, data files
 under ``<partition>/bucket-<n>/``; and the same views through the REST API."""
 
@@ -11,7 +11,7 @@ import pytest
 from tablemgmt_paimon.views import read_details, read_files, read_snapshots
 
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
-from airflow_tablemgmt.factories.api import HealthUnavailable
+from airflow_tablemgmt.formats.api import HealthUnavailable
 
 KIB = 1024
 

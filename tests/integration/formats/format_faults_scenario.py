@@ -56,7 +56,7 @@ def hudi_read(spark: Any, location: str) -> dict[str, Any]:
 
 
 def hudi_compact(warehouse: Path) -> None:
-    from airflow_tablemgmt.factories.hudi import HudiProcessFactory
+    from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
 
     location = str(warehouse / "app" / "events")
     spark = start_session("hudi")
@@ -72,7 +72,7 @@ def hudi_compact(warehouse: Path) -> None:
 
 
 def hudi_recover(warehouse: Path) -> None:
-    from airflow_tablemgmt.factories.hudi import HudiProcessFactory
+    from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
 
     location = str(warehouse / "app" / "events")
     spark = start_session("hudi")

@@ -22,8 +22,8 @@ import pytest
 from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.factories.delta import DeltaProcessFactory
-from airflow_tablemgmt.factories.hudi import HudiProcessFactory
+from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
+from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.metadata import delta, hudi
 from airflow_tablemgmt.metadata.errors import HealthUnavailable

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -102,13 +101,13 @@ def test_a_hudi_tables_three_tabs(api: TestClient) -> None:
 def test_a_format_without_the_view_is_422_naming_table_format_and_who_has_it(
     api: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airflow_tablemgmt.factories.views import format_view
-    from airflow_tablemgmt.metadata import format_views
+    from dataclasses import replace
 
-    format_view("hudi", "files")  # the installed factories have declared their views
-    views: dict[str, Any] = {f: dict(v) for f, v in format_views._VIEWS.items()}
-    del views["hudi"]["snapshots"]
-    monkeypatch.setattr(format_views, "_VIEWS", views)
+    from airflow_tablemgmt.core.formats import FORMATS
+
+    hudi = FORMATS.get("hudi")
+    views = {tab: ref for tab, ref in hudi.views.items() if tab != "snapshots"}
+    monkeypatch.setitem(FORMATS._formats, "hudi", replace(hudi, views=views))
     r = api.get("/tables/paths.app.events/snapshots")
     assert r.status_code == 422, r.text
     body = r.json()
@@ -146,13 +145,11 @@ def test_the_views_generic_modules_never_name_a_format(path: str) -> None:
     assert not re.findall(r"\b(?:iceberg|hudi|delta|paimon)\b", text, flags=re.IGNORECASE)
 
 
-def test_the_built_in_formats_declare_their_views_through_the_public_api() -> None:
-    import airflow_tablemgmt.factories.delta  # noqa: F401
-    import airflow_tablemgmt.factories.hudi  # noqa: F401
-    import airflow_tablemgmt.factories.iceberg  # noqa: F401
-    from airflow_tablemgmt.factories import api
-    from airflow_tablemgmt.metadata.format_views import TABS, view_hook
+def test_the_built_in_formats_declare_their_views_in_their_descriptors() -> None:
+    from airflow_tablemgmt.factories.views import format_view
+    from airflow_tablemgmt.formats import api
+    from airflow_tablemgmt.metadata.format_views import TABS
 
     for fmt in ("iceberg", "delta", "hudi"):
-        assert all(view_hook(fmt, tab) is not None for tab in TABS), fmt
-    assert {"declare_views", "LiveFile", "files_view", "details_view"} <= set(api.__all__)
+        assert all(format_view(fmt, tab) is not None for tab in TABS), fmt
+    assert {"Format", "LiveFile", "files_view", "details_view"} <= set(api.__all__)

@@ -121,7 +121,7 @@ def test_schedule_plan_defaults(
     settings: dict, trigger: str, gate: bool, fallback: str | None, throttle_s: int | None
 ) -> None:
     from airflow_tablemgmt.core.schedule import SchedulePlan
-    from airflow_tablemgmt.factories.iceberg import IcebergProcessFactory
+    from airflow_tablemgmt.formats.iceberg.factory import IcebergProcessFactory
 
     t = table("plan", {"rewrite-files": settings})
     strategy = IcebergProcessFactory().trigger_strategy(t.format, "rewrite-files")

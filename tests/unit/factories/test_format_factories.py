@@ -13,12 +13,11 @@ import pytest
 
 from airflow_tablemgmt.core.errors import ActionNotSupported
 from airflow_tablemgmt.core.factory import ProcessFactory, TriggerContext
-from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.factories.delta import DeltaProcessFactory
 from airflow_tablemgmt.factories.discovery import load_factories
-from airflow_tablemgmt.factories.hudi import HudiProcessFactory
+from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
+from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
 
 NOW = datetime(2026, 11, 25, tzinfo=UTC)
 
@@ -53,24 +52,25 @@ def hudi_timeline(root: Path, names: list[str]) -> None:
 
 def test_each_format_declares_its_actions_triggers_engines_and_session() -> None:
     for factory, fmt, actions in (
-        (DeltaProcessFactory(), TableFormat.DELTA, {"optimize", "vacuum"}),
-        (HudiProcessFactory(), TableFormat.HUDI, {"compaction", "clean", "clustering", "archive"}),
+        (DeltaProcessFactory(), "delta", {"optimize", "vacuum"}),
+        (HudiProcessFactory(), "hudi", {"compaction", "clean", "clustering", "archive"}),
     ):
         assert isinstance(factory, ProcessFactory)
         assert factory.supported_actions() == {fmt: actions}
-        rows = factory.support.rows()
+        rows = factory.descriptor.rows()
         assert {r["action"] for r in rows} == actions
-        assert all(r["engines"] == ["spark-submit"] and r["session"] == fmt.value for r in rows)
+        assert all(r["engines"] == ["spark-submit"] and r["format"] == fmt for r in rows)
+        assert factory.descriptor.session.needs == (fmt,)
         with pytest.raises(ActionNotSupported, match="supported"):
-            factory.trigger_strategy(TableFormat.ICEBERG, next(iter(actions)))
+            factory.trigger_strategy("iceberg", next(iter(actions)))
 
 
 def test_the_entry_points_find_both_factories() -> None:
     registry = load_factories()
-    assert isinstance(registry.for_action(TableFormat.DELTA, "vacuum"), DeltaProcessFactory)
-    assert isinstance(registry.for_action(TableFormat.HUDI, "compaction"), HudiProcessFactory)
+    assert isinstance(registry.for_action("delta", "vacuum"), DeltaProcessFactory)
+    assert isinstance(registry.for_action("hudi", "compaction"), HudiProcessFactory)
     with pytest.raises(ActionNotSupported):
-        registry.for_action(TableFormat.DELTA, "compaction")
+        registry.for_action("delta", "compaction")
 
 
 def test_optimize_runs_only_when_files_were_added_since_the_last_optimize(tmp_path: Path) -> None:

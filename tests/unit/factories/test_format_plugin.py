@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt.core.action_model import FORMATS
+from airflow_tablemgmt.core.formats import FORMATS
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.declarations.parse import parse_declarations_text
 
 ROOT = Path(__file__).resolve().parents[3]
 PLUGIN = ROOT / "plugins" / "paimon" / "tablemgmt_paimon"
-PUBLIC = {"airflow_tablemgmt.factories.api", "airflow_tablemgmt.spark.job.plugins"}
+PUBLIC = {"airflow_tablemgmt.formats.api", "airflow_tablemgmt.spark.job.plugins"}
 
 installed = pytest.mark.skipif(
     importlib.util.find_spec("tablemgmt_paimon") is None and os.environ.get("CI") != "true",
@@ -101,7 +101,7 @@ def test_the_plugin_registers_through_the_entry_point_and_its_tables_validate() 
     assert factory.supported_actions() == {
         "paimon": {"compact", "expire-snapshots", "expire-partitions", "remove-orphans"}
     }
-    assert factory.support.engines == ("spark-submit",)
+    assert factory.descriptor.engines == ("spark-submit",)
     spec = TableSpec(
         catalog="lake",
         namespace="s",
@@ -142,10 +142,8 @@ def test_a_plugin_formats_job_names_its_module_and_gets_its_session_alone(tmp_pa
     job = factory.trigger(spec, "remove-orphans", TriggerContext(datetime.now(UTC), catalog))
     assert job is not None
     props = job.catalog["properties"]
-    assert (
-        props["tablemgmt.table-format"] == "paimon"
-        and props["tablemgmt.format-module"] == "tablemgmt_paimon.job"
-    )
+    # the format's name only: the driver finds the format's module among the installed formats
+    assert props["tablemgmt.table-format"] == "paimon" and "tablemgmt.format-module" not in props
     assert job.options["dry-run"] is True and "first run of remove-orphans" in job.options["dry-run-reason"]
     job_catalog = validated_catalog(job.catalog)
     conf = session_conf(job_catalog)
@@ -159,20 +157,23 @@ def test_a_plugin_formats_job_names_its_module_and_gets_its_session_alone(tmp_pa
     assert "spark.sql.catalog.lake" not in launch_conf(job_catalog)
 
 
-def test_a_job_spec_naming_a_bad_or_missing_plugin_module_fails_clearly() -> None:
+def test_a_job_spec_naming_a_format_that_is_not_installed_imports_nothing() -> None:
+    """The driver imports only an installed format's module: a job spec's module name is never imported."""
     from airflow_tablemgmt.spark.conf import table_format
     from airflow_tablemgmt.spark.errors import InvalidJobSpec
 
-    def catalog(module: str) -> CatalogSpec:
-        props = {"tablemgmt.table-format": "nosuchformat", "tablemgmt.format-module": module}
+    def catalog(fmt: str, module: str) -> CatalogSpec:
+        props = {"tablemgmt.table-format": fmt, "tablemgmt.format-module": module}
         return CatalogSpec(name="lake", type="hadoop", warehouse="/w", properties=props)
 
-    with pytest.raises(InvalidJobSpec, match="'os; rm' is not a plugin module name"):
-        table_format(catalog("os; rm"))
-    with pytest.raises(InvalidJobSpec, match="needs module 'no_such_plugin_mod', which does not import here"):
-        table_format(catalog("no_such_plugin_mod"))
-    with pytest.raises(InvalidJobSpec, match="unknown format 'nosuchformat'"):
-        table_format(catalog("json"))  # imports, but declares no format
+    before = set(sys.modules)
+    with pytest.raises(InvalidJobSpec, match="unknown format 'nosuchformat'; installed: .*delta, hudi, iceberg"):
+        table_format(catalog("nosuchformat", "json"))
+    with pytest.raises(InvalidJobSpec, match="unknown format 'os; rm'"):
+        table_format(catalog("os; rm", "os"))
+    assert "json" in before or "json" not in sys.modules
+    # an installed format's job finds its own module whatever the spec says
+    assert table_format(catalog("delta", "json")) == "delta"
 
 
 @installed

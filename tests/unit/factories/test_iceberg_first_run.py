@@ -12,7 +12,7 @@ import pytest
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.factories.iceberg import IcebergProcessFactory
+from airflow_tablemgmt.formats.iceberg.factory import IcebergProcessFactory
 
 NOW = datetime(2026, 3, 10, 0, 30, tzinfo=UTC)
 CATALOG = CatalogSpec(name="lake", warehouse="/tmp/warehouse")
@@ -47,7 +47,7 @@ def _job(table: TableSpec, last: Process | None) -> JobSpec:
 
 def test_first_run_is_a_dry_run_with_its_reason(caplog: pytest.LogCaptureFixture) -> None:
     table = _table(column="order_ts", retention="400d")
-    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.factories.iceberg"):
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.formats.iceberg.factory"):
         job = _job(table, None)
     assert job.options["dry-run"] is True
     reason = job.options["dry-run-reason"]

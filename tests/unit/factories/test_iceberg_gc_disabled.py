@@ -14,7 +14,7 @@ from airflow_tablemgmt.core.errors import RecoverProcessFailed
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.factories.iceberg import IcebergProcessFactory
+from airflow_tablemgmt.formats.iceberg.factory import IcebergProcessFactory
 
 NOW = datetime(2026, 3, 10, 0, 30, tzinfo=UTC)
 FACTORY = IcebergProcessFactory()

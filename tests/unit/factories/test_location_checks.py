@@ -14,9 +14,9 @@ from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
-from airflow_tablemgmt.factories.delta import DeltaProcessFactory
-from airflow_tablemgmt.factories.hudi import HudiProcessFactory
-from airflow_tablemgmt.factories.iceberg import IcebergProcessFactory
+from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
+from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
+from airflow_tablemgmt.formats.iceberg.factory import IcebergProcessFactory
 from airflow_tablemgmt.metadata.table_check import check_location
 from airflow_tablemgmt.store import Store
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from airflow_tablemgmt.core.factory import JobSpec, RunPlan, TableOutcome, TriggerContext
-from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
@@ -126,10 +125,10 @@ class StoreAwareStandIn:
         self.triggered: list[Process] = []
         self.finished: list[tuple[Process, dict[str, Any] | None, str | None]] = []
 
-    def supported_actions(self) -> dict[TableFormat, set[str]]:
-        return {TableFormat.ICEBERG: {ACTION}}
+    def supported_actions(self) -> dict[str, set[str]]:
+        return {"iceberg": {ACTION}}
 
-    def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy:
+    def trigger_strategy(self, format: str, action: str) -> TriggerStrategy:
         return TriggerStrategy(Interval.parse("1h"))
 
     def trigger(self, table: TableSpec, action: str, context: TriggerContext) -> JobSpec | None:

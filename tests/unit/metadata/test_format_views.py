@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.metadata import delta_views, hudi_views
+from airflow_tablemgmt.formats.delta import views as delta_views
+from airflow_tablemgmt.formats.hudi import views as hudi_views
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.format_views import (
     SIZE_BUCKETS,
     LiveFile,
     files_view,
-    formats_with,
-    register_views,
-    view_hook,
 )
 
 MIB = 1024 * 1024
@@ -222,14 +220,17 @@ def test_files_view_buckets_against_the_target_and_keeps_unknown_records_null() 
     assert (p1["partition"], p1["records"], p2["records"], p2["delete_files"]) == ("p=1", 3, None, 1)
 
 
-def test_the_registry_refuses_unknown_views_and_lists_who_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_tablemgmt.metadata import format_views
+def test_a_format_declaring_an_unknown_view_is_refused_and_who_has_one_is_listed() -> None:
+    from airflow_tablemgmt.core.factory import FormatSession
+    from airflow_tablemgmt.core.formats import FORMATS, Format
+    from airflow_tablemgmt.factories.views import format_view, formats_with_view
 
-    monkeypatch.setattr(format_views, "_VIEWS", {})
+    session = FormatSession("x.Extensions", None, (), module="fmt_y.job")
     with pytest.raises(ValueError, match="unknown view"):
-        register_views("fmt-x", {"timeline": lambda c, t: {}})
-    with pytest.raises(TypeError, match="must be callable"):
-        register_views("fmt-x", {"files": "nope"})  # type: ignore[dict-item]
-    register_views("fmt-y", {"files": lambda c, t: {"ok": 1}, "details": None})
-    assert view_hook("fmt-y", "files") is not None and view_hook("fmt-y", "details") is None
-    assert "fmt-y" in formats_with("files") and "fmt-y" not in formats_with("details")
+        Format("fmt-x", (), {}, session, "fmt_x:F", views={"timeline": "fmt_x:read"})
+    FORMATS.declare(Format("fmt-y", (), {}, session, "fmt_y:F", views={"files": "json:dumps"}))
+    try:
+        assert format_view("fmt-y", "files") is not None and format_view("fmt-y", "details") is None
+        assert "fmt-y" in formats_with_view("files") and "fmt-y" not in formats_with_view("details")
+    finally:
+        FORMATS.forget("fmt-y")

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.metadata.table_views import SIZE_BUCKETS, read_details, read_files, read_snapshots
+from airflow_tablemgmt.formats.iceberg.views import SIZE_BUCKETS, read_details, read_files, read_snapshots
 
 SPEC = TableSpec(catalog="lake", namespace="sales", name="orders",
                  actions={"rewrite-files": {"target-file-size-bytes": 2097152}})  # fmt: skip

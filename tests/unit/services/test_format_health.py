@@ -1,4 +1,4 @@
-"""A format's own health through its hook (``factories.api.declare_health``): Hudi's and Delta's tables are
+"""A format's own health through its hook (``Format.health`` of its descriptor): Hudi's and Delta's tables are
 measured from their timeline / log and files (laid out on disk as Hudi 1.x and Delta write them; no JVM),
 scored, stored, sorted and filtered like any other table, and shown with the format's findings in the REST
 API's list and health answers; the generic modules never name a format."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
-from airflow_tablemgmt.metadata.health import FormatHealth, health_hook
+from airflow_tablemgmt.metadata.health import FormatHealth
 from airflow_tablemgmt.services import health, overview
 from airflow_tablemgmt.store import Store
 from airflow_tablemgmt.store.listing import TableFilter
@@ -160,13 +160,12 @@ def test_the_score_reaches_the_metrics(store: Store, statsd: StatsdReceiver) -> 
     statsd.expect({"airflow.tablemgmt.table.health_score.lake__db__orders": [f"{h.score.score}|g"]})
 
 
-def test_the_built_in_formats_declare_their_hooks_through_the_public_api() -> None:
-    import airflow_tablemgmt.factories.delta  # noqa: F401
-    import airflow_tablemgmt.factories.hudi  # noqa: F401
-    from airflow_tablemgmt.factories import api
+def test_the_built_in_formats_declare_their_hooks_in_their_descriptors() -> None:
+    from airflow_tablemgmt.factories.health import format_hook
+    from airflow_tablemgmt.formats import api
 
-    assert health_hook("hudi") is not None and health_hook("delta") is not None
-    assert {"declare_health", "FormatHealth", "Finding", "HealthUnavailable"} <= set(api.__all__)
+    assert format_hook("hudi") is not None and format_hook("delta") is not None
+    assert {"Format", "FormatHealth", "Finding", "HealthUnavailable"} <= set(api.__all__)
 
 
 def test_the_workers_unhealthy_alert_reads_the_formats_health_as_the_page_does(store: Store) -> None:

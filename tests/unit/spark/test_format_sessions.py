@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_tablemgmt.core.formats import FORMATS
 from airflow_tablemgmt.core.tables import CatalogSpec
-from airflow_tablemgmt.spark.conf import FORMAT_SESSIONS, catalog_conf, launch_conf, session_conf
+from airflow_tablemgmt.spark.conf import catalog_conf, launch_conf, session_conf
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 
 
@@ -19,7 +20,7 @@ def catalog(fmt: str | None, **properties: str) -> CatalogSpec:
 def test_iceberg_is_unchanged() -> None:
     conf = session_conf(catalog(None))
     assert conf == {
-        "spark.sql.extensions": FORMAT_SESSIONS["iceberg"].extensions,
+        "spark.sql.extensions": FORMATS.get("iceberg").session.extensions,
         **catalog_conf(catalog(None)),
     }
 
@@ -27,10 +28,10 @@ def test_iceberg_is_unchanged() -> None:
 @pytest.mark.parametrize("fmt", ["delta", "hudi"])
 def test_a_path_format_loads_no_other_formats_runtime(fmt: str) -> None:
     conf = session_conf(catalog(fmt, **{"spark.hadoop.fs.s3a.endpoint": "http://s3"}))
-    assert conf["spark.sql.extensions"] == FORMAT_SESSIONS[fmt].extensions
-    assert conf["spark.sql.catalog.spark_catalog"] == FORMAT_SESSIONS[fmt].session_catalog
+    assert conf["spark.sql.extensions"] == FORMATS.get(fmt).session.extensions
+    assert conf["spark.sql.catalog.spark_catalog"] == FORMATS.get(fmt).session.session_catalog
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://s3"
-    others = [s.extensions for f, s in FORMAT_SESSIONS.items() if f != fmt]
+    others = [f.session.extensions for f in FORMATS.all() if f.name != fmt]
     assert not any(o in v for o in others for v in conf.values())
     assert "spark.sql.catalog.lake" not in conf  # no Iceberg catalog
 

@@ -21,17 +21,17 @@ import pytest
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from airflow_tablemgmt.spark.launch import artifacts
 from airflow_tablemgmt.spark.launch.artifacts import (
-    NEEDS,
     ArtifactError,
     ArtifactSettings,
+    all_needs,
     cached_jar,
     catalog_needs,
     resolve,
 )
 from airflow_tablemgmt.spark.launch.submit import merge_user_jars
 
-POSTGRES = NEEDS["postgresql"].artifacts[0]
-DELTA = NEEDS["delta"].artifacts
+POSTGRES = all_needs()["postgresql"].artifacts[0]
+DELTA = all_needs()["delta"].artifacts
 
 
 @dataclass

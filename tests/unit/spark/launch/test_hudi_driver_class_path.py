@@ -11,8 +11,8 @@ import pytest
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+from airflow_tablemgmt.core.formats import FORMATS
 from airflow_tablemgmt.spark.launch import submit
-from airflow_tablemgmt.spark.launch.artifacts import DRIVER_CLASS_PATH_NEEDS
 
 
 def _job(fmt: str) -> JobSpec:
@@ -37,7 +37,7 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_hudi_is_on_the_driver_class_path_and_in_jars(resolver: None, tmp_path: Path) -> None:
-    assert "hudi" in DRIVER_CLASS_PATH_NEEDS
+    assert FORMATS.get("hudi").session.driver_class_path
     spec = submit.build_submit_spec(_job("hudi"), tmp_path / "spec.json")
     assert "/jars/hudi.jar" in spec.jars
     assert spec.conf["spark.driver.extraClassPath"].split(os.pathsep)[0] == "/jars/hudi.jar"

@@ -18,8 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
-from airflow_tablemgmt.core.factory import JobSpec, TriggerContext, declined
+from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.format_actions import (
     COMPACTION_INSTANT_OPTION,
     HUDI_ARCHIVE,
@@ -27,53 +26,23 @@ from airflow_tablemgmt.core.format_actions import (
     HUDI_CLUSTERING,
     HUDI_COMPACTION,
 )
-from airflow_tablemgmt.core.formats import TableFormat
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
-from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
-from airflow_tablemgmt.factories.api import declare_health, declare_views
-from airflow_tablemgmt.factories.path_formats import ENGINES, FormatSupport, location_refusal, path_job
-from airflow_tablemgmt.metadata import hudi_views
+from airflow_tablemgmt.formats.base import FormatFactory
+from airflow_tablemgmt.formats.hudi import NAME
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 log = logging.getLogger(__name__)
 
-# on_new_snapshot stays False: the snapshot gate and watchers read Iceberg metadata; the timeline check
-# (delta commits since the last compaction, commits since the last clean) runs in trigger().
-DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
-    HUDI_COMPACTION.name: TriggerStrategy(Interval.parse("30m"), on_new_snapshot=False, parallelism=4),
-    HUDI_CLEAN.name: TriggerStrategy(Interval.parse("6h"), on_new_snapshot=False, parallelism=2),
-    HUDI_CLUSTERING.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
-    HUDI_ARCHIVE.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
-}
 
-
-class HudiProcessFactory:
+class HudiProcessFactory(FormatFactory):
     """Maps Hudi actions to Spark jobs; a compaction's instant is chosen from the timeline."""
 
-    name = "hudi"
-    support = FormatSupport(TableFormat.HUDI, DEFAULT_STRATEGIES, ENGINES, "hudi")
+    format = NAME
 
-    def supported_actions(self) -> dict[TableFormat, set[str]]:
-        return {TableFormat.HUDI: set(DEFAULT_STRATEGIES)}
-
-    def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy:
-        if format != TableFormat.HUDI or action not in DEFAULT_STRATEGIES:
-            raise ActionNotSupported(
-                f"the hudi factory does not support {format}/{action}; supported: "
-                f"{', '.join(sorted(DEFAULT_STRATEGIES))}"
-            )
-        return DEFAULT_STRATEGIES[action]
-
-    def trigger(
-        self, table: TableSpec, action: str, context: TriggerContext
-    ) -> JobSpec | dict[str, Any] | None:
-        self.trigger_strategy(table.format, action)
-        refused = location_refusal(table, action, context)
-        if refused is not None:
-            log.warning("tablemgmt: %s", refused)
-            return declined(refused)
-        options = table.action_settings(action).options()
+    def plan(
+        self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
+    ) -> dict[str, Any] | None:
         timeline = _timeline(table, context)
         if timeline is not None and action == HUDI_COMPACTION.name:
             if not timeline.merge_on_read:
@@ -118,16 +87,13 @@ class HudiProcessFactory:
                 options["max-commits"],
             )
             return None
-        return path_job(table, action, options, context, "hudi")
+        return options
 
-    def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
-        """The same job; for a compaction, the instant the interrupted attempt scheduled (recorded on the
-        process's parameters when it was chosen, else the oldest pending one on the timeline)."""
-        if process.action not in DEFAULT_STRATEGIES:
-            raise RecoverProcessFailed(
-                f"process {process.id}: action {process.action!r} is not a Hudi action"
-            )
-        options = table.action_settings(process.action).options()
+    def resume(
+        self, table: TableSpec, process: Process, options: dict[str, Any], context: TriggerContext
+    ) -> dict[str, Any]:
+        """For a compaction, the instant the interrupted attempt scheduled (recorded on the process's
+        parameters when it was chosen, else the oldest pending one on the timeline)."""
         if process.action == HUDI_COMPACTION.name:
             recorded = (process.parameters.get("options") or {}).get(COMPACTION_INSTANT_OPTION)
             timeline = _timeline(table, context)
@@ -135,7 +101,7 @@ class HudiProcessFactory:
             instant = recorded if recorded in pending else (pending[0] if pending else None)
             if instant is not None:
                 options = {**options, COMPACTION_INSTANT_OPTION: instant}
-        return path_job(table, process.action, options, context, "hudi")
+        return options
 
 
 def _timeline(table: TableSpec, context: TriggerContext) -> Any:
@@ -153,13 +119,4 @@ def _timeline(table: TableSpec, context: TriggerContext) -> Any:
         return None
 
 
-def _health(catalog: Any, table: TableSpec) -> Any:
-    from airflow_tablemgmt.metadata.hudi import table_health
-
-    return table_health(catalog, table)
-
-
-declare_health(TableFormat.HUDI, _health)  # the page's, the CLI's and the REST API's health of its tables
-declare_views(TableFormat.HUDI, **hudi_views.VIEWS)  # the page's Details, Files and Snapshots tabs
-
-__all__ = ["DEFAULT_STRATEGIES", "HudiProcessFactory"]
+__all__ = ["HudiProcessFactory"]

@@ -10,69 +10,43 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from airflow_tablemgmt.core.actions import (
-    COMPUTE_STATS,
     DELETE_ORPHANS,
     DRY_RUN_REASON_OPTION,
     EXPIRE_DATA,
     EXPIRE_SNAPSHOTS,
-    REWRITE_DELETES,
-    REWRITE_FILES,
-    REWRITE_MANIFESTS,
 )
 from airflow_tablemgmt.core.durations import Duration
-from airflow_tablemgmt.core.errors import ActionNotSupported, RecoverProcessFailed
-from airflow_tablemgmt.core.factory import JobSpec, TriggerContext, declined
-from airflow_tablemgmt.core.formats import TableFormat
+from airflow_tablemgmt.core.errors import RecoverProcessFailed
+from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.process import Process
-from airflow_tablemgmt.core.tables import TableSpec
-from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
-from airflow_tablemgmt.factories.api import declare_views
-from airflow_tablemgmt.factories.path_formats import location_refusal
+from airflow_tablemgmt.core.tables import CatalogType, TableSpec
+from airflow_tablemgmt.formats.base import FormatFactory
+from airflow_tablemgmt.formats.iceberg import NAME
 
 log = logging.getLogger(__name__)
 
-# Defaults chosen so a freshly registered table gets sensible upkeep without tuning:
-# compaction-type work only when something was written (on_new_snapshot), cleanup daily.
-DEFAULT_STRATEGIES: dict[str, TriggerStrategy] = {
-    REWRITE_FILES.name: TriggerStrategy(Interval.parse("1h"), on_new_snapshot=True, parallelism=4),
-    REWRITE_DELETES.name: TriggerStrategy(Interval.parse("1h"), on_new_snapshot=True, parallelism=4),
-    REWRITE_MANIFESTS.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=True, parallelism=2),
-    EXPIRE_SNAPSHOTS.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=4),
-    DELETE_ORPHANS.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
-    EXPIRE_DATA.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=False, parallelism=2),
-    COMPUTE_STATS.name: TriggerStrategy(Interval.parse("1d"), on_new_snapshot=True, parallelism=2),
-}
 
-
-class IcebergProcessFactory:
+class IcebergProcessFactory(FormatFactory):
     """Maps Iceberg actions to Spark jobs. Every Iceberg procedure commits atomically or not at all,
     so recovering an interrupted process means running the same job again."""
 
-    name = "iceberg"
+    format = NAME
 
-    def supported_actions(self) -> dict[TableFormat, set[str]]:
-        return {TableFormat.ICEBERG: set(DEFAULT_STRATEGIES)}
+    def refusal(self, table: TableSpec, action: str, context: TriggerContext) -> str | None:
+        """A hadoop catalog's table missing at its path, or a table whose ``gc.enabled`` forbids the action."""
+        if context.catalog.type == CatalogType.HADOOP:
+            from airflow_tablemgmt.factories.path_formats import location_refusal
 
-    def trigger_strategy(self, format: TableFormat, action: str) -> TriggerStrategy:
-        if format != TableFormat.ICEBERG or action not in DEFAULT_STRATEGIES:
-            raise ActionNotSupported(
-                f"the iceberg factory does not support {format}/{action}; supported: {', '.join(sorted(DEFAULT_STRATEGIES))}"
-            )
-        return DEFAULT_STRATEGIES[action]
+            refused = location_refusal(table, action, context)
+            if refused is not None:
+                return refused
+        return gc_refusal(table, action, context)
 
-    def trigger(
-        self, table: TableSpec, action: str, context: TriggerContext
-    ) -> JobSpec | dict[str, Any] | None:
-        strategy = self.trigger_strategy(table.format, action)
-        refused = location_refusal(table, action, context) if context.catalog.type == "hadoop" else None
-        if refused is not None:
-            log.warning("tablemgmt: %s", refused)
-            return declined(refused)
-        refused = gc_refusal(table, action, context)
-        if refused is not None:
-            log.warning("tablemgmt: %s on %s declined: %s", action, table.id, refused)
-            return declined(refused)
+    def plan(
+        self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
+    ) -> dict[str, Any] | None:
         settings = table.action_settings(action)
+        strategy = self.descriptor.strategies[action]
         on_new_snapshot = (
             strategy.on_new_snapshot if settings.on_new_snapshot is None else settings.on_new_snapshot
         )
@@ -82,22 +56,19 @@ class IcebergProcessFactory:
             and context.current_snapshot_id == context.last_snapshot_id
         ):
             return None
-        return JobSpec.build(table, context.catalog, action, self._options(table, action, context))
+        return self._first_run(table, action, options, context)
 
-    def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
-        if process.action not in DEFAULT_STRATEGIES:
-            raise RecoverProcessFailed(
-                f"process {process.id}: action {process.action!r} is no longer supported"
-            )
+    def resume(
+        self, table: TableSpec, process: Process, options: dict[str, Any], context: TriggerContext
+    ) -> dict[str, Any]:
         refused = gc_refusal(table, process.action, context)
         if refused is not None:
             raise RecoverProcessFailed(f"process {process.id}: {refused}")
-        return JobSpec.build(
-            table, context.catalog, process.action, self._options(table, process.action, context)
-        )
+        return self._first_run(table, process.action, options, context)
 
-    def _options(self, table: TableSpec, action: str, context: TriggerContext) -> dict[str, Any]:
-        options = table.action_settings(action).options()
+    def _first_run(
+        self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
+    ) -> dict[str, Any]:
         if action != EXPIRE_DATA.name or options.get("dry-run") or options.get("confirm"):
             return options
         reason = first_run_reason(options, context)
@@ -182,24 +153,3 @@ def _same_duration(previous: object, current: str) -> bool:
         return bool(_duration().validate_python(previous) == _duration().validate_python(current))
     except Exception:  # noqa: BLE001 - an unreadable old value counts as a change (the safe side)
         return False
-
-
-def _iceberg_view(tab: str) -> Any:
-    """``metadata/table_views.py``'s reader of ``tab``, imported on first use (pyiceberg is loaded then)."""
-
-    def read(catalog: Any, table: TableSpec) -> dict[str, Any]:
-        from airflow_tablemgmt.metadata import table_views
-
-        return dict(getattr(table_views, f"read_{tab}")(catalog, table))
-
-    read.__name__ = f"iceberg_{tab}"
-    return read
-
-
-# The table page's Details, Files and Snapshots tabs (and the REST API's) of Iceberg tables, read with pyiceberg.
-declare_views(
-    TableFormat.ICEBERG,
-    details=_iceberg_view("details"),
-    files=_iceberg_view("files"),
-    snapshots=_iceberg_view("snapshots"),
-)
