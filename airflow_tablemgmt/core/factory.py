@@ -40,6 +40,10 @@ class FormatSession:
     #: The runtime belongs on the driver's own class path too (``spark.driver.extraClassPath``), not only
     #: added by ``--jars`` (a bundle that shades classes Spark's own loader also holds: Hudi's).
     driver_class_path: bool = False
+    #: The job's catalog is the catalog itself, configured from its type (REST, JDBC, Glue, …): the catalogs'
+    #: own format. Otherwise the format's session catalog or catalog class, or none, and the maintainers
+    #: read their own tables.
+    uses_catalog: bool = False
 
 
 @dataclass(frozen=True)

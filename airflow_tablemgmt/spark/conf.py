@@ -43,15 +43,16 @@ def format_session(catalog: CatalogSpec) -> FormatSession:
 
 
 def owns_catalog(session: FormatSession) -> bool:
-    """Whether a format's jobs use the catalog itself (the catalogs' own format): its session brings neither
-    a session catalog (a path-based format) nor a catalog class over the warehouse (a catalog-based one)."""
-    return not session.session_catalog and not session.catalog_impl
+    """Whether a format's jobs use the catalog itself (the catalogs' own format, ``uses_catalog``) rather
+    than a session catalog (a path-based format), a catalog class over the warehouse (a catalog-based one)
+    or none."""
+    return session.uses_catalog
 
 
 def session_conf(catalog: CatalogSpec) -> dict[str, str]:
     """Every setting the job's session builder gets for a table of ``catalog``: its format's extensions and
     settings, and its catalog. A format with neither a session catalog nor a catalog class of its own is
-    the catalogs' own format: the job's catalog is configured from the catalog (:func:`catalog_conf`). A
+    the catalogs' own format (``uses_catalog``): the job's catalog is configured from the catalog (:func:`catalog_conf`). A
     path-based format (its session catalog) and a catalog-based one (its catalog class over the catalog's
     warehouse) get the catalog's own ``spark.*`` properties (``spark.hadoop.fs.s3a.*`` for a warehouse on
     S3) instead."""

@@ -48,7 +48,7 @@ FORMAT = Format(
     actions=ICEBERG_ACTIONS,
     strategies=STRATEGIES,
     # Iceberg's runtime is a need of every catalog (spark/launch/artifacts.py): no jars of its own here.
-    session=FormatSession(EXTENSIONS, None, ("iceberg",), module="airflow_tablemgmt.spark.job.maintainers"),
+    session=FormatSession(EXTENSIONS, None, ("iceberg",), module="airflow_tablemgmt.spark.job.maintainers", uses_catalog=True),
     factory=f"{_HERE}.factory:IcebergProcessFactory",
     engines=("spark-submit", "spark-connect"),
     hosts=(REFRESH.name,),  # dynamic tables are Iceberg tables
