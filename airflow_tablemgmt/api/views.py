@@ -12,6 +12,7 @@ from airflow_tablemgmt.api.schemas import (
     TableOut,
     TableSummaryOut,
 )
+from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.services.overview import removed_by
 from airflow_tablemgmt.services.processes import timings
 
@@ -92,6 +93,10 @@ def table_out(store: Store, reg: RegisteredTable, **extra: Any) -> TableOut:
     )
 
 
+def _status(value: str | None) -> ProcessStatus | None:
+    return ProcessStatus(value) if value else None
+
+
 def summary_out(r: TableRow) -> TableSummaryOut:
     """A list row: badges per action and the cached health (null until measured)."""
     health = None
@@ -131,11 +136,11 @@ def summary_out(r: TableRow) -> TableSummaryOut:
         owner=r.owner,
         queue=r.queue,
         actions=r.actions,
-        last_status={a: r.badges[a].last_status for a in r.actions},
+        last_status={a: _status(r.badges[a].last_status) for a in r.actions},
         badges={
             a: BadgeOut(
                 last_process=b.last_id,
-                last_status=b.last_status,
+                last_status=_status(b.last_status),
                 last_instant=b.last_instant,
                 last_finished=b.last_finished,
                 last_reason=b.last_reason,

@@ -349,17 +349,17 @@ def build_with_cache(
         total["dags"] = len(result.dags)
         stats.removed = sorted({tid for _, meta in old.values() for tid in meta} - keys.keys())
         new: dict[int, Shard] = {}
-        for n, meta in metas.items():
-            if n in old and old[n][1] == meta:
+        for n, shard_meta in metas.items():
+            if n in old and old[n][1] == shard_meta:
                 new[n] = old[n]  # unchanged: its bytes as read
             else:
                 try:
-                    new[n] = (pickle.dumps(members[n], protocol=pickle.HIGHEST_PROTOCOL), meta)
+                    new[n] = (pickle.dumps(members[n], protocol=pickle.HIGHEST_PROTOCOL), shard_meta)
                 except Exception as e:  # noqa: BLE001 - left out of the cache: built again next parse
                     log.warning(
                         "tablemgmt DAG cache %s: DAGs of %s could not be pickled (%s: %s); not cached",
                         path,
-                        ", ".join(sorted(meta)),
+                        ", ".join(sorted(shard_meta)),
                         type(e).__name__,
                         e,
                     )

@@ -53,7 +53,7 @@ class _Reader:
 
 def _blocks(r: _Reader, item: Any) -> list[Any]:
     """Items of an array or map: blocks of ``count`` items (negative: followed by the block's size)."""
-    out = []
+    out: list[Any] = []
     while True:
         count = r.long()
         if count == 0:

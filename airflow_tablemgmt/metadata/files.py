@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, TableSpec
@@ -154,7 +154,7 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
                 stats["data_bytes"] += f.file_size_in_bytes
                 stats["records"] += f.record_count
                 stats["small"] += f.file_size_in_bytes < threshold
-                key = (f.spec_id, *tuple(f.partition))
+                key = (f.spec_id, *cast("Iterable[Any]", f.partition))
                 per_partition[key] = per_partition.get(key, 0) + f.file_size_in_bytes
             else:
                 stats["delete_files"] += 1

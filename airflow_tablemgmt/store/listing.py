@@ -363,7 +363,7 @@ def active(engine: Engine, limit: int = 20) -> tuple[list[Any], dict[str, int]]:
     )
     counts = select(_P.c.status, func.count()).where(_P.c.status.in_(ACTIVE)).group_by(_P.c.status)
     with engine.connect() as conn:
-        return conn.execute(stmt).all(), {s: int(n) for s, n in conn.execute(counts)}
+        return list(conn.execute(stmt).all()), {s: int(n) for s, n in conn.execute(counts)}
 
 
 def _next_hour(t: datetime) -> datetime:

@@ -66,6 +66,9 @@ class TableSnapshotTrigger(BaseEventTrigger):
     once: the new id is stored after the event is handed to the triggerer.
     """
 
+    #: The background task writing what changed to the asset state store (``run`` starts it).
+    _writer: asyncio.Task[None] | None = None
+
     def __init__(
         self,
         *,
@@ -255,7 +258,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
         table = TableIdentifier.parse(self.table_id)
         watches = self._watches()
         self._store_usable, self._stored, self._dirty = True, {}, False
-        self._writer: asyncio.Task[None] | None = None
+        self._writer = None
         self._write_ticket = Ticket()
         recall_ticket = Ticket()
         recall: asyncio.Task[dict[str, object]] | None = None

@@ -197,7 +197,7 @@ def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     out = []
     for v in versions[-MAX_VERSIONS:]:
         actions = _read_commit(log, v)
-        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         adds = [a["add"] for a in actions if "add" in a]
         removes = [a["remove"] for a in actions if "remove" in a]
         added = [_records(x.get("stats")) for x in adds]
