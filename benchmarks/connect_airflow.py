@@ -89,8 +89,9 @@ def main() -> None:
     args = p.parse_args()
 
     from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.spark.connect.client import open_session
     from airflow_tablemgmt.spark.connect.server import free_port, server_spec, start_server, wait_for_port
-    from airflow_tablemgmt.spark.connect.session import connect_conf, open_session
+    from airflow_tablemgmt.spark.connect.session import connect_conf
 
     work = Path(tempfile.mkdtemp(prefix="tms-connect-airflow-"))
     warehouse = work / "warehouse"

@@ -151,7 +151,7 @@ def _import_probe(rounds: int = 3) -> dict[str, float]:
     """Median seconds of ``import pyspark.sql.connect.session`` in a fresh interpreter: as pyspark does it
     (setuptools' distutils shim imports setuptools) and as ``session.import_client`` does it."""
     plain = "import time; t = time.perf_counter(); import pyspark.sql.connect.session; print(time.perf_counter() - t)"
-    ours = ("from airflow_tablemgmt.spark.connect.session import import_client; import time; "
+    ours = ("from airflow_tablemgmt.spark.connect.client import import_client; import time; "
             "t = time.perf_counter(); import_client(); print(time.perf_counter() - t)")  # fmt: skip
     out: dict[str, float] = {}
     for name, code in (("with the shim", plain), ("shim stepped around", ours)):
@@ -194,8 +194,9 @@ def main() -> None:
     args = p.parse_args()
 
     from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.spark.connect.client import open_session
     from airflow_tablemgmt.spark.connect.server import free_port, server_spec, start_server, wait_for_port
-    from airflow_tablemgmt.spark.connect.session import connect_conf, open_session
+    from airflow_tablemgmt.spark.connect.session import connect_conf
     from airflow_tablemgmt.spark.launch.java import resolve_java_home
 
     # a stopped run (SIGTERM) still stops its server: the finally below runs on SystemExit

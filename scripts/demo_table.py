@@ -17,7 +17,9 @@ def spark_session(warehouse: str, catalog: str = "demo", remote: str | None = No
     from airflow_tablemgmt.core.tables import CatalogSpec
 
     if remote:
-        from airflow_tablemgmt.spark.connect.session import connect_conf, open_session, set_conf
+        from airflow_tablemgmt.spark.connect.client import open_session
+        from airflow_tablemgmt.spark.connect.config import set_conf
+        from airflow_tablemgmt.spark.connect.session import connect_conf
 
         session = open_session(remote)
         set_conf(session, connect_conf(CatalogSpec(name=catalog, type="hadoop", warehouse=warehouse)))

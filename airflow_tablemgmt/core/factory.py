@@ -1,6 +1,6 @@
 """The ProcessFactory protocol (after Amoro's), the JobSpec it hands to an engine, the declared
 contract of a factory that reads the store (:class:`StoreAwareFactory`), and what a format needs of
-Spark (:class:`FormatSession`, part of its ``core.formats.Format``)."""
+Spark (``core.formats.FormatSession``, re-exported here)."""
 
 from __future__ import annotations
 
@@ -9,41 +9,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from airflow_tablemgmt.core.formats import FormatSession
 from airflow_tablemgmt.core.process import Process
 
 if TYPE_CHECKING:  # annotations only: the Spark job's driver imports JobSpec without pydantic's models
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.core.triggers import TriggerStrategy
-
-
-@dataclass(frozen=True)
-class FormatSession:
-    """What a job on a table of one format needs of Spark: its SQL extensions, the session catalog's
-    implementation, further settings (a serializer), and its runtime jars (the artifact resolver's
-    needs, ``tablemgmt jars fetch --format <format>``).
-
-    ``catalog_impl``: a catalog-based format (Paimon) names its Spark catalog class; the job's catalog
-    is configured as ``spark.sql.catalog.<catalog name>`` of that class, with the catalog's warehouse.
-    ``module``: the format's driver-side module, whose ``MAINTAINERS`` (action -> maintainer) the Spark
-    job runs (``spark/job/plugins.py``)."""
-
-    extensions: str
-    session_catalog: str | None
-    needs: tuple[str, ...]
-    conf: dict[str, str] = field(default_factory=dict)
-    catalog_impl: str | None = None
-    module: str | None = None
-    #: Maven coordinates of the format's runtime (``group:artifact:version``), fetched as the need named
-    #: after the format (``tablemgmt jars fetch --format <format>``); empty: the need exists already
-    #: (Iceberg's runtime, which every catalog needs).
-    jars: tuple[str, ...] = ()
-    #: The runtime belongs on the driver's own class path too (``spark.driver.extraClassPath``), not only
-    #: added by ``--jars`` (a bundle that shades classes Spark's own loader also holds: Hudi's).
-    driver_class_path: bool = False
-    #: The job's catalog is the catalog itself, configured from its type (REST, JDBC, Glue, …): the catalogs'
-    #: own format. Otherwise the format's session catalog or catalog class, or none, and the maintainers
-    #: read their own tables.
-    uses_catalog: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,3 +151,14 @@ class StoreAwareFactory(ProcessFactory, Protocol):
     ) -> TableOutcome | None:
         """Record how the process ended on the table (``error`` None: it succeeded)."""
         ...
+
+__all__ = [
+    "FormatSession",
+    "JobSpec",
+    "ProcessFactory",
+    "RunPlan",
+    "StoreAwareFactory",
+    "TableOutcome",
+    "TriggerContext",
+    "declined",
+]

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the Spark driver reads descriptors without pydantic's models
     from airflow_tablemgmt.core.action_model import Action
-    from airflow_tablemgmt.core.factory import FormatSession
     from airflow_tablemgmt.core.triggers import TriggerStrategy
 
 log = logging.getLogger(__name__)
@@ -53,6 +52,37 @@ FORMAT_MODULE_PROPERTY = "tablemgmt.format-module"
 #: (``<warehouse>/<namespace>/<name>``); the maintainer takes it out before validating the options, and
 #: declarations cannot set it (the settings models forbid unknown keys).
 TABLE_LOCATION_OPTION = "table-location"
+
+
+@dataclass(frozen=True)
+class FormatSession:
+    """What a job on a table of one format needs of Spark: its SQL extensions, the session catalog's
+    implementation, further settings (a serializer), and its runtime jars (the artifact resolver's
+    needs, ``tablemgmt jars fetch --format <format>``).
+
+    ``catalog_impl``: a catalog-based format (Paimon) names its Spark catalog class; the job's catalog
+    is configured as ``spark.sql.catalog.<catalog name>`` of that class, with the catalog's warehouse.
+    ``module``: the format's driver-side module, whose ``MAINTAINERS`` (action -> maintainer) the Spark
+    job runs (``spark/job/plugins.py``)."""
+
+    extensions: str
+    session_catalog: str | None
+    needs: tuple[str, ...]
+    conf: dict[str, str] = field(default_factory=dict)
+    catalog_impl: str | None = None
+    module: str | None = None
+    #: Maven coordinates of the format's runtime (``group:artifact:version``), fetched as the need named
+    #: after the format (``tablemgmt jars fetch --format <format>``); empty: the need exists already
+    #: (Iceberg's runtime, which every catalog needs).
+    jars: tuple[str, ...] = ()
+    #: The runtime belongs on the driver's own class path too (``spark.driver.extraClassPath``), not only
+    #: added by ``--jars`` (a bundle that shades classes Spark's own loader also holds: Hudi's).
+    driver_class_path: bool = False
+    #: The job's catalog is the catalog itself, configured from its type (REST, JDBC, Glue, …): the catalogs'
+    #: own format. Otherwise the format's session catalog or catalog class, or none, and the maintainers
+    #: read their own tables.
+    uses_catalog: bool = False
+
 
 
 class UnknownFormat(ValueError):
@@ -304,6 +334,7 @@ __all__ = [
     "FORMAT_MODULE_PROPERTY",
     "Format",
     "FormatRegistry",
+    "FormatSession",
     "TABLE_FORMAT_PROPERTY",
     "TABLE_LOCATION_OPTION",
     "UnknownFormat",

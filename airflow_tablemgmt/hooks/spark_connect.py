@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.factory import JobSpec
+from airflow_tablemgmt.spark.connect.client import server_of
 from airflow_tablemgmt.spark.connect.errors import ConnectBusy
 from airflow_tablemgmt.spark.connect.pool import SlotLease, SlotPool, settings_hash
 from airflow_tablemgmt.spark.connect.session import (
@@ -27,7 +28,6 @@ from airflow_tablemgmt.spark.connect.session import (
     job_tag,
     process_age,
     run_on_connect,
-    server_of,
 )
 from airflow_tablemgmt.spark.protocol import FAILED, JobResult
 

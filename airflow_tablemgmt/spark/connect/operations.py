@@ -40,7 +40,7 @@ def record_operations(session: Any, tag: str, fence: Callable[[], None] | None =
     """Make every ``ExecutePlan`` of ``session`` carry an operation id chosen here, recorded in the
     session's :data:`OPERATIONS_CONF` on the server before the operation is sent. ``fence`` is called
     first and may refuse the operation (raise): a job whose lease is no longer confirmed sends none."""
-    from airflow_tablemgmt.spark.connect.session import set_conf
+    from airflow_tablemgmt.spark.connect.config import set_conf
 
     client = session.client
     original = client._execute_plan_request_with_metadata  # noqa: SLF001 - the one place requests are made
@@ -62,7 +62,7 @@ def record_operations(session: Any, tag: str, fence: Callable[[], None] | None =
 
 def recorded_operations(session: Any, tag: str) -> list[str]:
     """The operation ids the job tagged ``tag`` recorded in ``session`` (none: another job's, or none)."""
-    from airflow_tablemgmt.spark.connect.session import conf_with_prefix
+    from airflow_tablemgmt.spark.connect.config import conf_with_prefix
 
     for key, value in conf_with_prefix(session, OPERATIONS_CONF):
         if key == OPERATIONS_CONF and value.startswith(f"{tag} "):
@@ -133,7 +133,7 @@ def end_application(application_id: str, bound_s: float, url: str | None = None)
     and wait until its server reports its operations ended: True when they did within ``bound_s``,
     False when not (or the server could not be asked), None when the id is not a Connect job's.
     ``url``: the server's URL with its parameters (token, user_id) when it is the same server."""
-    from airflow_tablemgmt.spark.connect.session import APP_ID_PREFIX, open_session, server_of
+    from airflow_tablemgmt.spark.connect.client import APP_ID_PREFIX, open_session, server_of
 
     if not application_id.startswith(APP_ID_PREFIX) or "#" not in application_id:
         return None

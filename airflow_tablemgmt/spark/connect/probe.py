@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import grpc
 
+    from airflow_tablemgmt.spark.connect.client import server_of
     from airflow_tablemgmt.spark.connect.errors import connect_reason
-    from airflow_tablemgmt.spark.connect.session import server_of
 
     try:
         version = probe(args.url, args.timeout)

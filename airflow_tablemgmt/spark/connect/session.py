@@ -22,22 +22,27 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import catalog_conf
+from airflow_tablemgmt.spark.connect.client import (
+    APP_ID_PREFIX,
+    import_client,
+    open_session,
+    server_of,
+)
+from airflow_tablemgmt.spark.connect.config import set_conf
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     from airflow_tablemgmt.spark.protocol import JobResult
 
 log = logging.getLogger(__name__)
 
-#: What the job's gRPC calls retry when the server does not answer, before the job fails: ~5 s in all
-#: (pyspark's default is 15 retries up to a minute apart, minutes in all). Airflow's retry does the rest.
-RETRY_POLICY = {"max_retries": 3, "initial_backoff": 250, "max_backoff": 4000, "backoff_multiplier": 4.0}
 _UNAVAILABLE = (
     "UNAVAILABLE",
     "failed to connect",
@@ -51,8 +56,6 @@ _UNAVAILABLE = (
     "INTERNAL: RST_STREAM",
 )
 INTERRUPT_EVERY = 1.0
-#: Prefix of the ids the engine reports as the process's application id: ``connect:<url>#<session id>``.
-APP_ID_PREFIX = "connect:"
 
 
 def connect_conf(catalog: CatalogSpec) -> dict[str, str]:
@@ -81,17 +84,6 @@ def job_tag(job: JobSpec) -> str:
     return f"tms-p{job.process_id if job.process_id is not None else 'x'}-a{job.attempt}"
 
 
-def session_url(url: str, session_id: str) -> str:
-    """``url`` (``sc://host:port[/;params]``) with ``session_id`` as its session."""
-    base = url.rstrip("/")
-    return f"{base};session_id={session_id}" if "/;" in base else f"{base}/;session_id={session_id}"
-
-
-def server_of(url: str) -> str:
-    """``sc://host:port`` of ``url``, without its parameters (which may hold a token)."""
-    return url.split("/;", 1)[0].rstrip("/")
-
-
 def looks_unavailable(text: str) -> bool:
     return any(marker in text for marker in _UNAVAILABLE)
 
@@ -109,64 +101,6 @@ def process_age() -> float | None:
         return max(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
     except (OSError, ValueError, IndexError):
         return None
-
-
-def import_client() -> float:
-    """Import pyspark's Connect client; the seconds it took (0 when already imported).
-
-    pyspark 3.5 imports ``distutils.version`` for a version check; setuptools' ``distutils`` shim (on by
-    default in a venv) would import all of setuptools for it (~0.4-0.7 s of a task's start). The shim is
-    stepped around for this import only, so the standard library's module answers."""
-    import sys
-    import time
-    import warnings
-
-    if "pyspark.sql.connect.session" in sys.modules:
-        return 0.0
-    started = time.perf_counter()
-    hack = sys.modules.get("_distutils_hack")
-    shimmed = hack is not None and "distutils" not in sys.modules and hasattr(hack, "remove_shim")
-    if shimmed:
-        hack.remove_shim()  # type: ignore[union-attr]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            import pyspark.sql.connect.session  # noqa: F401
-    finally:
-        if shimmed:
-            hack.add_shim()  # type: ignore[union-attr]
-    return time.perf_counter() - started
-
-
-def set_conf(session: RemoteSession, conf: dict[str, str]) -> None:
-    """Set ``conf`` on ``session`` in one gRPC ``Config`` request (``spark.conf.set`` sends one per key)."""
-    if not conf:
-        return
-    import pyspark.sql.connect.proto as proto
-
-    pairs = [proto.KeyValue(key=k, value=v) for k, v in conf.items()]
-    session.client.config(proto.ConfigRequest.Operation(set=proto.ConfigRequest.Set(pairs=pairs)))
-
-
-def conf_with_prefix(session: RemoteSession, prefix: str) -> list[tuple[str, str]]:
-    """The session's settings whose keys start with ``prefix``, in one gRPC ``Config`` request
-    (``GetAll``): no SQL command, no plan on the server, values as set (``SET`` would redact secrets).
-    The server answers the keys without the prefix; they are given back whole."""
-    import pyspark.sql.connect.proto as proto
-
-    op = proto.ConfigRequest.Operation(get_all=proto.ConfigRequest.GetAll(prefix=prefix))
-    return [(prefix + k, v) for k, v in session.client.config(op).pairs if v is not None]
-
-
-def open_session(url: str, session_id: str | None = None) -> RemoteSession:
-    """A remote session on ``url`` (never the process's default session), with the retry policy: a new
-    one, or the server-side session ``session_id`` names (created on the server when it has none)."""
-    import_client()
-    from pyspark.sql.connect.session import SparkSession
-
-    session = SparkSession(connection=session_url(url, session_id or str(uuid.uuid4())))
-    session.client._retry_policy.update(RETRY_POLICY)  # noqa: SLF001 - the reattach iterator shares this dict
-    return session
 
 
 @dataclass
@@ -361,7 +295,9 @@ def run_on_connect(
     try:
         if on_started is not None:
             on_started(run.application_id)
-        result = run_job(session, job)
+        # The driver program uses only the DataFrame and SQL API both session classes share (pyspark 3.5's
+        # Connect session is not a subclass of the classic one).
+        result = run_job(cast("SparkSession", session), job)
     finally:
         started = time.perf_counter()
         run.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import time
 
-from airflow_tablemgmt.spark.connect.session import import_client
+from airflow_tablemgmt.spark.connect.client import import_client
 
 #: The modules a Connect task imports, beyond Airflow's own.
 MODULES = (

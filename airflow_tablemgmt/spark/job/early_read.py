@@ -76,7 +76,7 @@ class EarlyRead:
 
         name = self.table.catalog
         if is_remote(spark):
-            from airflow_tablemgmt.spark.connect.session import conf_with_prefix
+            from airflow_tablemgmt.spark.connect.config import conf_with_prefix
 
             actual = catalog_settings(conf_with_prefix(spark, f"spark.sql.catalog.{name}"), name)
         else:

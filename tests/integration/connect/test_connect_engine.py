@@ -17,8 +17,9 @@ from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
+from airflow_tablemgmt.spark.connect.client import open_session
 from airflow_tablemgmt.spark.connect.server import free_port
-from airflow_tablemgmt.spark.connect.session import ConnectRun, connect_conf, open_session
+from airflow_tablemgmt.spark.connect.session import ConnectRun, connect_conf
 from airflow_tablemgmt.store import Store
 from tests.integration.connect.server import ConnectServer
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import threading
 import time
 
+from airflow_tablemgmt.spark.connect.client import open_session
 from airflow_tablemgmt.spark.connect.operations import end_application, record_operations, recorded_operations
-from airflow_tablemgmt.spark.connect.session import ConnectRun, open_session
+from airflow_tablemgmt.spark.connect.session import ConnectRun
 from tests.integration.connect.server import ConnectServer
 
 

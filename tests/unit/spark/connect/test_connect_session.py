@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.spark.connect.client import server_of, session_url
 from airflow_tablemgmt.spark.connect.policy import connect_refusal
 from airflow_tablemgmt.spark.connect.server import SERVER_CLASS, ServerSpec
-from airflow_tablemgmt.spark.connect.session import (
-    connect_conf,
-    job_tag,
-    looks_unavailable,
-    server_of,
-    session_url,
-)
+from airflow_tablemgmt.spark.connect.session import connect_conf, job_tag, looks_unavailable
 
 
 def _job(action: str, **options: object) -> JobSpec:
