@@ -44,6 +44,7 @@ lint: install
 	$(BIN)/ruff check airflow_tablemgmt tests dags scripts benchmarks
 	$(BIN)/ruff format --check airflow_tablemgmt tests dags scripts benchmarks
 	$(BIN)/lint-imports  # the layering contract: docs/adr/0001-layers.md
+	$(BIN)/python -m mypy  # [tool.mypy] in pyproject.toml: 0 errors
 
 clean:
 	rm -rf $(VENV) .demo

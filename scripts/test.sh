@@ -13,6 +13,7 @@ bash "$ROOT/scripts/services.sh" || {
   echo "services could not be started: the PostgreSQL and Redis tests will skip" >&2
 }
 "$BIN/ruff" check airflow_tablemgmt tests dags scripts plugins
+"$BIN/python" -m mypy  # [tool.mypy] in pyproject.toml: the package type-checks with 0 errors
 # The editable package is not in site-packages: compile it once, so the many Airflow subprocesses
 # of the e2e tests do not each recompile it (a no-op when PYTHONDONTWRITEBYTECODE is unset).
 "$BIN/python" -m compileall -q airflow_tablemgmt >/dev/null

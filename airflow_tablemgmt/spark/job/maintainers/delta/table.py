@@ -41,7 +41,7 @@ def delta_metrics(spark: SparkSession, location: str) -> dict[str, Any]:
 def use_local_parallelism(spark: SparkSession) -> None:
     """On a ``local`` master, list files with the cores there are, not Spark's default 10,000 tasks
     (Delta's VACUUM lists the table with ``parallelPartitionDiscovery.parallelism`` tasks)."""
-    if spark.sparkContext.master.startswith("local"):
+    if (spark.sparkContext.master or "").startswith("local"):
         spark.conf.set(
             "spark.sql.sources.parallelPartitionDiscovery.parallelism",
             str(max(spark.sparkContext.defaultParallelism, 1)),

@@ -52,7 +52,7 @@ def vacuum(
     reason = options.pop(VACUUM_DRY_RUN_REASON_OPTION, None)
     s = parse_settings(VacuumSettings, options, "vacuum")
     dry_run = s.dry_run or reason is not None
-    if spark.conf.get(RETENTION_CHECK, "true").lower() == "false":
+    if (spark.conf.get(RETENTION_CHECK, "true") or "true").lower() == "false":
         # A session (spark-defaults.conf, the connection) turned Delta's safety check off: turn it back on
         # for this job, whose retention rules rely on it.
         log.warning("vacuum: %s=false in the session; set back to true for this job", RETENTION_CHECK)
