@@ -82,11 +82,9 @@ class ConnectLeaseGuard:
             if proc.stdin is not None:
                 proc.stdin.close()
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            log.warning(
-                "the Connect lease guard %s did not exit after the job ended; left to finish", proc.pid
-            )
+            proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:  # it is acting (it interrupted the job and waits for its end)
+            log.info("the Connect lease guard %s is still observing the job's end; left to finish", proc.pid)
 
     def _send(self, line: str) -> None:
         with self._lock:
