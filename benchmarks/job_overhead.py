@@ -496,6 +496,12 @@ def main() -> None:
             results.setdefault(action, {}).setdefault(side, []).append(figures)
             print(f"#   {action} round {r} {side}: {figures['wall']:.1f}s, CPU {figures['cpu']:.1f}s, "
                   f"{figures['lines']} log lines (load {_load()})", flush=True)  # fmt: skip
+            # Each run's phases as it ends, and every figure so far in --json: a run cut short (a loaded
+            # machine, a time limit) still leaves its finished pairs.
+            phases = {k: round(float(v), 2) for k, v in figures["timings"].items()}
+            print(f"#     phases: {json.dumps(phases)}", flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=1, default=str))
 
     cli_imports, airflow_imports = [], []
     for _ in range(3):
