@@ -65,8 +65,9 @@ def jobs(spark: SparkSession) -> SessionJobs:
     return SessionJobs(spark)
 
 
-def source(spark: SparkSession, rows: list[tuple[int, str]]) -> str:
-    name = f"lake.db.src_{next(_names)}"
+def source(spark: SparkSession, rows: list[tuple[int, str]], namespace: str = "db") -> str:
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS lake.{namespace}")
+    name = f"lake.{namespace}.src_{next(_names)}"
     spark.sql(f"CREATE TABLE {name} (id bigint, day string) USING iceberg")
     insert(spark, name, rows)
     return name
@@ -161,9 +162,15 @@ def test_auto_suspend_after_n_failed_scheduled_refreshes(
 def test_no_data_refresh_records_a_process_and_runs_no_job(
     spark: SparkSession, store: Store, jobs: SessionJobs
 ) -> None:
-    src = source(spark, [(1, "2026-02-01")])
-    tid = f"lake.db.full_{next(_names)}"
-    dynamic.create(store, {"identifier": tid, "query": f"SELECT id FROM {src}", "freshness": "1 HOUR"}, jobs)
+    """In a multi-level namespace (``lake.db.eu``, as REST catalogs nest them): the jobs quote each part,
+    the NO_DATA check reads the source with pyiceberg (the file's other tests: one level)."""
+    src = source(spark, [(1, "2026-02-01")], namespace="db.eu")
+    tid = f"lake.db.eu.full_{next(_names)}"
+    dt, _ = dynamic.create(
+        store, {"identifier": tid, "query": f"SELECT id FROM {src}", "freshness": "1 HOUR"}, jobs
+    )
+    assert (dt.definition.namespace, dt.definition.source_tables) == ("db.eu", [src])
+    assert jobs.jobs[-1].table == {"catalog": "lake", "namespace": "db.eu", "name": tid.rsplit(".", 1)[1]}
     submitted = len(jobs.jobs)
 
     quiet = run_refresh(store, jobs, tid, datetime(2026, 2, 1, 1, tzinfo=UTC))

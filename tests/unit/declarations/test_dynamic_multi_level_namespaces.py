@@ -1,7 +1,8 @@
 """A dynamic table in a multi-level namespace (``lake.agg.eu.daily``) declared the three ways (tables.yaml's
 ``dynamic-tables:``, ``tablemgmt dt create``, POST /dynamic-tables) lands in a real SQLite store as one
 row with namespace ``agg.eu``, and its refresh job is given that namespace. The Spark job is the one
-stand-in (the CLI creates at once; its real run: tests/integration/spark/test_dynamic_namespaces.py)."""
+stand-in (the CLI creates at once). The real jobs on such a table:
+tests/integration/spark/test_dynamic_lifecycle.py::test_no_data_refresh_records_a_process_and_runs_no_job."""
 
 from __future__ import annotations
 
