@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow_tablemgmt.core.errors import LeaseUnavailable
 from airflow_tablemgmt.core.process import Process
-from airflow_tablemgmt.lifecycle.model import RunSettings
+from airflow_tablemgmt.lifecycle.model import NamesConnectServer, RunSettings
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 
@@ -89,7 +89,7 @@ def ensure_ended(runner: RunSettings, table_id: str, holder: str) -> None:
     apps = recorded(prior[0], prior[1]) if prior is not None else []
     if not apps:
         return
-    url = getattr(runner.submitter, "url", None) if hasattr(runner.submitter, "kill_application") else None
+    url = runner.submitter.url if isinstance(runner.submitter, NamesConnectServer) else None
     left = end_applications(apps, END_WAIT_S, url if isinstance(url, str) else None)
     if left:
         raise LeaseUnavailable(
