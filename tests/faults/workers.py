@@ -1,19 +1,33 @@
-"""Stand-ins for spark-submit that the test steers, and a table's "commit log" they write to.
+"""Workers for the fault scenarios: stand-ins for spark-submit that the test steers, and real worker
+processes.
 
-The point of these scenarios is the lifecycle (who may run, who may write the process row), so the
-store, :class:`~airflow_tablemgmt.lifecycle.ProcessRunner`, its heartbeat thread and the leases are
-the real ones; only the Spark job is replaced by :class:`SteeredJob`, which records a *commit* on the
-shared :class:`CommitLog` when it finishes without having been killed — what a real Spark
-application would have committed to the table.
+Most scenarios are about the lifecycle (who may run, who may write the process row), so the store,
+:class:`~airflow_tablemgmt.lifecycle.ProcessRunner`, its heartbeat thread and the leases are the real
+ones; only the Spark job is replaced by :class:`SteeredJob`, which records a *commit* on the shared
+:class:`CommitLog` when it finishes without having been killed — what a real Spark application would
+have committed to the table.
+
+The scenarios that freeze or kill a worker run it as a process of its own instead
+(``worker_main.py``: what `tablemgmt run` does, real spark-submit) with :func:`start_worker` /
+:func:`run_worker`, on either store (:func:`worker_store`), against a real table that every round
+rewrites again (:data:`REWRITE_AGAIN`), so one table serves all rounds.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+import pytest
 
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
@@ -21,6 +35,7 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.lifecycle import ProcessRunner
 from airflow_tablemgmt.spark.protocol import JobResult
 from airflow_tablemgmt.store import Store
+from tests.support.postgres import PG_URL
 
 WAIT = 30.0  # bound on every wait in these scenarios
 
@@ -89,11 +104,15 @@ class SteeredJob:
         self.before_commit.set()
 
 
-def register(store: Store, table_id: str, action: str, warehouse: str) -> None:
+def register(
+    store: Store, table_id: str, action: str, warehouse: str, options: Mapping[str, Any] | None = None
+) -> None:
+    """Register ``table_id`` (a hadoop catalog on ``warehouse``) with ``action`` and its ``options``."""
     catalog, namespace, name = table_id.split(".")
     store.catalogs.upsert(CatalogSpec(name=catalog, warehouse=warehouse), Owner.STORE)
+    actions = {action: dict(options or {})}
     spec = TableSpec.model_validate(
-        {"catalog": catalog, "namespace": namespace, "name": name, "actions": {action: {}}}
+        {"catalog": catalog, "namespace": namespace, "name": name, "actions": actions}
     )
     store.tables.upsert(spec, Owner.STORE)
 
@@ -120,3 +139,71 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float = WAIT) -> An
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(0.05)
+
+
+# -- real worker processes (worker_main.py), on SQLite or PostgreSQL --------------------------------
+
+WORKER = Path(__file__).with_name("worker_main.py")
+#: rewrite-files options under which every round commits on the same table: all its files are rewritten
+#: (not only small ones) and the job runs whether or not the table changed since the last success.
+REWRITE_AGAIN = {"min-input-files": 2, "rewrite-all": True, "on-new-snapshot": False}
+
+
+def worker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A worker process's environment: this one's, the venv's ``bin`` first on ``PATH`` (spark-submit's
+    Python), output unbuffered, plus ``extra`` (a scenario's timings, another ``$AIRFLOW_HOME``)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, "PYTHONUNBUFFERED": "1", **(extra or {})}
+
+
+def worker_command(url: str, table_id: str, action: str, instant: datetime) -> list[str]:
+    return [sys.executable, str(WORKER), url, table_id, action, instant.isoformat()]
+
+
+def start_worker(
+    url: str,
+    table_id: str,
+    action: str,
+    instant: datetime,
+    *,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a worker in a session of its own: its process group (id = its pid) holds the worker,
+    spark-submit, the driver JVM and the PySpark driver. Its stderr goes to ``log``."""
+    with log.open("w") as err:
+        return subprocess.Popen(
+            worker_command(url, table_id, action, instant),
+            stdout=subprocess.DEVNULL, stderr=err, env=worker_env(env), start_new_session=True,
+        )  # fmt: skip
+
+
+def run_worker(
+    url: str, table_id: str, action: str, instant: datetime, *, env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Run a worker to its end; exit 0 done, 3 the table's lease is held, 2 another failure."""
+    return subprocess.run(
+        worker_command(url, table_id, action, instant),
+        capture_output=True, text=True, timeout=timeout, env=worker_env(env),
+    )  # fmt: skip
+
+
+@dataclass
+class WorkerStore:
+    """A store as the test and its worker processes see it: ``url`` for a worker, ``store`` the test's."""
+
+    kind: str
+    url: str
+    store: Store
+
+
+def worker_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> WorkerStore:
+    """A fresh store of ``kind`` (``sqlite``: a file in ``tmp_path``; ``postgresql``: the ``pg``
+    fixture's schema, which a worker selects through the URL's ``options``)."""
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path / 'tablemgmt.db'}"
+        return WorkerStore(kind, url, Store(url))
+    pg = request.getfixturevalue("pg")
+    url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}options={quote(f'-csearch_path={pg.schema}')}"
+    return WorkerStore(kind, url, pg.direct())
