@@ -164,8 +164,15 @@ class ConnectRun:
             guard.confirm(until_monotonic)
 
     def fence(self) -> None:
-        """Before each operation is sent: refuse it when the lease's confirmation has run out (a worker
-        that froze and resumed, a store that hangs): nothing new starts on the server after that."""
+        """Before each operation is sent: refuse it once the job was told to stop, or when the lease's
+        confirmation has run out (a worker that froze and resumed, a store that hangs): nothing new starts
+        on the server after that."""
+        if self._stopping.is_set():  # killed (cancel, lost lease, the watchdog): nothing new starts
+            from airflow_tablemgmt.spark.job.lease_guard import LeaseNotConfirmed
+
+            raise LeaseNotConfirmed(
+                f"job {self.tag} was stopped: it sends no further operation to the server"
+            )
         until = self.lease_until
         if until is not None and time.monotonic() >= until:
             from airflow_tablemgmt.spark.job.lease_guard import LeaseNotConfirmed

@@ -87,6 +87,10 @@ def test_the_job_sends_no_operation_once_the_confirmation_ran_out() -> None:
     run.confirm_lease(time.monotonic() + 5)  # a renewal that came through confirms it again
     run.fence()
     ConnectRun(URL, "tms-p1-a1").fence()  # no lease (a read-only job): never refused
+    stopped = ConnectRun(URL, "tms-p1-a1", lease_until=time.monotonic() + 60)
+    stopped.interrupt()  # killed (a cancel, the watchdog) before its next operation: that one is not sent
+    with pytest.raises(LeaseNotConfirmed, match="stopped"):
+        stopped.fence()
 
 
 def test_the_fence_runs_before_each_operation_is_recorded_and_sent() -> None:
