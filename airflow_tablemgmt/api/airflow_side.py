@@ -60,9 +60,13 @@ def _trigger(dag_id: str, logical_date: datetime, user_name: str, conf: Mapping[
     field = "scheduleTime" if refresh else "instant"
     try:
         return airflow_dags.trigger_at(
-            dag_id, logical_date, run_id=run_id, user_name=user_name, conf=conf,
+            dag_id,
+            logical_date,
+            run_id=run_id,
+            user_name=user_name,
+            conf=conf,
             note=f"{'refresh' if refresh else 'run now'}, from /tablemgmt/v1",
-        )  # fmt: skip
+        )
     except RunExists:
         existing = airflow_dags.existing_run_id(dag_id, logical_date) if refresh else None
         if existing is not None:

@@ -42,7 +42,7 @@ def cmd_catalogs(args: argparse.Namespace) -> int:
         [
             [v.name, v.type, v.warehouse or "", ", ".join(f"{k}={x}" for k, x in v.properties.items())]
             for v in views
-        ],  # fmt: skip
+        ],
         ["CATALOG", "TYPE", "WAREHOUSE", "PROPERTIES"],
     )
     if not out.document:

@@ -33,9 +33,15 @@ def _pauser(dag_id: str, paused: bool) -> None:
 
 def _dt_row(v: Any) -> list[Any]:
     last = v.last_refresh
-    return [v.table.id, v.table.state, v.freshness, v.cron or "(after upstream)",
-            str(v.table.managed_by), f"{last.id} {last.status}" if last else "",
-            v.table.consecutive_failures]  # fmt: skip
+    return [
+        v.table.id,
+        v.table.state,
+        v.freshness,
+        v.cron or "(after upstream)",
+        str(v.table.managed_by),
+        f"{last.id} {last.status}" if last else "",
+        v.table.consecutive_failures,
+    ]
 
 
 def cmd_dt_create(args: argparse.Namespace) -> int:
@@ -46,12 +52,18 @@ def cmd_dt_create(args: argparse.Namespace) -> int:
     if args.identifier:
         data["identifier"] = args.identifier
     for key, value in (
-        ("query", args.query), ("freshness", args.freshness), ("time-zone", args.time_zone),
-        ("owner", args.owner), ("queue", args.queue), ("priority", args.priority),
-        ("retries", args.retries), ("retry-delay", args.retry_delay),
-        ("suspend-after-failures", args.suspend_after_failures), ("refresh-mode", args.refresh_mode),
+        ("query", args.query),
+        ("freshness", args.freshness),
+        ("time-zone", args.time_zone),
+        ("owner", args.owner),
+        ("queue", args.queue),
+        ("priority", args.priority),
+        ("retries", args.retries),
+        ("retry-delay", args.retry_delay),
+        ("suspend-after-failures", args.suspend_after_failures),
+        ("refresh-mode", args.refresh_mode),
         ("timeout", args.timeout),
-    ):  # fmt: skip
+    ):
         if value is not None:
             data[key] = value
     if args.partitioned_by:
@@ -69,8 +81,10 @@ def cmd_dt_create(args: argparse.Namespace) -> int:
         Output(args).one({"table": dt.to_dict(), "process": dynamic.history_row(process)})
     else:
         summary = process.summary or {}
-        print(f"{dt.id}: created ({dt.state}); first refresh: process {process.id} {process.status}, "
-              f"{summary.get('rows_written', 0)} rows")  # fmt: skip
+        print(
+            f"{dt.id}: created ({dt.state}); first refresh: process {process.id} {process.status}, "
+            f"{summary.get('rows_written', 0)} rows"
+        )
     return 0
 
 
@@ -78,8 +92,11 @@ def cmd_dt_list(args: argparse.Namespace) -> int:
     from airflow_tablemgmt.services import dynamic
 
     views = dynamic.list_(open_store(args, create=False))
-    Output(args).listing([v.to_dict() for v in views], [_dt_row(v) for v in views],
-                         ["TABLE", "STATE", "FRESHNESS", "CRON", "MANAGED BY", "LAST REFRESH", "FAILURES"])  # fmt: skip
+    Output(args).listing(
+        [v.to_dict() for v in views],
+        [_dt_row(v) for v in views],
+        ["TABLE", "STATE", "FRESHNESS", "CRON", "MANAGED BY", "LAST REFRESH", "FAILURES"],
+    )
     return 0
 
 
@@ -101,12 +118,36 @@ def cmd_dt_history(args: argparse.Namespace) -> int:
     for r in rows:
         parts = ",".join("/".join(f"{k}={v}" for k, v in p.items()) for p in r["partitions_written"])
         dur = f"{r['duration_seconds']:.1f}s" if isinstance(r["duration_seconds"], int | float) else ""
-        out.append([r["process_id"], r["schedule_time"], r["trigger"] or "", r["state"],
-                    r["refresh_action"] or "", r["rows_written"] if r["rows_written"] is not None else "",
-                    parts[:40], dur, r["application_id"] or "",
-                    (r["reason"] or "").splitlines()[0][:60] if r["reason"] else ""])  # fmt: skip
-    Output(args).listing(rows, out, ["ID", "SCHEDULE TIME", "TRIGGER", "STATE", "ACTION", "ROWS",
-                                     "PARTITIONS", "DURATION", "APPLICATION", "REASON"])  # fmt: skip
+        out.append(
+            [
+                r["process_id"],
+                r["schedule_time"],
+                r["trigger"] or "",
+                r["state"],
+                r["refresh_action"] or "",
+                r["rows_written"] if r["rows_written"] is not None else "",
+                parts[:40],
+                dur,
+                r["application_id"] or "",
+                (r["reason"] or "").splitlines()[0][:60] if r["reason"] else "",
+            ]
+        )
+    Output(args).listing(
+        rows,
+        out,
+        [
+            "ID",
+            "SCHEDULE TIME",
+            "TRIGGER",
+            "STATE",
+            "ACTION",
+            "ROWS",
+            "PARTITIONS",
+            "DURATION",
+            "APPLICATION",
+            "REASON",
+        ],
+    )
     return 0
 
 
@@ -132,11 +173,18 @@ def cmd_dt_alter(args: argparse.Namespace) -> int:
 
     with logs_to_stderr():
         result = dynamic.alter(
-            open_store(args, create=False), args.table, freshness=args.freshness, query=args.query,
-            recreate=args.recreate, spark_conn_id=args.spark_conn_id, timeout=args.timeout,
-        )  # fmt: skip
-    print(f"{result.table.id}: altered {', '.join(result.changed)}"
-          + (f"; recreated by process {result.process.id}" if result.process else ""))  # fmt: skip
+            open_store(args, create=False),
+            args.table,
+            freshness=args.freshness,
+            query=args.query,
+            recreate=args.recreate,
+            spark_conn_id=args.spark_conn_id,
+            timeout=args.timeout,
+        )
+    print(
+        f"{result.table.id}: altered {', '.join(result.changed)}"
+        + (f"; recreated by process {result.process.id}" if result.process else "")
+    )
     return 0
 
 
@@ -144,8 +192,13 @@ def cmd_dt_drop(args: argparse.Namespace) -> int:
     from airflow_tablemgmt.services import dynamic
 
     with logs_to_stderr():
-        dt = dynamic.drop(open_store(args, create=False), args.table, purge=args.purge, pauser=_pauser,
-                          spark_conn_id=args.spark_conn_id)  # fmt: skip
+        dt = dynamic.drop(
+            open_store(args, create=False),
+            args.table,
+            purge=args.purge,
+            pauser=_pauser,
+            spark_conn_id=args.spark_conn_id,
+        )
     print(
         f"{dt.id}: dropped"
         + (" (table purged)" if args.purge else " (the Iceberg table is kept; --purge drops it)")
@@ -161,11 +214,14 @@ def cmd_dt_refresh(args: argparse.Namespace) -> int:
         store = open_store(args)
         reap_before_work(store)  # a CLI-only deployment has no operator start to reap for it
         process = dynamic.refresh_now(
-            store, args.table, is_periodic=args.periodic, schedule_time=args.schedule_time,
+            store,
+            args.table,
+            is_periodic=args.periodic,
+            schedule_time=args.schedule_time,
             static_partitions=pairs(args.partition, "--partition", "day=2026-02-01"),
             dynamic_options=pairs(args.option, "--option", "spark.sql.shuffle.partitions=8"),
             spark_conn_id=args.spark_conn_id,
-        )  # fmt: skip
+        )
     Output(args).one(dynamic.history_row(process))
     return 0
 
@@ -185,8 +241,12 @@ def add_parsers(sub: Any) -> None:
     cr.add_argument(
         "--partitioned-by", action="append", metavar="COLUMN", help="a partition column (repeat, or a,b)"
     )
-    cr.add_argument("--date-formatter", action="append", metavar="COLUMN=PATTERN",
-                    help="partition.fields.COLUMN.date-formatter, e.g. day=yyyy-MM-dd")  # fmt: skip
+    cr.add_argument(
+        "--date-formatter",
+        action="append",
+        metavar="COLUMN=PATTERN",
+        help="partition.fields.COLUMN.date-formatter, e.g. day=yyyy-MM-dd",
+    )
     cr.add_argument("--time-zone", help="IANA zone the partition values are formatted in (default UTC)")
     cr.add_argument("--owner")
     cr.add_argument("--queue")
@@ -232,8 +292,11 @@ def add_parsers(sub: Any) -> None:
     al.add_argument("--freshness")
     al.add_argument("--query")
     al.add_argument("--timeout", help="how long one refresh may take, e.g. 30m")
-    al.add_argument("--recreate", action="store_true",
-                    help="when the new query's schema differs: drop and recreate the table from it")  # fmt: skip
+    al.add_argument(
+        "--recreate",
+        action="store_true",
+        help="when the new query's schema differs: drop and recreate the table from it",
+    )
     al.add_argument("--spark-conn-id", default="spark_default")
     al.set_defaults(func=cmd_dt_alter)
 

@@ -17,8 +17,19 @@ def cmd_jars_fetch(args: argparse.Namespace) -> int:
     total = sum(r.size for r in resolved)
     downloaded = [r for r in resolved if r.source == "downloaded"]
     if args.json:
-        emit([{"need": r.need, "coordinate": r.artifact.coordinate, "path": str(r.path),
-               "source": r.source, "bytes": r.size} for r in resolved], args)  # fmt: skip
+        emit(
+            [
+                {
+                    "need": r.need,
+                    "coordinate": r.artifact.coordinate,
+                    "path": str(r.path),
+                    "source": r.source,
+                    "bytes": r.size,
+                }
+                for r in resolved
+            ],
+            args,
+        )
     else:
         for r in resolved:
             print(f"{r.source:<10} {r.artifact.coordinate:<60} {r.path}")
@@ -36,8 +47,10 @@ def cmd_jars_list(args: argparse.Namespace) -> int:
     if args.json:
         emit([r.__dict__ for r in rows], args)
         return 0
-    print(f"jar cache: {settings.directory}   repository: {settings.repository}"
-          f"{'   (offline)' if settings.offline else ''}")  # fmt: skip
+    print(
+        f"jar cache: {settings.directory}   repository: {settings.repository}"
+        f"{'   (offline)' if settings.offline else ''}"
+    )
     for r in rows:
         print(f"{r.need:<14} {r.state:<8} {r.coordinate:<60} {r.path}")
     return 0
@@ -57,7 +70,9 @@ def add_parser(sub: Any) -> None:
     fe.add_argument(
         "--format", action="append", choices=sorted(format_needs()), help="a table format's runtime"
     )
-    fe.add_argument("--need", action="append", choices=list(all_needs()), help="one artifact need (repeatable)")
+    fe.add_argument(
+        "--need", action="append", choices=list(all_needs()), help="one artifact need (repeatable)"
+    )
     fe.add_argument("--all", action="store_true", help="every known artifact (≈ 650 MB)")
     fe.add_argument("--dir", type=Path, help="the jar cache (default: [tablemgmt] jars_dir)")
     add_output_option(fe)

@@ -43,16 +43,46 @@ def cmd_processes(args: argparse.Namespace) -> int:
     rows = []
     for p in procs:
         t = timings(p)
-        rows.append([p.id, p.table_id, p.action, p.instant.isoformat(timespec="seconds"), p.status, p.attempt,
-                     _when(p.started_at), _when(p.finished_at), _secs(t["lease_wait_s"]), _secs(t["queue_wait_s"]),
-                     _secs(t["run_s"]), _secs(t["job_s"]), _secs(t["total_s"]), p.engine,
-                     (p.failure_reason or "").splitlines()[0][:60] if p.failure_reason else ""])  # fmt: skip
+        rows.append(
+            [
+                p.id,
+                p.table_id,
+                p.action,
+                p.instant.isoformat(timespec="seconds"),
+                p.status,
+                p.attempt,
+                _when(p.started_at),
+                _when(p.finished_at),
+                _secs(t["lease_wait_s"]),
+                _secs(t["queue_wait_s"]),
+                _secs(t["run_s"]),
+                _secs(t["job_s"]),
+                _secs(t["total_s"]),
+                p.engine,
+                (p.failure_reason or "").splitlines()[0][:60] if p.failure_reason else "",
+            ]
+        )
     Output(args).listing(
         [_with_timings(p) for p in procs],
         rows,
-        ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "LEASE WAIT",
-         "QUEUE WAIT", "RUN", "JOB", "TOTAL", "ENGINE", "REASON"],
-    )  # fmt: skip
+        [
+            "ID",
+            "TABLE",
+            "ACTION",
+            "INSTANT",
+            "STATUS",
+            "ATTEMPT",
+            "STARTED",
+            "FINISHED",
+            "LEASE WAIT",
+            "QUEUE WAIT",
+            "RUN",
+            "JOB",
+            "TOTAL",
+            "ENGINE",
+            "REASON",
+        ],
+    )
     return 0
 
 

@@ -35,10 +35,18 @@ def add_parser(sub: Any) -> None:
         "reap",
         help="close processes whose worker is gone (no heartbeat for --stale-after; PENDING after --pending-after)",
     )
-    rp.add_argument("--stale-after", type=positive_seconds, metavar="SECONDS",
-                    help="SUBMITTED/RUNNING/CANCELING without a heartbeat this long (default 90; never less "
-                         "than two beats of the interval the row's worker promised)")  # fmt: skip
-    rp.add_argument("--pending-after", type=positive_seconds, metavar="SECONDS",
-                    help="PENDING without a sign of life this long (default 900)")  # fmt: skip
+    rp.add_argument(
+        "--stale-after",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="SUBMITTED/RUNNING/CANCELING without a heartbeat this long (default 90; never less "
+        "than two beats of the interval the row's worker promised)",
+    )
+    rp.add_argument(
+        "--pending-after",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="PENDING without a sign of life this long (default 900)",
+    )
     add_output_option(rp)
     rp.set_defaults(func=cmd_reap)

@@ -16,8 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
-OBJECT_STORE_SCHEMES = ("s3://", "s3a://", "s3n://", "gs://", "abfs://", "abfss://", "wasb://", "wasbs://",
-                        "oss://", "cos://")  # fmt: skip
+OBJECT_STORE_SCHEMES = (
+    "s3://",
+    "s3a://",
+    "s3n://",
+    "gs://",
+    "abfs://",
+    "abfss://",
+    "wasb://",
+    "wasbs://",
+    "oss://",
+    "cos://",
+)
 S3_SCHEMES = ("s3://", "s3a://", "s3n://")
 # Iceberg's own FileIO for the other object stores its bundles serve (iceberg-gcp-bundle, iceberg-azure-bundle).
 FILE_IO_BY_SCHEME = (

@@ -10,11 +10,21 @@ from functools import lru_cache
 from airflow_tablemgmt.core.errors import InvalidDeclaration, InvalidFreshness
 
 _UNITS = {
-    "s": "seconds", "sec": "seconds", "second": "seconds", "seconds": "seconds",
-    "m": "minutes", "min": "minutes", "minute": "minutes", "minutes": "minutes",
-    "h": "hours", "hour": "hours", "hours": "hours",
-    "d": "days", "day": "days", "days": "days",
-}  # fmt: skip
+    "s": "seconds",
+    "sec": "seconds",
+    "second": "seconds",
+    "seconds": "seconds",
+    "m": "minutes",
+    "min": "minutes",
+    "minute": "minutes",
+    "minutes": "minutes",
+    "h": "hours",
+    "hour": "hours",
+    "hours": "hours",
+    "d": "days",
+    "day": "days",
+    "days": "days",
+}
 _DURATION = re.compile(r"\s*([+-]?)\s*(\d+)\s*([A-Za-z]+)\s*")
 _BARE_NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*")
 # Far beyond any retention a team means, and far inside what date arithmetic can take:

@@ -339,9 +339,12 @@ def record_not_started(
         return None
     try:
         return store.processes.transition(
-            process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING, attempt=process.attempt,
+            process.id,
+            ProcessStatus.FAILED,
+            expected=ProcessStatus.PENDING,
+            attempt=process.attempt,
             failure_reason=f"{reason}; {creation_retry_note(table_id)}",
-        )  # fmt: skip
+        )
     except IllegalTransition:  # a late start claimed it meanwhile: its outcome is its own
         return None
 

@@ -72,7 +72,10 @@ def request_archive(
         # The job's own settings and jars (the archive's key), not its lineage parent run.
         own = {k: v for k, v in conf.items() if not k.startswith("spark.openlineage.")}
         pid = archive_builder.request(directory=where, conf=own, jars=jars, packages=packages, env=env)
-        hook.log.info("tablemgmt: JVM class cache: writing it in a run of its own (pid %d, log %s)",
-                      pid, where / archive_builder.LOG_NAME)  # fmt: skip
+        hook.log.info(
+            "tablemgmt: JVM class cache: writing it in a run of its own (pid %d, log %s)",
+            pid,
+            where / archive_builder.LOG_NAME,
+        )
     except Exception as e:  # noqa: BLE001 - an optimisation never fails a job
         hook.log.warning("tablemgmt: JVM class cache: could not start writing it: %s", e)

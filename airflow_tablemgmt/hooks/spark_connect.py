@@ -187,9 +187,11 @@ class SparkConnectJobHook:
 
         slots, wait = slot_settings(self._extra)
         return SlotPool(
-            ConnectSlotRepository.of(self._store), server_of(self.url),
-            slots=self._slots or slots, wait=wait if self._slot_wait is None else self._slot_wait,
-        )  # fmt: skip
+            ConnectSlotRepository.of(self._store),
+            server_of(self.url),
+            slots=self._slots or slots,
+            wait=wait if self._slot_wait is None else self._slot_wait,
+        )
 
     def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
         from airflow_tablemgmt.hooks.secrets import resolve_catalog
@@ -222,17 +224,23 @@ class SparkConnectJobHook:
         until, self._lease_until = self._lease_until, None  # one job's: the next waits for its own
         self._run = ConnectRun(url, tag, lease_until=until)
         if lease is not None:
-            self._run = ConnectRun(url, tag, session_id=lease.slot.session_id, reused=lease.slot.reused,
-                                   lease_until=until)  # fmt: skip
+            self._run = ConnectRun(
+                url, tag, session_id=lease.slot.session_id, reused=lease.slot.reused, lease_until=until
+            )
             self._run.timings["slot_wait"] = round(waited, 3)
         if before_submit is not None:
             self._run.timings["process_before_submit"] = round(before_submit, 3)
         if self._stop.is_set():  # killed while it waited for a slot
             self._run.interrupt()
         log.info(
-            "tablemgmt: running %s on Spark Connect server %s (tag %s%s)", job.action, server_of(url), tag,
-            "" if lease is None else f", slot {lease.slot.slot}" + (", session reused" if lease.slot.reused else ""),
-        )  # fmt: skip
+            "tablemgmt: running %s on Spark Connect server %s (tag %s%s)",
+            job.action,
+            server_of(url),
+            tag,
+            ""
+            if lease is None
+            else f", slot {lease.slot.slot}" + (", session reused" if lease.slot.reused else ""),
+        )
         result: JobResult | None = None
         try:
             result = run_on_connect(resolved, url, run=self._run, on_started=on_started, conf=conf)

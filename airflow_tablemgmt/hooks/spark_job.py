@@ -315,9 +315,12 @@ class SparkJobHook:
         hook._driver_id = application_id
         try:
             res = subprocess.run(
-                hook._build_track_driver_status_command(), capture_output=True, text=True,
-                timeout=_KILL_TIMEOUT_S, check=False,
-            )  # fmt: skip
+                hook._build_track_driver_status_command(),
+                capture_output=True,
+                text=True,
+                timeout=_KILL_TIMEOUT_S,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             hook.log.warning("tablemgmt: could not ask for the state of driver %s: %s", application_id, e)
             return False
@@ -346,6 +349,9 @@ class SparkJobHook:
             return False
         out = res.stdout + res.stderr
         acknowledged = res.returncode == 0 and re.search(r'"success"\s*:\s*true', out) is not None
-        hook.log.info("tablemgmt: kill of driver %s %s", application_id,
-                      "acknowledged" if acknowledged else f"not acknowledged: {out[-500:]}")  # fmt: skip
+        hook.log.info(
+            "tablemgmt: kill of driver %s %s",
+            application_id,
+            "acknowledged" if acknowledged else f"not acknowledged: {out[-500:]}",
+        )
         return acknowledged

@@ -172,9 +172,14 @@ class DirectSparkSubmit:
         log.info("Spark-Submit cmd: %s", mask_cmd(cmd))
         env = job_environment(self.env_vars, job_env_allow())
         self._proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=-1, text=True, env=env,
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            bufsize=-1,
+            text=True,
+            env=env,
             preexec_fn=preexec_fn,  # noqa: PLW1509 - die_with_parent: two system calls, no locks
-        )  # fmt: skip
+        )
         assert self._proc.stdout is not None
         for raw in self._proc.stdout:
             line = raw.rstrip("\n")

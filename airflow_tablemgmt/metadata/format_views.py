@@ -46,6 +46,7 @@ MAX_PARTITIONS = 500
 #: Files listed at most by :func:`files_view` (the largest partitions' first); ``files_total`` counts all.
 MAX_FILES = 200
 
+
 @dataclass(frozen=True)
 class LiveFile:
     """One live file of a table as a format's Files view reports it."""
@@ -82,11 +83,20 @@ def files_view(
     parts: dict[str, dict[str, Any]] = {}
     records: dict[str, list[int | None]] = {}
     for f in files:
-        p = parts.setdefault(f.partition, {
-            "partition": f.partition, "spec_id": None, "data_files": 0, "data_bytes": 0, "records": 0,
-            "delete_files": 0, "delete_bytes": 0, "small_files": 0,
-            "histogram": [0] * (len(SIZE_BUCKETS) + 1),
-        })  # fmt: skip
+        p = parts.setdefault(
+            f.partition,
+            {
+                "partition": f.partition,
+                "spec_id": None,
+                "data_files": 0,
+                "data_bytes": 0,
+                "records": 0,
+                "delete_files": 0,
+                "delete_bytes": 0,
+                "small_files": 0,
+                "histogram": [0] * (len(SIZE_BUCKETS) + 1),
+            },
+        )
         if f.delete:
             p["delete_files"] += 1
             p["delete_bytes"] += f.size
@@ -100,8 +110,10 @@ def files_view(
     for name, p in parts.items():
         p["records"] = _sum(records.get(name, []))
     rows = sorted(parts.values(), key=lambda p: (-p["data_files"], p["partition"]))
-    totals: dict[str, Any] = {k: sum(p[k] for p in rows) for k in ("data_files", "data_bytes", "delete_files",
-                                                                   "delete_bytes", "small_files")}  # fmt: skip
+    totals: dict[str, Any] = {
+        k: sum(p[k] for p in rows)
+        for k in ("data_files", "data_bytes", "delete_files", "delete_bytes", "small_files")
+    }
     totals["records"] = _sum(p["records"] for p in rows)
     totals["histogram"] = [sum(p["histogram"][i] for p in rows) for i in range(len(SIZE_BUCKETS) + 1)]
     order = {p["partition"]: i for i, p in enumerate(rows)}
@@ -125,7 +137,7 @@ def files_view(
                 "delete": f.delete,
             }
             for f in listed
-        ],  # fmt: skip
+        ],
     }
 
 
@@ -145,9 +157,16 @@ def details_view(
     ``columns`` (name, type, required, doc) get their 1-based position as ``id`` when they have none."""
     cols = None
     if columns is not None:
-        cols = [{"id": c.get("id", i), "name": c["name"], "type": str(c.get("type")),
-                 "required": bool(c.get("required", False)), "doc": c.get("doc")}
-                for i, c in enumerate(columns, start=1)]  # fmt: skip
+        cols = [
+            {
+                "id": c.get("id", i),
+                "name": c["name"],
+                "type": str(c.get("type")),
+                "required": bool(c.get("required", False)),
+                "doc": c.get("doc"),
+            }
+            for i, c in enumerate(columns, start=1)
+        ]
     return {
         "location": location,
         "format_version": format_version,

@@ -164,8 +164,11 @@ class FormatHealth:
         return HealthScore(max(0, 100 - sum(f.points for f in self.findings)), tuple(self.findings))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "figures": dict(self.figures),
-                "findings": [f.to_dict() for f in self.findings]}  # fmt: skip
+        return {
+            "format": self.format,
+            "figures": dict(self.figures),
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> FormatHealth:

@@ -279,7 +279,7 @@ def table_health(catalog: Any, table: Any) -> Any:
                 20,
                 "compaction",
                 f"{figures['pending_compactions']} compaction(s) scheduled and not executed",
-            )  # fmt: skip
+            )
         )
     if figures["pending_clusterings"]:  # e.g. a clustering that failed: the table is not as it claimed
         findings.append(
@@ -289,7 +289,7 @@ def table_health(catalog: Any, table: Any) -> Any:
                 "clustering",
                 f"{figures['pending_clusterings']} clustering(s) scheduled and not completed (failed or "
                 "running); the next clustering executes or rolls back the plan",
-            )  # fmt: skip
+            )
         )
     deltas, most = figures["delta_commits_since_compaction"], figures["max_log_files_per_file_group"]
     if mor and figures["log_files"] and deltas >= min_delta:
@@ -320,6 +320,6 @@ def table_health(catalog: Any, table: Any) -> Any:
                 10,
                 "archive",
                 f"{figures['active_commits']} instants on the active timeline (max-commits {max_commits})",
-            )  # fmt: skip
+            )
         )
     return FormatHealth("hudi", figures, tuple(findings))

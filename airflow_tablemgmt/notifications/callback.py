@@ -125,10 +125,15 @@ def record_unstarted_creation(store: Store, table_id: str, context: Mapping[str,
     run_type = getattr(dag_run, "run_type", None)
     run_type = getattr(run_type, "value", run_type)
     return record_not_started(
-        store, table_id, _run_instant(context), reason[:2000],
-        conf=dict(getattr(dag_run, "conf", None) or {}), run_type=str(run_type) if run_type else None,
-        dag_id=getattr(ti, "dag_id", None), run_id=run_id,
-    )  # fmt: skip
+        store,
+        table_id,
+        _run_instant(context),
+        reason[:2000],
+        conf=dict(getattr(dag_run, "conf", None) or {}),
+        run_type=str(run_type) if run_type else None,
+        dag_id=getattr(ti, "dag_id", None),
+        run_id=run_id,
+    )
 
 
 def on_task_failure(context: Mapping[str, Any]) -> None:

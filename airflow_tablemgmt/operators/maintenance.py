@@ -117,9 +117,11 @@ class TableMaintenanceOperator(BaseOperator):
         if gate not in GATES:
             raise ValueError(f"gate: must be one of 'snapshot', 'event' or None, not {gate!r}")
         check_timing(
-            lease_ttl=lease_ttl, heartbeat_every=heartbeat_every, stale_after=stale_after,
+            lease_ttl=lease_ttl,
+            heartbeat_every=heartbeat_every,
+            stale_after=stale_after,
             where=f"TableMaintenanceOperator {kwargs.get('task_id', '')}".rstrip(),
-        )  # fmt: skip
+        )
         super().__init__(**kwargs)
         self.table = table
         self.action = action
@@ -145,9 +147,11 @@ class TableMaintenanceOperator(BaseOperator):
     def execute(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         # Again here: a cluster policy or a subclass may have changed them after the constructor.
         check_timing(
-            lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,
+            lease_ttl=self.lease_ttl,
+            heartbeat_every=self.heartbeat_every,
+            stale_after=self.stale_after,
             where=f"TableMaintenanceOperator {self.task_id}",
-        )  # fmt: skip
+        )
         gated = self.gate is not None and event is None  # a resume after a lease wait was checked
         if gated and self.gate == "event":
             check_event(self.table, self.action, context)
@@ -172,10 +176,14 @@ class TableMaintenanceOperator(BaseOperator):
         if isinstance(submitter, TakesJobConf) and isinstance(submitter.extra_conf, dict):
             submitter.extra_conf.update(parent_job_conf(context))
         self._runner = ProcessRunner(
-            store, factories, submitter,
-            lease_ttl=self.lease_ttl, heartbeat_every=self.heartbeat_every, stale_after=self.stale_after,
+            store,
+            factories,
+            submitter,
+            lease_ttl=self.lease_ttl,
+            heartbeat_every=self.heartbeat_every,
+            stale_after=self.stale_after,
             resolve_catalog=resolve_catalog_spec,
-        )  # fmt: skip
+        )
         try:
             self._runner.reap(pending_after=max(PENDING_STALE_AFTER, 4 * self.lease_poll))
         except Exception:  # noqa: BLE001 - housekeeping for other rows never fails this task
@@ -238,11 +246,13 @@ class TableMaintenanceOperator(BaseOperator):
         run_type = getattr(dag_run, "run_type", None)
         run_type = getattr(run_type, "value", run_type)
         return factory.run_parameters(
-            store, table, self.action,
+            store,
+            table,
+            self.action,
             conf=getattr(dag_run, "conf", None) or {},
             run_type=str(run_type) if run_type else None,
             instant=run_instant(context),
-        )  # fmt: skip
+        )
 
     def _wait_for_lease(self, error: LeaseUnavailable, event: dict[str, Any] | None) -> None:
         now = datetime.now(UTC)

@@ -98,7 +98,7 @@ def list_page(
                 {a: states.get((r.table_id, a), ActionState()) for a in names},
                 health.get(r.table_id),
                 r.dynamic,
-            )  # fmt: skip
+            )
         )
     missing = [r.table for r in items if r.health is None]
     queued = warm(store, missing) if warm_missing and missing else 0
@@ -178,7 +178,7 @@ def _compute_figures(store: Store, now: datetime) -> dict[str, Any]:
                 "instant": r.instant,
                 "finished_at": r.finished_at,
                 "reason": r.failure_reason,
-            }  # fmt: skip
+            }
             for r in listing.failing(engine)
         ],
         **_rollup(listing.finished_per_hour(engine, now - timedelta(days=30)), now),
@@ -243,7 +243,7 @@ def overview(
                 else None,
                 "dag_id": r.dag_id,
                 "run_id": r.run_id,
-            }  # fmt: skip
+            }
             for r in active
         ],
         **_process_figures(store, now, ttl),
@@ -281,8 +281,10 @@ def _rollup(rows: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
     day_ago, week_ago = _label(now - timedelta(hours=23)), _label(now - timedelta(hours=24 * 7 - 1))
     days: dict[str, dict[str, Any]] = {}
     for r in rows:
-        d = days.setdefault(r["hour"][:10], {"day": r["hour"][:10], "succeeded": 0, "failed": 0,
-                                             "files_removed": 0, "bytes_removed": 0})  # fmt: skip
+        d = days.setdefault(
+            r["hour"][:10],
+            {"day": r["hour"][:10], "succeeded": 0, "failed": 0, "files_removed": 0, "bytes_removed": 0},
+        )
         if r["status"] == "SUCCESS":
             d["succeeded"] += r["n"]
             d["files_removed"] += r["files_removed"]

@@ -137,9 +137,11 @@ def cancel_process(store: Store, process_id: int, *, source: str = "the CLI") ->
                 )
             elif p.status in _CANCELABLE:
                 done = store.processes.transition(
-                    process_id, S.CANCELING, expected=_CANCELABLE,
+                    process_id,
+                    S.CANCELING,
+                    expected=_CANCELABLE,
                     failure_reason=f"cancel requested from {source}",
-                )  # fmt: skip
+                )
             else:  # CANCELING, CANCELED or finished: nothing to write
                 return CancelResult(process_id, str(p.status), p.action, p.instant)
         except IllegalTransition:
@@ -190,8 +192,12 @@ def run_now(
         from airflow_tablemgmt.core.timing import check_timing
         from airflow_tablemgmt.lifecycle import HEARTBEAT_EVERY, LEASE_TTL
 
-        check_timing(lease_ttl=LEASE_TTL, heartbeat_every=HEARTBEAT_EVERY, stale_after=stale_after,
-                     where="--stale-after")  # fmt: skip
+        check_timing(
+            lease_ttl=LEASE_TTL,
+            heartbeat_every=HEARTBEAT_EVERY,
+            stale_after=stale_after,
+            where="--stale-after",
+        )
     from airflow_tablemgmt.services.reap import reap_before_work
 
     reap_before_work(store, stale_after)  # a CLI-only deployment has no operator start to reap for it

@@ -240,7 +240,7 @@ def list_tables(store: Store, *, include_removed: bool = False) -> list[TableSum
             r.spec.queue,
             r.spec.enabled_actions(),
             r.deleted_at is not None,
-        )  # fmt: skip
+        )
         for r in store.tables.list(include_deleted=include_removed)
     ]
 
@@ -297,6 +297,10 @@ def table_metadata(store: Store, table_id: str, tab: str) -> dict[str, Any]:
     if tab == "details":
         out["owner"] = spec.owner
         out["managed_by"] = str(reg.managed_by)
-        out["catalog"] = {"name": catalog.name, "type": str(catalog.type.value),
-                          "warehouse": catalog.warehouse, "uri": catalog.properties.get("uri")}  # fmt: skip
+        out["catalog"] = {
+            "name": catalog.name,
+            "type": str(catalog.type.value),
+            "warehouse": catalog.warehouse,
+            "uri": catalog.properties.get("uri"),
+        }
     return out

@@ -278,10 +278,17 @@ _USERINFO = re.compile(r"//[^/@]*@")
 
 # Iceberg's exceptions that mean "the catalog service failed or refused", not "the table or the query is
 # wrong": their messages ("Service failed: 503", "Not authorized") do not say which catalog answered.
-_CATALOG_SERVICE_ERRORS = frozenset({
-    "ServiceFailureException", "ServiceUnavailableException", "CommitStateUnknownException",
-    "RESTException", "NotAuthorizedException", "ForbiddenException", "BadRequestException",
-})  # fmt: skip
+_CATALOG_SERVICE_ERRORS = frozenset(
+    {
+        "ServiceFailureException",
+        "ServiceUnavailableException",
+        "CommitStateUnknownException",
+        "RESTException",
+        "NotAuthorizedException",
+        "ForbiddenException",
+        "BadRequestException",
+    }
+)
 
 
 def name_the_catalog(error_class: str | None, message: str, catalog: Mapping[str, Any]) -> str:

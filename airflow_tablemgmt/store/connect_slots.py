@@ -132,8 +132,9 @@ class ConnectSlotRepository:
             except IntegrityError:
                 pass  # another worker created it at the same moment
 
-    def _take(self, row: object, holder: str, ttl: timedelta, session_id: str, settings_hash: str,
-              reuse: bool) -> bool:  # fmt: skip
+    def _take(
+        self, row: object, holder: str, ttl: timedelta, session_id: str, settings_hash: str, reuse: bool
+    ) -> bool:
         r = cast("_SlotRowView", row)
         with self._engine.begin() as conn:
             now = db_now(conn)
@@ -144,9 +145,16 @@ class ConnectSlotRepository:
                 lapsed = and_(_T.c.holder.is_not(None), _T.c.expires_at <= now)
                 guard = and_(key, or_(_T.c.holder.is_(None), lapsed))
                 guard = and_(guard, _T.c.holder == r.holder) if r.holder is not None else guard
-            stmt = update(_T).where(guard).values(
-                holder=holder, expires_at=now + ttl, session_id=session_id, settings_hash=settings_hash,
-            )  # fmt: skip
+            stmt = (
+                update(_T)
+                .where(guard)
+                .values(
+                    holder=holder,
+                    expires_at=now + ttl,
+                    session_id=session_id,
+                    settings_hash=settings_hash,
+                )
+            )
             return conn.execute(stmt).rowcount == 1
 
 

@@ -304,8 +304,11 @@ def table_counts(engine: Engine) -> dict[str, Any]:
     stmt = select(_T.c.catalog, func.count(), dynamic).where(_T.c.deleted_at.is_(None)).group_by(_T.c.catalog)
     with engine.connect() as conn:  # one scan
         per = conn.execute(stmt).all()
-    return {"tables": sum(n for _, n, _ in per), "per_catalog": {c: n for c, n, _ in per},
-            "dynamic": sum(int(d or 0) for _, _, d in per)}  # fmt: skip
+    return {
+        "tables": sum(n for _, n, _ in per),
+        "per_catalog": {c: n for c, n, _ in per},
+        "dynamic": sum(int(d or 0) for _, _, d in per),
+    }
 
 
 def newest_status_counts(engine: Engine) -> dict[str, int]:
@@ -356,7 +359,7 @@ def active(engine: Engine, limit: int = 20) -> tuple[list[Any], dict[str, int]]:
             _P.c.lease_acquired_at,
             _P.c.dag_id,
             _P.c.run_id,
-        )  # fmt: skip
+        )
         .where(_P.c.status.in_(ACTIVE))
         .order_by(_P.c.created_at, _P.c.id)
         .limit(limit)
@@ -390,6 +393,6 @@ def finished_per_hour(engine: Engine, since: datetime) -> list[dict[str, Any]]:
             "n": int(n),
             "files_removed": int(f or 0),
             "bytes_removed": int(b or 0),
-        }  # fmt: skip
+        }
         for h, a, st, n, f, b in rows
     ]

@@ -228,7 +228,7 @@ class TableHealthRow:
             "data_files",
             "data_bytes",
             "excess_data_files",
-        ),  # fmt: skip
+        ),
     )
 
 

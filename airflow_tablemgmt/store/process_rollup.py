@@ -84,8 +84,13 @@ def _upsert(
 
 def opened(conn: Connection, p: Process) -> None:
     """A process was created: it is its (table, action)'s newest unless one of a later instant exists."""
-    values = {"table_id": p.table_id, "action": p.action, "process_id": p.id, "instant": p.instant,
-              "status": str(p.status)}  # fmt: skip
+    values = {
+        "table_id": p.table_id,
+        "action": p.action,
+        "process_id": p.id,
+        "instant": p.instant,
+        "status": str(p.status),
+    }
     if conn.dialect.name in ("postgresql", "sqlite"):
         _upsert(conn, _L, ["table_id", "action"], values, where=_L.c.instant <= p.instant)
         return
@@ -122,7 +127,7 @@ def record(conn: Connection, p: Process) -> None:
                 status=status,
                 files_removed=files,
                 bytes_removed=data,
-            )  # fmt: skip
+            )
         )
         _add(conn, hour, p.action, status, 1, files, data)
 
@@ -178,8 +183,17 @@ def backfill(conn: Connection, *, chunk: int = 5000) -> None:
     batch: list[dict[str, Any]] = []
     for pid, finished, action, status, summary in rows:
         files, data = removed(status, summary)
-        batch.append({"process_id": pid, "finished_at": finished, "hour": hour_of(finished), "action": action,
-                      "status": status, "files_removed": files, "bytes_removed": data})  # fmt: skip
+        batch.append(
+            {
+                "process_id": pid,
+                "finished_at": finished,
+                "hour": hour_of(finished),
+                "action": action,
+                "status": status,
+                "files_removed": files,
+                "bytes_removed": data,
+            }
+        )
         if len(batch) >= chunk:
             conn.execute(insert(_D), batch)
             batch = []
@@ -203,7 +217,7 @@ def hour_sums(*where: Any) -> Any:
             func.count(),
             func.sum(_D.c.files_removed),
             func.sum(_D.c.bytes_removed),
-        )  # fmt: skip
+        )
         .where(*where)
         .group_by(_D.c.hour, _D.c.action, _D.c.status)
     )

@@ -113,7 +113,7 @@ class TableHealthRepository:
                     "excess_data_files": r.excess_data_files,
                     "figures": r.figures,
                     "measured_at": r.measured_at or now,
-                }  # fmt: skip
+                }
                 for t, r in records.items()
             ]
             for i in range(0, len(rows), 5000):
@@ -218,5 +218,6 @@ class TableHealthRepository:
 
 def _record(r: Any) -> HealthRecord:
     findings = tuple((k, a) for k, _, a in (p.partition("=") for p in r.kinds.split(",") if p))
-    return HealthRecord(r.score, findings, r.data_files, r.data_bytes, r.excess_data_files, r.figures or {},
-                        r.measured_at)  # fmt: skip
+    return HealthRecord(
+        r.score, findings, r.data_files, r.data_bytes, r.excess_data_files, r.figures or {}, r.measured_at
+    )

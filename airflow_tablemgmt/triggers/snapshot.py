@@ -321,9 +321,12 @@ class TableSnapshotTrigger(BaseEventTrigger):
                     for watch, _ in due:
                         watch.remembered, watch.held_back, watch.fired_at = current, None, now
                     self.log.info(
-                        "%s: new snapshot %s (was %s)%s", self.table_id, current, due[0][1],
+                        "%s: new snapshot %s (was %s)%s",
+                        self.table_id,
+                        current,
+                        due[0][1],
                         "" if self.actions is None else f" for {', '.join(payload['actions'])}",
-                    )  # fmt: skip
+                    )
                     yield TriggerEvent(payload)
                 if due or changed:
                     # After the event was handed over: delivery is at least once.
@@ -358,9 +361,12 @@ class TableSnapshotTrigger(BaseEventTrigger):
             watch.held_back = current
             self.log.info(
                 "%s: new snapshot %s held back %.0f s by %smin_interval %.0f s",
-                self.table_id, current, wait, "" if watch.action is None else f"{watch.action}'s ",
+                self.table_id,
+                current,
+                wait,
+                "" if watch.action is None else f"{watch.action}'s ",
                 watch.min_interval,
-            )  # fmt: skip
+            )
         return wait
 
     def _polling(self, snapshot_id: int | None) -> None:

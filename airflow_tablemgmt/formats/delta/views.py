@@ -100,8 +100,14 @@ def _columns(schema_string: str | None) -> list[dict[str, Any]] | None:
     out = []
     for f in fields:
         kind = f.get("type")
-        out.append({"name": f["name"], "type": kind if isinstance(kind, str) else json.dumps(kind),
-                    "required": not f.get("nullable", True), "doc": (f.get("metadata") or {}).get("comment")})  # fmt: skip
+        out.append(
+            {
+                "name": f["name"],
+                "type": kind if isinstance(kind, str) else json.dumps(kind),
+                "required": not f.get("nullable", True),
+                "doc": (f.get("metadata") or {}).get("comment"),
+            }
+        )
     return out
 
 
@@ -202,23 +208,27 @@ def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
         removes = [a["remove"] for a in actions if "remove" in a]
         added = [_records(x.get("stats")) for x in adds]
         removed = [_records(x.get("stats")) for x in removes]
-        out.append({
-            "snapshot_id": str(v),
-            "parent_id": str(v - 1) if v > 0 else None,  # the log is linear
-            "committed_at": _iso(info.get("timestamp")),
-            "operation": info.get("operation"),
-            "current": v == current,
-            "added_data_files": len(adds),
-            "removed_data_files": len(removes),
-            "added_delete_files": None,
-            "removed_delete_files": None,
-            "added_records": None if None in added else sum(added),  # type: ignore[arg-type]
-            "removed_records": None if None in removed else sum(removed),  # type: ignore[arg-type]
-            "added_bytes": sum(int(x.get("size") or 0) for x in adds),
-            "removed_bytes": sum(int(x.get("size") or 0) for x in removes) if all("size" in x for x in removes) else None,
-            "total_records": None,
-            "total_data_files": None,
-        })  # fmt: skip
+        out.append(
+            {
+                "snapshot_id": str(v),
+                "parent_id": str(v - 1) if v > 0 else None,  # the log is linear
+                "committed_at": _iso(info.get("timestamp")),
+                "operation": info.get("operation"),
+                "current": v == current,
+                "added_data_files": len(adds),
+                "removed_data_files": len(removes),
+                "added_delete_files": None,
+                "removed_delete_files": None,
+                "added_records": None if None in added else sum(added),  # type: ignore[arg-type]
+                "removed_records": None if None in removed else sum(removed),  # type: ignore[arg-type]
+                "added_bytes": sum(int(x.get("size") or 0) for x in adds),
+                "removed_bytes": sum(int(x.get("size") or 0) for x in removes)
+                if all("size" in x for x in removes)
+                else None,
+                "total_records": None,
+                "total_data_files": None,
+            }
+        )
     return {
         "current_snapshot_id": str(current) if current is not None else None,
         "entry_label": "log versions",

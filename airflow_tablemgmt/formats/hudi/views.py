@@ -153,13 +153,26 @@ def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     previous = None
     for instant, action in timeline.completed:
         operation = "compaction" if instant in compactions else "clustering" if instant in ours else action
-        out.append({
-            "snapshot_id": instant, "parent_id": previous, "committed_at": _time(instant, zone),
-            "operation": operation, "action": action, "current": instant == latest,
-            "added_data_files": None, "removed_data_files": None, "added_delete_files": None,
-            "removed_delete_files": None, "added_records": None, "removed_records": None,
-            "added_bytes": None, "removed_bytes": None, "total_records": None, "total_data_files": None,
-        })  # fmt: skip
+        out.append(
+            {
+                "snapshot_id": instant,
+                "parent_id": previous,
+                "committed_at": _time(instant, zone),
+                "operation": operation,
+                "action": action,
+                "current": instant == latest,
+                "added_data_files": None,
+                "removed_data_files": None,
+                "added_delete_files": None,
+                "removed_delete_files": None,
+                "added_records": None,
+                "removed_records": None,
+                "added_bytes": None,
+                "removed_bytes": None,
+                "total_records": None,
+                "total_data_files": None,
+            }
+        )
         previous = instant
     return {
         "current_snapshot_id": latest,

@@ -45,8 +45,15 @@ def read_details(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
 
     columns = []
     for field_id, field in sorted(index_by_id(schema).items()):
-        columns.append({"id": field_id, "name": schema.find_column_name(field_id), "type": str(field.field_type),
-                        "required": bool(field.required), "doc": field.doc})  # fmt: skip
+        columns.append(
+            {
+                "id": field_id,
+                "name": schema.find_column_name(field_id),
+                "type": str(field.field_type),
+                "required": bool(field.required),
+                "doc": field.doc,
+            }
+        )
     spec = metadata.spec()
     sort = metadata.sort_order_by_id(metadata.default_sort_order_id)
     snap = metadata.current_snapshot()
@@ -67,7 +74,7 @@ def read_details(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
                     "transform": str(f.transform),
                 }
                 for f in spec.fields
-            ],  # fmt: skip
+            ],
         },
         "sort_order": {
             "order_id": sort.order_id if sort is not None else 0,
@@ -79,7 +86,7 @@ def read_details(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
                     "null_order": str(f.null_order.value),
                 }
                 for f in (sort.fields if sort is not None else [])
-            ],  # fmt: skip
+            ],
         },
         "properties": dict(sorted(metadata.properties.items())),
     }
@@ -99,11 +106,20 @@ def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
         for f in live_data_files(io, snap.manifests(io)):
             spec = specs.get(f.spec_id)
             path = spec.partition_to_path(f.partition, schema) if spec is not None and spec.fields else ""
-            p = parts.setdefault((f.spec_id, path), {
-                "partition": path, "spec_id": f.spec_id, "data_files": 0, "data_bytes": 0, "records": 0,
-                "delete_files": 0, "delete_bytes": 0, "small_files": 0,
-                "histogram": [0] * (len(SIZE_BUCKETS) + 1),
-            })  # fmt: skip
+            p = parts.setdefault(
+                (f.spec_id, path),
+                {
+                    "partition": path,
+                    "spec_id": f.spec_id,
+                    "data_files": 0,
+                    "data_bytes": 0,
+                    "records": 0,
+                    "delete_files": 0,
+                    "delete_bytes": 0,
+                    "small_files": 0,
+                    "histogram": [0] * (len(SIZE_BUCKETS) + 1),
+                },
+            )
             size = int(f.file_size_in_bytes)
             if int(f.content) == _DATA:
                 p["data_files"] += 1
@@ -116,8 +132,10 @@ def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
                 p["delete_files"] += 1
                 p["delete_bytes"] += size
     rows = sorted(parts.values(), key=lambda p: (-p["data_files"], p["partition"]))
-    totals = {k: sum(p[k] for p in rows) for k in ("data_files", "data_bytes", "records", "delete_files",
-                                                   "delete_bytes", "small_files")}  # fmt: skip
+    totals = {
+        k: sum(p[k] for p in rows)
+        for k in ("data_files", "data_bytes", "records", "delete_files", "delete_bytes", "small_files")
+    }
     totals["histogram"] = [sum(p["histogram"][i] for p in rows) for i in range(len(SIZE_BUCKETS) + 1)]
     return {
         "snapshot_id": str(snap.snapshot_id) if snap is not None else None,
@@ -146,21 +164,23 @@ def read_snapshots(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
     out = []
     for s in sorted(metadata.snapshots, key=lambda s: (s.timestamp_ms, s.snapshot_id)):
         summary = {k: str(v) for k, v in (s.summary.additional_properties if s.summary else {}).items()}
-        out.append({
-            "snapshot_id": str(s.snapshot_id),
-            "parent_id": str(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None,
-            "committed_at": _ms(s.timestamp_ms),
-            "operation": str(s.summary.operation.value) if s.summary else None,
-            "current": s.snapshot_id == current,
-            "added_data_files": _int(summary, "added-data-files"),
-            "removed_data_files": _int(summary, "deleted-data-files"),
-            "added_delete_files": _int(summary, "added-delete-files"),
-            "removed_delete_files": _int(summary, "removed-delete-files"),
-            "added_records": _int(summary, "added-records"),
-            "removed_records": _int(summary, "deleted-records"),
-            "added_bytes": _int(summary, "added-files-size"),
-            "removed_bytes": _int(summary, "removed-files-size"),
-            "total_records": _int(summary, "total-records"),
-            "total_data_files": _int(summary, "total-data-files"),
-        })  # fmt: skip
+        out.append(
+            {
+                "snapshot_id": str(s.snapshot_id),
+                "parent_id": str(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None,
+                "committed_at": _ms(s.timestamp_ms),
+                "operation": str(s.summary.operation.value) if s.summary else None,
+                "current": s.snapshot_id == current,
+                "added_data_files": _int(summary, "added-data-files"),
+                "removed_data_files": _int(summary, "deleted-data-files"),
+                "added_delete_files": _int(summary, "added-delete-files"),
+                "removed_delete_files": _int(summary, "removed-delete-files"),
+                "added_records": _int(summary, "added-records"),
+                "removed_records": _int(summary, "deleted-records"),
+                "added_bytes": _int(summary, "added-files-size"),
+                "removed_bytes": _int(summary, "removed-files-size"),
+                "total_records": _int(summary, "total-records"),
+                "total_data_files": _int(summary, "total-data-files"),
+            }
+        )
     return {"current_snapshot_id": str(current) if current is not None else None, "snapshots": out}

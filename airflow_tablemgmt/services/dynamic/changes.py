@@ -142,10 +142,13 @@ def alter(
                 f"{_schema_text(old_schema)}; give --recreate to drop and recreate {table_id} from it"
             )
         new = parse_definition(
-            {**new.model_dump(mode="json", by_alias=True), "schema": analysis.get("schema"),
-             "source-tables": analysis.get("source_tables") or []},
+            {
+                **new.model_dump(mode="json", by_alias=True),
+                "schema": analysis.get("schema"),
+                "source-tables": analysis.get("source_tables") or [],
+            },
             f"dynamic table {table_id}",
-        )  # fmt: skip
+        )
         if recreate:
             # The table is replaced in one commit by a refresh with the new query (recreate: the
             # job's CREATE OR REPLACE ... AS SELECT); until it succeeds the old definition stays.

@@ -105,8 +105,11 @@ def queue_creation(
         run_id = trigger(dag_id, instant, conf)
     except Exception as e:
         store.processes.transition(
-            process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING, attempt=process.attempt,
+            process.id,
+            ProcessStatus.FAILED,
+            expected=ProcessStatus.PENDING,
+            attempt=process.attempt,
             failure_reason=f"{RUN_NOT_CREATED}: {type(e).__name__}",
-        )  # fmt: skip
+        )
         raise
     return RefreshRequested(store.processes.get(process.id), dag_id, run_id)

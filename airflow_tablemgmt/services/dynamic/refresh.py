@@ -190,9 +190,12 @@ def refresh(
     dt = load_table(store, table_id)
     check_not_suspended(dt)
     instant, partitions, options = check_refresh(
-        dt, is_periodic=is_periodic, schedule_time=schedule_time,
-        static_partitions=static_partitions, dynamic_options=dynamic_options,
-    )  # fmt: skip
+        dt,
+        is_periodic=is_periodic,
+        schedule_time=schedule_time,
+        static_partitions=static_partitions,
+        dynamic_options=dynamic_options,
+    )
     dag_id = dag_id_for(table_id, REFRESH)
     params = refresh_parameters(MANUAL, is_periodic, instant, partitions, options)
     conf = refresh_conf(params)
@@ -215,9 +218,12 @@ def refresh(
         run_id = trigger(dag_id, instant, conf)
     except Exception as e:
         store.processes.transition(
-            process.id, ProcessStatus.FAILED, expected=ProcessStatus.PENDING, attempt=process.attempt,
+            process.id,
+            ProcessStatus.FAILED,
+            expected=ProcessStatus.PENDING,
+            attempt=process.attempt,
             failure_reason=f"{_RUN_NOT_CREATED}: {e}",
-        )  # fmt: skip
+        )
         raise
     return RefreshRequested(store.processes.get(process.id), dag_id, run_id, dict(cluster_info or {}))
 
@@ -237,8 +243,11 @@ def refresh_now(
     as the same process (the same periodic schedule time twice returns the first one's outcome)."""
     dt = load_table(store, table_id)
     instant, partitions, options = check_refresh(
-        dt, is_periodic=is_periodic, schedule_time=schedule_time,
-        static_partitions=static_partitions, dynamic_options=dynamic_options,
-    )  # fmt: skip
+        dt,
+        is_periodic=is_periodic,
+        schedule_time=schedule_time,
+        static_partitions=static_partitions,
+        dynamic_options=dynamic_options,
+    )
     params = refresh_parameters(MANUAL, is_periodic, instant, partitions, options)
     return run_refresh_here(store, table_id, instant, params, runner, spark_conn_id)

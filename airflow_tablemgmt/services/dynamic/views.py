@@ -180,8 +180,10 @@ def check_upstreams(store: Store, definition: DynamicTableSpec) -> list[str]:
             f"freshness: 'downstream' refreshes after an upstream dynamic table, but the query of "
             f"{definition.id} reads none; dynamic tables: {', '.join(sorted(others)) or '(none)'}"
         )
-    edges = {tid: set(dt.definition.upstream_candidates(set(others) | {definition.id}) - {tid})
-             for tid, dt in others.items()}  # fmt: skip
+    edges = {
+        tid: set(dt.definition.upstream_candidates(set(others) | {definition.id}) - {tid})
+        for tid, dt in others.items()
+    }
     edges[definition.id] = set(upstream)
     cycle = find_cycle(edges)
     if cycle:

@@ -15,17 +15,49 @@ from collections.abc import Iterable, Mapping
 
 ALLOWED_NAMES = frozenset(
     {
-        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "HOSTNAME",
-        "JAVA_HOME", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
-        "PYTHONPATH", "PYTHONHOME", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV",
-        "LD_LIBRARY_PATH", "KRB5_CONFIG", "KRB5CCNAME",
-        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TERM",
+        "HOSTNAME",
+        "JAVA_HOME",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONDONTWRITEBYTECODE",
+        "VIRTUAL_ENV",
+        "LD_LIBRARY_PATH",
+        "KRB5_CONFIG",
+        "KRB5CCNAME",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
         # Where AWS/GCP/Azure SDKs find configuration files and regions, never the secrets themselves.
-        "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
-        "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_PROFILE",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
         "GOOGLE_APPLICATION_CREDENTIALS",
     }
-)  # fmt: skip
+)
 # HUDI_CONF_DIR: where Hudi reads hudi-defaults.conf (e.g. the lock provider a table's writers share).
 ALLOWED_PREFIXES = ("SPARK_", "PYSPARK_", "HADOOP_", "YARN_", "HIVE_CONF_DIR", "HUDI_CONF_DIR", "LC_")
 
