@@ -12,11 +12,11 @@ job also marks its commits in the table's own metadata, and recovery reads the m
   Spark Connect server.
 * Delta: the session's ``spark.databricks.delta.commitInfo.userMetadata``, which lands in each commit's
   ``commitInfo`` (a session setting: also right on Connect, whose sessions are per job).
-* Hudi: the compaction plan's extra metadata (:func:`hudi_extra`), which Hudi 1.0 copies into the
-  completed compaction's commit metadata (``CompactHelpers.createCompactionMetadata``). Hudi's procedures
-  pass none (``run_compaction`` schedules and commits with ``Option.empty()``), so the compaction
-  maintainer schedules through Hudi's write client in the driver JVM (spark-submit only). Hudi's
-  clustering, clean and archive carry no mark: their commits take nothing from a plan or a setting.
+* Hudi: a compaction commit's extra metadata (:func:`hudi_extra`). ``run_compaction`` commits with
+  ``Option.empty()`` and Hudi 1.0's compaction copies nothing from its plan or a setting, so the
+  compaction maintainer executes the instant through Hudi's write client in the driver JVM (spark-submit
+  only) and commits it with the mark (``maintainers/hudi/compaction.py``). Hudi's clustering, clean and
+  archive carry no mark: their commits take no extra metadata from a procedure, a plan or a setting.
 * Paimon (the plugin): the snapshot's ``commitUser``. Paimon 0.9's snapshot has no properties, but its
   ``commit.user-prefix`` table option (passed as ``sys.compact``'s ``options``) starts every commit user
   of the procedure's commit: :func:`commit_user_prefix`, read back by :func:`parse_text`.

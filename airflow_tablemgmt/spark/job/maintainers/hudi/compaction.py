@@ -8,6 +8,13 @@
 
 The summary records the instant scheduled and the one executed. Every call takes the table by its path
 (``path =>``): no session-catalog name, which Hudi would resolve by reading the table (hudi/table.py).
+
+The commit names the attempt that made it (``spark/job/commit_mark.py``). ``run_compaction`` commits with
+no extra metadata (``commitCompaction(instant, metadata, Option.empty())``), and Hudi 1.0's compaction
+copies none from its plan, so in a spark-submit driver the instant is executed as the procedure executes
+it -- Hudi's write client built by ``HoodieCLIUtils.createHoodieWriteClient``, ``compact(instant)``, the
+same write-error check, ``commitCompaction`` -- with the job's mark as the commit's extra metadata. On Spark
+Connect (no driver JVM) the procedure runs it, unmarked.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.format_actions import COMPACTION_INSTANT_OPTION, HudiCompactionSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.job import literals
+from airflow_tablemgmt.spark.job import commit_mark, literals
 from airflow_tablemgmt.spark.job.maintainers.hudi.table import (
     metadata_as_on_table,
     path_arg,
@@ -47,6 +54,59 @@ def schedule_sql(location: str, min_delta_commits: int) -> str:
 def run_sql(location: str, instant: str) -> str:
     """Execute exactly ``instant`` (digits only: checked before it reaches the SQL)."""
     return f"CALL run_compaction(op => 'run', {path_arg(location)}, timestamp => {int(instant)})"
+
+
+def execute(spark: SparkSession, location: str, instant: str) -> bool:
+    """Execute and commit ``instant``; True when its commit carries the job's mark (through Hudi's write
+    client, as ``run_compaction`` does it), False when the procedure ran it unmarked (no mark, no JVM)."""
+    extra = commit_mark.hudi_extra()
+    jvm = _driver_jvm(spark) if extra else None
+    if jvm is None:
+        spark.sql(run_sql(location, instant)).collect()
+        return False
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    try:
+        _execute_marked(spark, jvm, location, instant, extra)
+    except Py4JJavaError:
+        raise  # Hudi's own failure, as the procedure would have raised it
+    except Py4JError as e:  # not Hudi's API as expected (another Hudi version): the procedure, unmarked
+        log.warning("compaction %s: instant %s through Hudi's write client failed (%s); running "
+                    "run_compaction instead, its commit unmarked", location, instant, str(e)[:300])  # fmt: skip
+        spark.sql(run_sql(location, instant)).collect()
+        return False
+    log.info("compaction %s: instant %s committed, marked %s", location, instant, extra)
+    return True
+
+
+def _execute_marked(
+    spark: SparkSession, jvm: Any, location: str, instant: str, extra: dict[str, str]
+) -> None:
+    """``run_compaction``'s execution of ``instant``, committed with ``extra`` as its extra metadata."""
+    cli = jvm.org.apache.hudi.HoodieCLIUtils
+    conf = cli.extractOptions("hoodie.auto.commit=false")  # committed below, with the mark
+    session = spark._jsparkSession  # noqa: SLF001 - Hudi's write client has no Python API
+    client = cli.createHoodieWriteClient(session, location, conf, jvm.scala.Option.empty())
+    try:
+        written = client.compact(str(int(instant)))
+        metadata = written.getCommitMetadata().get()
+        errors = sum(int(s.getTotalWriteErrors()) for s in metadata.getWriteStats())
+        if errors:
+            raise RuntimeError(f"compaction {instant} of {location}: {errors} records failed to write")
+        marks = jvm.java.util.HashMap()
+        for key, value in extra.items():
+            marks.put(key, value)
+        client.commitCompaction(str(int(instant)), metadata, jvm.org.apache.hudi.common.util.Option.of(marks))
+    finally:
+        client.close()
+
+
+def _driver_jvm(spark: SparkSession) -> Any:
+    """The driver's JVM gateway; None on Spark Connect (no JVM on this side)."""
+    try:
+        return spark.sparkContext._jvm  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - a Connect session has no sparkContext
+        return None
 
 
 def _compactions(spark: SparkSession, location: str) -> dict[str, str]:
@@ -80,7 +140,7 @@ def compaction(
             instant = scheduled = new[-1] if new else None
             log.info("compaction %s: scheduled %s", location, scheduled or "nothing (below the threshold)")
         if instant is not None:
-            spark.sql(run_sql(location, instant)).collect()
+            execute(spark, location, instant)
     with timed("metrics_after"):
         after = timeline_figures(location)
         state = _compactions(spark, location).get(instant or "", None)
