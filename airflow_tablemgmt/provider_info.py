@@ -13,7 +13,7 @@ def get_provider_info() -> dict[str, Any]:
         # Must equal the distribution name, or `airflow providers list` fails.
         "package-name": "airflow-provider-tablemgmt",
         "name": "Table Management",
-        "description": "Scheduled, stateful, observable maintenance of lakehouse tables (Iceberg, Delta, Hudi; more through format plugins) on Spark.",
+        "description": "Scheduled, stateful, observable maintenance of lakehouse tables of every installed table format (built in, or a format plugin's) on Spark.",
         "versions": [__version__],
         "integrations": [
             {

@@ -68,7 +68,7 @@ HUDI_WRITE = {
 
 def _conf(fmt: str, warehouse: str) -> dict[str, str]:
     """The settings a job on a ``fmt`` table of the benchmark's catalog starts its session with."""
-    from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+    from airflow_tablemgmt.core.formats import TABLE_FORMAT_PROPERTY
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
     from airflow_tablemgmt.spark.conf import base_conf, session_conf

@@ -221,12 +221,12 @@ def _bare_sql(action: str, table: str) -> str:
     """The CALL the project's maintainer runs for ``action`` with the declared options."""
     from datetime import UTC, datetime
 
-    from airflow_tablemgmt.core.actions import (
+    from airflow_tablemgmt.core.identifiers import TableIdentifier
+    from airflow_tablemgmt.formats.iceberg.actions import (
         DeleteOrphansSettings,
         ExpireSnapshotsSettings,
         RewriteFilesSettings,
     )
-    from airflow_tablemgmt.core.identifiers import TableIdentifier
     from airflow_tablemgmt.spark.job import literals
     from airflow_tablemgmt.spark.job.procedures import procedure_sql
 

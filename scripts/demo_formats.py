@@ -107,7 +107,7 @@ def session(fmt: str) -> Any:
     resolver's cache, its extensions and catalog from ``session_conf``)."""
     from pyspark.sql import SparkSession
 
-    from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+    from airflow_tablemgmt.core.formats import TABLE_FORMAT_PROPERTY
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
     from airflow_tablemgmt.spark.conf import session_conf
@@ -181,7 +181,7 @@ def write_delta(spark: Any) -> dict[str, Any]:
             .mode("append")
             .save(str(path))
         )
-    from airflow_tablemgmt.metadata.delta import read_delta
+    from airflow_tablemgmt.formats.delta.metadata import read_delta
 
     live = sorted(read_delta(str(path)).files)
     planted = {
@@ -229,7 +229,7 @@ def write_paimon(spark: Any) -> dict[str, Any]:
 
 
 def read_hudi(spark: Any) -> dict[str, Any]:
-    from airflow_tablemgmt.metadata.hudi import list_files, read_timeline
+    from airflow_tablemgmt.formats.hudi.metadata import list_files, read_timeline
 
     row = (
         spark.read.format("hudi")
@@ -260,7 +260,7 @@ def read_delta_table() -> dict[str, Any]:
     """Live files from the log; rows and an order-free digest of (id, part, v) from those Parquet files."""
     import pyarrow.parquet as pq
 
-    from airflow_tablemgmt.metadata.delta import read_delta
+    from airflow_tablemgmt.formats.delta.metadata import read_delta
 
     path = location("delta")
     state = read_delta(str(path))

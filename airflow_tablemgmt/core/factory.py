@@ -152,6 +152,7 @@ class StoreAwareFactory(ProcessFactory, Protocol):
         """Record how the process ended on the table (``error`` None: it succeeded)."""
         ...
 
+
 __all__ = [
     "FormatSession",
     "JobSpec",

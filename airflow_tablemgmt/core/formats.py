@@ -84,7 +84,6 @@ class FormatSession:
     uses_catalog: bool = False
 
 
-
 class UnknownFormat(ValueError):
     """A format name no installed package declares."""
 

@@ -176,8 +176,8 @@ class Owner(StrEnum):
 _FORMAT_SCHEMA = {
     "type": "string",
     "default": DEFAULT_FORMAT,
-    "description": "the table's format: iceberg, delta, hudi, or one an installed format plugin declares",
-    "examples": ["iceberg", "delta", "hudi"],
+    "description": "the table's format: the name of an installed format (built in, or a format plugin's)",
+    "examples": [DEFAULT_FORMAT],
 }
 
 

@@ -11,6 +11,7 @@ from airflow_tablemgmt.core.tables import TableSpec
 
 log = logging.getLogger(__name__)
 
+
 def location_refusal(table: TableSpec, action: str, context: TriggerContext) -> str | None:
     """Why ``action`` cannot run on ``table`` because its location is missing or holds no table of its
     format, read without a JVM (``metadata/table_check.py``), or None. A location not readable here is

@@ -107,8 +107,8 @@ def _hudi_commits(catalog: CatalogSpec, table: TableIdentifier) -> Iterator[tupl
     first: a compaction's commit carries the job's mark in its extra metadata (``spark/job/commit_mark.py``). Hudi 1.x
     writes the commit metadata as Avro, 0.x as JSON; the completion time (``<instant>_<completion>``) is
     read as this host's local time, Hudi's default timeline zone."""
+    from airflow_tablemgmt.formats.hudi.metadata import HOODIE
     from airflow_tablemgmt.metadata.avro_file import is_avro, records
-    from airflow_tablemgmt.metadata.hudi import HOODIE
     from airflow_tablemgmt.metadata.table_dir import open_table_dir
     from airflow_tablemgmt.metadata.table_paths import table_location
 

@@ -297,7 +297,7 @@ def _seed_history(store_url: str) -> list[int]:
     return ids
 
 
-# What the seeded expiry deleted, as Iceberg's procedure reports it (spark/job/maintainers/snapshots.py).
+# What the seeded expiry deleted, as Iceberg's procedure reports it (formats/iceberg/job/snapshots.py).
 EXPIRY_DELETED = {"data": 3, "position_deletes": 1, "equality_deletes": 0, "manifests": 2,
                   "manifest_lists": 6, "statistics": 1}  # fmt: skip
 
@@ -784,7 +784,7 @@ def test_page_inside_airflow_ui_runs_and_cancels(
 
         # A Hudi table: measured by its format's health hook; the page shows the format, the format's
         # findings and the figures it read, equal to what the hook reads here.
-        from airflow_tablemgmt.metadata.hudi import table_health as hudi_table_health
+        from airflow_tablemgmt.formats.hudi.metadata import table_health as hudi_table_health
 
         _open_in_airflow(drv, f"{base}/plugin/tablemgmt#/tables/{HUDI}?tab=files")  # health first on Files
         badge = wait.until(lambda d: d.find_element(By.ID, "format-badge"))

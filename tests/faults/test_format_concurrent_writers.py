@@ -68,7 +68,7 @@ def delta_ids(location: Path) -> list[int]:
     """The ids of the table's live files, from ``_delta_log`` and the Parquet files (no Spark)."""
     import pyarrow.parquet as pq
 
-    from airflow_tablemgmt.metadata.delta import read_delta
+    from airflow_tablemgmt.formats.delta.metadata import read_delta
 
     ids: list[int] = []
     for rel in read_delta(str(location)).files:

@@ -166,7 +166,7 @@ def state(fmt: Fmt, warehouse: Path, name: str) -> dict[str, Any]:
     if fmt.name == "delta":
         return _delta_state(warehouse / "db" / name)
     if fmt.name == "hudi":
-        from airflow_tablemgmt.metadata.hudi import read_timeline
+        from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 
         return {"commit": tuple(read_timeline(str(warehouse / "db" / name)).completed), "rows": None}
     from tablemgmt_paimon.snapshots import read_table

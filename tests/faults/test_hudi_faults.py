@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from airflow_tablemgmt.metadata.hudi import read_timeline
+from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 from tests.faults.conftest import ROUNDS, Figures
 from tests.integration.formats.format_jobs import STEP, run_scenario
 

@@ -118,7 +118,8 @@ def _effective() -> dict[str, Any]:
 
 
 def _time_limits(config: Any) -> tuple[Any, ...]:
-    from airflow_tablemgmt.core.actions import ExpireSnapshotsSettings, RefreshSettings
+    from airflow_tablemgmt.core.actions import RefreshSettings
+    from airflow_tablemgmt.formats.iceberg.actions import ExpireSnapshotsSettings
 
     refresh = RefreshSettings(interval="0 * * * *", freshness="1 HOUR", trigger="schedule")
     long = refresh.model_copy(update={"timeout": timedelta(days=2)})

@@ -7,9 +7,9 @@ This module is the format's descriptor (the ``delta`` entry point of ``airflow_t
 from __future__ import annotations
 
 from airflow_tablemgmt.core.factory import FormatSession
-from airflow_tablemgmt.core.format_actions import DELTA_ACTIONS, OPTIMIZE, VACUUM
 from airflow_tablemgmt.core.formats import Format
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.formats.delta.actions import ACTIONS, OPTIMIZE, VACUUM
 
 NAME = "delta"
 _HERE = __name__
@@ -28,18 +28,18 @@ FORMAT = Format(
     root_files=None,
     marker="_delta_log/",
     description="Delta Lake (path-based, in a hadoop catalog's warehouse)",
-    actions=DELTA_ACTIONS,
+    actions=ACTIONS,
     strategies=STRATEGIES,
     session=FormatSession(
         "io.delta.sql.DeltaSparkSessionExtension",
         "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         (NAME,),
-        module="airflow_tablemgmt.spark.job.maintainers",
+        module=f"{_HERE}.job",
         jars=("io.delta:delta-spark_2.12:3.3.2", "io.delta:delta-storage:3.3.2"),
     ),
     factory=f"{_HERE}.factory:DeltaProcessFactory",
     path_based=True,
-    health="airflow_tablemgmt.metadata.delta:table_health",
+    health=f"{_HERE}.metadata:table_health",
     views={tab: f"{_HERE}.views:read_{tab}" for tab in ("details", "files", "snapshots")},
     reader=f"{_HERE}.reader:DeltaLogReader",
 )

@@ -3,7 +3,7 @@ with Delta's extensions only.
 
 A Delta table is path-based: declared in a ``hadoop`` catalog whose ``warehouse`` is the tables' root,
 it lives at ``<warehouse>/<namespace>/<name>`` (``delta.`<path>``` in Spark SQL). Whether there is work
-is read from the ``_delta_log`` without a JVM (``metadata/delta.py``; on S3 through pyarrow with the
+is read from the ``_delta_log`` without a JVM (``formats/delta/metadata.py``; on S3 through pyarrow with the
 catalog's ``spark.hadoop.fs.s3a.*``): ``optimize`` is skipped when fewer than ``min-new-files`` files were
 added since the last ``OPTIMIZE``. ``vacuum``'s first run, and the first after ``retain`` changes, is a dry
 run unless ``confirm: true`` (expire-data's policy).
@@ -15,12 +15,12 @@ import logging
 from typing import Any
 
 from airflow_tablemgmt.core.factory import TriggerContext
-from airflow_tablemgmt.core.format_actions import OPTIMIZE, VACUUM, VACUUM_DRY_RUN_REASON_OPTION
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.factories.path_formats import retention_changed
 from airflow_tablemgmt.formats.base import FormatFactory
 from airflow_tablemgmt.formats.delta import NAME
+from airflow_tablemgmt.formats.delta.actions import OPTIMIZE, VACUUM, VACUUM_DRY_RUN_REASON_OPTION
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class DeltaProcessFactory(FormatFactory):
         minimum = int(options.get("min-new-files", 1))
         if minimum == 0:
             return True
-        from airflow_tablemgmt.metadata.delta import read_delta
+        from airflow_tablemgmt.formats.delta.metadata import read_delta
         from airflow_tablemgmt.metadata.table_dir import StoreUnreachable, readable_catalog
         from airflow_tablemgmt.metadata.table_paths import table_location
 

@@ -12,11 +12,11 @@ class DeltaLogReader(PathFormatReader):
     format = "delta"
 
     def _pointer(self, location: str) -> object:
-        from airflow_tablemgmt.metadata.delta import latest_version
+        from airflow_tablemgmt.formats.delta.metadata import latest_version
 
         return latest_version(location, self.catalog.properties)
 
     def _ancestry(self, location: str) -> list[tuple[int, bool]]:
-        from airflow_tablemgmt.metadata.delta import ancestry
+        from airflow_tablemgmt.formats.delta.metadata import ancestry
 
         return ancestry(location, ANCESTRY_DEPTH, self.catalog.properties)

@@ -1,7 +1,7 @@
 """Delta's table views (``factories/delta.py`` declares them): Details, Files and the log's versions as the
 Snapshots view, read from the ``_delta_log`` without a JVM.
 
-The table's state (live files, version, properties, partition columns) is ``metadata/delta.py``'s
+The table's state (live files, version, properties, partition columns) is ``formats/delta/metadata.py``'s
 :func:`read_delta`. What it does not keep is read here from the JSON commits still in the log: each
 version's ``commitInfo`` (operation, timestamp), its added and removed files, bytes and records (an add's
 ``stats.numRecords``), the newest ``metaData`` (schema) and ``protocol``; a file's record count from the
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_tablemgmt.metadata.delta import LOG_DIR, OPTIMIZE_TARGET_BYTES, read_delta
+from airflow_tablemgmt.formats.delta.metadata import LOG_DIR, OPTIMIZE_TARGET_BYTES, read_delta
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view, naming_the_table
 from airflow_tablemgmt.metadata.table_dir import PathNotFound, TableDir, open_table_dir

@@ -8,15 +8,15 @@ This module is the format's descriptor (the ``hudi`` entry point of ``airflow_ta
 from __future__ import annotations
 
 from airflow_tablemgmt.core.factory import FormatSession
-from airflow_tablemgmt.core.format_actions import (
-    HUDI_ACTIONS,
+from airflow_tablemgmt.core.formats import Format
+from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.formats.hudi.actions import (
+    ACTIONS,
     HUDI_ARCHIVE,
     HUDI_CLEAN,
     HUDI_CLUSTERING,
     HUDI_COMPACTION,
 )
-from airflow_tablemgmt.core.formats import Format
-from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 
 NAME = "hudi"
 _HERE = __name__
@@ -38,14 +38,14 @@ FORMAT = Format(
     root_files=None,
     marker=".hoodie/",
     description="Apache Hudi (path-based, in a hadoop catalog's warehouse)",
-    actions=HUDI_ACTIONS,
+    actions=ACTIONS,
     strategies=STRATEGIES,
     session=FormatSession(
         "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
         "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
         (NAME,),
         {"spark.serializer": KRYO, "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar"},
-        module="airflow_tablemgmt.spark.job.maintainers",
+        module=f"{_HERE}.job",
         jars=("org.apache.hudi:hudi-spark3.5-bundle_2.12:1.0.2",),
         # The bundle shades Avro's generated classes: added by ``--jars`` only it lives in Spark's child class
         # loader while Spark's Avro sits in the application one, and reading the metadata table of a table
@@ -55,7 +55,7 @@ FORMAT = Format(
     ),
     factory=f"{_HERE}.factory:HudiProcessFactory",
     path_based=True,
-    health="airflow_tablemgmt.metadata.hudi:table_health",
+    health=f"{_HERE}.metadata:table_health",
     views={tab: f"{_HERE}.views:read_{tab}" for tab in ("details", "files", "snapshots")},
     reader=f"{_HERE}.reader:HudiTimelineReader",
 )

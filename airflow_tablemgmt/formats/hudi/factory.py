@@ -2,7 +2,7 @@
 ``clustering`` and ``archive``, run as Hudi's own Spark procedures in a session with Hudi's extensions only.
 
 A Hudi table is path-based, like a Delta one (``<warehouse>/<namespace>/<name>`` of a ``hadoop`` catalog).
-Whether there is work is read from the ``.hoodie`` timeline without a JVM (``metadata/hudi.py``):
+Whether there is work is read from the ``.hoodie`` timeline without a JVM (``formats/hudi/metadata.py``):
 compaction runs when a compaction is pending or at least ``min-delta-commits`` delta commits completed
 since the last one; clean and clustering run when something was committed since the last clean or
 clustering; archive runs when the active timeline holds more than ``max-commits`` completed commits.
@@ -19,17 +19,17 @@ import logging
 from typing import Any
 
 from airflow_tablemgmt.core.factory import TriggerContext
-from airflow_tablemgmt.core.format_actions import (
+from airflow_tablemgmt.core.process import Process
+from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.formats.base import FormatFactory
+from airflow_tablemgmt.formats.hudi import NAME
+from airflow_tablemgmt.formats.hudi.actions import (
     COMPACTION_INSTANT_OPTION,
     HUDI_ARCHIVE,
     HUDI_CLEAN,
     HUDI_CLUSTERING,
     HUDI_COMPACTION,
 )
-from airflow_tablemgmt.core.process import Process
-from airflow_tablemgmt.core.tables import TableSpec
-from airflow_tablemgmt.formats.base import FormatFactory
-from airflow_tablemgmt.formats.hudi import NAME
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class HudiProcessFactory(FormatFactory):
 
 
 def _timeline(table: TableSpec, context: TriggerContext) -> Any:
-    from airflow_tablemgmt.metadata.hudi import read_timeline
+    from airflow_tablemgmt.formats.hudi.metadata import read_timeline
     from airflow_tablemgmt.metadata.table_dir import StoreUnreachable, readable_catalog
     from airflow_tablemgmt.metadata.table_paths import table_location
 

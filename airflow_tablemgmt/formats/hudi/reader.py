@@ -14,11 +14,11 @@ class HudiTimelineReader(PathFormatReader):
     format = "hudi"
 
     def _pointer(self, location: str) -> object:
-        from airflow_tablemgmt.metadata.hudi import timeline_listing
+        from airflow_tablemgmt.formats.hudi.metadata import timeline_listing
 
         return timeline_listing(location, self.catalog.properties)
 
     def _ancestry(self, location: str) -> list[tuple[int, bool]]:
-        from airflow_tablemgmt.metadata.hudi import read_timeline
+        from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 
         return read_timeline(location, self.catalog.properties).ancestry(ANCESTRY_DEPTH)

@@ -1,7 +1,7 @@
 """Hudi's table views (``factories/hudi.py`` declares them): Details, Files and the completed instants as the
 Snapshots view, read from ``.hoodie`` and the table's directory without a JVM.
 
-The timeline and its figures are ``metadata/hudi.py``'s (:func:`read_timeline`, :func:`hudi_health`);
+The timeline and its figures are ``formats/hudi/metadata.py``'s (:func:`read_timeline`, :func:`hudi_health`);
 ``hoodie.properties`` gives the properties, the schema the table was created with
 (``hoodie.table.create.schema``, Avro) and the partition fields. The Files view lists each file group's
 latest file slice from the directory: its newest base file and the log files written on it (shown as
@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_tablemgmt.formats.hudi.metadata import HOODIE, hoodie_properties, hudi_health, read_timeline
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.format_views import LiveFile, details_view, files_view, naming_the_table
-from airflow_tablemgmt.metadata.hudi import HOODIE, hoodie_properties, hudi_health, read_timeline
 from airflow_tablemgmt.metadata.table_dir import TableDir, open_table_dir
 from airflow_tablemgmt.metadata.table_paths import table_location
 

@@ -7,20 +7,20 @@ imports no factory, reader or Spark code, which its references name for first us
 
 from __future__ import annotations
 
-from airflow_tablemgmt.core.actions import (
+from airflow_tablemgmt.core.actions import REFRESH
+from airflow_tablemgmt.core.factory import FormatSession
+from airflow_tablemgmt.core.formats import Format
+from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
+from airflow_tablemgmt.formats.iceberg.actions import (
+    ACTIONS,
     COMPUTE_STATS,
     DELETE_ORPHANS,
     EXPIRE_DATA,
     EXPIRE_SNAPSHOTS,
-    ICEBERG_ACTIONS,
-    REFRESH,
     REWRITE_DELETES,
     REWRITE_FILES,
     REWRITE_MANIFESTS,
 )
-from airflow_tablemgmt.core.factory import FormatSession
-from airflow_tablemgmt.core.formats import Format
-from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 
 NAME = "iceberg"
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -45,10 +45,10 @@ FORMAT = Format(
     root_files=r"^(version-hint\.text|v\d+(\.gz)?\.metadata\.json)$",
     marker="metadata/ with version-hint.text or v<N>.metadata.json",
     description="Apache Iceberg (every catalog type)",
-    actions=ICEBERG_ACTIONS,
+    actions=ACTIONS,
     strategies=STRATEGIES,
     # Iceberg's runtime is a need of every catalog (spark/launch/artifacts.py): no jars of its own here.
-    session=FormatSession(EXTENSIONS, None, ("iceberg",), module="airflow_tablemgmt.spark.job.maintainers", uses_catalog=True),
+    session=FormatSession(EXTENSIONS, None, ("iceberg",), module=f"{_HERE}.job", uses_catalog=True),
     factory=f"{_HERE}.factory:IcebergProcessFactory",
     engines=("spark-submit", "spark-connect"),
     hosts=(REFRESH.name,),  # dynamic tables are Iceberg tables

@@ -9,12 +9,6 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from airflow_tablemgmt.core.actions import (
-    DELETE_ORPHANS,
-    DRY_RUN_REASON_OPTION,
-    EXPIRE_DATA,
-    EXPIRE_SNAPSHOTS,
-)
 from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.errors import RecoverProcessFailed
 from airflow_tablemgmt.core.factory import TriggerContext
@@ -22,6 +16,12 @@ from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import CatalogType, TableSpec
 from airflow_tablemgmt.formats.base import FormatFactory
 from airflow_tablemgmt.formats.iceberg import NAME
+from airflow_tablemgmt.formats.iceberg.actions import (
+    DELETE_ORPHANS,
+    DRY_RUN_REASON_OPTION,
+    EXPIRE_DATA,
+    EXPIRE_SNAPSHOTS,
+)
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+from airflow_tablemgmt.core.formats import TABLE_FORMAT_PROPERTY
 from airflow_tablemgmt.core.tables import REFRESH_ACTION
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
+from airflow_tablemgmt.formats.delta.metadata import read_delta
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-from airflow_tablemgmt.metadata.delta import read_delta
 from tests.integration.formats.format_jobs import run_job, start_session, step
 
 NOW = datetime(2026, 11, 25, tzinfo=UTC)

@@ -15,7 +15,7 @@ from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
-from airflow_tablemgmt.metadata.delta import read_delta
+from airflow_tablemgmt.formats.delta.metadata import read_delta
 from tests.integration.formats.format_jobs import format_catalog, run_job, start_session, step
 
 NOW = datetime(2026, 11, 25, tzinfo=UTC)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+from airflow_tablemgmt.core.formats import TABLE_FORMAT_PROPERTY
 from airflow_tablemgmt.core.tables import CatalogSpec
 
 if TYPE_CHECKING:

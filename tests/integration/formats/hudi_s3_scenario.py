@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
+from airflow_tablemgmt.formats.hudi.metadata import hudi_health
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-from airflow_tablemgmt.metadata.hudi import hudi_health
 from tests.integration.formats.delta_s3_scenario import s3_catalog
 from tests.integration.formats.format_jobs import run_job, start_session, step
 from tests.integration.formats.hudi_scenario import WRITE

@@ -14,7 +14,7 @@ from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
-from airflow_tablemgmt.metadata.hudi import read_timeline
+from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 from tests.integration.formats.format_jobs import format_catalog, run_job, start_session, step
 
 NOW = datetime(2026, 11, 25, tzinfo=UTC)

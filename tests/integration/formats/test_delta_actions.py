@@ -1,5 +1,5 @@
 """Delta's optimize and vacuum on a table written by Spark (one Delta JVM, in a child process), each
-effect read back without Spark: the live files from the ``_delta_log`` (``metadata/delta.py``), the rows
+effect read back without Spark: the live files from the ``_delta_log`` (``formats/delta/metadata.py``), the rows
 and a checksum from those files' Parquet, and the files on disk."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from airflow_tablemgmt.metadata.delta import read_delta
+from airflow_tablemgmt.formats.delta.metadata import read_delta
 from tests.integration.formats.format_jobs import run_scenario
 
 # On demand (TABLEMGMT_FORMATS_FULL=1): the Delta scenario is one JVM of ≈ 3-8 min on 2 cores, more than CI's

@@ -1,6 +1,6 @@
 """Hudi's compaction (RFC-43's two phases), clean, clustering and archive on a merge-on-read table written
 by Spark (one Hudi JVM, in a child process). Each effect is read back independently: the timeline from
-``.hoodie`` without a JVM (``metadata/hudi.py``), the rows and a checksum by a snapshot query of the table.
+``.hoodie`` without a JVM (``formats/hudi/metadata.py``), the rows and a checksum by a snapshot query of the table.
 
 CI runs the representative part: compaction scheduled and executed by one job, and the retry of an attempt
 that died between the phases (one JVM, ≈ 60-90 s on 2 cores). Clean, clustering and archive run on demand
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from airflow_tablemgmt.metadata.hudi import read_timeline
+from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 from tests.integration.formats.format_jobs import run_scenario
 
 pytestmark = pytest.mark.integration

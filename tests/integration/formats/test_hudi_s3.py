@@ -29,8 +29,8 @@ pytestmark = [
 def test_hudi_on_s3_compaction_decided_and_read_back_without_a_jvm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from airflow_tablemgmt.formats.hudi.metadata import read_timeline
     from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-    from airflow_tablemgmt.metadata.hudi import read_timeline
     from tests.integration.formats.delta_s3_scenario import s3_catalog
 
     monkeypatch.setenv(SECRET_ENV, SECRET_KEY)

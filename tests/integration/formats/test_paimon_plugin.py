@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # prints one JSON line: rows, a checksum, the current files and the snapshots Spark sees.
 CHILD = r"""
 import json, os, sys
-from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+from airflow_tablemgmt.core.formats import TABLE_FORMAT_PROPERTY
 from airflow_tablemgmt.core.tables import CatalogSpec
 import tablemgmt_paimon.job  # registers the format's session, as the job does
 from tests.integration.formats.format_jobs import start_session

@@ -22,10 +22,11 @@ import pytest
 from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.formats.delta import hudi
+from airflow_tablemgmt.formats.delta import metadata as delta
 from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
 from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-from airflow_tablemgmt.metadata import delta, hudi
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.table_dir import StoreUnreachable
 from airflow_tablemgmt.triggers.format_readers import reader_for, watched_catalog

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec
-from airflow_tablemgmt.spark.job.maintainers.compaction import (
+from airflow_tablemgmt.formats.iceberg.job.compaction import (
     rewrite_deletes,
     rewrite_files,
     rewrite_manifests,
 )
+from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.formats.iceberg.factory import IcebergProcessFactory
+from airflow_tablemgmt.formats.iceberg.job.ttl import expire_data
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.ttl import expire_data
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 pytestmark = pytest.mark.integration

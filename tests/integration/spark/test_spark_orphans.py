@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.formats.iceberg.job.orphans import delete_orphans
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.job.maintainers.orphans import delete_orphans
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 pytestmark = pytest.mark.integration

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_tablemgmt.formats.iceberg.job.snapshots import expire_snapshots
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.job.maintainers.snapshots import expire_snapshots
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def test_below_the_floor_needs_the_override_and_is_logged(
     with pytest.raises(InvalidJobSpec, match=r"expire-snapshots: older-than: 30m is below the 1-hour floor"):
         expire_snapshots(tables.spark, table, {"older-than": "30m"})
 
-    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.spark.job.maintainers.snapshots"):
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.formats.iceberg.job.snapshots"):
         summary = expire_snapshots(
             tables.spark, table, {"older-than": "30m", "allow-below-floor": True}, now=datetime.now(UTC)
         )

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from airflow_tablemgmt.formats.iceberg.job.stats import compute_stats
 from airflow_tablemgmt.spark.errors import ColumnNotFound
-from airflow_tablemgmt.spark.job.maintainers.stats import compute_stats
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 pytestmark = pytest.mark.integration

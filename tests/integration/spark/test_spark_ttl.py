@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_tablemgmt.formats.iceberg.job.ttl import expire_data
 from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec, UnsupportedColumnType
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.ttl import expire_data
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 pytestmark = pytest.mark.integration
@@ -122,7 +122,7 @@ def test_retention_below_the_floor_needs_the_override_and_is_logged(
         expire_data(spark, table, {"column": "ts", "retention": "12h"}, now=NOW)
 
     options = {"column": "ts", "retention": "12h", "allow-below-floor": True}
-    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.spark.job.maintainers.ttl"):
+    with caplog.at_level(logging.WARNING, logger="airflow_tablemgmt.formats.iceberg.job.ttl"):
         summary = expire_data(spark, table, options, now=NOW)
     assert summary["below_floor"] is True and summary["deleted_rows"] == 3
     assert any("retention 12h is below the 1-day floor" in r.getMessage() for r in caplog.records)

@@ -167,7 +167,9 @@ def test_a_job_spec_naming_a_format_that_is_not_installed_imports_nothing() -> N
         return CatalogSpec(name="lake", type="hadoop", warehouse="/w", properties=props)
 
     before = set(sys.modules)
-    with pytest.raises(InvalidJobSpec, match="unknown format 'nosuchformat'; installed: .*delta, hudi, iceberg"):
+    with pytest.raises(
+        InvalidJobSpec, match="unknown format 'nosuchformat'; installed: .*delta, hudi, iceberg"
+    ):
         table_format(catalog("nosuchformat", "json"))
     with pytest.raises(InvalidJobSpec, match="unknown format 'os; rm'"):
         table_format(catalog("os; rm", "os"))

@@ -1,4 +1,4 @@
-"""metadata/delta.py on a ``_delta_log`` laid out as Delta writes it (JSON commits; a checkpoint is read
+"""formats/delta/metadata.py on a ``_delta_log`` laid out as Delta writes it (JSON commits; a checkpoint is read
 from the Spark-written tables of tests/integration/formats/)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablemgmt.metadata.delta import read_delta
+from airflow_tablemgmt.formats.delta.metadata import read_delta
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 

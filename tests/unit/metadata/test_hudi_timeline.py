@@ -1,4 +1,4 @@
-"""metadata/hudi.py on ``.hoodie`` timelines named as Hudi 1.x (``timeline/``) and 0.x write them."""
+"""formats/hudi/metadata.py on ``.hoodie`` timelines named as Hudi 1.x (``timeline/``) and 0.x write them."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
-from airflow_tablemgmt.metadata.hudi import read_timeline
 
 
 def table(root: Path, names: list[str], *, version_1: bool = True, mor: bool = True) -> Path:
@@ -78,7 +78,7 @@ def test_a_failed_clustering_costs_health_until_a_clustering_completes(tmp_path:
     """A clustering that failed leaves its plan pending: the table's health names it (it scored 100 before,
     as if the clustering had helped); a later completed clustering of that instant clears it."""
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-    from airflow_tablemgmt.metadata.hudi import table_health
+    from airflow_tablemgmt.formats.hudi.metadata import table_health
 
     root = table(
         tmp_path / "ns" / "t",

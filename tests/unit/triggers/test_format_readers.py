@@ -14,10 +14,10 @@ from airflow.triggers.base import TriggerEvent
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.formats.delta.metadata import delta_health
 from airflow_tablemgmt.formats.delta.reader import DeltaLogReader
+from airflow_tablemgmt.formats.hudi.metadata import hudi_health
 from airflow_tablemgmt.formats.hudi.reader import HudiTimelineReader
-from airflow_tablemgmt.metadata.delta import delta_health
-from airflow_tablemgmt.metadata.hudi import hudi_health
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 from airflow_tablemgmt.triggers.format_readers import reader_for, watched_catalog
 from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_tablemgmt.core.format_actions import TABLE_LOCATION_OPTION
+from airflow_tablemgmt.core.formats import TABLE_LOCATION_OPTION
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 
 

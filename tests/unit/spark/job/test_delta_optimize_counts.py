@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from airflow_tablemgmt.metadata.delta import read_delta
-from airflow_tablemgmt.spark.job.maintainers.delta.optimize import as_the_optimize_read_it
+from airflow_tablemgmt.formats.delta.job.optimize import as_the_optimize_read_it
+from airflow_tablemgmt.formats.delta.metadata import read_delta
 
 
 def _commit(log: Path, version: int, *actions: dict) -> None:

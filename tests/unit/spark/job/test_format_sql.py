@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_tablemgmt.core.format_actions import OptimizeSettings, VacuumSettings
+from airflow_tablemgmt.formats.delta.actions import OptimizeSettings, VacuumSettings
+from airflow_tablemgmt.formats.delta.job.optimize import optimize_sql
+from airflow_tablemgmt.formats.delta.job.vacuum import vacuum_sql
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
-from airflow_tablemgmt.spark.job.maintainers.delta.optimize import optimize_sql
-from airflow_tablemgmt.spark.job.maintainers.delta.vacuum import vacuum_sql
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 
 

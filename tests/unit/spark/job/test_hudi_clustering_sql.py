@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_tablemgmt.core.format_actions import HudiClusteringSettings
-from airflow_tablemgmt.spark.job.maintainers.hudi.clustering import (
+from airflow_tablemgmt.formats.hudi.actions import HudiClusteringSettings
+from airflow_tablemgmt.formats.hudi.job.clustering import (
     CLUSTERING_WRITE_CONF,
     CONFLICT_STRATEGY_KEY,
     PREFER_WRITER,
     procedure_args,
 )
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import METADATA_ENABLE, metadata_as_on_table
+from airflow_tablemgmt.formats.hudi.job.table import METADATA_ENABLE, metadata_as_on_table
 
 
 def test_the_execution_prefers_the_writer() -> None:

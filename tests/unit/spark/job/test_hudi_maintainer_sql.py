@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_tablemgmt.core.format_actions import HudiArchiveSettings, HudiCleanSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.spark.job.maintainers.hudi.archive import archive_sql
-from airflow_tablemgmt.spark.job.maintainers.hudi.clean import clean_sql
-from airflow_tablemgmt.spark.job.maintainers.hudi.compaction import run_sql, schedule_sql, show_sql
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import path_arg, register, register_sql
+from airflow_tablemgmt.formats.hudi.actions import HudiArchiveSettings, HudiCleanSettings
+from airflow_tablemgmt.formats.hudi.job.archive import archive_sql
+from airflow_tablemgmt.formats.hudi.job.clean import clean_sql
+from airflow_tablemgmt.formats.hudi.job.compaction import run_sql, schedule_sql, show_sql
+from airflow_tablemgmt.formats.hudi.job.table import path_arg, register, register_sql
 
 LOC = "s3a://lake/app/it's"  # a quote in the path stays inside the literal
 

@@ -20,8 +20,8 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
+from airflow_tablemgmt.formats.iceberg.job.orphans import delete_orphans
 from airflow_tablemgmt.spark.job.early_read import EarlyRead, read_early
-from airflow_tablemgmt.spark.job.maintainers.orphans import delete_orphans
 from airflow_tablemgmt.spark.job.metrics import Loaded, table_location
 
 TABLE = TableIdentifier("lake", "db", "events")

@@ -218,7 +218,7 @@ def test_user_jars_and_packages_are_merged_not_dropped() -> None:
 
 def test_a_delta_or_hudi_job_gets_its_own_runtime_and_not_icebergs() -> None:
     """The factory marks the job's catalog with the table's format; the jars follow it."""
-    from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
+    from airflow_tablemgmt.core.formats import TABLE_FORMAT_PROPERTY
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.spark.launch.artifacts import catalog_needs
 

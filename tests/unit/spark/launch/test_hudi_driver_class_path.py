@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from airflow_tablemgmt.core.factory import JobSpec
-from airflow_tablemgmt.core.format_actions import TABLE_FORMAT_PROPERTY
-from airflow_tablemgmt.core.formats import FORMATS
+from airflow_tablemgmt.core.formats import FORMATS, TABLE_FORMAT_PROPERTY
 from airflow_tablemgmt.spark.launch import submit
 
 

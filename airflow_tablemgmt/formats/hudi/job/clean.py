@@ -7,14 +7,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.format_actions import HudiCleanSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import (
+from airflow_tablemgmt.formats.hudi.actions import HudiCleanSettings
+from airflow_tablemgmt.formats.hudi.job.table import (
     metadata_as_on_table,
     register,
     timeline_figures,
 )
+from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.protocol import timed

@@ -4,16 +4,17 @@ as Hudi's Spark procedures in a session built with Hudi's extensions, catalog an
 
 from __future__ import annotations
 
-from airflow_tablemgmt.spark.job.maintainers.hudi.archive import archive
-from airflow_tablemgmt.spark.job.maintainers.hudi.clean import clean
-from airflow_tablemgmt.spark.job.maintainers.hudi.clustering import clustering
-from airflow_tablemgmt.spark.job.maintainers.hudi.compaction import compaction
+from airflow_tablemgmt.formats.hudi.job.archive import archive
+from airflow_tablemgmt.formats.hudi.job.clean import clean
+from airflow_tablemgmt.formats.hudi.job.clustering import clustering
+from airflow_tablemgmt.formats.hudi.job.compaction import compaction
 
-HUDI_MAINTAINERS = {
+#: What the job runs for each action (the descriptor's session names this module).
+MAINTAINERS = {
     "compaction": compaction,
     "clean": clean,
     "clustering": clustering,
     "archive": archive,
 }
 
-__all__ = ["HUDI_MAINTAINERS"]
+__all__ = ["MAINTAINERS"]

@@ -6,8 +6,8 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.actions import ExpireSnapshotsSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.formats.iceberg.actions import ExpireSnapshotsSettings
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before

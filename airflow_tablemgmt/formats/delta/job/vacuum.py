@@ -13,9 +13,9 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.format_actions import VACUUM_DRY_RUN_REASON_OPTION, VacuumSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.spark.job.maintainers.delta.table import (
+from airflow_tablemgmt.formats.delta.actions import VACUUM_DRY_RUN_REASON_OPTION, VacuumSettings
+from airflow_tablemgmt.formats.delta.job.table import (
     delta_metrics,
     delta_name,
     use_local_parallelism,

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
-from airflow_tablemgmt.metadata.hudi import read_timeline
 from airflow_tablemgmt.metadata.table_paths import local_path
 from airflow_tablemgmt.spark.job import literals
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.actions import ComputeStatsSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.formats.iceberg.actions import ComputeStatsSettings
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before

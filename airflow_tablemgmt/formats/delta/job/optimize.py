@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.format_actions import OptimizeSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.formats.delta.actions import OptimizeSettings
+from airflow_tablemgmt.formats.delta.job.table import delta_metrics, delta_name
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.delta.table import delta_metrics, delta_name
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.protocol import timed
@@ -78,7 +78,7 @@ def as_the_optimize_read_it(location: str, before: dict[str, Any], after: dict[s
     counts then include files ``before`` never saw (221 files removed beside 133 files before). ``before``
     becomes the table at the ``readVersion``, the counts are the OPTIMIZE commit's own ``add``/``remove``
     actions, and the commits of other writers in between are reported (``concurrent_commits``)."""
-    from airflow_tablemgmt.metadata.delta import commit_actions, read_delta
+    from airflow_tablemgmt.formats.delta.metadata import commit_actions, read_delta
 
     first, last = before.get("current_snapshot_id"), after.get("current_snapshot_id")
     if not isinstance(first, int) or not isinstance(last, int):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.actions import (
+from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.formats.iceberg.actions import (
     RewriteDeletesSettings,
     RewriteFilesSettings,
     RewriteManifestsSettings,
     RewriteStrategy,
 )
-from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before

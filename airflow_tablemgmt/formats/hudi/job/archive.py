@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.format_actions import HudiArchiveSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.formats.hudi.actions import HudiArchiveSettings
+from airflow_tablemgmt.formats.hudi.job.table import has_metadata_table, path_arg, timeline_figures
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers.hudi.table import has_metadata_table, path_arg, timeline_figures
 from airflow_tablemgmt.spark.job.maintainers.paths import take_location
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.protocol import timed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.metadata.delta import read_delta
+from airflow_tablemgmt.formats.delta.metadata import read_delta
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ def delta_name(location: str) -> str:
 
 def delta_metrics(spark: SparkSession, location: str) -> dict[str, Any]:
     """Version, live data files and bytes of the table as committed now: from the ``_delta_log`` without
-    Spark where the table is local (``metadata/delta.py``), else ``DESCRIBE DETAIL`` / ``HISTORY``."""
+    Spark where the table is local (``formats/delta/metadata.py``), else ``DESCRIBE DETAIL`` / ``HISTORY``."""
     try:
         state = read_delta(location)
     except HealthUnavailable:

@@ -16,9 +16,9 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.actions import ORPHAN_FLOOR, DeleteOrphansSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.storage import is_object_store
+from airflow_tablemgmt.formats.iceberg.actions import ORPHAN_FLOOR, DeleteOrphansSettings
 from airflow_tablemgmt.spark.errors import InvalidJobSpec
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings

@@ -18,8 +18,8 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.actions import DRY_RUN_REASON_OPTION, ExpireDataSettings
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.formats.iceberg.actions import DRY_RUN_REASON_OPTION, ExpireDataSettings
 from airflow_tablemgmt.spark.errors import UnsupportedColumnType
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings

@@ -4,9 +4,10 @@ below Delta's retention check; a dry run lists what a real run deletes). The tab
 
 from __future__ import annotations
 
-from airflow_tablemgmt.spark.job.maintainers.delta.optimize import optimize
-from airflow_tablemgmt.spark.job.maintainers.delta.vacuum import vacuum
+from airflow_tablemgmt.formats.delta.job.optimize import optimize
+from airflow_tablemgmt.formats.delta.job.vacuum import vacuum
 
-DELTA_MAINTAINERS = {"optimize": optimize, "vacuum": vacuum}
+#: What the job runs for each action (the descriptor's session names this module).
+MAINTAINERS = {"optimize": optimize, "vacuum": vacuum}
 
-__all__ = ["DELTA_MAINTAINERS"]
+__all__ = ["MAINTAINERS"]
