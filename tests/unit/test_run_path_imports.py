@@ -57,8 +57,8 @@ NOT_ON_RUN_PATH = (
 # pydantic models the run never validates: their validators are built on first use, not at import.
 UNUSED_MODELS = (
     ("airflow_tablemgmt.core.actions", "RefreshSettings"),
-    ("airflow_tablemgmt.core.actions", "ExpireDataSettings"),
-    ("airflow_tablemgmt.core.actions", "ComputeStatsSettings"),
+    ("airflow_tablemgmt.formats.iceberg.actions", "ExpireDataSettings"),
+    ("airflow_tablemgmt.formats.iceberg.actions", "ComputeStatsSettings"),
 )
 
 _REPORT = """
