@@ -28,7 +28,7 @@ import pytest
 from airflow_tablemgmt.core.factory import JobSpec, TriggerContext
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.factories.discovery import default_factories
-from airflow_tablemgmt.metadata.hudi import read_timeline
+from airflow_tablemgmt.formats.hudi.metadata import read_timeline
 from tests.integration.formats.format_jobs import run_scenario
 
 pytestmark = pytest.mark.integration
