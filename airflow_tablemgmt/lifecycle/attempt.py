@@ -198,9 +198,12 @@ class Attempt(AttemptState):
         observability.process_started(process)
         for to, expected in ((S.SUBMITTED, S.PENDING), (S.RUNNING, S.SUBMITTED), (S.SUCCESS, S.RUNNING)):
             process = self.store.processes.transition(
-                process.id, to, expected=expected, attempt=process.attempt,
+                process.id,
+                to,
+                expected=expected,
+                attempt=process.attempt,
                 **({"summary": summary} if to == S.SUCCESS else {}),
-            )  # fmt: skip
+            )
         observability.process_finished(process, self.elapsed())
         return RunOutcome(process, summary)
 
@@ -210,19 +213,29 @@ class Attempt(AttemptState):
         req, process = self.req, self.process
         try:
             claimed = self.store.processes.transition(
-                process.id, S.SUBMITTED, expected=S.PENDING, attempt=process.attempt,
+                process.id,
+                S.SUBMITTED,
+                expected=S.PENDING,
+                attempt=process.attempt,
                 parameters={**process.parameters, "options": job.options},
-                dag_id=req.dag_id, run_id=req.run_id, task_id=req.task_id,
+                dag_id=req.dag_id,
+                run_id=req.run_id,
+                task_id=req.task_id,
                 heartbeat_every_s=self.settings.heartbeat_every.total_seconds(),
-            )  # fmt: skip
+            )
         except IllegalTransition:
             return None
         self.claimed_at = time.monotonic()
         observability.process_started(claimed)
         self.current = claimed
         self.stopped = None
-        log.info("tablemgmt: submitting %s on %s (process %s attempt %s)", req.action, req.table_id,
-                 claimed.id, claimed.attempt)  # fmt: skip
+        log.info(
+            "tablemgmt: submitting %s on %s (process %s attempt %s)",
+            req.action,
+            req.table_id,
+            claimed.id,
+            claimed.attempt,
+        )
         return claimed
 
     def submit_and_watch(
@@ -255,10 +268,16 @@ class Attempt(AttemptState):
             if isinstance(summary.get("timings"), dict):
                 summary["timings"]["store_before_job"] = round(store_before, 3)
             committed = Committed(summary, snapshot_after(summary), store_before)
-            self.journal.write(self.store, process, process.attempt, {
-                "summary": summary, "snapshot_id": committed.snapshot_id,
-                "application_id": result.application_id,
-            })  # fmt: skip
+            self.journal.write(
+                self.store,
+                process,
+                process.attempt,
+                {
+                    "summary": summary,
+                    "snapshot_id": committed.snapshot_id,
+                    "application_id": result.application_id,
+                },
+            )
         guards.beat.join(self.settings.heartbeat_every.total_seconds() + 5)
         return result, committed
 
@@ -287,9 +306,13 @@ class Attempt(AttemptState):
             # takes the table next ends that job and waits to see it ended (predecessor.py).
             recorded = with_application(process.parameters or {}, attempt, app_id)
             self.current = self.store.processes.transition(
-                process.id, S.RUNNING, expected=S.SUBMITTED, attempt=attempt, external_id=app_id,
+                process.id,
+                S.RUNNING,
+                expected=S.SUBMITTED,
+                attempt=attempt,
+                external_id=app_id,
                 **({"parameters": recorded} if recorded is not None else {}),
-            )  # fmt: skip
+            )
             log.info("tablemgmt: process %s running as Spark application %s", process.id, app_id)
         except IllegalTransition as e:
             current = self.store.processes.get(process.id)
@@ -310,15 +333,23 @@ class Attempt(AttemptState):
             raise JobFailed(f"process {process.id} was killed")
         if committed is None:
             self.raise_if_stopped(process)
-            reason = name_the_catalog(result.error_class, result.error or "the Spark job failed without a result",
-                                      job.catalog)  # fmt: skip
+            reason = name_the_catalog(
+                result.error_class, result.error or "the Spark job failed without a result", job.catalog
+            )
             self.fail(process, reason)
             raise JobFailed(f"{req.action} on {req.table_id} failed (process {process.id}): {reason}")
         # A job that committed before a kill landed is recorded too, guarded by this attempt: if the
         # row is another attempt's now, that one finds the result file and records it.
         try:
-            done = record_success(self.store, self.journal, process, attempt, committed.summary,
-                                  snapshot_id=committed.snapshot_id, application_id=result.application_id)  # fmt: skip
+            done = record_success(
+                self.store,
+                self.journal,
+                process,
+                attempt,
+                committed.summary,
+                snapshot_id=committed.snapshot_id,
+                application_id=result.application_id,
+            )
         except IllegalTransition as e:
             raise WorkerSuperseded(
                 f"process {process.id} attempt {attempt}: its job succeeded but the row moved on ({e}); "

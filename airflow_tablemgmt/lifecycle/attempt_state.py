@@ -64,9 +64,12 @@ class AttemptState:
         self.failed_here = True
         try:
             failed = self.store.processes.transition(
-                process.id, S.FAILED, expected=(S.PENDING, S.SUBMITTED, S.RUNNING, S.CANCELING),
-                attempt=process.attempt, failure_reason=reason[-4000:],
-            )  # fmt: skip
+                process.id,
+                S.FAILED,
+                expected=(S.PENDING, S.SUBMITTED, S.RUNNING, S.CANCELING),
+                attempt=process.attempt,
+                failure_reason=reason[-4000:],
+            )
             observability.process_finished(failed, self.elapsed())
         except IllegalTransition:
             log.info("tablemgmt: process %s already closed", process.id)
@@ -78,9 +81,12 @@ class AttemptState:
             return
         try:
             killed = self.store.processes.transition(
-                p.id, S.KILLED, expected=(S.SUBMITTED, S.RUNNING, S.CANCELING), attempt=p.attempt,
+                p.id,
+                S.KILLED,
+                expected=(S.SUBMITTED, S.RUNNING, S.CANCELING),
+                attempt=p.attempt,
                 failure_reason="killed: the task was stopped (on_kill) and its Spark application killed",
-            )  # fmt: skip
+            )
             observability.process_finished(killed, self.elapsed())
         except IllegalTransition:
             log.info("tablemgmt: process %s already left the running states", p.id)
@@ -91,8 +97,12 @@ class AttemptState:
         if self.stopped is None:
             self.stopped = Stop(kind, reason)
         process = self.process
-        log.warning("tablemgmt: process %s attempt %s: %s; killing its Spark application", process.id,
-                    process.attempt, reason)  # fmt: skip
+        log.warning(
+            "tablemgmt: process %s attempt %s: %s; killing its Spark application",
+            process.id,
+            process.attempt,
+            reason,
+        )
         try:
             self.settings.submitter.kill()
         except Exception:  # noqa: BLE001 - keep trying to stop; the lease TTL is the backstop
@@ -117,9 +127,12 @@ class AttemptState:
             )
         try:
             closed = store.processes.transition(
-                process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
+                process.id,
+                S.CANCELED,
+                expected=S.CANCELING,
+                attempt=process.attempt,
                 failure_reason=f"{stop.reason}; its Spark application was killed",
-            )  # fmt: skip
+            )
             observability.process_finished(closed, self.elapsed())
         except IllegalTransition:
             closed = store.processes.get(process.id)
@@ -139,6 +152,10 @@ class AttemptState:
             )
             gone = False
         if not gone:
-            log.warning("tablemgmt: process %s attempt %s: its killed Spark job was not seen to end; the table's "
-                        "lease is kept and lapses on its own", process.id, process.attempt)  # fmt: skip
+            log.warning(
+                "tablemgmt: process %s attempt %s: its killed Spark job was not seen to end; the table's "
+                "lease is kept and lapses on its own",
+                process.id,
+                process.attempt,
+            )
         return gone

@@ -97,8 +97,13 @@ def ensure_ended(runner: RunSettings, table_id: str, holder: str) -> None:
             f"({', '.join(left)}) was interrupted but its server did not report it ended within "
             f"{END_WAIT_S:g}s, so nothing starts on the table yet; the next look checks again"
         )
-    log.info("tablemgmt: the Spark Connect job of %s, whose lease on %s lapsed, was interrupted and reported "
-             "ended: %s", lease.holder, table_id, ", ".join(apps))  # fmt: skip
+    log.info(
+        "tablemgmt: the Spark Connect job of %s, whose lease on %s lapsed, was interrupted and reported "
+        "ended: %s",
+        lease.holder,
+        table_id,
+        ", ".join(apps),
+    )
 
 
 def interrupt_reaped(processes: list[Process]) -> list[str]:

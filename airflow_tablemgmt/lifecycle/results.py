@@ -63,8 +63,14 @@ class ResultJournal:
     def write(self, store: Store, process: Process, attempt: int, result: dict[str, Any]) -> Path | None:
         """Record a committed job's result; never fails the run (returns None when it could not)."""
         path = self._path(store, process, attempt)
-        record = {"process_id": process.id, "table_id": process.table_id, "action": process.action,
-                  "instant": process.instant.isoformat(), "attempt": attempt, **result}  # fmt: skip
+        record = {
+            "process_id": process.id,
+            "table_id": process.table_id,
+            "action": process.action,
+            "instant": process.instant.isoformat(),
+            "attempt": attempt,
+            **result,
+        }
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -91,8 +97,10 @@ class ResultJournal:
             except (OSError, ValueError):
                 continue
             same = (record.get("process_id"), record.get("table_id"), record.get("action")) == (
-                process.id, process.table_id, process.action,
-            )  # fmt: skip
+                process.id,
+                process.table_id,
+                process.action,
+            )
             if same and isinstance(record.get("summary"), dict):
                 return record
         return None
@@ -131,8 +139,13 @@ def write_final(
             if delay is None:
                 raise
             failed_once = True
-            log.warning("tablemgmt: recording process %s attempt %s failed (%s); trying again in %gs",
-                        process_id, attempt, type(e.orig or e).__name__, delay)  # fmt: skip
+            log.warning(
+                "tablemgmt: recording process %s attempt %s failed (%s); trying again in %gs",
+                process_id,
+                attempt,
+                type(e.orig or e).__name__,
+                delay,
+            )
             time.sleep(delay)
     raise AssertionError("unreachable")
 
@@ -155,15 +168,35 @@ def record_success(
     current = write_final(store, process.id, attempt, lambda: store.processes.get(process.id))
     assert isinstance(current, Process)
     if current.attempt == attempt and current.status == S.SUBMITTED:
-        write_final(store, process.id, attempt, lambda: store.processes.transition(
-            process.id, S.RUNNING, expected=S.SUBMITTED, attempt=attempt, external_id=application_id,
-        ), landed=S.RUNNING)  # fmt: skip
+        write_final(
+            store,
+            process.id,
+            attempt,
+            lambda: store.processes.transition(
+                process.id,
+                S.RUNNING,
+                expected=S.SUBMITTED,
+                attempt=attempt,
+                external_id=application_id,
+            ),
+            landed=S.RUNNING,
+        )
     if current.attempt == attempt and current.status == S.CANCELING:
         summary = {**summary, "cancel_after_commit": current.failure_reason or "cancel requested"}
-    done = write_final(store, process.id, attempt, lambda: store.processes.transition(
-        process.id, S.SUCCESS, expected=(S.RUNNING, S.CANCELING), attempt=attempt,
-        summary=summary, snapshot_id=snapshot_id, failure_reason=None,
-    ))  # fmt: skip
+    done = write_final(
+        store,
+        process.id,
+        attempt,
+        lambda: store.processes.transition(
+            process.id,
+            S.SUCCESS,
+            expected=(S.RUNNING, S.CANCELING),
+            attempt=attempt,
+            summary=summary,
+            snapshot_id=snapshot_id,
+            failure_reason=None,
+        ),
+    )
     journal.discard(store, process, attempt)
     return done
 
@@ -184,9 +217,13 @@ def record_predecessor_success(
             fields.update(summary=summary, snapshot_id=record.get("snapshot_id"), failure_reason=None)
         p = store.processes.transition(p.id, to, expected=expected, attempt=p.attempt, **fields)
     journal.discard_before(store, process)
-    log.warning("tablemgmt: process %s: attempt %s had committed its job but could not record it; "
-                "attempt %s recorded SUCCESS from its result instead of running it again",
-                process.id, record.get("attempt"), process.attempt)  # fmt: skip
+    log.warning(
+        "tablemgmt: process %s: attempt %s had committed its job but could not record it; "
+        "attempt %s recorded SUCCESS from its result instead of running it again",
+        process.id,
+        record.get("attempt"),
+        process.attempt,
+    )
     return p
 
 
@@ -199,20 +236,30 @@ def close_own_row(store: Store, process: Process, reason: str) -> Process | None
     try:
         try:
             return store.processes.transition(
-                process.id, S.FAILED, expected=(S.SUBMITTED, S.RUNNING), attempt=process.attempt,
+                process.id,
+                S.FAILED,
+                expected=(S.SUBMITTED, S.RUNNING),
+                attempt=process.attempt,
                 failure_reason=why,
-            )  # fmt: skip
+            )
         except IllegalTransition:
             current = store.processes.get(process.id)
             if current.attempt != process.attempt or current.status != S.CANCELING:
                 return None  # another attempt's row, or already closed
             return store.processes.transition(
-                process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
+                process.id,
+                S.CANCELED,
+                expected=S.CANCELING,
+                attempt=process.attempt,
                 failure_reason=f"{current.failure_reason or 'cancel requested'}; {why}",
-            )  # fmt: skip
+            )
     except IllegalTransition:
         return None
     except Exception:  # noqa: BLE001 - the store may be the reason it stopped
-        log.warning("tablemgmt: process %s attempt %s: could not close its own row", process.id,
-                    process.attempt, exc_info=True)  # fmt: skip
+        log.warning(
+            "tablemgmt: process %s attempt %s: could not close its own row",
+            process.id,
+            process.attempt,
+            exc_info=True,
+        )
         return None

@@ -72,8 +72,12 @@ class ProcessRunner:
     ) -> None:
         # The rules hold here too, not only where an operator or the CLI made the settings: a runner
         # built by other code (a service, a plugin, a test harness) gets no weaker guarantees.
-        check_timing(lease_ttl=lease_ttl, heartbeat_every=heartbeat_every, stale_after=stale_after,
-                     where="ProcessRunner")  # fmt: skip
+        check_timing(
+            lease_ttl=lease_ttl,
+            heartbeat_every=heartbeat_every,
+            stale_after=stale_after,
+            where="ProcessRunner",
+        )
         self.store = store
         self.factories = factories
         self.submitter = submitter
@@ -144,8 +148,13 @@ class ProcessRunner:
         """Close processes whose worker is gone (see :meth:`ProcessRepository.reap`); logs each."""
         reaped = self.store.processes.reap(self.stale_after, pending_after=pending_after)
         for r in reaped:
-            log.warning("tablemgmt: process %s %s -> %s: %s", r.process.id, r.was, r.process.status,
-                        r.process.failure_reason)  # fmt: skip
+            log.warning(
+                "tablemgmt: process %s %s -> %s: %s",
+                r.process.id,
+                r.was,
+                r.process.status,
+                r.process.failure_reason,
+            )
         interrupt_reaped([r.process for r in reaped])  # what a gone worker left running on a Connect server
         return reaped
 
@@ -167,8 +176,9 @@ class ProcessRunner:
                 self.store, process, outcome.summary if outcome else None, error
             )
         except Exception:  # noqa: BLE001
-            log.warning("tablemgmt: recording the outcome of %s on %s failed", req.action, req.table_id,
-                        exc_info=True)  # fmt: skip
+            log.warning(
+                "tablemgmt: recording the outcome of %s on %s failed", req.action, req.table_id, exc_info=True
+            )
 
     def _process_of(self, req: RunRequest) -> Process | None:
         return self.store.processes.find(req.table_id, req.action, req.instant)
@@ -183,14 +193,23 @@ class ProcessRunner:
         if req.try_number is not None:
             params["airflow_try"] = req.try_number
         process, created = self.store.processes.open(
-            req.table_id, req.action, req.instant,
-            parameters=params, dag_id=req.dag_id, run_id=req.run_id, task_id=req.task_id,
-        )  # fmt: skip
+            req.table_id,
+            req.action,
+            req.instant,
+            parameters=params,
+            dag_id=req.dag_id,
+            run_id=req.run_id,
+            task_id=req.task_id,
+        )
         log.info(
             "tablemgmt: process %s for %s %s at %s (attempt %s, %s)",
-            process.id, req.table_id, req.action, req.instant.isoformat(), process.attempt,
+            process.id,
+            req.table_id,
+            req.action,
+            req.instant.isoformat(),
+            process.attempt,
             "new" if created else f"existing, {process.status}",
-        )  # fmt: skip
+        )
 
         if process.status == S.SUCCESS:
             log.info("tablemgmt: process %s already succeeded; returning its summary", process.id)
@@ -202,9 +221,12 @@ class ProcessRunner:
                 return wait_for_peer(self, process, req, self._run)  # its heartbeat sees the request
             try:
                 process = self.store.processes.transition(
-                    process.id, S.CANCELED, expected=S.CANCELING, attempt=process.attempt,
+                    process.id,
+                    S.CANCELED,
+                    expected=S.CANCELING,
+                    attempt=process.attempt,
                     failure_reason=f"{process.failure_reason or 'cancel requested'}; the worker was gone",
-                )  # fmt: skip
+                )
             except IllegalTransition:
                 process = self.store.processes.get(process.id)
             raise canceled(process)

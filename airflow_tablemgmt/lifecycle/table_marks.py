@@ -175,8 +175,12 @@ def committed_in_table(table: TableSpec, catalog: CatalogSpec, process: Process)
             ((m, c, t, a) for m, c, t in commits if (a := _matches(m, process, t)) is not None), None
         )
     except Exception as e:  # noqa: BLE001 - no answer: the job runs again, as without the mark
-        log.warning("tablemgmt: process %s: could not read %s's commits for an earlier attempt's mark: %s",
-                    process.id, ident, str(e)[:300])  # fmt: skip
+        log.warning(
+            "tablemgmt: process %s: could not read %s's commits for an earlier attempt's mark: %s",
+            process.id,
+            ident,
+            str(e)[:300],
+        )
         return None
     if found is None:
         return None

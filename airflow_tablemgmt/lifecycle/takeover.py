@@ -109,19 +109,31 @@ def kill_lost_application(runner: RunSettings, process: Process) -> None:
     if lease is None or not lease.holder.startswith(attempt_prefix(process)):
         return
     if not isinstance(submitter, ObservesApplications):
-        log.info("tablemgmt: the kill of %s was acknowledged; this engine cannot report it ended, so the "
-                 "lost attempt's lease %s lapses on its own", app, lease.holder)  # fmt: skip
+        log.info(
+            "tablemgmt: the kill of %s was acknowledged; this engine cannot report it ended, so the "
+            "lost attempt's lease %s lapses on its own",
+            app,
+            lease.holder,
+        )
         return
     left = (lease.expires_at - store.leases.now()).total_seconds()
     waited = wait_until_finished(submitter, app, min(KILL_CONFIRM_WAIT_S, left))
     if waited is None:
-        log.warning("tablemgmt: %s was not reported ended within %.0fs of its acknowledged kill; the lost "
-                    "attempt's lease %s lapses on its own", app, min(KILL_CONFIRM_WAIT_S, left),
-                    lease.holder)  # fmt: skip
+        log.warning(
+            "tablemgmt: %s was not reported ended within %.0fs of its acknowledged kill; the lost "
+            "attempt's lease %s lapses on its own",
+            app,
+            min(KILL_CONFIRM_WAIT_S, left),
+            lease.holder,
+        )
         return
     store.leases.release(process.table_id, lease.holder)
-    log.info("tablemgmt: killed %s (reported ended after %.1fs) and released the lost attempt's lease %s",
-             app, waited, lease.holder)  # fmt: skip
+    log.info(
+        "tablemgmt: killed %s (reported ended after %.1fs) and released the lost attempt's lease %s",
+        app,
+        waited,
+        lease.holder,
+    )
 
 
 def end_lost_connect_job(runner: RunSettings, process: Process) -> None:
@@ -137,13 +149,19 @@ def end_lost_connect_job(runner: RunSettings, process: Process) -> None:
     if held and lease is not None:
         bound = max(0.0, min(bound, (lease.expires_at - store.leases.now()).total_seconds()))
     if end_applications([app], bound or KILL_CONFIRM_POLL_S, url if isinstance(url, str) else None):
-        log.warning("tablemgmt: %s was interrupted but not reported ended; the lost attempt's lease lapses on "
-                    "its own", app)  # fmt: skip
+        log.warning(
+            "tablemgmt: %s was interrupted but not reported ended; the lost attempt's lease lapses on "
+            "its own",
+            app,
+        )
         return
     if held and lease is not None:
         store.leases.release(process.table_id, lease.holder)
-        log.info("tablemgmt: %s reported ended after its interrupt; released the lost attempt's lease %s",
-                 app, lease.holder)  # fmt: skip
+        log.info(
+            "tablemgmt: %s reported ended after its interrupt; released the lost attempt's lease %s",
+            app,
+            lease.holder,
+        )
 
 
 def wait_until_finished(submitter: ObservesApplications, app: str, bound_s: float) -> float | None:

@@ -59,9 +59,11 @@ class ConnectLeaseGuard:
         """Start the guard with the job's first confirmation (before the job's first operation)."""
         proc = subprocess.Popen(  # noqa: S603 - this interpreter, this module
             [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
             start_new_session=True,  # not in the worker's process group: a killpg of the worker spares it
-        )  # fmt: skip
+        )
         self._proc = proc
         head = {"url": self.url, "application_id": self.application_id, "until": until_monotonic}
         self._send(json.dumps(head))

@@ -157,6 +157,11 @@ def end_application(application_id: str, bound_s: float, url: str | None = None)
             session.stop()
         except Exception:  # noqa: BLE001
             log.debug("closing the observer's channel failed", exc_info=True)
-    log.info("%s on %s: %d operation(s) %s", tag, server, len(ops),
-             "reported ended" if ended else f"not reported ended within {bound_s:g}s")  # fmt: skip
+    log.info(
+        "%s on %s: %d operation(s) %s",
+        tag,
+        server,
+        len(ops),
+        "reported ended" if ended else f"not reported ended within {bound_s:g}s",
+    )
     return ended

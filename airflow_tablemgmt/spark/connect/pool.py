@@ -68,11 +68,16 @@ class SlotLease:
     def release(self, *, keep_session: bool) -> None:
         self._done.set()
         try:
-            self.repo.release(self.slot.server, self.slot.slot, self.slot.holder,
-                              keep_session=keep_session and not self.lost.is_set())  # fmt: skip
+            self.repo.release(
+                self.slot.server,
+                self.slot.slot,
+                self.slot.holder,
+                keep_session=keep_session and not self.lost.is_set(),
+            )
         except Exception:  # noqa: BLE001 - the lease expires on its own
-            log.warning("tablemgmt: releasing slot %d of %s failed", self.slot.slot, self.slot.server,
-                        exc_info=True)  # fmt: skip
+            log.warning(
+                "tablemgmt: releasing slot %d of %s failed", self.slot.slot, self.slot.server, exc_info=True
+            )
 
 
 @dataclass
@@ -100,8 +105,12 @@ class SlotPool:
                 lease.start_renewing()
                 return lease
             if not waited:
-                log.info("tablemgmt: all %d slots of %s are held; waiting up to %.0fs", self.slots,
-                         self.server, self.wait)  # fmt: skip
+                log.info(
+                    "tablemgmt: all %d slots of %s are held; waiting up to %.0fs",
+                    self.slots,
+                    self.server,
+                    self.wait,
+                )
                 waited = True
             left = deadline - time.monotonic()
             if left <= 0 or (stop is not None and stop.wait(min(self.poll, left))):

@@ -129,9 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     conf = dict(item.split("=", 1) for item in args.conf)
     conf.setdefault("spark.connect.grpc.binding.address", args.host)
     spec = server_spec(
-        port=args.port, needs=("iceberg", *args.need), master=args.master, conf=conf,
+        port=args.port,
+        needs=("iceberg", *args.need),
+        master=args.master,
+        conf=conf,
         driver_memory=args.driver_memory,
-    )  # fmt: skip
+    )
     command = spec.argv()
     if args.print:
         print(" ".join(command))

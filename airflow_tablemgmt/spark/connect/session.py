@@ -296,9 +296,10 @@ def run_on_connect(
     except Exception as e:  # noqa: BLE001 - a refused or unreachable server is the job's failure
         run.close()  # nothing ran: its guard has nothing to watch
         return JobResult(
-            status=FAILED, error_class="ConnectUnavailable",
+            status=FAILED,
+            error_class="ConnectUnavailable",
             error=f"Spark Connect server {server} refused or could not be reached: {connect_reason(e)}",
-        )  # fmt: skip
+        )
     try:
         if on_started is not None:
             on_started(run.application_id)

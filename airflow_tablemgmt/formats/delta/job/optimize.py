@@ -100,8 +100,12 @@ def as_the_optimize_read_it(location: str, before: dict[str, Any], after: dict[s
                 "concurrent_commits": (last - first) - 1,
             }
             if at_read is not None:
-                result["before"] = {**before, "current_snapshot_id": at_read.version,
-                                    "data_files": at_read.data_files, "total_bytes": at_read.total_bytes}  # fmt: skip
+                result["before"] = {
+                    **before,
+                    "current_snapshot_id": at_read.version,
+                    "data_files": at_read.data_files,
+                    "total_bytes": at_read.total_bytes,
+                }
             return result
     except (HealthUnavailable, OSError, ValueError, KeyError) as e:  # a log not readable here: Delta's counts
         log.info("optimize %s: its commit not read from the log (%s)", location, e)

@@ -71,8 +71,13 @@ def execute(spark: SparkSession, location: str, instant: str) -> bool:
     except Py4JJavaError:
         raise  # Hudi's own failure, as the procedure would have raised it
     except Py4JError as e:  # not Hudi's API as expected (another Hudi version): the procedure, unmarked
-        log.warning("compaction %s: instant %s through Hudi's write client failed (%s); running "
-                    "run_compaction instead, its commit unmarked", location, instant, str(e)[:300])  # fmt: skip
+        log.warning(
+            "compaction %s: instant %s through Hudi's write client failed (%s); running "
+            "run_compaction instead, its commit unmarked",
+            location,
+            instant,
+            str(e)[:300],
+        )
         spark.sql(run_sql(location, instant)).collect()
         return False
     log.info("compaction %s: instant %s committed, marked %s", location, instant, extra)
