@@ -42,7 +42,9 @@ def unchanged_rows(step: dict[str, Any]) -> None:
 
 
 def test_compaction_schedules_then_executes_one_instant(scenario: tuple[Path, Steps]) -> None:
-    _, steps = scenario
+    location, steps = scenario
+    # written with Hudi's default metadata table (files and column-stats indexes), as users' tables are
+    assert {"files", "column_stats"} <= {p.name for p in (location / ".hoodie" / "metadata").iterdir()}
     step = steps["compaction"]
     result = step["result"]
     assert result["exit_code"] == 0, result
