@@ -113,6 +113,9 @@ class Format:
     health: str | None = None
     views: Mapping[str, str] = field(default_factory=dict)
     reader: str | None = None
+    #: ``(table, catalog) -> [(mark, commit id, committed at ms)]``, the table's newest commits newest first:
+    #: which process attempt made each (recovery on another host reads it, ``lifecycle/table_marks.py``).
+    marks: str | None = None
     description: str = ""
     #: How a table of this format is recognised at its location (without a JVM): the directories its root
     #: holds (all of them), a pattern one file of the first must match (None: any), and the same in words.

@@ -41,5 +41,6 @@ FORMAT = Format(
     path_based=True,
     health=f"{_HERE}.metadata:table_health",
     views={tab: f"{_HERE}.views:read_{tab}" for tab in ("details", "files", "snapshots")},
+    marks=f"{_HERE}.marks:commits",
     reader=f"{_HERE}.reader:DeltaLogReader",
 )

@@ -54,5 +54,6 @@ FORMAT = Format(
     hosts=(REFRESH.name,),  # dynamic tables are Iceberg tables
     health="airflow_tablemgmt.metadata.files:read_file_stats",
     views={tab: f"{_HERE}.views:read_{tab}" for tab in ("details", "files", "snapshots")},
+    marks=f"{_HERE}.marks:commits",
     reader="airflow_tablemgmt.metadata.iceberg:SnapshotReader",
 )

@@ -5,21 +5,11 @@ local result file (``lifecycle/results.py``), which a recovering worker on anoth
 job also marks its commits in the table's own metadata, and recovery reads the mark from the table
 (``lifecycle/table_marks.py``): a committed job is recorded, never run again.
 
-* Iceberg: ``org.apache.iceberg.EnvironmentContext`` -- every snapshot Iceberg produces (a procedure's
-  rewrite, a DataFrame write) copies its entries into the snapshot's summary. Iceberg 1.10's procedures
-  take no snapshot properties (``CommitMetadata`` reaches DataFrame writes only), and the context is
-  global to the JVM, so it is set only in a spark-submit driver, which runs one job; never on a shared
-  Spark Connect server.
-* Delta: the session's ``spark.databricks.delta.commitInfo.userMetadata``, which lands in each commit's
-  ``commitInfo`` (a session setting: also right on Connect, whose sessions are per job).
-* Hudi: a compaction commit's extra metadata (:func:`hudi_extra`). ``run_compaction`` commits with
-  ``Option.empty()`` and Hudi 1.0's compaction copies nothing from its plan or a setting, so the
-  compaction maintainer executes the instant through Hudi's write client in the driver JVM (spark-submit
-  only) and commits it with the mark (``maintainers/hudi/compaction.py``). Hudi's clustering, clean and
-  archive carry no mark: their commits take no extra metadata from a procedure, a plan or a setting.
-* Paimon (the plugin): the snapshot's ``commitUser``. Paimon 0.9's snapshot has no properties, but its
-  ``commit.user-prefix`` table option (passed as ``sys.compact``'s ``options``) starts every commit user
-  of the procedure's commit: :func:`commit_user_prefix`, read back by :func:`parse_text`.
+Each format puts the mark where its commits carry it, in its driver-side module (``mark_commits`` and
+``unmark_commits`` of ``formats/<format>/job``, called by :func:`apply` and :func:`clear`; a maintainer that
+commits by itself reads :func:`current` or :func:`entries`), and reads it back in ``formats/<format>/marks.py``.
+A commit user naming the attempt (:func:`commit_user_prefix`, Paimon's) and a JSON mark are parsed by
+:func:`parse_text`.
 
 The job's current mark is :func:`current` (``None`` outside a process): the maintainers and, through
 ``spark/job/plugins.py``, a plugin's maintainers read it.
@@ -42,7 +32,6 @@ log = logging.getLogger(__name__)
 PROCESS = "tablemgmt.process-id"
 ATTEMPT = "tablemgmt.attempt"
 ACTION = "tablemgmt.action"
-DELTA_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 #: A commit user (Paimon) that names the attempt: ``tablemgmt.<process>.<attempt>.<action>``, then
 #: whatever the format appends (Paimon: ``_<uuid>``).
 _USER = re.compile(r"^tablemgmt\.(?P<process>\d+)\.(?P<attempt>\d+)\.(?P<action>[A-Za-z0-9-]+)(?:_.*)?$")
@@ -57,51 +46,35 @@ def mark_of(job: JobSpec) -> dict[str, str] | None:
     return {PROCESS: str(job.process_id), ATTEMPT: str(job.attempt), ACTION: job.action}
 
 
-def apply(spark: SparkSession, job: JobSpec, *, remote: bool) -> None:
-    """Mark the commits ``job`` is about to make (best effort: a mark never fails a job)."""
+def apply(spark: SparkSession, job: JobSpec, *, remote: bool, module: Any = None) -> None:
+    """Mark the commits ``job`` is about to make (best effort: a mark never fails a job): the job's mark is
+    :func:`current` for its maintainers, and the format's driver-side ``module`` puts it where its commits
+    carry it (its ``mark_commits(spark, mark, remote=...)``, if it has one)."""
     global _CURRENT
     mark = mark_of(job)
     if mark is None:
         return
     _CURRENT = dict(mark)
+    hook = getattr(module, "mark_commits", None)
     try:
-        spark.conf.set(DELTA_USER_METADATA, json.dumps(mark, sort_keys=True))
-    except Exception:  # noqa: BLE001
-        log.debug("could not set Delta's commit user metadata", exc_info=True)
-    if remote:
-        return
-    try:
-        context = _environment_context(spark)
-        for key, value in mark.items():
-            context.put(key, value)
-    except Exception:  # noqa: BLE001 - no Iceberg on the classpath, or no JVM: nothing to mark
-        log.debug("could not set Iceberg's environment context", exc_info=True)
+        if hook is not None:
+            hook(spark, dict(mark), remote=remote)
+    except Exception:  # noqa: BLE001 - a commit left unmarked is run again on recovery, as before marks
+        log.debug("could not mark the job's commits", exc_info=True)
 
 
-def clear(spark: SparkSession, job: JobSpec, *, remote: bool) -> None:
+def clear(spark: SparkSession, job: JobSpec, *, remote: bool, module: Any = None) -> None:
     """Take the mark off again (the session may outlive the job: tests, an embedded caller)."""
     global _CURRENT
     if mark_of(job) is None:
         return
     _CURRENT = None
+    hook = getattr(module, "unmark_commits", None)
     try:
-        spark.conf.unset(DELTA_USER_METADATA)
+        if hook is not None:
+            hook(spark, remote=remote)
     except Exception:  # noqa: BLE001
-        log.debug("could not unset Delta's commit user metadata", exc_info=True)
-    if remote:
-        return
-    try:
-        context = _environment_context(spark)
-        for key in (PROCESS, ATTEMPT, ACTION):
-            context.remove(key)
-    except Exception:  # noqa: BLE001
-        log.debug("could not clear Iceberg's environment context", exc_info=True)
-
-
-def _environment_context(spark: SparkSession) -> Any:
-    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM-wide context has no Python API
-    assert jvm is not None
-    return jvm.org.apache.iceberg.EnvironmentContext
+        log.debug("could not take the mark off the session", exc_info=True)
 
 
 def current() -> dict[str, str] | None:
@@ -109,8 +82,9 @@ def current() -> dict[str, str] | None:
     return None if _CURRENT is None else dict(_CURRENT)
 
 
-def hudi_extra(mark: dict[str, str] | None = None) -> dict[str, str]:
-    """The extra metadata a Hudi plan carries into its commit: the mark's entries, as Iceberg's."""
+def entries(mark: dict[str, str] | None = None) -> dict[str, str]:
+    """The mark's entries (process id, attempt, action), as a commit's key-value metadata carries them; empty
+    outside a process."""
     mark = current() if mark is None else mark
     return dict(mark or {})
 

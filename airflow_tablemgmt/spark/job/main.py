@@ -255,7 +255,7 @@ def _execute(
                 background.start(catalog, app_name(job))
             from airflow_tablemgmt.spark.job import early_read
             from airflow_tablemgmt.spark.job.metrics import FirstRead, load_table
-            from airflow_tablemgmt.spark.job.plugins import format_maintainer, reads_own_table
+            from airflow_tablemgmt.spark.job.plugins import format_maintainer, format_module, reads_own_table
 
             _import_quietly("pyiceberg.table")  # the metrics' reader
             maintainer = format_maintainer(catalog, job.action)  # imports the format's driver-side module
@@ -302,12 +302,13 @@ def _execute(
         inner = ("metrics_before", "procedure", "metrics_after")
         timed_before = sum(timings.seconds.get(p, 0.0) for p in inner)
         lease_guard.fence(f"{job.action} on {table}")  # the worker must have confirmed the lease now
-        commit_mark.apply(spark, job, remote=is_remote(spark))  # its commits name this attempt
+        module = format_module(catalog)  # the format puts the mark where its commits carry it
+        commit_mark.apply(spark, job, remote=is_remote(spark), module=module)
         try:
             with recording(timings):
                 summary: dict[str, Any] = maintainer(spark, table, dict(job.options), early=first)
         finally:
-            commit_mark.clear(spark, job, remote=is_remote(spark))
+            commit_mark.clear(spark, job, remote=is_remote(spark), module=module)
         duration = round(time.monotonic() - started, 3)
         timed_inside = sum(timings.seconds.get(p, 0.0) for p in inner) - timed_before
         timings.add("maintainer_other", duration - timed_inside)

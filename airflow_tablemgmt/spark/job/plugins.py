@@ -42,12 +42,19 @@ class Maintainer(Protocol):
     ) -> dict[str, Any]: ...
 
 
-def format_maintainers(catalog: CatalogSpec) -> Mapping[str, Maintainer]:
-    """The maintainers (action -> maintainer) of the format the job's catalog names: the ``MAINTAINERS`` of
-    the driver-side module its descriptor names (``FormatSession.module``; an installed format only)."""
+def format_module(catalog: CatalogSpec) -> Any:
+    """The driver-side module of the format the job's catalog names (``FormatSession.module`` of its
+    descriptor; an installed format only): its ``MAINTAINERS``, and optionally ``mark_commits`` /
+    ``unmark_commits`` (``spark/job/commit_mark.py``)."""
     from airflow_tablemgmt.spark.conf import format_session
 
-    module = importlib.import_module(str(format_session(catalog).module))
+    return importlib.import_module(str(format_session(catalog).module))
+
+
+def format_maintainers(catalog: CatalogSpec) -> Mapping[str, Maintainer]:
+    """The maintainers (action -> maintainer) of the format the job's catalog names: the ``MAINTAINERS`` of
+    its driver-side module (:func:`format_module`)."""
+    module = format_module(catalog)
     found: Mapping[str, Maintainer] | None = getattr(module, "MAINTAINERS", None)
     if not isinstance(found, Mapping):
         raise InvalidJobSpec(f"{module.__name__} declares no MAINTAINERS (action -> maintainer)")
@@ -84,6 +91,7 @@ __all__ = [
     "commit_user_prefix",
     "format_maintainer",
     "format_maintainers",
+    "format_module",
     "quote",
     "reads_own_table",
     "take_location",

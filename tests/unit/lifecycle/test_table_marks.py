@@ -90,7 +90,7 @@ def test_a_pyiceberg_summary_gives_its_properties_not_pydantics_field_pairs() ->
     ``(field, value)`` pairs: the mark must come from its properties."""
     from pyiceberg.table.snapshots import Operation, Summary
 
-    from airflow_tablemgmt.lifecycle.table_marks import summary_properties
+    from airflow_tablemgmt.formats.iceberg.marks import summary_properties
 
     summary = Summary(Operation.REPLACE, **MARK, **{"added-data-files": "1"})
     assert summary_properties(summary) == {"operation": "replace", **MARK, "added-data-files": "1"}
@@ -252,6 +252,7 @@ def test_a_plugin_format_s_marks_come_from_its_factory(tmp_path: Path, monkeypat
 def test_the_job_s_mark_is_current_only_while_it_runs() -> None:
     from types import SimpleNamespace
 
+    from airflow_tablemgmt.formats.delta import job as delta_job
     from airflow_tablemgmt.spark.job import commit_mark
 
     class Conf:
@@ -267,12 +268,13 @@ def test_the_job_s_mark_is_current_only_while_it_runs() -> None:
     spark = SimpleNamespace(conf=Conf())
     job = SimpleNamespace(process_id=7, attempt=2, action="compaction")
     assert commit_mark.current() is None
-    commit_mark.apply(spark, job, remote=True)  # type: ignore[arg-type]
+    commit_mark.apply(spark, job, remote=True, module=delta_job)  # type: ignore[arg-type]
     assert commit_mark.current() == {PROCESS: "7", ATTEMPT: "2", ACTION: "compaction"}
-    assert commit_mark.hudi_extra() == commit_mark.current()
+    assert commit_mark.entries() == commit_mark.current()
     assert commit_mark.commit_user_prefix() == "tablemgmt.7.2.compaction"
-    assert json.loads(spark.conf.values[commit_mark.DELTA_USER_METADATA]) == commit_mark.current()
-    commit_mark.clear(spark, job, remote=True)  # type: ignore[arg-type]
+    assert json.loads(spark.conf.values[delta_job.USER_METADATA]) == commit_mark.current()
+    commit_mark.clear(spark, job, remote=True, module=delta_job)  # type: ignore[arg-type]
+    assert delta_job.USER_METADATA not in spark.conf.values
     assert commit_mark.current() is None and commit_mark.commit_user_prefix() is None
     assert commit_mark.parse_text("tablemgmt.7.2.compaction_0f8fad5b") == {
         PROCESS: "7",

@@ -59,7 +59,7 @@ def run_sql(location: str, instant: str) -> str:
 def execute(spark: SparkSession, location: str, instant: str) -> bool:
     """Execute and commit ``instant``; True when its commit carries the job's mark (through Hudi's write
     client, as ``run_compaction`` does it), False when the procedure ran it unmarked (no mark, no JVM)."""
-    extra = commit_mark.hudi_extra()
+    extra = commit_mark.entries()
     jvm = _driver_jvm(spark) if extra else None
     if jvm is None:
         spark.sql(run_sql(location, instant)).collect()

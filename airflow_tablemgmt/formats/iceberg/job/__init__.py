@@ -6,11 +6,14 @@ runs in the same session."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow_tablemgmt.formats.iceberg.job.compaction import rewrite_deletes, rewrite_files, rewrite_manifests
 from airflow_tablemgmt.formats.iceberg.job.orphans import delete_orphans
 from airflow_tablemgmt.formats.iceberg.job.snapshots import expire_snapshots
 from airflow_tablemgmt.formats.iceberg.job.stats import compute_stats
 from airflow_tablemgmt.formats.iceberg.job.ttl import expire_data
+from airflow_tablemgmt.spark.job.commit_mark import ACTION, ATTEMPT, PROCESS
 from airflow_tablemgmt.spark.job.maintainers import Maintainer
 from airflow_tablemgmt.spark.job.refresh import refresh
 
@@ -26,4 +29,31 @@ MAINTAINERS: dict[str, Maintainer] = {
     "refresh": refresh,
 }
 
-__all__ = ["MAINTAINERS"]
+
+def mark_commits(spark: Any, mark: dict[str, str], *, remote: bool) -> None:
+    """Iceberg's ``EnvironmentContext``: every snapshot Iceberg produces (a procedure's rewrite, a DataFrame
+    write) copies its entries into the snapshot's summary. Iceberg 1.10's procedures take no snapshot
+    properties, and the context is global to the JVM, so it is set only in a spark-submit driver, which runs
+    one job; never on a shared Spark Connect server."""
+    if remote:
+        return
+    context = _environment_context(spark)
+    for key, value in mark.items():
+        context.put(key, value)
+
+
+def unmark_commits(spark: Any, *, remote: bool) -> None:
+    if remote:
+        return
+    context = _environment_context(spark)
+    for key in (PROCESS, ATTEMPT, ACTION):
+        context.remove(key)
+
+
+def _environment_context(spark: Any) -> Any:
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM-wide context has no Python API
+    assert jvm is not None
+    return jvm.org.apache.iceberg.EnvironmentContext
+
+
+__all__ = ["MAINTAINERS", "mark_commits", "unmark_commits"]
