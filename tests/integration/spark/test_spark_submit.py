@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,9 @@ import pytest
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.formats.iceberg.marks import commits
+from airflow_tablemgmt.spark.job.commit_mark import ACTION, ATTEMPT, PROCESS
 from airflow_tablemgmt.spark.launch.submit import run_local
 from airflow_tablemgmt.spark.protocol import describe_exception
 from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
@@ -29,7 +32,8 @@ def test_rewrite_files_via_spark_submit(
     tables.small_files(table, files=12)
     before = tables.content(table)
 
-    result = run_local(_job(table, catalog, "rewrite-files", {"min-input-files": 2}), tmp_path, timeout=300)
+    job = replace(_job(table, catalog, "rewrite-files", {"min-input-files": 2}), process_id=41, attempt=2)
+    result = run_local(job, tmp_path, timeout=300)
 
     assert result.ok, result.error
     assert result.status == "SUCCESS"
@@ -46,6 +50,10 @@ def test_rewrite_files_via_spark_submit(
     assert tables.content(table) == before
     log = (tmp_path / "spark-submit.log").read_text()
     assert f"tablemgmt: rewriting data files of {table}" in log
+    # The commit names the attempt that made it (Iceberg's driver-side mark), read back as recovery reads it.
+    spec = TableSpec(catalog=table.catalog, namespace=table.namespace, name=table.name)
+    mark, _, _ = next(iter(commits(spec, catalog)))
+    assert (mark[PROCESS], mark[ATTEMPT], mark[ACTION]) == ("41", "2", "rewrite-files"), mark
 
 
 def test_failing_job_reports_failed_with_the_cause(catalog: CatalogSpec, tmp_path: Path) -> None:
