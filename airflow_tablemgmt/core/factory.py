@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from airflow_tablemgmt.core.formats import FormatSession
 from airflow_tablemgmt.core.process import Process
@@ -104,12 +104,13 @@ class ProcessFactory(Protocol):
         ...
 
 
-#: The metadata store (``airflow_tablemgmt.store.Store``), which core, a lower layer, never imports.
-StoreT = Any
+#: The metadata store a store-aware factory reads (``airflow_tablemgmt.store.Store``, which core, a lower
+#: layer, never imports): the protocol is generic in it, and the lifecycle uses ``StoreAwareFactory[Store]``.
+StoreT = TypeVar("StoreT", contravariant=True)
 
 
 @runtime_checkable
-class StoreAwareFactory(ProcessFactory, Protocol):
+class StoreAwareFactory(ProcessFactory, Protocol[StoreT]):
     """A factory whose work depends on what the store holds (dynamic tables: the definition, the
     refresh request, the table's state). The lifecycle checks for it with ``isinstance`` and then
     calls these instead of :meth:`ProcessFactory.trigger` / :meth:`ProcessFactory.recover`."""
