@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 #: What a failure without a result line is said to be, from fixed words only: (pattern in Spark's
 #: output, what the reason says). The output itself -- driver and executor exception text, which can
@@ -40,3 +41,16 @@ def failure_reason(lines: list[str], exit_error: str | None) -> str:
         f"the Spark job failed without a result ({ended}){found}; Spark's output is in the log of the task "
         "that ran this process and is not stored here"
     )
+
+
+def guard_stop_reason(spec_path: Path) -> str | None:
+    """Why the driver's lease guard stopped the job, when it did: the line it wrote beside the job's lease
+    confirmation (``spark/job/lease_guard.py``'s ``STOP_FILE``) before it killed the JVM, whose output
+    ends with it. Fixed words and the guard's own figures only."""
+    from airflow_tablemgmt.spark.job.lease_guard import STOP_FILE
+
+    try:
+        text = (spec_path.with_name(STOP_FILE)).read_text().strip()
+    except OSError:
+        return None
+    return text[:500] or None

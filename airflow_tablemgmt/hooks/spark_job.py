@@ -26,7 +26,7 @@ from airflow_tablemgmt.hooks.airflow_settings import (
     job_env_allow,
 )
 from airflow_tablemgmt.hooks.spark_class_cache import plan_class_cache, request_archive
-from airflow_tablemgmt.hooks.spark_failure import failure_reason
+from airflow_tablemgmt.hooks.spark_failure import failure_reason, guard_stop_reason
 from airflow_tablemgmt.hooks.spark_submit_direct import (
     DirectSparkSubmit,
     SparkConnection,
@@ -245,6 +245,9 @@ class SparkJobHook:
                 return result
             if result.error:
                 return result
+            stopped = guard_stop_reason(spec_path)
+            if stopped is not None:  # the driver's lease guard killed it: say so, not just "exit -9"
+                return JobResult(status="FAILED", error=stopped, error_class="LeaseNotConfirmed")
             return JobResult(
                 status="FAILED",
                 error=failure_reason(list(hook.lines), exit_error),

@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 #: The file beside the job's spec (``job.json``) that the worker rewrites on every renewal.
 LEASE_FILE = "lease.json"
+#: The file beside the confirmation where a guard that stopped the driver says why (the worker reads it: the
+#: driver's stderr dies with the JVM it killed).
+STOP_FILE = "lease-stop.txt"
 #: How often the driver looks at the confirmation.
 TICK_S = 0.1
 #: The driver's exit code when the guard stopped it (EX_TEMPFAIL).
@@ -137,12 +140,16 @@ class LeaseGuard:
                 return
 
     def lapse(self, why: str) -> None:
-        """Stop the driver now: SIGKILL to the driver JVM (its Spark jobs and commits), then exit."""
+        """Stop the driver now: SIGKILL to the driver JVM (its Spark jobs and commits), then exit. Why is
+        written beside the confirmation first (:data:`STOP_FILE`), for the worker's failure reason."""
+        said = (
+            f"the lease guard stopped the Spark driver: {why}; the worker had not confirmed the table's "
+            "lease (frozen or gone), so the job was killed before the lease could lapse"
+        )
         with contextlib.suppress(Exception):
-            sys.stderr.write(
-                f"tablemgmt: lease guard: {why}; the worker has not confirmed the table's lease (frozen or "
-                "gone): killing the Spark driver before the lease can lapse\n"
-            )
+            self.path.with_name(STOP_FILE).write_text(said + "\n")
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"tablemgmt: {said}\n")
             sys.stderr.flush()
         for pid in driver_jvms():
             with contextlib.suppress(OSError):

@@ -48,6 +48,12 @@ def test_a_driver_whose_lease_is_not_confirmed_stops_itself(tmp_path: Path) -> N
     took = time.monotonic() - started
     assert proc.returncode == lease_guard.EXIT_CODE and out.strip() == "guard"
     assert 3.9 < took < 15, took
+    # the worker's failure reason says the guard stopped it (its stderr dies with the killed JVM)
+    from airflow_tablemgmt.hooks.spark_failure import guard_stop_reason
+
+    reason = guard_stop_reason(spec)
+    assert reason is not None and reason.startswith("the lease guard stopped the Spark driver: "), reason
+    assert "past the lease confirmation" in reason
 
 
 def test_a_driver_whose_lease_is_confirmed_runs_on(tmp_path: Path) -> None:
