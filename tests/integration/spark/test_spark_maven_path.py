@@ -63,6 +63,10 @@ def _child(job: dict, jars: Path, repository: str, offline: bool, work: Path, sh
     return json.loads(lines[-1][len("CHILD ") :])
 
 
+@pytest.mark.on_demand(
+    reason="the CI Hudi and Delta jobs resolve their runtimes from Maven Central through the same resolver, "
+    "and tests/unit/spark/launch/test_artifacts.py verifies downloads against a real HTTP repository"
+)
 @pytest.mark.timeout(900)
 def test_a_job_runs_on_the_iceberg_runtime_fetched_from_maven(
     make_table: TableFactory, tables: Tables, catalog: CatalogSpec, tmp_path: Path
