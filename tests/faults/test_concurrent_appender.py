@@ -20,8 +20,8 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
+from airflow_tablemgmt.formats.iceberg.job import MAINTAINERS
 from airflow_tablemgmt.spark.job import literals
-from airflow_tablemgmt.spark.job.maintainers import MAINTAINERS
 from tests.faults.conftest import ROUNDS, Figures
 from tests.integration.iceberg_session import start_spark
 

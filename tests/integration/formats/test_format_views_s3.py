@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
-from airflow_tablemgmt.formats.delta import hudi_views
 from airflow_tablemgmt.formats.delta import views as delta_views
+from airflow_tablemgmt.formats.hudi import views as hudi_views
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from tests.integration.formats.test_path_formats_s3 import (  # noqa: F401 - the fixtures
     CANARY,

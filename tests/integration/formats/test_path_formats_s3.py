@@ -22,9 +22,9 @@ import pytest
 from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
-from airflow_tablemgmt.formats.delta import hudi
 from airflow_tablemgmt.formats.delta import metadata as delta
 from airflow_tablemgmt.formats.delta.factory import DeltaProcessFactory
+from airflow_tablemgmt.formats.hudi import metadata as hudi
 from airflow_tablemgmt.formats.hudi.factory import HudiProcessFactory
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.metadata.errors import HealthUnavailable

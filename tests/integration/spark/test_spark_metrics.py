@@ -12,8 +12,8 @@ import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.process import Process, ProcessStatus
+from airflow_tablemgmt.formats.iceberg.job import MAINTAINERS
 from airflow_tablemgmt.formats.iceberg.job.compaction import rewrite_deletes, rewrite_files
-from airflow_tablemgmt.spark.job.maintainers import MAINTAINERS
 from airflow_tablemgmt.spark.job.metrics import METRIC_KEYS, _metrics_from_metadata_tables, table_metrics
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
