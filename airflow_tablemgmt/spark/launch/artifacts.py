@@ -1,4 +1,6 @@
 """Every Spark artifact a job can need, at pinned versions, resolved once per host into a cache directory.
+(Just over 400 lines: the pins, the resolver and its verified download kept together; the next split is
+``catalog_needs``, which half a dozen callers import from here.)
 
 A *need* (``iceberg``, ``aws``, ``hudi`` …) maps to Maven coordinates. :func:`resolve` turns needs into
 local jar paths for ``spark-submit --jars``: the Iceberg runtime from the ``snowpark-connect-deps-iceberg``
