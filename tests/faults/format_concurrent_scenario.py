@@ -138,7 +138,9 @@ def writer(variant: str, warehouse: Path, signals: Path) -> None:
             write_batch(spark, fmt, where, first, BATCH)
         except Exception as e:  # noqa: BLE001 - a write the format refused: not committed, recorded
             with (signals / "failed.jsonl").open("a") as out:
-                out.write(json.dumps({"first": first, "count": BATCH, "error": f"{type(e).__name__}: {str(e)[:400]}"}) + "\n")  # fmt: skip
+                error = f"{type(e).__name__}: {str(e)[:400]}"
+                row = {"first": first, "count": BATCH, "started": started, "at": time.time(), "error": error}
+                out.write(json.dumps(row) + "\n")
             continue
         with (signals / "committed.jsonl").open("a") as out:
             out.write(
