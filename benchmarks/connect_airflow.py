@@ -69,11 +69,22 @@ def _load() -> str:
 
 
 def _declarations(warehouse: Path, names: list[str]) -> str:
-    lines = ["version: 1", "catalogs:", f"  - name: {CATALOG}", "    type: hadoop", f"    warehouse: {warehouse}",
-             "tables:"]  # fmt: skip
+    lines = [
+        "version: 1",
+        "catalogs:",
+        f"  - name: {CATALOG}",
+        "    type: hadoop",
+        f"    warehouse: {warehouse}",
+        "tables:",
+    ]
     for name in names:
-        lines += [f"  - catalog: {CATALOG}", f"    namespace: {NAMESPACE}", f"    name: {name}", "    actions:",
-                  "      rewrite-files: {}"]  # fmt: skip
+        lines += [
+            f"  - catalog: {CATALOG}",
+            f"    namespace: {NAMESPACE}",
+            f"    name: {name}",
+            "    actions:",
+            "      rewrite-files: {}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -83,9 +94,12 @@ def main() -> None:
     p.add_argument("--files", type=int, default=40)
     p.add_argument("--ways", nargs="+", default=["a", "b"], choices=["a", "b"])
     p.add_argument("--timeout", type=float, default=3600, help="seconds a way's DAG run may take")
-    p.add_argument("--warm", action="store_true",
-                   help="airflow_local_settings.py imports airflow_tablemgmt.spark.connect.warm: the scheduler "
-                   "imports the Connect client and the job code once, the forked tasks inherit them")  # fmt: skip
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="airflow_local_settings.py imports airflow_tablemgmt.spark.connect.warm: the scheduler "
+        "imports the Connect client and the job code once, the forked tasks inherit them",
+    )
     args = p.parse_args()
 
     from airflow_tablemgmt.core.tables import CatalogSpec
@@ -138,19 +152,30 @@ def main() -> None:
         decl = work / "tables.yaml"
         decl.write_text(_declarations(warehouse, [n for w in args.ways for n in names[w]]))
         tablemgmt = str(Path(sys.executable).parent / "tablemgmt")
-        subprocess.run([tablemgmt, "--store-url", dep.env["TABLEMGMT_STORE_URL"], "apply", str(decl)],
-                       env=dep.env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [tablemgmt, "--store-url", dep.env["TABLEMGMT_STORE_URL"], "apply", str(decl)],
+            env=dep.env,
+            check=True,
+            capture_output=True,
+        )
         (dep.home / "dags" / "bench.py").write_text(
             DAG_FILE.format(ways=names, catalog=CATALOG, namespace=NAMESPACE)
         )
         migrated = dep.cli("db", "migrate", timeout=600)
         assert migrated.returncode == 0, migrated.stderr[-3000:]
-        for name, cmd in (("api-server", ("api-server", "--port", str(dep.api_port))),
-                          ("scheduler", ("scheduler",)), ("dag-processor", ("dag-processor",))):  # fmt: skip
+        for name, cmd in (
+            ("api-server", ("api-server", "--port", str(dep.api_port))),
+            ("scheduler", ("scheduler",)),
+            ("dag-processor", ("dag-processor",)),
+        ):
             dep.start(name, *cmd)
         for way in args.ways:
-            _wait_for(f"bench_{way} parsed",
-                      lambda w=way: dep.query("SELECT 1 FROM dag WHERE dag_id = :d", d=f"bench_{w}"), 600, 2)  # fmt: skip
+            _wait_for(
+                f"bench_{way} parsed",
+                lambda w=way: dep.query("SELECT 1 FROM dag WHERE dag_id = :d", d=f"bench_{w}"),
+                600,
+                2,
+            )
         _wait_for("the api-server (the tasks' Execution API)", lambda: _healthy(dep.api_port), 600, 2)
         print(f"# Airflow up, load {_load()}", flush=True)
         results = {}
@@ -173,11 +198,13 @@ def main() -> None:
                 "SELECT state, duration, try_number FROM task_instance WHERE dag_id = :d", d=dag_id
             )
             results[way] = {
-                "state": state, "seconds": took, "per_min": 60 * args.tables / took,
+                "state": state,
+                "seconds": took,
+                "per_min": 60 * args.tables / took,
                 "ok": sum(1 for s, _, _ in tasks if s == "success"),
                 "retried": sum(1 for _, _, n in tasks if (n or 1) > 1),
                 "median_task": statistics.median(float(d or 0) for _, d, _ in tasks),
-            }  # fmt: skip
+            }
             print(f"# ({way}) {state} in {took:.1f}s, load {_load()}", flush=True)
         engines = _engines(dep.env["TABLEMGMT_STORE_URL"])
     finally:
@@ -189,8 +216,10 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|")
     label = {"a": "(a) spark-submit per task", "b": "(b) Spark Connect per task"}
     for way, r in results.items():
-        print(f"| {label[way]} | {args.tables} | {r['seconds']:.1f} | {r['per_min']:.1f} | {r['ok']} "
-              f"| {r['retried']} | {r['median_task']:.1f} |")  # fmt: skip
+        print(
+            f"| {label[way]} | {args.tables} | {r['seconds']:.1f} | {r['per_min']:.1f} | {r['ok']} "
+            f"| {r['retried']} | {r['median_task']:.1f} |"
+        )
     if "a" in results and "b" in results:
         print(
             f"\n(b)/(a) throughput through Airflow: {results['a']['seconds'] / results['b']['seconds']:.1f}x"

@@ -114,8 +114,18 @@ PHASES = (
     ("session close", ("session_close",)),
     ("after the job: result, process rows, exit", ("_after",)),
 )
-_JOB_KEYS = ("connect_import", "session_open", "table_refresh", "imports", "metrics_before", "table_load",
-             "procedure", "metrics_after", "maintainer_other", "session_close")  # fmt: skip
+_JOB_KEYS = (
+    "connect_import",
+    "session_open",
+    "table_refresh",
+    "imports",
+    "metrics_before",
+    "table_load",
+    "procedure",
+    "metrics_after",
+    "maintainer_other",
+    "session_close",
+)
 
 
 def _phases(wall: float, summary: dict) -> dict[str, float]:
@@ -127,12 +137,26 @@ def _phases(wall: float, summary: dict) -> dict[str, float]:
     return t
 
 
-def _run_forked(argv: list[str], tables: list[str], env: dict[str, str], work: Path, log: Path,
-                profile: bool, parallel: int = 1) -> tuple[dict[str, float], list[dict[str, float]], dict]:  # fmt: skip
+def _run_forked(
+    argv: list[str],
+    tables: list[str],
+    env: dict[str, str],
+    work: Path,
+    log: Path,
+    profile: bool,
+    parallel: int = 1,
+) -> tuple[dict[str, float], list[dict[str, float]], dict]:
     """Way (f): ``connect_forked.py`` in a process of its own (the wall of each forked task, its peak RSS
     and timings)."""
-    spec = {"argv": argv[1:], "tables": tables, "action": "rewrite-files", "out": str(work / "forked.json"),
-            "log": str(log), "profile": str(work / "profiles") if profile else None, "parallel": parallel}  # fmt: skip
+    spec = {
+        "argv": argv[1:],
+        "tables": tables,
+        "action": "rewrite-files",
+        "out": str(work / "forked.json"),
+        "log": str(log),
+        "profile": str(work / "profiles") if profile else None,
+        "parallel": parallel,
+    }
     if profile:
         (work / "profiles").mkdir(exist_ok=True)
     (work / "forked-spec.json").write_text(json.dumps(spec))
@@ -142,8 +166,12 @@ def _run_forked(argv: list[str], tables: list[str], env: dict[str, str], work: P
     runs = forked["runs"]
     # one at a time: the tasks' own time (not the parent's one pre-import); side by side: first start to last end
     total = sum(r["wall"] for r in runs) if parallel == 1 else forked["elapsed"]
-    result = {"total": total, "median": statistics.median(r["wall"] for r in runs),
-              "rss": max(r["rss_mb"] for r in runs), "n": len(runs)}  # fmt: skip
+    result = {
+        "total": total,
+        "median": statistics.median(r["wall"] for r in runs),
+        "rss": max(r["rss_mb"] for r in runs),
+        "n": len(runs),
+    }
     return result, [_phases(r["wall"], r["summary"]) for r in runs], forked
 
 
@@ -151,12 +179,20 @@ def _import_probe(rounds: int = 3) -> dict[str, float]:
     """Median seconds of ``import pyspark.sql.connect.session`` in a fresh interpreter: as pyspark does it
     (setuptools' distutils shim imports setuptools) and as ``session.import_client`` does it."""
     plain = "import time; t = time.perf_counter(); import pyspark.sql.connect.session; print(time.perf_counter() - t)"
-    ours = ("from airflow_tablemgmt.spark.connect.client import import_client; import time; "
-            "t = time.perf_counter(); import_client(); print(time.perf_counter() - t)")  # fmt: skip
+    ours = (
+        "from airflow_tablemgmt.spark.connect.client import import_client; import time; "
+        "t = time.perf_counter(); import_client(); print(time.perf_counter() - t)"
+    )
     out: dict[str, float] = {}
     for name, code in (("with the shim", plain), ("shim stepped around", ours)):
-        runs = [float(subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
-                                     text=True, check=True).stdout.split()[-1]) for _ in range(rounds)]  # fmt: skip
+        runs = [
+            float(
+                subprocess.run(
+                    [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True
+                ).stdout.split()[-1]
+            )
+            for _ in range(rounds)
+        ]
         out[name] = statistics.median(runs)
     return out
 
@@ -171,8 +207,13 @@ def _declarations(warehouse: Path, names: list[str]) -> str:
     ]
     lines.append("tables:")
     for name in names:
-        lines += [f"  - catalog: {CATALOG}", f"    namespace: {NAMESPACE}", f"    name: {name}", "    actions:",
-                  "      rewrite-files: {}"]  # fmt: skip
+        lines += [
+            f"  - catalog: {CATALOG}",
+            f"    namespace: {NAMESPACE}",
+            f"    name: {name}",
+            "    actions:",
+            "      rewrite-files: {}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -183,8 +224,12 @@ def main() -> None:
     p.add_argument("--slots", type=int, default=4, help="the Connect server's slot limit (the slots extra)")
     p.add_argument("--files", type=int, default=40, help="small data files per table")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--ways", nargs="+", default=["a", "b", "f", "p", "c", "q"],
-                   choices=["a", "b", "n", "f", "p", "c", "q"])  # fmt: skip
+    p.add_argument(
+        "--ways",
+        nargs="+",
+        default=["a", "b", "f", "p", "c", "q"],
+        choices=["a", "b", "n", "f", "p", "c", "q"],
+    )
     p.add_argument("--parallel", type=int, default=2, help="tasks (p) and procedures (q) at once")
     p.add_argument(
         "--rounds", type=int, default=1, help="split each way's tables into rounds, ways interleaved"
@@ -255,15 +300,21 @@ def main() -> None:
 
         def connect_env(extra: dict) -> dict[str, str]:
             conn = {"conn_type": "spark_connect", "host": url, "extra": {"slots": args.slots, **extra}}
-            return {**base_env, f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(conn),
-                    "AIRFLOW__TABLEMGMT__SPARK_CONNECT_CONN_ID": CONN_ID}  # fmt: skip
+            return {
+                **base_env,
+                f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(conn),
+                "AIRFLOW__TABLEMGMT__SPARK_CONNECT_CONN_ID": CONN_ID,
+            }
 
         results: dict[str, dict[str, float]] = {}
         phases: dict[str, list[dict[str, float]]] = {}
         log = work / "runs.log"
         if "a" in args.ways:  # a host's first spark-submit writes the driver's class archive
-            _run_rss([tablemgmt, "--store-url", store, "run", f"{CATALOG}.{NAMESPACE}.warmup", "rewrite-files"],
-                     base_env, log)  # fmt: skip
+            _run_rss(
+                [tablemgmt, "--store-url", store, "run", f"{CATALOG}.{NAMESPACE}.warmup", "rewrite-files"],
+                base_env,
+                log,
+            )
         envs = {
             "a": base_env,
             "b": connect_env({"reuse_sessions": True}),
@@ -290,8 +341,15 @@ def main() -> None:
                 return time.perf_counter() - t0, walls, max(rss), ph
             if way in "fp":
                 parallel = args.parallel if way == "p" else 1
-                res, ph, forked = _run_forked([tablemgmt, "--store-url", store, "run"], ids, connect_env({}),
-                                              work, log, args.profile and way == "f", parallel)  # fmt: skip
+                res, ph, forked = _run_forked(
+                    [tablemgmt, "--store-url", store, "run"],
+                    ids,
+                    connect_env({}),
+                    work,
+                    log,
+                    args.profile and way == "f",
+                    parallel,
+                )
                 return res["total"], [r["wall"] for r in forked["runs"]], res["rss"], ph
             self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             t0 = time.perf_counter()
@@ -318,8 +376,12 @@ def main() -> None:
             print(f"# round {r + 1}/{args.rounds} done, load {_load()}", flush=True)
         for way, a in acc.items():
             if a["walls"]:
-                results[way] = {"total": a["total"], "median": statistics.median(a["walls"]), "rss": a["rss"],
-                                "n": len(a["walls"])}  # fmt: skip
+                results[way] = {
+                    "total": a["total"],
+                    "median": statistics.median(a["walls"]),
+                    "rss": a["rss"],
+                    "n": len(a["walls"]),
+                }
         spark.stop()
         server_rss = _rss_of_tree(server.pid)
     finally:
@@ -328,8 +390,10 @@ def main() -> None:
     probe = _import_probe()
     _report(results, server_rss)
     _report_phases(phases)
-    print("\nClient import in a fresh interpreter (median of 3): "
-          + ", ".join(f"{k} {v:.2f}s" for k, v in probe.items()))  # fmt: skip
+    print(
+        "\nClient import in a fresh interpreter (median of 3): "
+        + ", ".join(f"{k} {v:.2f}s" for k, v in probe.items())
+    )
     print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}")
 
 
@@ -362,8 +426,10 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
     per = {w: r["total"] / r["n"] for w, r in results.items()}
     limit = per.get("c")
     print()
-    print("| way | tables | s/table (mean) | s/table (median) | tables/min | overhead over (c), s/table "
-          "| x (c)'s throughput | peak RSS per task (MB) |")  # fmt: skip
+    print(
+        "| way | tables | s/table (mean) | s/table (median) | tables/min | overhead over (c), s/table "
+        "| x (c)'s throughput | peak RSS per task (MB) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for way in ("a", "b", "n", "f", "p", "c", "q"):
         if way not in results:
@@ -372,8 +438,10 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
         over = f"{per[way] - limit:.2f}" if limit is not None else "-"
         ratio = f"{limit / per[way]:.2f}" if limit is not None else "-"
         rss = f"{r['rss']:.0f}" if way not in "cq" else f"{r['rss']:.0f} (this Python, not a task)"
-        print(f"| {labels[way]} | {r['n']:.0f} | {per[way]:.2f} | {r['median']:.2f} | {60 / per[way]:.1f} "
-              f"| {over} | {ratio} | {rss} |")  # fmt: skip
+        print(
+            f"| {labels[way]} | {r['n']:.0f} | {per[way]:.2f} | {r['median']:.2f} | {60 / per[way]:.1f} "
+            f"| {over} | {ratio} | {rss} |"
+        )
     for way in ("b", "n", "f", "p"):
         if way in per and "a" in per:
             print(f"\n({way})/(a) throughput: {per['a'] / per[way]:.1f}x", end="")

@@ -126,7 +126,12 @@ PHASES = [
 
 
 def table_doc(i: int, min_input_files: int = 2) -> dict[str, object]:
-    return {"catalog": "lake", "namespace": "bench", "name": f"t{i:05d}", "actions": {"rewrite-files": {"min-input-files": min_input_files}}}  # fmt: skip
+    return {
+        "catalog": "lake",
+        "namespace": "bench",
+        "name": f"t{i:05d}",
+        "actions": {"rewrite-files": {"min-input-files": min_input_files}},
+    }
 
 
 def edit_one_table(dags: Path, store_url: str, in_yaml: range, in_store: range, k: int) -> None:
@@ -326,7 +331,11 @@ def main() -> None:
     global SRC
     SRC = Path(tempfile.mkdtemp(prefix="tms-bench-src-"))
     try:
-        shutil.copytree(ROOT / "airflow_tablemgmt", SRC / "airflow_tablemgmt", ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+        shutil.copytree(
+            ROOT / "airflow_tablemgmt",
+            SRC / "airflow_tablemgmt",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         shutil.copytree(ROOT / "dags", SRC / "dags")
         os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(SRC / "airflow_tablemgmt")], check=True)
@@ -339,7 +348,9 @@ def main() -> None:
     )
     ser = " serialize (s) | serialized size |" if args.serialize else ""
     print("Each cell: median wall clock (median CPU time of the parsing process), seconds.\n")
-    print(f"| source | table-actions | first parse (s) | cold-cache parse (s) | full parse (s) | full parse, one table edited (s) | full parse, cache off (s) | single-DAG parse (s) |{ser} airflow import (s, not in parse) |")  # fmt: skip
+    print(
+        f"| source | table-actions | first parse (s) | cold-cache parse (s) | full parse (s) | full parse, one table edited (s) | full parse, cache off (s) | single-DAG parse (s) |{ser} airflow import (s, not in parse) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.serialize else "") + "---:|")
     for r in rows:
         extra = f" {fmt(r['serialize'])} | {(r['size'] or 0) / 1e6:.1f} MB |" if args.serialize else ""  # type: ignore[operator]

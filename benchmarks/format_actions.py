@@ -122,9 +122,14 @@ def make_tables(fmt: str, warehouse: str, master: str, names: list[str]) -> None
         location = f"{warehouse}/{fmt}/{name}"
         if fmt == "hudi":
             for ts, (first, count, op) in enumerate(
-                [(0, 400, "insert"), (0, 200, "upsert"), (100, 200, "upsert"), (200, 200, "upsert"),
-                 (0, 100, "upsert")]
-            ):  # fmt: skip
+                [
+                    (0, 400, "insert"),
+                    (0, 200, "upsert"),
+                    (100, 200, "upsert"),
+                    (200, 200, "upsert"),
+                    (0, 100, "upsert"),
+                ]
+            ):
                 spark.range(first, first + count).selectExpr(
                     "id", "CAST(id % 2 AS INT) AS part", f"{ts} AS ts", f"concat('v{ts}-', id) AS v"
                 ).write.format("hudi").options(**HUDI_WRITE).option(
@@ -300,9 +305,12 @@ def main() -> None:
                     wall, out = _run(argv, env)
                     summary = json.loads(out).get("summary") or {}
                     timings = summary.get("timings") or {}
-                    figures.update(project=wall, procedure=timings.get("procedure"),
-                                   figures=(timings.get("metrics_before") or 0) + (timings.get("metrics_after") or 0),
-                                   job_total=timings.get("total"))  # fmt: skip
+                    figures.update(
+                        project=wall,
+                        procedure=timings.get("procedure"),
+                        figures=(timings.get("metrics_before") or 0) + (timings.get("metrics_after") or 0),
+                        job_total=timings.get("total"),
+                    )
                 else:
                     if side == "bare":
                         statements = statements_b
@@ -318,8 +326,11 @@ def main() -> None:
                     if side == "bare":
                         figures.update(bare=wall, bare_procedure=inner["procedure"])
                     else:
-                        figures.update(registered=wall, registration=inner["statement_1"],
-                                       registered_procedure=inner["statement_3"])  # fmt: skip
+                        figures.update(
+                            registered=wall,
+                            registration=inner["statement_1"],
+                            registered_procedure=inner["statement_3"],
+                        )
                 phases = timings if side == "project" else inner
                 rounded = {k: round(v, 1) for k, v in phases.items() if isinstance(v, int | float)}
                 print(
@@ -328,8 +339,10 @@ def main() -> None:
                 )
             rows.append(figures)
     print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}\n")
-    print("| format | action | project wall | of which the procedure | figures before/after | bare wall "
-          "| bare procedure | project / bare |")  # fmt: skip
+    print(
+        "| format | action | project wall | of which the procedure | figures before/after | bare wall "
+        "| bare procedure | project / bare |"
+    )
     print("|---|---|---|---|---|---|---|---|")
 
     def s(v: Any) -> str:
@@ -337,13 +350,17 @@ def main() -> None:
 
     for r in rows:
         ratio = r["project"] / r["bare"] if r.get("bare") else 0
-        print(f"| {r['format']} | {r['action']} | {s(r.get('project'))} | {s(r.get('procedure'))} | "
-              f"{s(r.get('figures'))} | {s(r.get('bare'))} | {s(r.get('bare_procedure'))} | {ratio:.2f} |")  # fmt: skip
+        print(
+            f"| {r['format']} | {r['action']} | {s(r.get('project'))} | {s(r.get('procedure'))} | "
+            f"{s(r.get('figures'))} | {s(r.get('bare'))} | {s(r.get('bare_procedure'))} | {ratio:.2f} |"
+        )
     for r in rows:
         if r.get("registered"):
-            print(f"registered side, {r['format']} {r['action']}: {s(r['registered'])} wall, of which the "
-                  f"registration {s(r['registration'])} and the procedure {s(r['registered_procedure'])} "
-                  f"(bare without it: {s(r.get('bare'))}, procedure {s(r.get('bare_procedure'))})")  # fmt: skip
+            print(
+                f"registered side, {r['format']} {r['action']}: {s(r['registered'])} wall, of which the "
+                f"registration {s(r['registration'])} and the procedure {s(r['registered_procedure'])} "
+                f"(bare without it: {s(r.get('bare'))}, procedure {s(r.get('bare_procedure'))})"
+            )
 
 
 if __name__ == "__main__":

@@ -389,8 +389,19 @@ def main() -> None:
     print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}", flush=True)
     started = time.perf_counter()
     me = str(Path(__file__).resolve())
-    _run([sys.executable, me, "_make", str(warehouse), args.master, json.dumps(names), str(args.files),
-          str(args.rows_per_file)], env)  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            me,
+            "_make",
+            str(warehouse),
+            args.master,
+            json.dumps(names),
+            str(args.files),
+            str(args.rows_per_file),
+        ],
+        env,
+    )
     for a, r in plan:
         if a == "delete-orphans":
             for side in sides:
@@ -403,8 +414,12 @@ def main() -> None:
         (site / "sitecustomize.py").write_text(_BASELINE_SITE)
         pythonpath = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
         # The job's environment is allow-listed ([tablemgmt] job_env_allow): let the swap reach the driver.
-        envs["before"] = {**env, "TMS_BASELINE_TREE": str(args.baseline.resolve()), "PYTHONPATH": pythonpath,
-                          "AIRFLOW__TABLEMGMT__JOB_ENV_ALLOW": "PYTHONPATH TMS_BASELINE_TREE"}  # fmt: skip
+        envs["before"] = {
+            **env,
+            "TMS_BASELINE_TREE": str(args.baseline.resolve()),
+            "PYTHONPATH": pythonpath,
+            "AIRFLOW__TABLEMGMT__JOB_ENV_ALLOW": "PYTHONPATH TMS_BASELINE_TREE",
+        }
     for side, side_env in envs.items():
         decl = work / f"tables-{side}.yaml"
         declared = {_table(a, SIDES[side], r): a for a, r in plan}
@@ -471,15 +486,21 @@ def main() -> None:
             )
             waited = _wait_for_builds(fresh)
             archives = [p.name for p in fresh.glob("driver-*.jsa")]
-            print(f"# first run on a host, {side}: {got['wall']:.1f}s, jvm_exit "
-                  f"{float(got['timings'].get('jvm_exit', 0.0)):.1f}s; archive there {waited:.0f}s after the "
-                  f"job: {archives} (load {_load()})", flush=True)  # fmt: skip
+            print(
+                f"# first run on a host, {side}: {got['wall']:.1f}s, jvm_exit "
+                f"{float(got['timings'].get('jvm_exit', 0.0)):.1f}s; archive there {waited:.0f}s after the "
+                f"job: {archives} (load {_load()})",
+                flush=True,
+            )
             print(f"#   timings: {json.dumps(got['timings'])}", flush=True)
     warm_up = run_project(NOOP, 0, prefix="w")
     waited = _wait_for_builds(_class_cache_dir())
-    print(f"# warm-up project run (asks for the JVM class archive if the host has none): {warm_up['wall']:.1f}s "
-          f"(jvm_exit {float(warm_up['timings'].get('jvm_exit', 0.0)):.1f}s; then {waited:.0f}s until no "
-          f"archive build was running)", flush=True)  # fmt: skip
+    print(
+        f"# warm-up project run (asks for the JVM class archive if the host has none): {warm_up['wall']:.1f}s "
+        f"(jvm_exit {float(warm_up['timings'].get('jvm_exit', 0.0)):.1f}s; then {waited:.0f}s until no "
+        f"archive build was running)",
+        flush=True,
+    )
     if args.bare_class_cache:
         archive = _class_archive()
         if archive is None:
@@ -494,8 +515,11 @@ def main() -> None:
         for side in order:
             figures = run_bare(action, r) if side == "bare" else run_project(action, r, side)
             results.setdefault(action, {}).setdefault(side, []).append(figures)
-            print(f"#   {action} round {r} {side}: {figures['wall']:.1f}s, CPU {figures['cpu']:.1f}s, "
-                  f"{figures['lines']} log lines (load {_load()})", flush=True)  # fmt: skip
+            print(
+                f"#   {action} round {r} {side}: {figures['wall']:.1f}s, CPU {figures['cpu']:.1f}s, "
+                f"{figures['lines']} log lines (load {_load()})",
+                flush=True,
+            )
             # Each run's phases as it ends, and every figure so far in --json: a run cut short (a loaded
             # machine, a time limit) still leaves its finished pairs.
             phases = {k: round(float(v), 2) for k, v in figures["timings"].items()}
@@ -542,8 +566,10 @@ def _report(
         pw = pr - cli_imports
         row += f" {pr:.1f} | {pr / b:.2f}x | {pr - b:+.1f} | {pw:.1f} | {pw / b:.2f}x |"
         print(row)
-    print("\nCPU time (user + system s of the whole process tree, median of the rounds; other load "
-          "inflates it far less than wall time) and the wall ratio of each round's pair:\n")  # fmt: skip
+    print(
+        "\nCPU time (user + system s of the whole process tree, median of the rounds; other load "
+        "inflates it far less than wall time) and the wall ratio of each round's pair:\n"
+    )
     shown_cpu = ["bare", "before", "project"] if before else ["bare", "project"]
     print(
         "| action | "
@@ -559,9 +585,11 @@ def _report(
         cells = " | ".join(f"{cpu[side]:.1f}" for side in shown_cpu)
         ratio = cpu["project"] / cpu["bare"] if cpu["bare"] else 0.0
         print(f"| {action} | {cells} | {ratio:.2f}x | {rounds} |")
-    print(f"\nCLI start-up (a fresh Python importing what `tablemgmt run` imports): {cli_imports:.2f}s; "
-          f"a fresh Python importing Airflow (paid on top when the run needs Airflow, already paid in a "
-          f"worker): {airflow_import:.2f}s (medians of 3).\n")  # fmt: skip
+    print(
+        f"\nCLI start-up (a fresh Python importing what `tablemgmt run` imports): {cli_imports:.2f}s; "
+        f"a fresh Python importing Airflow (paid on top when the run needs Airflow, already paid in a "
+        f"worker): {airflow_import:.2f}s (medians of 3).\n"
+    )
     print("Breakdown (s, median of the rounds; the project's phases from its summary `timings`):\n")
     shown = ["before", "project", "bare"] if before else ["project", "bare"]
     print("| phase | " + " | ".join(f"{a} {side}" for a in results for side in shown) + " |")

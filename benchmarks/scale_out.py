@@ -82,10 +82,21 @@ def _ts(value: Any) -> float:
 
 def _make_tables(warehouse: Path, tables: int, files: int, rows: int) -> None:
     res = subprocess.run(
-        [sys.executable, "-c", MAKE_TABLES, str(ROOT / "scripts"), str(warehouse), str(tables), str(files), str(rows)],
-        capture_output=True, text=True, timeout=3600,
+        [
+            sys.executable,
+            "-c",
+            MAKE_TABLES,
+            str(ROOT / "scripts"),
+            str(warehouse),
+            str(tables),
+            str(files),
+            str(rows),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3600,
         env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    )
     if res.returncode != 0:
         raise SystemExit(f"making the tables failed:\n{res.stderr[-3000:]}")
 
@@ -204,8 +215,13 @@ def main() -> None:
         spark.start_worker(cores=4, memory="6g")
         migrate = airflow.dep.cli("db", "migrate", timeout=900)
         assert migrate.returncode == 0, migrate.stderr[-3000:]
-        store = subprocess.run([str(BIN / "tablemgmt"), "db", "upgrade"], env=airflow.dep.env, capture_output=True,
-                               text=True, timeout=300)  # fmt: skip
+        store = subprocess.run(
+            [str(BIN / "tablemgmt"), "db", "upgrade"],
+            env=airflow.dep.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert store.returncode == 0, store.stderr[-3000:]
         assert airflow.dep.cli("pools", "set", "maintenance", "64", "bench").returncode == 0
         _make_tables(tmp / "wh", args.tables, args.files, args.rows)

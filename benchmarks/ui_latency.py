@@ -71,22 +71,43 @@ def seed(store: Any, n: int, per_table: int) -> None:
                     "after": {"data_files": 4, "data_bytes": 4 * 39_000},
                     "duration_seconds": 8.0,
                     "rewritten_bytes_count": before * 40_000,
-                }  # fmt: skip
+                }
                 if action == "rewrite-files"
                 else {"deleted_files": {"data": 3, "manifests": 2}, "duration_seconds": 4.0}
             )
             rows.append(
-                {"table_id": spec.id, "action": action, "instant": instant, "status": status, "attempt": 1,
-                 "engine": "spark", "parameters": {}, "summary": summary if status == "SUCCESS" else None,
-                 "failure_reason": None if status == "SUCCESS" else "boom", "created_at": instant,
-                 "started_at": instant + timedelta(seconds=30), "finished_at": instant + timedelta(seconds=90)}
-            )  # fmt: skip
+                {
+                    "table_id": spec.id,
+                    "action": action,
+                    "instant": instant,
+                    "status": status,
+                    "attempt": 1,
+                    "engine": "spark",
+                    "parameters": {},
+                    "summary": summary if status == "SUCCESS" else None,
+                    "failure_reason": None if status == "SUCCESS" else "boom",
+                    "created_at": instant,
+                    "started_at": instant + timedelta(seconds=30),
+                    "finished_at": instant + timedelta(seconds=90),
+                }
+            )
         if i % 500 == 0:
             rows.append(
-                {"table_id": spec.id, "action": "rewrite-files", "instant": now, "status": "PENDING",
-                 "attempt": 1, "engine": "spark", "parameters": {}, "summary": None, "failure_reason": None,
-                 "created_at": now, "started_at": None, "finished_at": None}
-            )  # fmt: skip
+                {
+                    "table_id": spec.id,
+                    "action": "rewrite-files",
+                    "instant": now,
+                    "status": "PENDING",
+                    "attempt": 1,
+                    "engine": "spark",
+                    "parameters": {},
+                    "summary": None,
+                    "failure_reason": None,
+                    "created_at": now,
+                    "started_at": None,
+                    "finished_at": None,
+                }
+            )
     from airflow_tablemgmt.store import process_rollup
 
     with store.engine.begin() as conn:
@@ -103,9 +124,22 @@ def fill_health(store: Any, n: int) -> None:
     reads = {}
     for i in range(n):
         files = rng.choice([4, 4, 4, 40, 528])
-        stats = FileStats(1, rng.randint(1, 50), files, files, 384 << 20, rng.choice([0, 0, 0, 6]),
-                          files * 40_000, 0, files * 100, compacted_data_files=4, partitions=4,
-                          deleted_rows=rng.choice([0, 30]), manifests=rng.choice([3, 40]), manifest_bytes=40_000)  # fmt: skip
+        stats = FileStats(
+            1,
+            rng.randint(1, 50),
+            files,
+            files,
+            384 << 20,
+            rng.choice([0, 0, 0, 6]),
+            files * 40_000,
+            0,
+            files * 100,
+            compacted_data_files=4,
+            partitions=4,
+            deleted_rows=rng.choice([0, 30]),
+            manifests=rng.choice([3, 40]),
+            manifest_bytes=40_000,
+        )
         table_id = f"{'lake' if i % 3 else 'sea'}.ns{i % 40}.t{i:05d}"
         reads[table_id] = stats
     health.remember_many(store, reads)  # the cache entries and the tables' rows in tms_table_health
@@ -161,9 +195,11 @@ def main() -> int:
             ("overview, figures stale (served; recomputed on a thread)", "/overview#stale"),
             ("overview, cold (aggregates recomputed in the request)", "/overview#cold"),
         ]
-        print(f"{args.tables:,} tables, {args.tables * args.processes_per_table:,} processes "
-              f"(seeded in {seeded:.1f} s); {platform.python_version()}, {os.cpu_count()} CPUs, "
-              f"load average {os.getloadavg()[0]:.1f}; SQLite; median and p95 of {args.repeat} requests\n")  # fmt: skip
+        print(
+            f"{args.tables:,} tables, {args.tables * args.processes_per_table:,} processes "
+            f"(seeded in {seeded:.1f} s); {platform.python_version()}, {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.1f}; SQLite; median and p95 of {args.repeat} requests\n"
+        )
         print("| request | total | median (ms) | p95 (ms) | CPU median (ms) | CPU p95 (ms) |")
         print("|---|---:|---:|---:|---:|---:|")
         from airflow_tablemgmt.services import overview
@@ -186,8 +222,10 @@ def main() -> int:
                 times.append((time.perf_counter() - t) * 1000)
                 cpu.append((time.process_time() - c) * 1000)
             total = body.get("total", body.get("tables"))
-            print(f"| {name} | {total:,} | {statistics.median(times):.0f} | {_p95(times):.0f} "
-                  f"| {statistics.median(cpu):.0f} | {_p95(cpu):.0f} |")  # fmt: skip
+            print(
+                f"| {name} | {total:,} | {statistics.median(times):.0f} | {_p95(times):.0f} "
+                f"| {statistics.median(cpu):.0f} | {_p95(cpu):.0f} |"
+            )
         store.dispose()
     return 0
 

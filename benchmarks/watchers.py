@@ -215,9 +215,14 @@ def measure(
     out: dict[str, Any] = {"tables": n_tables, "tables_created_s": made}
     try:
         cfg = {
-            "catalog": CATALOG, "namespace": NAMESPACE, "warehouse": str(warehouse), "tables": names,
-            "sample": sample + sample_after, "actions": list(ACTIONS), "poll": f"{poll:g}s",
-        }  # fmt: skip
+            "catalog": CATALOG,
+            "namespace": NAMESPACE,
+            "warehouse": str(warehouse),
+            "tables": names,
+            "sample": sample + sample_after,
+            "actions": list(ACTIONS),
+            "poll": f"{poll:g}s",
+        }
         (dep.home / "dags" / "watchers.json").write_text(json.dumps(cfg))
         (dep.home / "dags" / "watchers_dags.py").write_text(DAG_FILE)
         assert dep.cli("db", "migrate").returncode == 0
@@ -310,9 +315,17 @@ def measure_reused(
 
 
 def run_phases(
-    dep: AirflowDeployment, out: dict[str, Any], warehouse: Path, sample: list[str], sample_after: list[str],
-    n_tables: int, poll: float, idle_window: float, ready_timeout: float, restart: bool,
-) -> dict[str, Any]:  # fmt: skip
+    dep: AirflowDeployment,
+    out: dict[str, Any],
+    warehouse: Path,
+    sample: list[str],
+    sample_after: list[str],
+    n_tables: int,
+    poll: float,
+    idle_window: float,
+    ready_timeout: float,
+    restart: bool,
+) -> dict[str, Any]:
     """Scheduler and triggerer on the registered watchers: start-up, idle CPU, commit latency, restart."""
     out["trigger_rows_total"] = dep.query("SELECT count(*) FROM trigger")[0][0]
     out["asset_watchers"] = dep.query("SELECT count(*) FROM asset_watcher")[0][0]
@@ -445,9 +458,11 @@ def phases(dep: AirflowDeployment, committed: dict[str, float], last_run: int) -
         detected, evented = min(seen), _utc(events[0][0]).timestamp()
         queued, started = _utc(runs[0][0]).timestamp(), _utc(runs[0][1]).timestamp()
         for key, value in (
-            ("detect", detected - at), ("event", evented - detected), ("queue", queued - evented),
+            ("detect", detected - at),
+            ("event", evented - detected),
+            ("queue", queued - evented),
             ("start", started - queued),
-        ):  # fmt: skip
+        ):
             found[key].append(value)
     return found
 
@@ -473,21 +488,28 @@ def main() -> None:
         "--per-loop", type=int, default=50, help="[triggerer] max_trigger_to_select_per_loop (Airflow: 50)"
     )
     parser.add_argument(
-        "--ready-timeout", type=float, default=3600.0,
+        "--ready-timeout",
+        type=float,
+        default=3600.0,
         help="seconds to wait for every watcher's first poll before measuring anyway",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--restart", action="store_true",
+        "--restart",
+        action="store_true",
         help="then restart the triggerer: time until all watch again and commit latency right after",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--keep", type=Path, default=None,
+        "--keep",
+        type=Path,
+        default=None,
         help="keep each run's tables and metadata DB under KEEP/tables-<n> (for --reuse)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--reuse", type=Path, default=None,
+        "--reuse",
+        type=Path,
+        default=None,
         help="measure again on a kept KEEP/tables-<n> (no table creation, no parse; one --tables value)",
-    )  # fmt: skip
+    )
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     # A TERM (or a background job's ignored INT) must still stop the deployment: exit through finally.
@@ -509,17 +531,30 @@ def main() -> None:
     for n in args.tables:
         if args.reuse is not None:
             r = measure(
-                n, 0, args.poll, args.idle_window, args.per_loop, args.ready_timeout, args.reuse,
-                restart=args.restart, reuse=args.reuse,
-            )  # fmt: skip
+                n,
+                0,
+                args.poll,
+                args.idle_window,
+                args.per_loop,
+                args.ready_timeout,
+                args.reuse,
+                restart=args.restart,
+                reuse=args.reuse,
+            )
         else:
             with tempfile.TemporaryDirectory(prefix="tms-watchers-") as tmp:
                 work = args.keep / f"tables-{n}" if args.keep is not None else Path(tmp)
                 work.mkdir(parents=True, exist_ok=True)
                 r = measure(
-                    n, min(args.sample, n // 2), args.poll, args.idle_window, args.per_loop,
-                    args.ready_timeout, work, restart=args.restart,
-                )  # fmt: skip
+                    n,
+                    min(args.sample, n // 2),
+                    args.poll,
+                    args.idle_window,
+                    args.per_loop,
+                    args.ready_timeout,
+                    work,
+                    restart=args.restart,
+                )
         restarted = (
             (
                 f"{r['restart_watching']:,} after {r['restart_all_watching_s']:.0f} s",

@@ -93,9 +93,13 @@ class Airflow:
     def start(self, name: str, *args: str) -> None:
         with (self.logs / f"{name}.log").open("ab") as out:
             self.procs[name] = subprocess.Popen(
-                ["airflow", name, *args], env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                ["airflow", name, *args],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         print(f"  started airflow {name} (pid {self.procs[name].pid}, log {self.logs / (name + '.log')})")
 
     def wait_ready(self, timeout: float) -> None:

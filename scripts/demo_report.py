@@ -173,8 +173,14 @@ def main() -> int:
     p.add_argument("--table", default="demo.db.events")
     p.add_argument("--actions", nargs="*", default=None)
     p.add_argument("--next-steps", action="store_true", help="print what to do after the demo, and exit")
-    p.add_argument("--ui-password", nargs="?", const=UI_USER, choices=UI_USERS, default=None,
-                   help="print a UI user's password (admin by default), and exit")  # fmt: skip
+    p.add_argument(
+        "--ui-password",
+        nargs="?",
+        const=UI_USER,
+        choices=UI_USERS,
+        default=None,
+        help="print a UI user's password (admin by default), and exit",
+    )
     p.add_argument("--port", type=int, default=int(os.environ.get("UI_PORT", "8080")))
     p.add_argument("--dynamic", default=None, help="the demo's dynamic table, for the next steps")
     args = p.parse_args()

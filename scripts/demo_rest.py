@@ -153,10 +153,13 @@ class Orphans:
         self.prefix = table.metadata.location.removeprefix("s3://").removeprefix("s3a://") + "/data"
         p = catalog.properties
         self.fs = pafs.S3FileSystem(
-            access_key=p["s3.access-key-id"], secret_key=p["s3.secret-access-key"],
-            endpoint_override=p["s3.endpoint"].split("://", 1)[1], scheme=p["s3.endpoint"].split("://", 1)[0],
-            region=p["client.region"], force_virtual_addressing=False,
-        )  # fmt: skip
+            access_key=p["s3.access-key-id"],
+            secret_key=p["s3.secret-access-key"],
+            endpoint_override=p["s3.endpoint"].split("://", 1)[1],
+            scheme=p["s3.endpoint"].split("://", 1)[0],
+            region=p["client.region"],
+            force_virtual_addressing=False,
+        )
         self.older_than = self._older_than(tables_yaml)
 
     @staticmethod
@@ -202,8 +205,11 @@ class Orphans:
         ready = max(old) + self.older_than + MARGIN
         wait = (ready - datetime.now(UTC)).total_seconds()
         if wait > 0:
-            print(f"  waiting {wait:.0f} s until the old orphans are older than older-than "
-                  f"({self.older_than}) plus {MARGIN.seconds} s", flush=True)  # fmt: skip
+            print(
+                f"  waiting {wait:.0f} s until the old orphans are older than older-than "
+                f"({self.older_than}) plus {MARGIN.seconds} s",
+                flush=True,
+            )
             time.sleep(wait)
 
 

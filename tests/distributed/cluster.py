@@ -193,19 +193,35 @@ class SparkStandalone:
     def start_master(self) -> None:
         opts = f"-Dspark.deploy.defaultCores={self.app_cores}" if self.app_cores else ""
         self._start(
-            "master", "org.apache.spark.deploy.master.Master",
-            "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.ui_port),
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(self.ui_port),
             env={"SPARK_MASTER_OPTS": opts} if opts else None,
-        )  # fmt: skip
+        )
 
     def start_worker(self, name: str = "worker", cores: int = 2, memory: str = "2g") -> None:
         work = self.root / name
         work.mkdir(parents=True, exist_ok=True)
         self._start(
-            name, "org.apache.spark.deploy.worker.Worker", self.url,
-            "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
-            "--webui-port", str(_free_port()), "--work-dir", str(work),
-        )  # fmt: skip
+            name,
+            "org.apache.spark.deploy.worker.Worker",
+            self.url,
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            str(cores),
+            "--memory",
+            memory,
+            "--webui-port",
+            str(_free_port()),
+            "--work-dir",
+            str(work),
+        )
 
     def stop_process(self, name: str, sig: int = signal.SIGTERM) -> None:
         proc = self.procs.pop(name)

@@ -233,10 +233,25 @@ def _write_table(
 ) -> subprocess.CompletedProcess[str]:
     """The table written by Spark (local) through the REST catalog, as scripts/demo_table.py writes the demo's."""
     return subprocess.run(
-        [str(BIN / "python"), "-m", "tests.distributed.catalog_table", "--catalog",
-         catalog.model_dump_json(), "--table", table, "--files", "16", "--rows", "8000"],
-        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            str(BIN / "python"),
+            "-m",
+            "tests.distributed.catalog_table",
+            "--catalog",
+            catalog.model_dump_json(),
+            "--table",
+            table,
+            "--files",
+            "16",
+            "--rows",
+            "8000",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -574,9 +589,11 @@ def test_compaction_runs_on_a_spark_connect_server_on_the_cluster(cluster: Clust
 
     t0 = time.monotonic()
     spec = server_spec(
-        port=cluster.connect_port, needs=("iceberg", "aws"), master=cluster.spark.url,
+        port=cluster.connect_port,
+        needs=("iceberg", "aws"),
+        master=cluster.spark.url,
         conf={"spark.cores.max": "1", "spark.executor.cores": "1", "spark.driver.host": "127.0.0.1"},
-    )  # fmt: skip
+    )
     log = tmp_path / "connect.log"
     server = start_server(spec, log, env=cluster.spark.env())
     made: dict[str, Any] = {}

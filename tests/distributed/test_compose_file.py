@@ -28,8 +28,14 @@ pytestmark = pytest.mark.distributed
 DOCKER = ROOT / "docker"
 COMPOSE = DOCKER / "docker-compose.yaml"
 AIRFLOW_SERVICES = {
-    "airflow-init", "api-server", "scheduler", "dag-processor", "triggerer", "airflow-worker-1", "airflow-worker-2",
-}  # fmt: skip
+    "airflow-init",
+    "api-server",
+    "scheduler",
+    "dag-processor",
+    "triggerer",
+    "airflow-worker-1",
+    "airflow-worker-2",
+}
 SPARK_SERVICES = {"spark-master", "spark-worker"}
 STORAGE_SERVICES = {"s3", "iceberg-rest"}
 CONNECT = DOCKER / "docker-compose.connect.yaml"
@@ -49,13 +55,22 @@ def test_compose_has_the_production_topology() -> None:
     compose = _compose()
     services = compose["services"]
     assert set(services) == {
-        "postgres", "redis", *AIRFLOW_SERVICES, *SPARK_SERVICES, *STORAGE_SERVICES, "spark-connect",
-    }  # fmt: skip
+        "postgres",
+        "redis",
+        *AIRFLOW_SERVICES,
+        *SPARK_SERVICES,
+        *STORAGE_SERVICES,
+        "spark-connect",
+    }
     commands = {name: services[name].get("command") for name in AIRFLOW_SERVICES - {"airflow-init"}}
     assert commands == {
-        "api-server": "api-server", "scheduler": "scheduler", "dag-processor": "dag-processor",
-        "triggerer": "triggerer", "airflow-worker-1": "celery worker", "airflow-worker-2": "celery worker",
-    }  # fmt: skip
+        "api-server": "api-server",
+        "scheduler": "scheduler",
+        "dag-processor": "dag-processor",
+        "triggerer": "triggerer",
+        "airflow-worker-1": "celery worker",
+        "airflow-worker-2": "celery worker",
+    }
     for name in SPARK_SERVICES:  # the same image: Spark, the Iceberg jar and Python match the drivers'
         assert services[name]["image"] == services["scheduler"]["image"]
         assert services[name]["entrypoint"] == ["/opt/spark/bin/spark-class"]
@@ -84,8 +99,11 @@ def test_spark_connect_runs_against_the_cluster_and_the_override_only_switches_i
         a.removeprefix("--").split("=", 1) for a in connect["command"] if a.startswith("--") and "=" in a
     )
     assert (args["master"], args["host"], args["port"], args["need"]) == (
-        "spark://spark-master:7077", "0.0.0.0", "15002", "aws",
-    )  # fmt: skip
+        "spark://spark-master:7077",
+        "0.0.0.0",
+        "15002",
+        "aws",
+    )
     assert "--conf=spark.driver.host=spark-connect" in connect["command"]
     assert connect["hostname"] == "spark-connect"
     assert not connect.get("volumes"), "the Connect server reads data through the catalog and S3"
@@ -232,9 +250,13 @@ def test_no_secret_is_committed() -> None:
     example = (DOCKER / ".env.example").read_text().splitlines()
     values = dict(line.split("=", 1) for line in example if line and not line.startswith("#"))
     for key in (
-        "AIRFLOW_FERNET_KEY", "AIRFLOW_JWT_SECRET", "AIRFLOW_API_SECRET_KEY", "POSTGRES_PASSWORD",
-        "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY",
-    ):  # fmt: skip
+        "AIRFLOW_FERNET_KEY",
+        "AIRFLOW_JWT_SECRET",
+        "AIRFLOW_API_SECRET_KEY",
+        "POSTGRES_PASSWORD",
+        "S3_ACCESS_KEY_ID",
+        "S3_SECRET_ACCESS_KEY",
+    ):
         assert values[key] == "", f".env.example must leave {key} empty"
     assert ".env" in (DOCKER / ".gitignore").read_text().splitlines()
 

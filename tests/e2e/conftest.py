@@ -45,10 +45,21 @@ def make_table(warehouse: Path, table_id: str, files: int, rows: int) -> Iceberg
     """A table written by Spark (``scripts/demo_table.py``), on this process's warm Connect server."""
     remote = writer_url()
     res = run(
-        [sys.executable, str(ROOT / "scripts" / "demo_table.py"), "--warehouse", str(warehouse), "--table", table_id,
-         "--files", str(files), "--rows", str(rows), *(["--remote", remote] if remote else [])],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "demo_table.py"),
+            "--warehouse",
+            str(warehouse),
+            "--table",
+            table_id,
+            "--files",
+            str(files),
+            "--rows",
+            str(rows),
+            *(["--remote", remote] if remote else []),
+        ],
         timeout=600,
-    )  # fmt: skip
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return IcebergTable(warehouse, table_id)
 

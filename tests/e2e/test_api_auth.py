@@ -96,14 +96,26 @@ def _pending(api: Api, table_id: str = f"{CATALOG}.runs.t1") -> int:
 # Each mutating endpoint: (name, a function building (method, path, json) afresh for every call).
 Request = tuple[str, str, dict[str, Any] | None]
 MUTATIONS: dict[str, Callable[[Api], Request]] = {
-    "create catalog": lambda api: ("POST", "/catalogs", {"name": f"c{next(_seq)}", "warehouse": f"/tmp/wh{next(_seq)}"}),
+    "create catalog": lambda api: (
+        "POST",
+        "/catalogs",
+        {"name": f"c{next(_seq)}", "warehouse": f"/tmp/wh{next(_seq)}"},
+    ),
     "update catalog": lambda api: ("PUT", f"/catalogs/{CATALOG}", {"warehouse": str(api.warehouse)}),
-    "register table": lambda api: ("POST", "/tables", {"catalog": CATALOG, "namespace": "ns", "name": f"r{next(_seq)}", "actions": {"rewrite-files": {}}}),
+    "register table": lambda api: (
+        "POST",
+        "/tables",
+        {"catalog": CATALOG, "namespace": "ns", "name": f"r{next(_seq)}", "actions": {"rewrite-files": {}}},
+    ),
     "update table": lambda api: ("PATCH", f"/tables/{_table(api)}", {"owner": "data-team"}),
     "remove table": lambda api: ("DELETE", f"/tables/{_table(api)}", None),
-    "run now": lambda api: ("POST", f"/tables/{CATALOG}.runs.t2/actions/expire-snapshots/runs", {"instant": _instant().isoformat()}),
+    "run now": lambda api: (
+        "POST",
+        f"/tables/{CATALOG}.runs.t2/actions/expire-snapshots/runs",
+        {"instant": _instant().isoformat()},
+    ),
     "cancel process": lambda api: ("POST", f"/processes/{_pending(api)}/cancel", None),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("mode", ["bearer", "cookie"])

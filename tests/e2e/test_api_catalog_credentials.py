@@ -29,11 +29,16 @@ SECRETS = ("S3CRET", "u:pw@", "AK:SK")
 @pytest.mark.parametrize(
     "body",
     [
-        {"name": "leak1", "type": "jdbc", "warehouse": "/tmp/leak1", "properties": {"uri": "jdbc:postgresql://pg/cat?user=u&password=S3CRET"}},
+        {
+            "name": "leak1",
+            "type": "jdbc",
+            "warehouse": "/tmp/leak1",
+            "properties": {"uri": "jdbc:postgresql://pg/cat?user=u&password=S3CRET"},
+        },
         {"name": "leak2", "type": "rest", "properties": {"uri": "http://u:pw@host:8181"}},
         {"name": "leak3", "type": "glue", "warehouse": "s3a://AK:SK@bucket/wh"},
     ],
-)  # fmt: skip
+)
 def test_a_uri_with_a_credential_is_refused_saying_how_to_pass_it(api: Api, body: dict[str, object]) -> None:
     r = api.call("POST", "/catalogs", "admin", json=body)
     assert r.status_code == 422, r.text
@@ -55,11 +60,15 @@ def _old_row(
     with api.store.engine.begin() as conn:
         conn.execute(
             insert(CatalogRow.__table__).values(
-                name=name, type="jdbc", warehouse=f"/tmp/{name}",
+                name=name,
+                type="jdbc",
+                warehouse=f"/tmp/{name}",
                 properties={"uri": uri, **(more or {})},
-                owner="store", created_at=now, updated_at=now,
+                owner="store",
+                created_at=now,
+                updated_at=now,
             )
-        )  # fmt: skip
+        )
 
 
 def test_a_row_written_earlier_is_shown_redacted(api: Api) -> None:
@@ -148,8 +157,17 @@ def test_the_cli_redacts_and_removes() -> None:
     assert "S3CRET" not in listed.stdout
     (row,) = [c for c in json.loads(listed.stdout) if c["name"] == "clileak"]
     assert row["properties"]["uri"] == "jdbc:postgresql://pg/cat?user=u&password=***"
-    refused = tablemgmt("catalog", "set", "clileak2", "--type", "jdbc", "--warehouse", "/tmp/c2",
-                        "--property", "uri=jdbc:postgresql://pg/cat?password=S3CRET")  # fmt: skip
+    refused = tablemgmt(
+        "catalog",
+        "set",
+        "clileak2",
+        "--type",
+        "jdbc",
+        "--warehouse",
+        "/tmp/c2",
+        "--property",
+        "uri=jdbc:postgresql://pg/cat?password=S3CRET",
+    )
     assert refused.returncode != 0 and "credential" in refused.stderr + refused.stdout
     assert "S3CRET" not in refused.stderr + refused.stdout
     ok(tablemgmt("register", "clileak.db.t", "--action", "rewrite-files"))

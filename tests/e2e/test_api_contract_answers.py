@@ -118,10 +118,24 @@ def test_identifier_rules_are_in_the_openapi_document(api: Api) -> None:
     [
         ("/tables", {"catalog": "lake", "namespace": "db", "name": "a\u0000b"}, "name"),
         ("/catalogs", {"name": "a\u0000b", "warehouse": "/tmp/nul"}, "name"),
-        ("/dynamic-tables", {"name": "a\u0000b", "catalog": "lake", "namespace": "db", "query": "SELECT 1", "freshness": "1 DAY"}, "name"),
-        ("/dynamic-tables", {"identifier": "lake.db.a\u0000b", "query": "SELECT 1", "freshness": "1 DAY"}, "identifier"),
+        (
+            "/dynamic-tables",
+            {
+                "name": "a\u0000b",
+                "catalog": "lake",
+                "namespace": "db",
+                "query": "SELECT 1",
+                "freshness": "1 DAY",
+            },
+            "name",
+        ),
+        (
+            "/dynamic-tables",
+            {"identifier": "lake.db.a\u0000b", "query": "SELECT 1", "freshness": "1 DAY"},
+            "identifier",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_nul_in_a_name_names_that_field(api: Api, path: str, body: dict[str, Any], field: str) -> None:
     r = api.call("POST", path, json=body)
     assert r.status_code == 422, r.text
@@ -131,11 +145,16 @@ def test_a_nul_in_a_name_names_that_field(api: Api, path: str, body: dict[str, A
 @pytest.mark.parametrize(
     ("method", "path", "body", "field"),
     [
-        ("POST", "/tables", {"catalog": "lake", "namespace": "db", "name": "s", "replace_actions": 0}, "replace_actions"),
+        (
+            "POST",
+            "/tables",
+            {"catalog": "lake", "namespace": "db", "name": "s", "replace_actions": 0},
+            "replace_actions",
+        ),
         ("PATCH", f"/tables/{TABLE}", {"priority": "3"}, "priority"),
         ("POST", f"/dynamic-tables/{TABLE}/refresh", {"isPeriodic": 1}, "isPeriodic"),
     ],
-)  # fmt: skip
+)
 def test_a_body_the_document_refuses_is_refused(
     api: Api, method: str, path: str, body: dict[str, Any], field: str
 ) -> None:

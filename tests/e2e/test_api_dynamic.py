@@ -293,9 +293,14 @@ def test_lifecycle_auth_matrix_and_airflows_pause_flag(api: DynamicApi) -> None:
     dag_id = f"tms__{table}__refresh"
     steps: list[tuple[str, str, Any, str]] = [
         ("POST", f"/dynamic-tables/{table}/suspend", None, "SUSPENDED"),
-        ("POST", f"/dynamic-tables/{table}/resume", {"dynamic_options": {"spark.sql.shuffle.partitions": "4"}}, "ACTIVE"),
+        (
+            "POST",
+            f"/dynamic-tables/{table}/resume",
+            {"dynamic_options": {"spark.sql.shuffle.partitions": "4"}},
+            "ACTIVE",
+        ),
         ("PATCH", f"/dynamic-tables/{table}", {"freshness": "1 HOUR"}, "ACTIVE"),
-    ]  # fmt: skip
+    ]
     for method, path, body, state in steps:
         assert api.call(method, path, None, body).status == 401
         denied = api.call(method, path, "viewer", body)

@@ -86,13 +86,27 @@ def test_schemathesis_cli_every_phase_and_check(live: tuple[str, str, Path]) -> 
     base, token, tmp = live
     junit = tmp / "schemathesis.xml"
     cmd = [
-        str(Path(sys.executable).with_name("schemathesis")), "run", f"{base}/tablemgmt/v1/openapi.json",
-        "--header", f"Authorization: Bearer {token}",
-        "--checks", "all", "--exclude-checks", ",".join(EXCLUDED),
-        "--max-examples", str(EXAMPLES), "--seed", "35", "--workers", "1",
-        "--report", "junit", "--report-junit-path", str(junit),
+        str(Path(sys.executable).with_name("schemathesis")),
+        "run",
+        f"{base}/tablemgmt/v1/openapi.json",
+        "--header",
+        f"Authorization: Bearer {token}",
+        "--checks",
+        "all",
+        "--exclude-checks",
+        ",".join(EXCLUDED),
+        "--max-examples",
+        str(EXAMPLES),
+        "--seed",
+        "35",
+        "--workers",
+        "1",
+        "--report",
+        "junit",
+        "--report-junit-path",
+        str(junit),
         "--no-color",
-    ]  # fmt: skip
+    ]
     started = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=3300)
     out = done.stdout + done.stderr

@@ -47,9 +47,18 @@ def table_ids(*, include_removed: bool = False) -> set[str]:
 
 def register(table_id: str, warehouse: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return tablemgmt(
-        "register", table_id, "--catalog-type", "hadoop", "--warehouse", str(warehouse),
-        "--action", "rewrite-files", "--set", "rewrite-files.min-input-files=2", *extra,
-    )  # fmt: skip
+        "register",
+        table_id,
+        "--catalog-type",
+        "hadoop",
+        "--warehouse",
+        str(warehouse),
+        "--action",
+        "rewrite-files",
+        "--set",
+        "rewrite-files.min-input-files=2",
+        *extra,
+    )
 
 
 def test_register_list_show_remove_and_revive(tmp_path: Path) -> None:
@@ -129,12 +138,15 @@ def test_bad_input_is_rejected_naming_file_table_field_value_and_rule(tmp_path: 
     assert "nothing applied" in res.stderr
 
     cases = [
-        (["--set", "rewrite-files.strategy=fast"], ["actions.rewrite-files.strategy", "'binpack', 'sort' or 'zorder'", "got 'fast'"]),
+        (
+            ["--set", "rewrite-files.strategy=fast"],
+            ["actions.rewrite-files.strategy", "'binpack', 'sort' or 'zorder'", "got 'fast'"],
+        ),
         (["--set", "compress.interval=1h"], ["unknown action 'compress'", f"known actions: {known}"]),
         # A run's action may be a format plugin's too (make install installs the Paimon plugin).
         (["--action", "purge"], ["unknown action 'purge'", f"known actions: {known_with_plugins}"]),
         (["--set", "rewrite-files"], ["must look like ACTION.OPTION=VALUE"]),
-    ]  # fmt: skip
+    ]
     for flags, expected in cases:
         res = register("clibad.db.events", tmp_path / "wh", *flags)
         assert res.returncode == 2, (flags, res.stdout, res.stderr)
@@ -233,8 +245,10 @@ def test_cancel_and_clear_pending_processes(tmp_path: Path) -> None:
     missing = tablemgmt("cancel", "999999")
     assert missing.returncode == 2 and "no process with id 999999" in missing.stderr
 
-    pending = [repo.open(tid, a, datetime(2026, 3, 2, h, tzinfo=UTC))[0] for a, h in
-               [("rewrite-files", 0), ("rewrite-files", 1), ("expire-snapshots", 0)]]  # fmt: skip
+    pending = [
+        repo.open(tid, a, datetime(2026, 3, 2, h, tzinfo=UTC))[0]
+        for a, h in [("rewrite-files", 0), ("rewrite-files", 1), ("expire-snapshots", 0)]
+    ]
     res = ok(tablemgmt("clear", tid))
     assert f"{tid}: 3 process(es) canceled" in res.stdout
     assert {repo.get(p.id).status for p in pending} == {ProcessStatus.CANCELED}

@@ -24,10 +24,19 @@ def fails(res: subprocess.CompletedProcess[str], message: str) -> None:
 
 def test_bad_definitions_are_one_error_line_and_store_nothing() -> None:
     fails(
-        tablemgmt("dt", "create", "clidt.db.bad", "--query", "SELECT 1", "--freshness", "1 HOUR",
-                  "--refresh-mode", "continuous"),
+        tablemgmt(
+            "dt",
+            "create",
+            "clidt.db.bad",
+            "--query",
+            "SELECT 1",
+            "--freshness",
+            "1 HOUR",
+            "--refresh-mode",
+            "continuous",
+        ),
         "refresh-mode: 'continuous' is not supported: Spark batch refreshes are full; allowed: full",
-    )  # fmt: skip
+    )
     fails(
         tablemgmt("dt", "create", "clidt.db.bad", "--query", "SELECT 1", "--freshness", "7 HOUR"),
         "allowed for HOUR: 1, 2, 3, 4, 6, 8, 12, 24",
@@ -44,11 +53,23 @@ def test_create_refresh_validation_suspend_resume_history(airflow_db: str, tmp_p
     tid = "clidt.db.daily"
     created = ok(
         tablemgmt(
-            "dt", "create", tid, "--query", "SELECT day, count(*) AS n FROM clidt.db.events GROUP BY day",
-            "--freshness", "1 DAY", "--partitioned-by", "day", "--date-formatter", "day=yyyy-MM-dd",
-            "--suspend-after-failures", "3", "--json", timeout=600,
+            "dt",
+            "create",
+            tid,
+            "--query",
+            "SELECT day, count(*) AS n FROM clidt.db.events GROUP BY day",
+            "--freshness",
+            "1 DAY",
+            "--partitioned-by",
+            "day",
+            "--date-formatter",
+            "day=yyyy-MM-dd",
+            "--suspend-after-failures",
+            "3",
+            "--json",
+            timeout=600,
         )
-    )  # fmt: skip
+    )
     out = json.loads(created.stdout)
     assert out["table"]["state"] == "ACTIVE"
     assert out["table"]["definition"]["source-tables"] == ["clidt.db.events"]

@@ -49,13 +49,23 @@ STORE_CASES = {
     # name: (store URL, command, expected parts of the message)
     "unreachable": (f"postgresql://u:{SECRET}@127.0.0.1:1/x", ["tables"], ["127.0.0.1:1", "cannot reach"]),
     "unreachable-psycopg2": (
-        f"postgresql+psycopg2://u:{SECRET}@127.0.0.1:1/x", ["register", "a.b.c"], ["127.0.0.1:1"],
+        f"postgresql+psycopg2://u:{SECRET}@127.0.0.1:1/x",
+        ["register", "a.b.c"],
+        ["127.0.0.1:1"],
     ),
     "driver-missing": (f"postgresql+pg8000://u:{SECRET}@127.0.0.1:1/x", ["tables"], ["pip install pg8000"]),
-    "mysql-driver-missing": (f"mysql://u:{SECRET}@127.0.0.1:1/x", ["processes"], ["pip install mysqlclient", "pymysql"]),
+    "mysql-driver-missing": (
+        f"mysql://u:{SECRET}@127.0.0.1:1/x",
+        ["processes"],
+        ["pip install mysqlclient", "pymysql"],
+    ),
     "malformed-url": ("notaurl", ["tables"], ["store URL 'notaurl' is not a database URL"]),
-    "unwritable-proc": ("sqlite:////proc/nonexistent-tms/tm.db", ["db", "upgrade"], ["/proc/nonexistent-tms/tm.db", "cannot create"]),
-}  # fmt: skip
+    "unwritable-proc": (
+        "sqlite:////proc/nonexistent-tms/tm.db",
+        ["db", "upgrade"],
+        ["/proc/nonexistent-tms/tm.db", "cannot create"],
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(STORE_CASES))
@@ -73,10 +83,16 @@ def test_a_store_path_under_a_regular_file_is_a_clear_error(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     "command",
-    [["tables"], ["show", "lake.db.orders"], ["processes"], ["process", "1"], ["catalogs"],
-     ["remove", "lake.db.orders"]],
+    [
+        ["tables"],
+        ["show", "lake.db.orders"],
+        ["processes"],
+        ["process", "1"],
+        ["catalogs"],
+        ["remove", "lake.db.orders"],
+    ],
     ids=lambda c: c[0],
-)  # fmt: skip
+)
 def test_commands_that_only_read_or_remove_never_create_a_store(tmp_path: Path, command: list[str]) -> None:
     db = tmp_path / "missing" / "tablemgmt.db"
     code, _, err = tablemgmt("--store-url", f"sqlite:///{db}", *command)
@@ -97,18 +113,33 @@ INPUT_CASES = {
     "apply-directory": (["apply", "/tmp"], ["/tmp"]),
     "register-missing-file": (["register", "--file", "/nonexistent/spec.yaml"], ["/nonexistent/spec.yaml"]),
     "register-unparseable": (["register", "--file", "{bad}"], ["bad.yaml"]),
-    "bad-instant": (["run", "lake.db.orders", "rewrite-files", "--instant", "notadate"], ["--instant", "'notadate'"]),
+    "bad-instant": (
+        ["run", "lake.db.orders", "rewrite-files", "--instant", "notadate"],
+        ["--instant", "'notadate'"],
+    ),
     "unknown-table-show": (["show", "lake.db.nope"], ["table lake.db.nope is not registered"]),
     "unknown-table-run": (["run", "lake.db.nope", "rewrite-files"], ["table lake.db.nope is not registered"]),
     "unknown-table-clear": (["clear", "lake.db.nope"], ["table lake.db.nope is not registered"]),
-    "unknown-catalog": (["register", "nocat.db.t", "--action", "rewrite-files"], ["catalog 'nocat' is not registered", "lake"]),
+    "unknown-catalog": (
+        ["register", "nocat.db.t", "--action", "rewrite-files"],
+        ["catalog 'nocat' is not registered", "lake"],
+    ),
     "unknown-catalog-set-from-yaml": (["catalog", "set", "Bad-Name", "--warehouse", "/wh"], ["Bad-Name"]),
     "unknown-action-run": (["run", "lake.db.orders", "purge"], ["unknown action 'purge'", "rewrite-files"]),
-    "filter-unknown-table": (["processes", "--table", "lake.db.nope"], ["table lake.db.nope is not registered"]),
-    "filter-unknown-action": (["processes", "--action", "nope"], ["unknown action 'nope'", "expire-snapshots"]),
+    "filter-unknown-table": (
+        ["processes", "--table", "lake.db.nope"],
+        ["table lake.db.nope is not registered"],
+    ),
+    "filter-unknown-action": (
+        ["processes", "--action", "nope"],
+        ["unknown action 'nope'", "expire-snapshots"],
+    ),
     "unknown-process": (["process", "999999"], ["no process with id 999999"]),
-    "relative-warehouse": (["catalog", "set", "other", "--warehouse", "../../tmp"], ["warehouse", "'../../tmp'", "absolute"]),
-}  # fmt: skip
+    "relative-warehouse": (
+        ["catalog", "set", "other", "--warehouse", "../../tmp"],
+        ["warehouse", "'../../tmp'", "absolute"],
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(INPUT_CASES))

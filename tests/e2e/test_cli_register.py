@@ -38,8 +38,23 @@ def test_reregistering_changes_only_what_is_given_and_replacing_actions_is_expli
 ) -> None:
     t = "lake.s.t"
     wh = str(tmp_path / "wh")
-    ok(cli(url, "register", t, "--warehouse", wh, "--action", "rewrite-files", "--action", "expire-snapshots",
-           "--set", "expire-snapshots.retain-last=3", "--owner", "alice"))  # fmt: skip
+    ok(
+        cli(
+            url,
+            "register",
+            t,
+            "--warehouse",
+            wh,
+            "--action",
+            "rewrite-files",
+            "--action",
+            "expire-snapshots",
+            "--set",
+            "expire-snapshots.retain-last=3",
+            "--owner",
+            "alice",
+        )
+    )
     assert "lake.s.t: updated" in ok(cli(url, "register", t, "--owner", "bob"))
     s = spec(url, t)
     assert s["owner"] == "bob"
@@ -78,8 +93,20 @@ def test_registering_never_changes_an_existing_catalog(url: str, tmp_path: Path)
     # Changing a catalog is the explicit command.
     assert "catalog lake: updated" in ok(cli(url, "catalog", "set", "lake", "--warehouse", other))
     assert "catalog lake: unchanged" in ok(cli(url, "catalog", "set", "lake", "--warehouse", other))
-    out = ok(cli(url, "catalog", "set", "rest1", "--type", "rest", "--property", "uri=http://cat:8181",
-                 "--property", "token=conn:rest_cat"))  # fmt: skip
+    out = ok(
+        cli(
+            url,
+            "catalog",
+            "set",
+            "rest1",
+            "--type",
+            "rest",
+            "--property",
+            "uri=http://cat:8181",
+            "--property",
+            "token=conn:rest_cat",
+        )
+    )
     assert "catalog rest1: created" in out
     listed = ok(cli(url, "catalogs"))
     assert "lake" in listed and other in listed and "uri=http://cat:8181" in listed

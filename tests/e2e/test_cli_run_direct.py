@@ -44,8 +44,13 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def cli(store_url: str, *args: str, program: str = DIRECT, importtime: bool = False,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def cli(
+    store_url: str,
+    *args: str,
+    program: str = DIRECT,
+    importtime: bool = False,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     flags = ["-X", "importtime"] if importtime else []
     argv = [sys.executable, *flags, "-c", program, "--store-url", store_url, *args]
     return subprocess.run(argv, capture_output=True, text=True, env=env or _env(), timeout=600)
@@ -65,8 +70,21 @@ def imported_airflow(stderr: str) -> list[str]:
 
 
 def register(store_url: str, table: IcebergTable) -> None:
-    ok(cli(store_url, "register", table.table_id, "--catalog-type", "hadoop", "--warehouse", str(table.warehouse),
-           "--action", "rewrite-files", "--set", "rewrite-files.min-input-files=2"))  # fmt: skip
+    ok(
+        cli(
+            store_url,
+            "register",
+            table.table_id,
+            "--catalog-type",
+            "hadoop",
+            "--warehouse",
+            str(table.warehouse),
+            "--action",
+            "rewrite-files",
+            "--set",
+            "rewrite-files.min-input-files=2",
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +121,18 @@ def test_run_without_airflow_matches_the_run_through_sparksubmithook(
         cli(store_url, "run", a.table_id, "rewrite-files", "--instant", INSTANT, "--json", importtime=True)
     )
     assert imported_airflow(direct.stderr) == []
-    hooked = ok(cli(store_url, "run", b.table_id, "rewrite-files", "--instant", INSTANT, "--json",
-                    program=THROUGH_AIRFLOW))  # fmt: skip
+    hooked = ok(
+        cli(
+            store_url,
+            "run",
+            b.table_id,
+            "rewrite-files",
+            "--instant",
+            INSTANT,
+            "--json",
+            program=THROUGH_AIRFLOW,
+        )
+    )
     one, two = json.loads(direct.stdout), json.loads(hooked.stdout)
     assert one["status"] == two["status"] == "SUCCESS"
     assert (one["attempt"], one["reused"]) == (two["attempt"], two["reused"]) == (1, False)
@@ -126,9 +154,18 @@ def test_run_without_airflow_matches_the_run_through_sparksubmithook(
     for row, out in zip(rows, (one, two), strict=True):
         assert row["status"] == "SUCCESS" and row["attempt"] == 1 and row["summary"] == out["summary"]
     assert {k for k in rows[0] if rows[0][k] != rows[1][k]} <= {
-        "id", "table_id", "external_id", "snapshot_id", "summary", "created_at", "started_at", "finished_at",
-        "heartbeat_at", "lease_acquired_at", "timings",
-    }  # fmt: skip
+        "id",
+        "table_id",
+        "external_id",
+        "snapshot_id",
+        "summary",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "lease_acquired_at",
+        "timings",
+    }
 
 
 @pytest.fixture

@@ -21,7 +21,9 @@ def test_the_probe_answers_with_the_servers_spark_version() -> None:
         pytest.skip("TABLEMGMT_TEST_TABLES_LOCAL=1: no Spark Connect server in this test process")
     res = subprocess.run(
         [sys.executable, "-m", "airflow_tablemgmt.spark.connect.probe", url, "--timeout", "60"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().startswith(f"{url} answers: Spark 3.5."), res.stdout

@@ -39,14 +39,19 @@ def _demo_report() -> ModuleType:
 def test_snapshot_ids_print_as_ids_and_counts_keep_separators(capsys: pytest.CaptureFixture[str]) -> None:
     report = _demo_report()
     proc = Process(
-        id=3, table_id="demo.db.events", action="rewrite-files", instant=datetime(2026, 2, 1, tzinfo=UTC),
-        status=ProcessStatus.SUCCESS, snapshot_id=SNAPSHOT_ID,
+        id=3,
+        table_id="demo.db.events",
+        action="rewrite-files",
+        instant=datetime(2026, 2, 1, tzinfo=UTC),
+        status=ProcessStatus.SUCCESS,
+        snapshot_id=SNAPSHOT_ID,
         summary={
-            "current_snapshot_id": SNAPSHOT_ID, "rewritten_bytes_count": 1234567,
+            "current_snapshot_id": SNAPSHOT_ID,
+            "rewritten_bytes_count": 1234567,
             "before": {"data_files": 520, "physical_rows": 52000, "snapshot_id": SNAPSHOT_ID},
             "after": {"data_files": 4, "physical_rows": 51000},
         },
-    )  # fmt: skip
+    )
     report.print_process(proc)
     out = capsys.readouterr().out
     assert f"current_snapshot_id={SNAPSHOT_ID}" in out
@@ -87,17 +92,20 @@ def test_cli_names_the_store_it_opened_when_it_holds_no_tables(tmp_path: Path) -
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "TABLEMGMT_STORE_URL"}
     env.update(AIRFLOW_HOME=str(home), PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    up = subprocess.run([str(BIN / "tablemgmt"), "db", "upgrade"], env=env, capture_output=True, text=True,
-                        timeout=120)  # fmt: skip
+    up = subprocess.run(
+        [str(BIN / "tablemgmt"), "db", "upgrade"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert up.returncode == 0, up.stderr[-2000:]
-    res = subprocess.run([str(BIN / "tablemgmt"), "tables"], env=env, capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [str(BIN / "tablemgmt"), "tables"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert f"no tables in the store at sqlite:///{home / 'tablemgmt.db'}" in res.stdout
     assert "TABLEMGMT_STORE_URL" in res.stdout and "tablemgmt_default" in res.stdout
     # --json stays parseable: an empty list, the note on stderr.
-    res = subprocess.run([str(BIN / "tablemgmt"), "tables", "--json"], env=env, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [str(BIN / "tablemgmt"), "tables", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert json.loads(res.stdout) == [] and "no tables in the store at" in res.stderr
 
 
@@ -143,8 +151,9 @@ def test_make_ui_starts_airflow_on_the_demo_home_and_prints_url_and_login(tmp_pa
     env.update(
         DEMO_DIR=str(demo), UI_PORT=str(port), UI_SMOKE="1", VENV=str(Path(sys.executable).parent.parent)
     )
-    res = subprocess.run(["bash", str(ROOT / "scripts" / "ui.sh")], env=env, capture_output=True, text=True,
-                         timeout=400)  # fmt: skip
+    res = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "ui.sh")], env=env, capture_output=True, text=True, timeout=400
+    )
     out = res.stdout
     assert res.returncode == 0, f"stdout:\n{out[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     assert f"http://127.0.0.1:{port}/plugin/tablemgmt" in out

@@ -48,8 +48,9 @@ def test_an_unknown_demo_catalog_fails_at_once_naming_the_variable_the_value_and
     demo_dir = tmp_path / "demo"
     env = {**os.environ, "DEMO_CATALOG": value, "DEMO_DIR": str(demo_dir), "VENV": str(BIN.parent)}
     t0 = time.monotonic()
-    res = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh")], env=env, capture_output=True, text=True,
-                         timeout=60)  # fmt: skip
+    res = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "demo.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"DEMO_CATALOG: '{value}' is not one of: local" in res.stderr and "rest" in res.stderr
     assert res.stdout == ""  # no step started
@@ -108,10 +109,19 @@ def _pids_alive(pgids: list[int]) -> list[int]:
 def test_the_demo_starts_the_rest_catalog_and_s3_and_stops_both_on_sigterm(tmp_path: Path) -> None:
     env_file = tmp_path / "servers.env"
     proc = subprocess.Popen(
-        [str(BIN / "python"), str(ROOT / "scripts" / "demo_rest.py"), "serve", "--dir", str(tmp_path / "servers"),
-         "--env-file", str(env_file)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            str(BIN / "python"),
+            str(ROOT / "scripts" / "demo_rest.py"),
+            "serve",
+            "--dir",
+            str(tmp_path / "servers"),
+            "--env-file",
+            str(env_file),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while not env_file.exists():

@@ -70,17 +70,22 @@ def _scenario(dep: AirflowDeployment, tmp_path: Path) -> None:
 
     t0 = time.monotonic()
     migrate = subprocess.Popen(
-        [str(BIN / "airflow"), "db", "migrate"], env=dep.env,
-        stdout=dep.log("db-migrate").open("wb"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [str(BIN / "airflow"), "db", "migrate"],
+        env=dep.env,
+        stdout=dep.log("db-migrate").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
     source = make_table(tmp_path / "wh", "livedt.db.events", files=4, rows=400)
     (dep.home / "dags" / "tables.yaml").write_text(
         TABLES_YAML.format(warehouse=source.warehouse, table=TABLE)
     )
     (dep.home / "dags" / "tablemgmt_dags.py").write_bytes((ROOT / "dags" / "tablemgmt_dags.py").read_bytes())
     assert migrate.wait(timeout=300) == 0, dep.log("db-migrate").read_text()[-3000:]
-    for name, args in (("api-server", ("api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")),
-                       ("scheduler", ("scheduler",)), ("dag-processor", ("dag-processor",))):  # fmt: skip
+    for name, args in (
+        ("api-server", ("api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")),
+        ("scheduler", ("scheduler",)),
+        ("dag-processor", ("dag-processor",)),
+    ):
         dep.start(name, *args)
 
     def api_up() -> bool:

@@ -92,9 +92,18 @@ def make_tables(warehouse: Path, names: list[str], files: int, rows: int) -> dic
 
 def register(table_id: str, warehouse: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return tablemgmt(
-        "register", table_id, "--catalog-type", "hadoop", "--warehouse", str(warehouse),
-        "--action", ACTION, "--set", f"{ACTION}.min-input-files=2", *extra,
-    )  # fmt: skip
+        "register",
+        table_id,
+        "--catalog-type",
+        "hadoop",
+        "--warehouse",
+        str(warehouse),
+        "--action",
+        ACTION,
+        "--set",
+        f"{ACTION}.min-input-files=2",
+        *extra,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +221,9 @@ def test_worker_killed_with_sigkill_is_recovered_by_the_next_run(
         os.kill(proc.pid, signal.SIGKILL)  # the worker only
         proc.wait(timeout=30)
         os.killpg(pgid, signal.SIGCONT)  # let the orphans react to their parent's death
-        wait_for("spark-submit and its driver to die with the worker", lambda: not group_members(pgid),
-                 timeout=60)  # fmt: skip
+        wait_for(
+            "spark-submit and its driver to die with the worker", lambda: not group_members(pgid), timeout=60
+        )
     finally:
         if group_members(pgid):
             os.killpg(pgid, signal.SIGKILL)

@@ -52,10 +52,15 @@ def test_a_refresh_reports_its_sources_as_inputs_and_its_table_as_output(
     store = Store.for_url(url)
     store.catalogs.upsert(CatalogSpec(name="lake", warehouse=str(warehouse)), Owner.STORE)
     spec = parse_dynamic_table(
-        {"identifier": TABLE, "freshness": "1 DAY", "retries": 0, "source-tables": SOURCES,
-         "query": "SELECT o.day, c.region, count(*) AS n FROM lake.sales.orders o "
-                  "JOIN lake.sales.customers c ON o.customer = c.id GROUP BY o.day, c.region"}
-    )  # fmt: skip
+        {
+            "identifier": TABLE,
+            "freshness": "1 DAY",
+            "retries": 0,
+            "source-tables": SOURCES,
+            "query": "SELECT o.day, c.region, count(*) AS n FROM lake.sales.orders o "
+            "JOIN lake.sales.customers c ON o.customer = c.id GROUP BY o.day, c.region",
+        }
+    )
     store.dynamic.upsert(spec, Owner.STORE, state="ACTIVE")
 
     events_file = tmp_path / "openlineage.jsonl"
@@ -73,8 +78,13 @@ def test_a_refresh_reports_its_sources_as_inputs_and_its_table_as_output(
         "AIRFLOW__OPENLINEAGE__EXECUTION_TIMEOUT": "60",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
-    res = subprocess.run([sys.executable, "-c", SCRIPT, str(dags_folder), DAG_ID], env=env, capture_output=True,
-                         text=True, timeout=350)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(dags_folder), DAG_ID],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=350,
+    )
     assert events_file.exists(), res.stdout[-4000:] + res.stderr[-4000:]
 
     events = [e for e in _events(events_file) if e.get("job", {}).get("name") == f"{DAG_ID}.maintain"]

@@ -54,13 +54,14 @@ def _run(folder: Path, tmp_path: Path, inject: bool) -> tuple[dict[str, str], li
         "TMS_PARENT_OUT": str(out),
         "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
             {"type": "file", "log_file_path": str(events_file), "append": True}
-        ),  # fmt: skip
+        ),
         "AIRFLOW__OPENLINEAGE__NAMESPACE": "tms-test",
         "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
         "AIRFLOW__OPENLINEAGE__SPARK_INJECT_PARENT_JOB_INFO": str(inject),
     }
-    res = subprocess.run([sys.executable, "-c", SCRIPT, str(folder)], env=env, capture_output=True, text=True,
-                         timeout=240)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(folder)], env=env, capture_output=True, text=True, timeout=240
+    )
     assert out.exists(), res.stdout[-3000:] + res.stderr[-3000:]
     events = [json.loads(x) for x in events_file.read_text().splitlines()] if events_file.exists() else []
     return json.loads(out.read_text()), events
@@ -92,8 +93,10 @@ def test_the_hook_passes_the_parent_to_spark_submit(tmp_path: Path, monkeypatch:
 
     argv_file = tmp_path / "argv.json"
     binary = tmp_path / "spark-submit"
-    binary.write_text(f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
-                      "sys.exit(3)\n")  # fmt: skip
+    binary.write_text(
+        f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
+        "sys.exit(3)\n"
+    )
     binary.chmod(0o755)
     # The default settings: the JVM class cache on (its options are added to the submitted conf).
     monkeypatch.delenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", raising=False)
@@ -105,9 +108,12 @@ def test_the_hook_passes_the_parent_to_spark_submit(tmp_path: Path, monkeypatch:
     planned: list[dict[str, Any]] = []
     real_plan = class_cache.plan
     monkeypatch.setattr(class_cache, "plan", lambda **kw: planned.append(kw) or real_plan(**kw))
-    job = JobSpec(table={"catalog": "lake", "namespace": "db", "name": "t"},
-                  catalog={"name": "lake", "type": "hadoop", "warehouse": str(tmp_path / "wh"), "properties": {}},
-                  action="rewrite-files", process_id=7)  # fmt: skip
+    job = JobSpec(
+        table={"catalog": "lake", "namespace": "db", "name": "t"},
+        catalog={"name": "lake", "type": "hadoop", "warehouse": str(tmp_path / "wh"), "properties": {}},
+        action="rewrite-files",
+        process_id=7,
+    )
 
     def submit() -> list[str]:
         hook = SparkJobHook("spark_default", workdir=str(tmp_path))

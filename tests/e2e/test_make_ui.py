@@ -60,9 +60,15 @@ class UiScript:
 
     def __init__(self, env: dict[str, str], cwd: Path | None = None) -> None:
         self.proc = subprocess.Popen(
-            ["bash", str(ROOT / "scripts" / "ui.sh")], env=env, stdout=subprocess.PIPE, cwd=cwd,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=_as_in_a_terminal,
-        )  # fmt: skip
+            ["bash", str(ROOT / "scripts" / "ui.sh")],
+            env=env,
+            stdout=subprocess.PIPE,
+            cwd=cwd,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_as_in_a_terminal,
+        )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -232,23 +238,35 @@ def test_make_ui_survives_a_burst_has_a_viewer_and_restarts_a_dead_component(dem
         viewer = _token(base, "viewer", passwords["viewer"])
         status, tables = _call("GET", f"{base}/tablemgmt/v1/tables", viewer)
         assert status == 200 and [t["table"] for t in tables["items"]] == ["lake.db.events"], tables
-        status, body = _call("POST", f"{base}/tablemgmt/v1/catalogs", viewer,
-                             {"name": "other", "type": "hadoop", "warehouse": "/tmp/x"})  # fmt: skip
+        status, body = _call(
+            "POST",
+            f"{base}/tablemgmt/v1/catalogs",
+            viewer,
+            {"name": "other", "type": "hadoop", "warehouse": "/tmp/x"},
+        )
         assert status == 403, (status, body)
         assert _call("GET", f"{base}/tablemgmt/v1/catalogs/other", admin)[0] == 404  # nothing written
 
         # The burst: 12 clients, 480 calls mixing the plugin's API, Airflow's own API and token logins,
         # while the scheduler, dag-processor and triggerer write to the same SQLite DB.
-        paths = ["/tablemgmt/v1/tables", "/tablemgmt/v1/processes", "/api/v2/dags", "/tablemgmt/v1/catalogs",
-                 "/api/v2/pools"]  # fmt: skip
+        paths = [
+            "/tablemgmt/v1/tables",
+            "/tablemgmt/v1/processes",
+            "/api/v2/dags",
+            "/tablemgmt/v1/catalogs",
+            "/api/v2/pools",
+        ]
         counts: Counter[int] = Counter()
         lock = threading.Lock()
 
         def client(n: int) -> None:
             for i in range(40):
                 if i % 10 == 9:
-                    status = _call("POST", f"{base}/auth/token", body={"username": "viewer",
-                                   "password": passwords["viewer"]})[0]  # fmt: skip
+                    status = _call(
+                        "POST",
+                        f"{base}/auth/token",
+                        body={"username": "viewer", "password": passwords["viewer"]},
+                    )[0]
                 else:
                     status = _call("GET", base + paths[(n + i) % len(paths)], admin if n % 2 else viewer)[0]
                 with lock:
@@ -331,8 +349,9 @@ def test_make_ui_runs_on_postgresql(tmp_path: Path, pg_database: str) -> None:
     port = _free_port()
     env = _env(demo, port, UI_SMOKE="1", UI_PAUSE="0")  # the schedules' first-start pause: the other test
     env.update(AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=pg_database, TABLEMGMT_STORE_URL=pg_database)
-    res = subprocess.run(["bash", str(ROOT / "scripts" / "ui.sh")], env=env, capture_output=True, text=True,
-                         timeout=540)  # fmt: skip
+    res = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "ui.sh")], env=env, capture_output=True, text=True, timeout=540
+    )
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     assert "api-server answers" in res.stdout
     assert not (demo / "airflow" / "airflow.db").exists()  # Airflow's DB is the PostgreSQL one

@@ -46,11 +46,23 @@ def receiver(monkeypatch: pytest.MonkeyPatch) -> StatsdReceiver:
 
 def _register(table: IcebergTable) -> None:
     res = run(
-        [str(BIN / "tablemgmt"), "--store-url", STORE_URL, "register", table.table_id, "--catalog-type", "hadoop",
-         "--warehouse", str(table.warehouse), "--action", "rewrite-files",
-         "--set", "rewrite-files.min-input-files=2"],
+        [
+            str(BIN / "tablemgmt"),
+            "--store-url",
+            STORE_URL,
+            "register",
+            table.table_id,
+            "--catalog-type",
+            "hadoop",
+            "--warehouse",
+            str(table.warehouse),
+            "--action",
+            "rewrite-files",
+            "--set",
+            "rewrite-files.min-input-files=2",
+        ],
         timeout=120,
-    )  # fmt: skip
+    )
     assert res.returncode == 0, res.stderr[-3000:]
 
 
@@ -58,10 +70,17 @@ def test_cli_run_and_health_send_metrics(tmp_path: Path, receiver: StatsdReceive
     table = make_table(tmp_path / "wh", "metrics.db.events", files=12, rows=1200)
     _register(table)
     res: subprocess.CompletedProcess[str] = run(
-        [str(BIN / "tablemgmt"), "run", table.table_id, "rewrite-files", "--json",
-         "--instant", "2026-03-01T00:00:00+00:00"],
+        [
+            str(BIN / "tablemgmt"),
+            "run",
+            table.table_id,
+            "rewrite-files",
+            "--json",
+            "--instant",
+            "2026-03-01T00:00:00+00:00",
+        ],
         timeout=600,
-    )  # fmt: skip
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     summary = json.loads(res.stdout)["summary"]
     before, after = summary["before"]["data_files"], summary["after"]["data_files"]

@@ -64,8 +64,12 @@ def inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Inbox]:
     port = _free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port)
     controller.start()
-    conn = {"conn_type": "smtp", "host": "127.0.0.1", "port": port,
-            "extra": {"disable_ssl": True, "disable_tls": True, "from_email": "tablemgmt@example.com"}}  # fmt: skip
+    conn = {
+        "conn_type": "smtp",
+        "host": "127.0.0.1",
+        "port": port,
+        "extra": {"disable_ssl": True, "disable_tls": True, "from_email": "tablemgmt@example.com"},
+    }
     monkeypatch.setenv("AIRFLOW_CONN_SMTP_TMS", json.dumps(conn))
     try:
         yield handler
@@ -86,8 +90,17 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("TABLEMGMT_STORE_URL", url)
     s = Store.for_url(url)
     s.catalogs.upsert(CatalogSpec(name="lake", warehouse=str(tmp_path / "wh")), Owner.STORE)
-    s.tables.upsert(TableSpec.model_validate({"catalog": "lake", "namespace": "sales", "name": "orders",
-                                              "actions": {"expire-snapshots": {"retries": 0}}}), Owner.STORE)  # fmt: skip
+    s.tables.upsert(
+        TableSpec.model_validate(
+            {
+                "catalog": "lake",
+                "namespace": "sales",
+                "name": "orders",
+                "actions": {"expire-snapshots": {"retries": 0}},
+            }
+        ),
+        Owner.STORE,
+    )
     return s
 
 
@@ -248,8 +261,13 @@ def small_files_lake(tmp_path: Path) -> tuple[Any, Any]:
         CatalogSpec(name="lake", type="jdbc", warehouse=warehouse, properties={"uri": uri}), Owner.STORE
     )
     notify = {"notifiers": [_notifier("oncall@example.com")], "events": ["unhealthy"]}
-    spec = {"catalog": "lake", "namespace": "sales", "name": "events", "notify": notify,
-            "actions": {"expire-snapshots": {}, "rewrite-files": {}}}  # fmt: skip
+    spec = {
+        "catalog": "lake",
+        "namespace": "sales",
+        "name": "events",
+        "notify": notify,
+        "actions": {"expire-snapshots": {}, "rewrite-files": {}},
+    }
     store.tables.upsert(TableSpec.model_validate(spec), Owner.STORE)
     return table, store
 
@@ -348,8 +366,13 @@ def test_the_operator_mails_once_when_its_process_leaves_the_table_unhealthy(
     store = Store.for_url(url)
     store.catalogs.upsert(CatalogSpec(name="lake", warehouse=str(table.warehouse)), Owner.STORE)
     notify = {"notifiers": [_notifier("oncall@example.com")], "events": ["unhealthy"], "health-below": 80}
-    spec = {"catalog": "lake", "namespace": "sales", "name": "clicks", "notify": notify,
-            "actions": {"expire-snapshots": {"retries": 0}, "rewrite-files": {}}}  # fmt: skip
+    spec = {
+        "catalog": "lake",
+        "namespace": "sales",
+        "name": "clicks",
+        "notify": notify,
+        "actions": {"expire-snapshots": {"retries": 0}, "rewrite-files": {}},
+    }
     store.tables.upsert(TableSpec.model_validate(spec), Owner.STORE)
 
     bag = DagBag(dag_folder=str(dags_folder))

@@ -143,8 +143,10 @@ def test_retry_after_a_dead_worker_defers_for_its_lease_then_recovers(store: Sto
     assert (row.status, row.attempt) == (S.PENDING, 2)
     assert store.leases.get(TABLE).holder == old_holder
 
-    wait_for("attempt 1's lease to lapse (database time)",
-             lambda: store.leases.get(TABLE).expired(store.leases.now()))  # fmt: skip
+    wait_for(
+        "attempt 1's lease to lapse (database time)",
+        lambda: store.leases.get(TABLE).expired(store.leases.now()),
+    )
     summary = op.resume_after_lease_wait(context(2), **deferred.value.kwargs)
     assert summary["process_id"] == p.id
     row = store.processes.get(p.id)
@@ -238,8 +240,11 @@ def _empty_iceberg_table(warehouse: Path) -> None:
     location = warehouse / "db" / "orders"
     meta = new_table_metadata(
         Schema(NestedField(1, "id", LongType(), required=False)),
-        UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, str(location), {},
-    )  # fmt: skip
+        UNPARTITIONED_PARTITION_SPEC,
+        UNSORTED_SORT_ORDER,
+        str(location),
+        {},
+    )
     (location / "metadata").mkdir(parents=True)
     (location / "metadata" / "v1.metadata.json").write_text(meta.model_dump_json())
     (location / "metadata" / "version-hint.text").write_text("1")

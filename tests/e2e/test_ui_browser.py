@@ -261,8 +261,11 @@ def _seed_history(store_url: str) -> list[int]:
         p, _ = store.processes.open(TABLE, ACTION, instant, dag_id=DAG_ID)
         store.processes.lease_taken(p.id, 1)
         with store.engine.begin() as conn:  # history: the stamps of days ago, not of now
-            conn.execute(update(ProcessRow.__table__).where(ProcessRow.__table__.c.id == p.id).values(
-                created_at=instant, lease_acquired_at=instant + timedelta(seconds=LEASE_WAIT_S)))  # fmt: skip
+            conn.execute(
+                update(ProcessRow.__table__)
+                .where(ProcessRow.__table__.c.id == p.id)
+                .values(created_at=instant, lease_acquired_at=instant + timedelta(seconds=LEASE_WAIT_S))
+            )
         store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
         started = instant + timedelta(minutes=2)  # two minutes queued and waiting for the lease
         store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, started_at=started)
@@ -289,17 +292,31 @@ def _seed_history(store_url: str) -> list[int]:
     store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
     store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, started_at=instant)
     store.processes.transition(
-        p.id, S.SUCCESS, expected=S.RUNNING, attempt=1, finished_at=instant + timedelta(seconds=40),
-        summary={"expired_snapshots": 6, "deleted_files": EXPIRY_DELETED,
-                 "before": {"data_files": 4, "snapshots": 10}, "after": {"data_files": 4, "snapshots": 4}},
-    )  # fmt: skip
+        p.id,
+        S.SUCCESS,
+        expected=S.RUNNING,
+        attempt=1,
+        finished_at=instant + timedelta(seconds=40),
+        summary={
+            "expired_snapshots": 6,
+            "deleted_files": EXPIRY_DELETED,
+            "before": {"data_files": 4, "snapshots": 10},
+            "after": {"data_files": 4, "snapshots": 4},
+        },
+    )
     ids.append(p.id)
     return ids
 
 
 # What the seeded expiry deleted, as Iceberg's procedure reports it (formats/iceberg/job/snapshots.py).
-EXPIRY_DELETED = {"data": 3, "position_deletes": 1, "equality_deletes": 0, "manifests": 2,
-                  "manifest_lists": 6, "statistics": 1}  # fmt: skip
+EXPIRY_DELETED = {
+    "data": 3,
+    "position_deletes": 1,
+    "equality_deletes": 0,
+    "manifests": 2,
+    "manifest_lists": 6,
+    "statistics": 1,
+}
 
 
 @pytest.fixture
@@ -384,10 +401,12 @@ def _load_timings(drv: Any) -> str:
     )
     shift = frame[0] - outer[0]
     redirect, request, response, url = frame[3]
-    parts = [f"outer page DOM ready {outer[2] / 1000:.1f}, {outer[1]} requests (after 2.5 s: {outer[3]})",
-             f"frame opened {shift / 1000:.1f} ({url}; redirects {redirect / 1000:.1f}, request sent "
-             f"{(shift + request) / 1000:.1f}, first byte {(shift + response) / 1000:.1f})",
-             f"frame html {(shift + frame[1]) / 1000:.1f}"]  # fmt: skip
+    parts = [
+        f"outer page DOM ready {outer[2] / 1000:.1f}, {outer[1]} requests (after 2.5 s: {outer[3]})",
+        f"frame opened {shift / 1000:.1f} ({url}; redirects {redirect / 1000:.1f}, request sent "
+        f"{(shift + request) / 1000:.1f}, first byte {(shift + response) / 1000:.1f})",
+        f"frame html {(shift + frame[1]) / 1000:.1f}",
+    ]
     parts += [f"{name} {(shift + a) / 1000:.1f}-{(shift + b) / 1000:.1f}" for name, a, b in frame[2]]
     return "; ".join(parts)
 
@@ -472,8 +491,9 @@ def test_page_inside_airflow_ui_runs_and_cancels(
             v for k, v in EXPIRY_DELETED.items() if k not in ("manifest_lists", "statistics")
         )
         for window, key, removed in (
-            ("24 h", "done_24h", 57 - 4 + expiry_removed), ("7 d", "done_7d", (48 - 4) + (57 - 4) + expiry_removed)
-        ):  # fmt: skip
+            ("24 h", "done_24h", 57 - 4 + expiry_removed),
+            ("7 d", "done_7d", (48 - 4) + (57 - 4) + expiry_removed),
+        ):
             done = drv.find_element(By.CSS_SELECTOR, f'#overview [data-figure="{window}"] b[data-value]')
             assert int(done.get_attribute("data-value")) == expected[key]["files_removed"] == removed
         # The overview measures on its own (no visit to the table list): the Iceberg and the Hudi table.

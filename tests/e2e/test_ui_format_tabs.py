@@ -32,8 +32,13 @@ def _paimon(warehouse: Path) -> bool:
     root = warehouse / "sales.db" / "items"
     (root / "snapshot").mkdir(parents=True)
     (root / "schema").mkdir()
-    schema = {"id": 0, "fields": [{"id": 0, "name": "id", "type": "BIGINT NOT NULL"}], "partitionKeys": [],
-              "primaryKeys": [], "options": {"bucket": "-1"}}  # fmt: skip
+    schema = {
+        "id": 0,
+        "fields": [{"id": 0, "name": "id", "type": "BIGINT NOT NULL"}],
+        "partitionKeys": [],
+        "primaryKeys": [],
+        "options": {"bucket": "-1"},
+    }
     (root / "schema" / "schema-0").write_text(json.dumps(schema))
     for i, kind in enumerate(("APPEND", "COMPACT"), start=1):
         doc = {
@@ -140,8 +145,9 @@ def test_each_formats_tabs_render_its_declared_view(page: tuple[str, bool], driv
     _tab(drv, base, "paths.sales.orders", "snapshots")
     timeline = drv.find_elements(By.CSS_SELECTOR, "#timeline tbody tr")
     assert [(r.get_attribute("data-snapshot"), r.get_attribute("data-operation")) for r in timeline] == [
-        ("1", "DELETE"), ("0", "WRITE"),
-    ]  # fmt: skip
+        ("1", "DELETE"),
+        ("0", "WRITE"),
+    ]
     heads = _texts(drv, "#timeline thead th")
     assert "Data files +/−" in heads and "Delete files +/−" not in heads  # Delta records no delete files
     assert "Timeline (2 log versions, newest first)" in drv.find_element(By.ID, "tab-snapshots").text

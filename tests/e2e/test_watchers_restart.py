@@ -113,9 +113,11 @@ def test_a_commit_while_the_triggerer_is_down_starts_one_run_and_restarts_report
     dep = deployment
     try:
         migrate = subprocess.Popen(
-            [str(BIN / "airflow"), "db", "migrate"], env=dep.env,
-            stdout=dep.log("db-migrate").open("wb"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [str(BIN / "airflow"), "db", "migrate"],
+            env=dep.env,
+            stdout=dep.log("db-migrate").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
         table = make_table(tmp_path / "wh", TABLE, files=2, rows=100)
         (dep.home / "dags" / "watch_dags.py").write_text(
             DAG_FILE.format(warehouse=str(table.warehouse), dag_id=DAG_ID)

@@ -146,8 +146,13 @@ class Lake:
     def start_a(self, table: str, instant: datetime, log: Path) -> subprocess.Popen[bytes]:
         cmd = [sys.executable, str(WORKER), self.url, table, "rewrite-files", instant.isoformat()]
         with log.open("w") as err:
-            return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
-                                    env={**env(), **TIMINGS, "TABLEMGMT_FAULT_CONNECT_URL": self.server.url})  # fmt: skip
+            return subprocess.Popen(
+                cmd,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+                env={**env(), **TIMINGS, "TABLEMGMT_FAULT_CONNECT_URL": self.server.url},
+            )
 
     def wait_in_call(self, a: subprocess.Popen[bytes], table: str, instant: datetime, log: Path) -> None:
         """Until A's row is RUNNING and its compaction's CALL is on the server (or A ended)."""
@@ -161,8 +166,14 @@ class Lake:
 
     def take_table(self, table: str, instant: datetime, b_job: Watching, since: float) -> RunOutcome:
         """Worker B: another action on the table, retrying every 0.2 s until it gets the table."""
-        b = ProcessRunner(self.store, default_factories(), b_job, lease_ttl=timedelta(seconds=TTL_S),
-                          heartbeat_every=timedelta(seconds=1), stale_after=timedelta(seconds=2))  # fmt: skip
+        b = ProcessRunner(
+            self.store,
+            default_factories(),
+            b_job,
+            lease_ttl=timedelta(seconds=TTL_S),
+            heartbeat_every=timedelta(seconds=1),
+            stale_after=timedelta(seconds=2),
+        )
         req = RunRequest(table, "rewrite-manifests", instant, holder="b")
         while True:
             try:
@@ -231,9 +242,13 @@ def count_round(
     recorded = a_row is not None and str(a_row.status) == "SUCCESS"
     c.lost += int(bool(a_commits) and not recorded)
     c.late_commits = sum(1 for ts in a_commits if lease_expiry_ms is not None and ts >= lease_expiry_ms)
-    detail = {"files": f"{before['files']}->{after['files']}", "late_files": late_files[:5],
-              "n_late_files": len(late_files), "a_commits": len(a_commits),
-              "a_row": str(a_row.status) if a_row is not None else None}  # fmt: skip
+    detail = {
+        "files": f"{before['files']}->{after['files']}",
+        "late_files": late_files[:5],
+        "n_late_files": len(late_files),
+        "a_commits": len(a_commits),
+        "a_row": str(a_row.status) if a_row is not None else None,
+    }
     return c, detail
 
 

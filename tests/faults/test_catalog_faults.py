@@ -40,7 +40,7 @@ pytestmark = [
     pytest.mark.skipif(
         os.environ.get("TABLEMGMT_CATALOG_MATRIX") != "1",
         reason="catalog faults run with TABLEMGMT_CATALOG_MATRIX=1",
-    ),  # fmt: skip
+    ),
 ]
 MATRIX = os.environ.get("TABLEMGMT_CATALOG_MATRIX") == "1"
 matrix_only = pytest.mark.skipif(
@@ -101,8 +101,21 @@ def _register(store_url: str, catalog: CatalogSpec, table: str) -> None:
 
     props = [f"--property={k}={v}" for k, v in catalog.properties.items()]
     assert main(["--store-url", store_url, "catalog", "set", catalog.name, "--type", "rest", *props]) == 0
-    assert main(["--store-url", store_url, "register", table, "--action", "rewrite-files",
-                 "--set", "rewrite-files.min-input-files=2"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--store-url",
+                store_url,
+                "register",
+                table,
+                "--action",
+                "rewrite-files",
+                "--set",
+                "rewrite-files.min-input-files=2",
+            ]
+        )
+        == 0
+    )
 
 
 def _run_now(store_url: str, table: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
@@ -169,8 +182,21 @@ def test_the_rest_catalog_down_during_the_commit(
 def _register_table(store_url: str, table: str) -> None:
     from airflow_tablemgmt.cli import main
 
-    assert main(["--store-url", store_url, "register", table, "--action", "rewrite-files",
-                 "--set", "rewrite-files.min-input-files=2"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--store-url",
+                store_url,
+                "register",
+                table,
+                "--action",
+                "rewrite-files",
+                "--set",
+                "rewrite-files.min-input-files=2",
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.mark.timeout(900)

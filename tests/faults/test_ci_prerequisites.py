@@ -35,8 +35,12 @@ def child_pytest(shadow: Path, ci: str | None) -> subprocess.CompletedProcess[st
     env["AIRFLOW__TABLEMGMT__JARS_OFFLINE"] = "true"
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *SUITES],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -168,8 +168,10 @@ def test_no_committed_row_is_lost_while_maintenance_runs(spark: SparkSession, fi
                 figures.rows_lost += len(lost)
                 figures.rows_duplicated += len(ids) - len(set(ids))
                 resurrected = set(ids) - expected
-                print(f"round {r} {action}: {len(appender.committed)} appends ({overlapping[action]} during), "
-                      f"{len(appender.failures)} gave up; lost {len(lost)}, duplicated {len(ids) - len(set(ids))}")  # fmt: skip
+                print(
+                    f"round {r} {action}: {len(appender.committed)} appends ({overlapping[action]} during), "
+                    f"{len(appender.failures)} gave up; lost {len(lost)}, duplicated {len(ids) - len(set(ids))}"
+                )
                 assert not lost, f"{action}: {len(lost)} committed rows lost, e.g. {sorted(lost)[:10]}"
                 assert len(ids) == len(set(ids)), f"{action}: duplicated rows"
                 assert not resurrected, f"{action}: rows back from the dead: {sorted(resurrected)[:10]}"

@@ -72,8 +72,14 @@ def _store(tmp_path: Path, catalog: CatalogSpec, names: list[str]) -> Store:
 
 
 def _request(table: str, try_number: int) -> RunRequest:
-    return RunRequest(table_id=table, action="rewrite-files", instant=datetime(2026, 1, 1, tzinfo=UTC),
-                      holder=f"d/r/t/{try_number}", try_number=try_number, last_try=False)  # fmt: skip
+    return RunRequest(
+        table_id=table,
+        action="rewrite-files",
+        instant=datetime(2026, 1, 1, tzinfo=UTC),
+        holder=f"d/r/t/{try_number}",
+        try_number=try_number,
+        last_try=False,
+    )
 
 
 def test_kill9_of_the_server_fails_the_process_naming_it_and_the_retry_completes(
@@ -138,8 +144,13 @@ def test_cancel_interrupts_the_job_on_the_server(tmp_path: Path, figures: Figure
                 process = store.processes.list(table_id=t, limit=1)[0]
                 cancel_process(store, process.id, source="the fault test")
 
-            runner = ProcessRunner(store, default_factories(), _Started(hook, cancel_soon),
-                                   heartbeat_every=timedelta(seconds=0.5), stale_after=timedelta(seconds=90))  # fmt: skip
+            runner = ProcessRunner(
+                store,
+                default_factories(),
+                _Started(hook, cancel_soon),
+                heartbeat_every=timedelta(seconds=0.5),
+                stale_after=timedelta(seconds=90),
+            )
             try:
                 runner.run(_request(table, 1))
             except Exception:  # noqa: BLE001 - ProcessCanceled (or the job won the race)

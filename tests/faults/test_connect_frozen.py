@@ -101,10 +101,12 @@ def test_a_frozen_worker_s_connect_job_ends_before_the_next_holder_starts(
         for g in left:
             os.kill(g, signal.SIGKILL)
         acted = "interrupting" in log.read_text()
-        notes.append(f"round {r}: A finished first={finished_first}, B started {waited:.1f}s after the freeze, "
-                     f"overlap {counts.overlap}, late commits {counts.late_commits}, duplicated "
-                     f"{counts.duplicated}, lost {counts.lost}, stuck {stuck}, guard acted {acted} (left "
-                     f"running {len(left)}), A exit {a.returncode}, {detail}")  # fmt: skip
+        notes.append(
+            f"round {r}: A finished first={finished_first}, B started {waited:.1f}s after the freeze, "
+            f"overlap {counts.overlap}, late commits {counts.late_commits}, duplicated "
+            f"{counts.duplicated}, lost {counts.lost}, stuck {stuck}, guard acted {acted} (left "
+            f"running {len(left)}), A exit {a.returncode}, {detail}"
+        )
         print(notes[-1])
         assert counts.overlap == 0, notes[-1] + "\n" + log.read_text()[-3000:]
         assert (counts.duplicated, counts.lost, counts.stuck, counts.late_commits) == (0, 0, 0, 0), notes[-1]

@@ -76,10 +76,12 @@ def test_a_killed_worker_s_connect_job_ends_before_the_next_holder_starts(
         left = [g for g in guards if alive(g)]
         for g in left:
             os.kill(g, signal.SIGKILL)
-        notes.append(f"round {r}: A finished first={finished_first}, B started {waited:.1f}s after the kill, "
-                     f"overlap {counts.overlap}, late commits {counts.late_commits}, duplicated "
-                     f"{counts.duplicated}, lost {counts.lost}, stuck {stuck}, guards {len(guards)} "
-                     f"(left running {len(left)}), {detail}")  # fmt: skip
+        notes.append(
+            f"round {r}: A finished first={finished_first}, B started {waited:.1f}s after the kill, "
+            f"overlap {counts.overlap}, late commits {counts.late_commits}, duplicated "
+            f"{counts.duplicated}, lost {counts.lost}, stuck {stuck}, guards {len(guards)} "
+            f"(left running {len(left)}), {detail}"
+        )
         print(notes[-1])
         assert counts.overlap == 0, notes[-1] + "\n" + log.read_text()[-3000:]
         assert (counts.duplicated, counts.lost, counts.stuck, counts.late_commits) == (0, 0, 0, 0), notes[-1]

@@ -90,11 +90,23 @@ def run_pair(variant: str, tmp_path: Path) -> tuple[dict[str, dict[str, Any]], P
         env["HUDI_CONF_DIR"] = str(conf)
     cmd = [sys.executable, "-m", SCENARIO, variant]
     logs = {role: (tmp_path / f"{role}.log").open("w") for role in ("writer", "actions")}
-    writer = subprocess.Popen([*cmd, "writer", str(warehouse), str(signals)], cwd=ROOT, env=env,
-                              stdout=logs["writer"], stderr=subprocess.STDOUT)  # fmt: skip
+    writer = subprocess.Popen(
+        [*cmd, "writer", str(warehouse), str(signals)],
+        cwd=ROOT,
+        env=env,
+        stdout=logs["writer"],
+        stderr=subprocess.STDOUT,
+    )
     try:
-        acts = subprocess.run([*cmd, "actions", str(warehouse), str(signals)], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=logs["actions"], text=True, timeout=2400)  # fmt: skip
+        acts = subprocess.run(
+            [*cmd, "actions", str(warehouse), str(signals)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=logs["actions"],
+            text=True,
+            timeout=2400,
+        )
         writer.wait(timeout=600)
     finally:
         if writer.poll() is None:

@@ -43,10 +43,16 @@ pytestmark = [pytest.mark.faults]
 
 ROOT = Path(__file__).resolve().parents[2]
 TTL_S = 3.0
-TIMINGS = {"TABLEMGMT_FAULT_LEASE_TTL": str(TTL_S), "TABLEMGMT_FAULT_HEARTBEAT": "1",
-           "TABLEMGMT_FAULT_STALE_AFTER": "2"}  # fmt: skip
-SPLIT_TIMINGS = {"TABLEMGMT_FAULT_LEASE_TTL": "6", "TABLEMGMT_FAULT_HEARTBEAT": "1",
-                 "TABLEMGMT_FAULT_STALE_AFTER": "3"}  # fmt: skip
+TIMINGS = {
+    "TABLEMGMT_FAULT_LEASE_TTL": str(TTL_S),
+    "TABLEMGMT_FAULT_HEARTBEAT": "1",
+    "TABLEMGMT_FAULT_STALE_AFTER": "2",
+}
+SPLIT_TIMINGS = {
+    "TABLEMGMT_FAULT_LEASE_TTL": "6",
+    "TABLEMGMT_FAULT_HEARTBEAT": "1",
+    "TABLEMGMT_FAULT_STALE_AFTER": "3",
+}
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
 #: rewrite-files options under which every round has work on the same Iceberg table.
 REWRITE_AGAIN = {"min-input-files": 2, "rewrite-all": True, "on-new-snapshot": False}
@@ -61,15 +67,25 @@ def start_worker(
 ) -> Popen[bytes]:
     """A worker in a session of its own (its group: the worker, spark-submit, the driver JVM and Python)."""
     with log.open("w") as err:
-        return subprocess.Popen(_worker(url, tid, action, instant), stdout=subprocess.DEVNULL, stderr=err,
-                                env={**env(), **extra}, start_new_session=True)  # fmt: skip
+        return subprocess.Popen(
+            _worker(url, tid, action, instant),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**env(), **extra},
+            start_new_session=True,
+        )
 
 
 def run_worker(
     url: str, tid: str, action: str, instant: datetime, extra: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_worker(url, tid, action, instant), capture_output=True, text=True, timeout=900,
-                          env={**env(), **extra})  # fmt: skip
+    return subprocess.run(
+        _worker(url, tid, action, instant),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**env(), **extra},
+    )
 
 
 @dataclass(frozen=True)
@@ -134,8 +150,14 @@ def _make(fmt: Fmt, warehouse: Path, names: list[str]) -> None:
     if fmt.name == "iceberg":
         make_tables(warehouse, [f"{fmt.catalog}.db.{n}" for n in names])
         return
-    res = subprocess.run([sys.executable, "-c", SETUP, fmt.name, str(warehouse), *names], cwd=ROOT,
-                         capture_output=True, text=True, timeout=1200, env=env())  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", SETUP, fmt.name, str(warehouse), *names],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env(),
+    )
     assert res.returncode == 0, res.stderr[-4000:]
 
 
@@ -234,8 +256,11 @@ def test_a_driver_without_a_confirmed_lease_does_not_commit(
             )
             os.kill(proc.pid, signal.SIGSTOP)
             frozen, frozen_at = True, time.monotonic()
-            wait_for("the frozen worker's lease to lapse",
-                     lambda: store.leases.acquire(tid, "next-holder", timedelta(seconds=120)), timeout=60)  # fmt: skip
+            wait_for(
+                "the frozen worker's lease to lapse",
+                lambda: store.leases.acquire(tid, "next-holder", timedelta(seconds=120)),
+                timeout=60,
+            )
             alive = drivers(proc.pid)
             time.sleep(max(0.0, 2 * TTL_S - (time.monotonic() - frozen_at)))
             alive = alive or drivers(proc.pid)
@@ -259,11 +284,13 @@ def test_a_driver_without_a_confirmed_lease_does_not_commit(
         figures.concurrent_jobs += overlapping
         figures.rows_lost += int(after["rows"] != before["rows"])
         figures.non_terminal += 0 if row is not None and row.status.is_terminal else 1
-        notes.append(f"{fmt_name} round {r}: commits after the fence {committed} ({before['commit']} -> "
-                     f"{after['commit']}), driver alive once the lease was taken {len(alive)}, rows "
-                     f"{'same' if after['rows'] == before['rows'] else 'CHANGED'}, row "
-                     f"{row.status if row else None} ({(row.failure_reason or '')[:120] if row else ''}), worker "
-                     f"exit {proc.returncode}")  # fmt: skip
+        notes.append(
+            f"{fmt_name} round {r}: commits after the fence {committed} ({before['commit']} -> "
+            f"{after['commit']}), driver alive once the lease was taken {len(alive)}, rows "
+            f"{'same' if after['rows'] == before['rows'] else 'CHANGED'}, row "
+            f"{row.status if row else None} ({(row.failure_reason or '')[:120] if row else ''}), worker "
+            f"exit {proc.returncode}"
+        )
         print(notes[-1])
         if committed or overlapping or after["rows"] != before["rows"]:
             failures.append(f"a driver without a confirmed lease committed or ran on: {notes[-1]}")
@@ -299,8 +326,13 @@ def test_recovery_on_another_host_records_the_committed_job(
         tid = _register(store, fmt, warehouse, name)
         instant = T0 + timedelta(days=r)
         before = state(fmt, warehouse, name)
-        a = run_worker(url, tid, fmt.action, instant, {**SPLIT_TIMINGS, **_home(tmp_path, "a"),
-                                                             "TABLEMGMT_FAULT_DIE_AFTER_COMMIT": "1"})  # fmt: skip
+        a = run_worker(
+            url,
+            tid,
+            fmt.action,
+            instant,
+            {**SPLIT_TIMINGS, **_home(tmp_path, "a"), "TABLEMGMT_FAULT_DIE_AFTER_COMMIT": "1"},
+        )
         assert a.returncode == -9, (
             f"worker A should have died after its commit: {a.returncode}\n{a.stderr[-3000:]}"
         )
@@ -329,10 +361,12 @@ def test_recovery_on_another_host_records_the_committed_job(
         figures.late_writes_applied += int(after_b["commit"] != after_a["commit"])
         figures.rows_lost += 0 if str(row.status) == "SUCCESS" else 1
         figures.non_terminal += 0 if row.status.is_terminal else 1
-        notes.append(f"{fmt_name} {name}: A committed {after_a['commit'] != before['commit']}; B exit {b.returncode} "
-                     f"after {tries} tries: {row.status} attempt {row.attempt}, recorded from the table "
-                     f"{bool(summary.get('recorded_from_table'))} (attempt {summary.get('recorded_from_attempt')}), "
-                     f"commits B added {int(after_b['commit'] != after_a['commit'])}")  # fmt: skip
+        notes.append(
+            f"{fmt_name} {name}: A committed {after_a['commit'] != before['commit']}; B exit {b.returncode} "
+            f"after {tries} tries: {row.status} attempt {row.attempt}, recorded from the table "
+            f"{bool(summary.get('recorded_from_table'))} (attempt {summary.get('recorded_from_attempt')}), "
+            f"commits B added {int(after_b['commit'] != after_a['commit'])}"
+        )
         print(notes[-1])
         if duplicated or str(row.status) != "SUCCESS" or after_b["commit"] != after_a["commit"]:
             failures.append(f"{notes[-1]}\n{b.stderr[-1500:]}")

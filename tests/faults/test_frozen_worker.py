@@ -57,8 +57,11 @@ CATALOG = "kill"
 ACTION = "rewrite-files"
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 TTL_S = 8.0
-TIMINGS = {"TABLEMGMT_FAULT_LEASE_TTL": str(TTL_S), "TABLEMGMT_FAULT_HEARTBEAT": "2",
-           "TABLEMGMT_FAULT_STALE_AFTER": "5"}  # fmt: skip
+TIMINGS = {
+    "TABLEMGMT_FAULT_LEASE_TTL": str(TTL_S),
+    "TABLEMGMT_FAULT_HEARTBEAT": "2",
+    "TABLEMGMT_FAULT_STALE_AFTER": "5",
+}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -32,33 +32,78 @@ CASES: list[tuple[str, list[str] | str, list[str]]] = [
     ("bare-number duration", ["--set", "expire-data.retention=30"], ["expire-data", "retention", "30d"]),
     ("negative bare number", ["--set", "expire-data.retention=-1"], ["retention"]),
     ("negative duration", ["--set", "expire-data.retention=-1d"], ["retention", "-1d"]),
-    ("zero duration", ["--action", "expire-snapshots", "--set", "expire-snapshots.older-than=0d"], ["older-than"]),
-    ("bare-number older-than", ["--action", "expire-snapshots", "--set", "expire-snapshots.older-than=0"],
-     ["older-than"]),
+    (
+        "zero duration",
+        ["--action", "expire-snapshots", "--set", "expire-snapshots.older-than=0d"],
+        ["older-than"],
+    ),
+    (
+        "bare-number older-than",
+        ["--action", "expire-snapshots", "--set", "expire-snapshots.older-than=0"],
+        ["older-than"],
+    ),
     ("retention below the 1-day floor", ["--set", "expire-data.retention=2h"], ["retention"]),
     ("huge retention", ["--set", "expire-data.retention=99999999999d"], ["retention", "99999999999d"]),
-    ("relative warehouse (new catalog)",
-     ["lake2.sales.t", "--catalog-type", "hadoop", "--warehouse", "../../tmp", "--action", "rewrite-files"],
-     ["warehouse", "../../tmp"]),
-    ("register re-pointing an existing catalog",
-     ["lake3.sales.other", "--catalog-type", "hadoop", "--warehouse", "/tmp/elsewhere", "--action", "rewrite-files"],
-     ["lake3", "warehouse"]),
+    (
+        "relative warehouse (new catalog)",
+        [
+            "lake2.sales.t",
+            "--catalog-type",
+            "hadoop",
+            "--warehouse",
+            "../../tmp",
+            "--action",
+            "rewrite-files",
+        ],
+        ["warehouse", "../../tmp"],
+    ),
+    (
+        "register re-pointing an existing catalog",
+        [
+            "lake3.sales.other",
+            "--catalog-type",
+            "hadoop",
+            "--warehouse",
+            "/tmp/elsewhere",
+            "--action",
+            "rewrite-files",
+        ],
+        ["lake3", "warehouse"],
+    ),
     ("name with a newline", GOOD_YAML.replace("name: orders,", 'name: "orders\\n",'), ["name"]),
-    ("catalogs: 5", GOOD_YAML.replace("catalogs:\n  - {name: lake, type: hadoop, warehouse: /tmp/tms-hostile-wh}",
-                                      "catalogs: 5"), ["catalogs"]),
-    ("huge retention in YAML",
-     GOOD_YAML.replace("expire-snapshots: {older-than: 5d}", "expire-data: {column: ts, retention: 99999999999d}"),
-     ["retention"]),
-    ("plaintext secret",
-     GOOD_YAML.replace("{name: lake, type: hadoop, warehouse: /tmp/tms-hostile-wh}",
-                       "{name: lake, type: rest, warehouse: s3://b/w, "
-                       "properties: {uri: 'http://cat:8181', token: s3cr3t-plaintext}}"),
-     ["token"]),
-    ("rest catalog without uri",
-     GOOD_YAML.replace("{name: lake, type: hadoop, warehouse: /tmp/tms-hostile-wh}",
-                       "{name: lake, type: rest, warehouse: s3://b/w}"), ["uri"]),
+    (
+        "catalogs: 5",
+        GOOD_YAML.replace(
+            "catalogs:\n  - {name: lake, type: hadoop, warehouse: /tmp/tms-hostile-wh}", "catalogs: 5"
+        ),
+        ["catalogs"],
+    ),
+    (
+        "huge retention in YAML",
+        GOOD_YAML.replace(
+            "expire-snapshots: {older-than: 5d}", "expire-data: {column: ts, retention: 99999999999d}"
+        ),
+        ["retention"],
+    ),
+    (
+        "plaintext secret",
+        GOOD_YAML.replace(
+            "{name: lake, type: hadoop, warehouse: /tmp/tms-hostile-wh}",
+            "{name: lake, type: rest, warehouse: s3://b/w, "
+            "properties: {uri: 'http://cat:8181', token: s3cr3t-plaintext}}",
+        ),
+        ["token"],
+    ),
+    (
+        "rest catalog without uri",
+        GOOD_YAML.replace(
+            "{name: lake, type: hadoop, warehouse: /tmp/tms-hostile-wh}",
+            "{name: lake, type: rest, warehouse: s3://b/w}",
+        ),
+        ["uri"],
+    ),
     ("empty tables.yaml", "", ["tables"]),
-]  # fmt: skip
+]
 
 
 @dataclass
@@ -98,11 +143,27 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path]:
     good.write_text(GOOD_YAML)
     for args in (
         ["apply", str(good)],
-        ["register", REGISTERED, "--action", "expire-data", "--set", "expire-data.column=ts",
-         "--set", "expire-data.retention=400d"],
-        ["register", "lake3.sales.base", "--catalog-type", "hadoop", "--warehouse", "/tmp/tms-hostile-wh3",
-         "--action", "rewrite-files"],  # a store-owned catalog that a later register must not re-point
-    ):  # fmt: skip
+        [
+            "register",
+            REGISTERED,
+            "--action",
+            "expire-data",
+            "--set",
+            "expire-data.column=ts",
+            "--set",
+            "expire-data.retention=400d",
+        ],
+        [
+            "register",
+            "lake3.sales.base",
+            "--catalog-type",
+            "hadoop",
+            "--warehouse",
+            "/tmp/tms-hostile-wh3",
+            "--action",
+            "rewrite-files",
+        ],  # a store-owned catalog that a later register must not re-point
+    ):
         res = tablemgmt(url, *args)
         assert res.returncode == 0, res.stdout + res.stderr
     return url, db, work

@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.skipif(
         os.environ.get("TABLEMGMT_FORMATS_FULL") != "1",
         reason="the Hudi fault scenarios run with TABLEMGMT_FORMATS_FULL=1",
-    ),  # fmt: skip
+    ),
 ]
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = "tests.integration.formats.format_faults_scenario"
@@ -73,8 +73,12 @@ def kill_driver_during_compaction(warehouse: Path, at: str) -> dict[str, Any]:
     log = (warehouse.parent / f"{warehouse.name}-compact.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", SCENARIO, str(warehouse), "hudi-compact"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        start_new_session=True,
+    )
     killed_at: list[str] = []
     deadline = time.monotonic() + 900
     try:

@@ -68,9 +68,21 @@ def make_tables(warehouse: Path, ids: list[str]) -> None:
         "spark.stop()\n"
     )
     res = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT / "scripts"), str(warehouse), CATALOG, writer_url() or "", *ids],
-        capture_output=True, text=True, timeout=900, env=env(),
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(ROOT / "scripts"),
+            str(warehouse),
+            CATALOG,
+            writer_url() or "",
+            *ids,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env(),
+    )
     assert res.returncode == 0, res.stderr[-3000:]
 
 
@@ -123,8 +135,22 @@ def test_kill_9_of_worker_or_driver_loses_nothing_and_recovers(tmp_path: Path, f
     ids = [f"{CATALOG}.db.t{r}" for r in range(ROUNDS)]
     make_tables(warehouse, ids)
     for tid in ids:
-        assert cli(url, "register", tid, "--catalog-type", "hadoop", "--warehouse", str(warehouse),
-                   "--action", ACTION, "--set", f"{ACTION}.min-input-files=2") == 0  # fmt: skip
+        assert (
+            cli(
+                url,
+                "register",
+                tid,
+                "--catalog-type",
+                "hadoop",
+                "--warehouse",
+                str(warehouse),
+                "--action",
+                ACTION,
+                "--set",
+                f"{ACTION}.min-input-files=2",
+            )
+            == 0
+        )
     store = Store(url)
     log_rows: list[str] = []
 
@@ -136,8 +162,9 @@ def test_kill_9_of_worker_or_driver_loses_nothing_and_recovers(tmp_path: Path, f
         run_cmd = [sys.executable, str(WORKER), url, tid, ACTION, instant]
         log = tmp_path / f"round{r}.log"
         with log.open("w") as err:
-            proc = subprocess.Popen(run_cmd, stdout=subprocess.DEVNULL, stderr=err, env=env(),
-                                    start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                run_cmd, stdout=subprocess.DEVNULL, stderr=err, env=env(), start_new_session=True
+            )
         pgid = proc.pid
         kill_at = rng.choice([S.SUBMITTED, S.RUNNING])
         delay = rng.uniform(0, 4)  # a random point after that: start-up, planning, rewriting or committing
@@ -185,8 +212,9 @@ def test_kill_9_of_worker_or_driver_loses_nothing_and_recovers(tmp_path: Path, f
             tries = 0
             while True:  # the next try; again (as the operator defers) while the lost attempt's lease holds
                 tries += 1
-                recovery = subprocess.Popen(run_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            text=True, env=env())  # fmt: skip
+                recovery = subprocess.Popen(
+                    run_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env()
+                )
 
                 def recovery_job_started(recovery: subprocess.Popen[str] = recovery) -> bool:
                     p = store.processes.find(tid, ACTION, datetime.fromisoformat(instant))

@@ -175,17 +175,26 @@ def test_a_takeover_starts_its_job_only_once_the_killed_driver_is_gone(
             when = T0 + timedelta(hours=r)
             process, _ = store.processes.open(TABLE, ACTION, when)
             store.processes.transition(
-                process.id, S.SUBMITTED, expected=S.PENDING, attempt=1, external_id=app,
-                heartbeat_at=datetime.now(UTC) - timedelta(hours=1), heartbeat_every_s=1.0,
-            )  # fmt: skip
+                process.id,
+                S.SUBMITTED,
+                expected=S.PENDING,
+                attempt=1,
+                external_id=app,
+                heartbeat_at=datetime.now(UTC) - timedelta(hours=1),
+                heartbeat_every_s=1.0,
+            )
             assert store.leases.acquire(TABLE, f"process:{process.id}:attempt:1:worker-a:0000", lease_ttl)
             hook = RecordingHook(driver)
             killed_at = time.monotonic()
             outcome = ProcessRunner(
-                store, default_factories(), hook, stale_after=timedelta(seconds=5), lease_ttl=lease_ttl,
+                store,
+                default_factories(),
+                hook,
+                stale_after=timedelta(seconds=5),
+                lease_ttl=lease_ttl,
                 heartbeat_every=timedelta(seconds=1),
                 result_dir=standalone_master.parent / "results",
-            ).run(RequestFor(when))  # fmt: skip
+            ).run(RequestFor(when))
             figures.rounds += 1
             figures.concurrent_jobs += int(bool(hook.started_while_alive))
             figures.non_terminal += 0 if outcome.process.status.is_terminal else 1
@@ -219,9 +228,12 @@ def test_a_canceled_local_job_releases_the_lease_only_once_its_driver_is_gone(
         connection = SparkConnection(master="local[1]", spark_binary=str(binary))
         monkeypatch.setattr(hook, "_direct_connection", lambda c=connection: c)
         run = ProcessRunner(
-            store, default_factories(), hook, heartbeat_every=timedelta(seconds=0.2),
+            store,
+            default_factories(),
+            hook,
+            heartbeat_every=timedelta(seconds=0.2),
             result_dir=tmp_path / "results",
-        )  # fmt: skip
+        )
         req = RunRequest(TABLE, ACTION, T0 + timedelta(days=1, hours=r), holder="local")
         t, out = in_thread(lambda run=run, req=req: run.run(req))
         row = wait_until("the job running", lambda req=req: _running(observer, req))

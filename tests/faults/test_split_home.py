@@ -40,8 +40,11 @@ pytestmark = [
 CATALOG = "kill"
 ACTION = "rewrite-files"
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
-TIMINGS = {"TABLEMGMT_FAULT_LEASE_TTL": "8", "TABLEMGMT_FAULT_HEARTBEAT": "2",
-           "TABLEMGMT_FAULT_STALE_AFTER": "5"}  # fmt: skip
+TIMINGS = {
+    "TABLEMGMT_FAULT_LEASE_TTL": "8",
+    "TABLEMGMT_FAULT_HEARTBEAT": "2",
+    "TABLEMGMT_FAULT_STALE_AFTER": "5",
+}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -65,8 +68,13 @@ def _snapshots(meta_dir: Path) -> int:
 def _round(tmp_path: Path, where: WorkerStore, tid: str, meta_dir: Path, r: int) -> dict[str, Any]:
     instant = T0 + timedelta(days=r)
     before, commits_before = read_state(meta_dir), _snapshots(meta_dir)
-    a = run_worker(where.url, tid, ACTION, instant,
-                   env={**TIMINGS, **_home(tmp_path, "a"), "TABLEMGMT_FAULT_DIE_AFTER_COMMIT": "1"})  # fmt: skip
+    a = run_worker(
+        where.url,
+        tid,
+        ACTION,
+        instant,
+        env={**TIMINGS, **_home(tmp_path, "a"), "TABLEMGMT_FAULT_DIE_AFTER_COMMIT": "1"},
+    )
     (tmp_path / f"round{r}-a.log").write_text(a.stderr)
     assert a.returncode == -9, (
         f"worker A should have died after its commit: {a.returncode}\n{a.stderr[-3000:]}"
@@ -94,8 +102,13 @@ def _round(tmp_path: Path, where: WorkerStore, tid: str, meta_dir: Path, r: int)
         time.sleep(0.5)
     assert b.returncode == 0, b.stderr[-3000:]
     row = where.store.processes.find(tid, ACTION, instant)
-    return {"row": row, "before": before, "after": read_state(meta_dir), "tries": tries,
-            "commits": _snapshots(meta_dir) - commits_before}  # fmt: skip
+    return {
+        "row": row,
+        "before": before,
+        "after": read_state(meta_dir),
+        "tries": tries,
+        "commits": _snapshots(meta_dir) - commits_before,
+    }
 
 
 @pytest.mark.timeout(900 + 300 * ROUNDS)  # a table first: minutes on a loaded machine
@@ -120,10 +133,12 @@ def test_recovery_on_another_host_records_the_commit_from_the_table(
         figures.rows_duplicated += duplicated
         figures.rows_lost += 0 if str(row.status) == "SUCCESS" else 1
         figures.non_terminal += 0 if row.status.is_terminal else 1
-        notes.append(f"round {r} ({where.kind}): {row.status} attempt {row.attempt} after {out['tries']} tries, "
-                     f"recorded from the table {bool(summary.get('recorded_from_table'))} (attempt "
-                     f"{summary.get('recorded_from_attempt')}), commits {out['commits']}, files "
-                     f"{before.data_files}->{after.data_files}, records {before.records}->{after.records}")  # fmt: skip
+        notes.append(
+            f"round {r} ({where.kind}): {row.status} attempt {row.attempt} after {out['tries']} tries, "
+            f"recorded from the table {bool(summary.get('recorded_from_table'))} (attempt "
+            f"{summary.get('recorded_from_attempt')}), commits {out['commits']}, files "
+            f"{before.data_files}->{after.data_files}, records {before.records}->{after.records}"
+        )
         print(notes[-1])
         if duplicated:
             failures.append(f"the committed job was run again: {notes[-1]}")

@@ -46,8 +46,13 @@ def test_a_hung_store_connection_never_lets_two_jobs_overlap(pg: PgStores, figur
         log = CommitLog()
         req = RunRequest(TABLE, ACTION, T0 + timedelta(hours=r), holder="hang")
         job_a = SteeredJob("A", log, stall_commit=True)
-        run_a = runner(pg.proxied(), job_a, heartbeat_every=HEARTBEAT, lease_ttl=LEASE_TTL,
-                       stale_after=timedelta(seconds=1))  # fmt: skip
+        run_a = runner(
+            pg.proxied(),
+            job_a,
+            heartbeat_every=HEARTBEAT,
+            lease_ttl=LEASE_TTL,
+            stale_after=timedelta(seconds=1),
+        )
         t_a, out_a = in_thread(lambda: run_a.run(req))
         assert job_a.started.wait(WAIT), out_a
         row = wait_until("A RUNNING", lambda: observer.processes.find(TABLE, ACTION, req.instant))
@@ -58,8 +63,13 @@ def test_a_hung_store_connection_never_lets_two_jobs_overlap(pg: PgStores, figur
 
         def worker_b() -> None:  # a deferred task trying again every 0.1 s
             job_b = SteeredJob(f"B{r}", log)
-            run_b = runner(pg.direct(), job_b, heartbeat_every=HEARTBEAT, lease_ttl=LEASE_TTL,
-                           stale_after=timedelta(seconds=1))  # fmt: skip
+            run_b = runner(
+                pg.direct(),
+                job_b,
+                heartbeat_every=HEARTBEAT,
+                lease_ttl=LEASE_TTL,
+                stale_after=timedelta(seconds=1),
+            )
             while not done.is_set():
                 try:
                     b_outcome.append(run_b.run(req))
@@ -110,8 +120,13 @@ def test_a_worker_that_lost_its_lease_closes_its_own_row(pg: PgStores, figures: 
         log = CommitLog()
         req = RunRequest(TABLE, ACTION, T0 - timedelta(days=1 + r), holder="alone")
         job = SteeredJob("A", log, stall_commit=True)
-        run = runner(pg.proxied(), job, heartbeat_every=HEARTBEAT, lease_ttl=LEASE_TTL,
-                     stale_after=timedelta(seconds=1))  # fmt: skip
+        run = runner(
+            pg.proxied(),
+            job,
+            heartbeat_every=HEARTBEAT,
+            lease_ttl=LEASE_TTL,
+            stale_after=timedelta(seconds=1),
+        )
         t, out = in_thread(lambda: run.run(req))  # noqa: B023
         assert job.started.wait(WAIT), out
         row = wait_until("A RUNNING", lambda: observer.processes.find(TABLE, ACTION, req.instant))  # noqa: B023

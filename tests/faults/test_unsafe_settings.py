@@ -50,8 +50,14 @@ def test_unsafe_settings_are_refused_by_the_operator_and_the_cli(tmp_path, capsy
     accepted = 0
     for i, (lease, beat, stale) in enumerate(UNSAFE):
         try:
-            TableMaintenanceOperator(task_id=f"t{i}", table=TABLE, action=ACTION, lease_ttl=lease,
-                                     heartbeat_every=beat, stale_after=stale)  # fmt: skip
+            TableMaintenanceOperator(
+                task_id=f"t{i}",
+                table=TABLE,
+                action=ACTION,
+                lease_ttl=lease,
+                heartbeat_every=beat,
+                stale_after=stale,
+            )
             accepted += 1
         except UnsafeTiming as e:
             assert f"{beat.total_seconds():g}s" in str(e) or f"{stale.total_seconds():g}s" in str(e), e

@@ -134,8 +134,11 @@ def test_a_stalled_worker_past_its_lease_changes_nothing(
         assert not late, f"stalled attempt 1 wrote attempt 2's row: {after_a}"
         assert log.commits == ["B"], (log.commits, out_a, out_b)
         assert (final.status, final.attempt, final.summary, final.external_id) == (
-            S.SUCCESS, 2, {"by": "B"}, "app-B",
-        ), (final, out_a, out_b)  # fmt: skip
+            S.SUCCESS,
+            2,
+            {"by": "B"},
+            "app-B",
+        ), (final, out_a, out_b)
         assert isinstance(out_a[0], BaseException) and isinstance(out_b[0], RunOutcome), (out_a, out_b)
 
     for r in range(ROUNDS):

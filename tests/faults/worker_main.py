@@ -41,9 +41,13 @@ def main(argv: list[str]) -> int:
     if os.environ.get("TABLEMGMT_FAULT_DIE_AFTER_COMMIT") == "1":
         hook = _DiesAfterCommit(hook)
     runner = ProcessRunner(
-        Store(url), default_factories(), hook,  # type: ignore[arg-type]
-        lease_ttl=LEASE_TTL, heartbeat_every=HEARTBEAT_EVERY, stale_after=STALE_AFTER,
-    )  # fmt: skip
+        Store(url),
+        default_factories(),
+        hook,  # type: ignore[arg-type]
+        lease_ttl=LEASE_TTL,
+        heartbeat_every=HEARTBEAT_EVERY,
+        stale_after=STALE_AFTER,
+    )
     try:
         outcome = runner.run(RunRequest(table, action, datetime.fromisoformat(instant), holder="faults"))
     except LeaseUnavailable as e:

@@ -174,19 +174,30 @@ def start_worker(
     with log.open("w") as err:
         return subprocess.Popen(
             worker_command(url, table_id, action, instant),
-            stdout=subprocess.DEVNULL, stderr=err, env=worker_env(env), start_new_session=True,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=worker_env(env),
+            start_new_session=True,
+        )
 
 
 def run_worker(
-    url: str, table_id: str, action: str, instant: datetime, *, env: Mapping[str, str] | None = None,
+    url: str,
+    table_id: str,
+    action: str,
+    instant: datetime,
+    *,
+    env: Mapping[str, str] | None = None,
     timeout: float = 600,
-) -> subprocess.CompletedProcess[str]:  # fmt: skip
+) -> subprocess.CompletedProcess[str]:
     """Run a worker to its end; exit 0 done, 3 the table's lease is held, 2 another failure."""
     return subprocess.run(
         worker_command(url, table_id, action, instant),
-        capture_output=True, text=True, timeout=timeout, env=worker_env(env),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=worker_env(env),
+    )
 
 
 @dataclass

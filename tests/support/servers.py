@@ -98,23 +98,49 @@ class SeaweedS3:
         data = self.root / "data"
         data.mkdir(parents=True, exist_ok=True)
         config = self.root / "s3.json"
-        config.write_text(json.dumps({"identities": [{
-            "name": "tablemgmt", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))  # fmt: skip
+        config.write_text(
+            json.dumps(
+                {
+                    "identities": [
+                        {
+                            "name": "tablemgmt",
+                            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                        }
+                    ]
+                }
+            )
+        )
         (s3, s3g, master, masterg, filer, filerg, volume, volumeg, admin, admin_g) = free_ports(10)
         self.port = s3
         log = self.root / "weed.log"
         argv = [
-            weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-            f"-s3.port={s3}", f"-s3.port.grpc={s3g}", f"-master.port={master}", f"-master.port.grpc={masterg}",
-            f"-filer.port={filer}", f"-filer.port.grpc={filerg}", f"-volume.port={volume}",
-            f"-volume.port.grpc={volumeg}", f"-admin.port={admin}", f"-admin.port.grpc={admin_g}",
-            "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-            f"-s3.config={config}", f"-bucket={self.bucket}",
-        ]  # fmt: skip
+            weed,
+            "mini",
+            f"-dir={data}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            f"-s3.port={s3}",
+            f"-s3.port.grpc={s3g}",
+            f"-master.port={master}",
+            f"-master.port.grpc={masterg}",
+            f"-filer.port={filer}",
+            f"-filer.port.grpc={filerg}",
+            f"-volume.port={volume}",
+            f"-volume.port.grpc={volumeg}",
+            f"-admin.port={admin}",
+            f"-admin.port.grpc={admin_g}",
+            "-admin.ui=false",
+            "-webdav=false",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            f"-s3.config={config}",
+            f"-bucket={self.bucket}",
+        ]
         with log.open("wb") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
-                                         start_new_session=True)  # fmt: skip
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True
+            )
         wait_for_port(s3, 60, self.proc, log)
         self._wait_for_bucket(log)
         return self
@@ -140,9 +166,13 @@ class SeaweedS3:
         import pyarrow.fs as pafs
 
         return pafs.S3FileSystem(
-            access_key=ACCESS_KEY, secret_key=SECRET_KEY, endpoint_override=self.endpoint, scheme="http",
-            region=REGION, force_virtual_addressing=False,
-        )  # fmt: skip
+            access_key=ACCESS_KEY,
+            secret_key=SECRET_KEY,
+            endpoint_override=self.endpoint,
+            scheme="http",
+            region=REGION,
+            force_virtual_addressing=False,
+        )
 
     def stop(self) -> None:
         stop_group(self.proc)
@@ -199,8 +229,14 @@ class IcebergRestServer:
         java = Path(resolve_java_home()) / "bin" / "java"
         log = self.root / "rest.log"
         with log.open("wb") as out:
-            self.proc = subprocess.Popen([str(java), "-Xmx512m", "-jar", str(jar.path)], env=env, stdout=out,
-                                         stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True)  # fmt: skip
+            self.proc = subprocess.Popen(
+                [str(java), "-Xmx512m", "-jar", str(jar.path)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+                start_new_session=True,
+            )
         wait_for_port(self.port, 120, self.proc, log)
         deadline = time.monotonic() + 60
         while True:
@@ -246,13 +282,19 @@ class HiveMetastore:
         self.port = free_ports(1)[0]
         java = Path(resolve_java_home()) / "bin" / "java"
         argv = [
-            str(java), "-Xmx512m", "-cp", f"{jars}/*",
+            str(java),
+            "-Xmx512m",
+            "-cp",
+            f"{jars}/*",
             "-Dhive.async.log.enabled=false",  # Hive's async logger needs a jar pyspark leaves out
             f"-Djavax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={self.root / 'metastore'};create=true",
-            "-Ddatanucleus.schema.autoCreateAll=true", "-Dhive.metastore.schema.verification=false",
+            "-Ddatanucleus.schema.autoCreateAll=true",
+            "-Dhive.metastore.schema.verification=false",
             f"-Dhive.metastore.warehouse.dir={self.root / 'warehouse'}",
-            "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(self.port),
-        ]  # fmt: skip
+            "org.apache.hadoop.hive.metastore.HiveMetaStore",
+            "-p",
+            str(self.port),
+        ]
         log = self.root / "metastore.log"
         # The lock API (HiveCatalog commits lock the table) needs the metastore's transaction tables, which
         # the JDO schema does not create: Hive's own TxnDbUtil.prepDb creates them in the Derby database.
@@ -262,11 +304,18 @@ class HiveMetastore:
             " org.apache.hadoop.hive.metastore.txn.TxnDbUtil.prepDb(new org.apache.hadoop.hive.conf.HiveConf()); } }"
         )
         with log.open("wb") as out:
-            subprocess.run([*argv[:-4], str(prep)], stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
-                           timeout=300, check=True)  # fmt: skip
+            subprocess.run(
+                [*argv[:-4], str(prep)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+                timeout=300,
+                check=True,
+            )
         with log.open("ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
-                                         start_new_session=True)  # fmt: skip
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True
+            )
         wait_for_port(self.port, 180, self.proc, log)
         return self
 
@@ -304,16 +353,35 @@ class FakeGcs:
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = free_ports(1)[0]
         log = self.root / "fake-gcs.log"
-        argv = [str(_get_binary_path()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
-                "-backend", "memory", "-external-url", self.endpoint, "-public-host", f"127.0.0.1:{self.port}",
-                "-log-level", "warn"]  # fmt: skip
+        argv = [
+            str(_get_binary_path()),
+            "-scheme",
+            "http",
+            "-host",
+            "127.0.0.1",
+            "-port",
+            str(self.port),
+            "-backend",
+            "memory",
+            "-external-url",
+            self.endpoint,
+            "-public-host",
+            f"127.0.0.1:{self.port}",
+            "-log-level",
+            "warn",
+        ]
         with log.open("wb") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
-                                         start_new_session=True)  # fmt: skip
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True
+            )
         wait_for_port(self.port, 60, self.proc, log)
         body = json.dumps({"name": self.bucket}).encode()
-        req = urllib.request.Request(f"{self.endpoint}/storage/v1/b?project=test", body,
-                                     {"Content-Type": "application/json"}, method="POST")  # fmt: skip
+        req = urllib.request.Request(
+            f"{self.endpoint}/storage/v1/b?project=test",
+            body,
+            {"Content-Type": "application/json"},
+            method="POST",
+        )
         with urllib.request.urlopen(req, timeout=30) as r:
             json.load(r)
         return self

@@ -32,16 +32,24 @@ def test_the_contract_rejects_an_upward_import(tmp_path: Path) -> None:
     configuration fails and names that import."""
     import os
 
-    shutil.copytree(ROOT / "airflow_tablemgmt", tmp_path / "airflow_tablemgmt",
-                    ignore=shutil.ignore_patterns("__pycache__", "ui"))  # fmt: skip
+    shutil.copytree(
+        ROOT / "airflow_tablemgmt",
+        tmp_path / "airflow_tablemgmt",
+        ignore=shutil.ignore_patterns("__pycache__", "ui"),
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     core_init = tmp_path / "airflow_tablemgmt" / "core" / "__init__.py"
     core_init.write_text(core_init.read_text() + "\nimport airflow_tablemgmt.store.leases  # noqa\n")
     exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
     result = subprocess.run(
-        [exe, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        [exe, "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
-    )  # fmt: skip
+    )
     assert result.returncode != 0
     assert "layers point down BROKEN" in result.stdout
     assert "airflow_tablemgmt.core -> airflow_tablemgmt.store.leases" in result.stdout

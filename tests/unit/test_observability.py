@@ -74,34 +74,41 @@ def statsd(monkeypatch: pytest.MonkeyPatch) -> Iterator[StatsdReceiver]:
 def _process(action: str = "rewrite-files", status: ProcessStatus = ProcessStatus.SUCCESS) -> Process:
     now = datetime(2026, 2, 1, tzinfo=UTC)
     return Process(
-        id=7, table_id="demo.db.events", action=action, instant=now, status=status, attempt=1,
+        id=7,
+        table_id="demo.db.events",
+        action=action,
+        instant=now,
+        status=status,
+        attempt=1,
         summary={
             "rewritten_bytes_count": 123456,
             "before": {"data_files": 520, "delete_files": 3, "snapshots": 9, "data_bytes": 900},
             "after": {"data_files": 4, "delete_files": 0, "snapshots": 10, "data_bytes": 800},
         },
-    )  # fmt: skip
+    )
 
 
 def test_process_lifecycle_metrics_arrive_with_per_action_names(statsd: StatsdReceiver) -> None:
     p = _process()
     observability.process_started(p)
     observability.process_finished(p, duration_s=2.5)
-    got = statsd.expect({
-        "airflow.tablemgmt.process.started": ["1|c"],
-        "airflow.tablemgmt.process.started.rewrite-files": ["1|c"],
-        "airflow.tablemgmt.process.succeeded": ["1|c"],
-        "airflow.tablemgmt.process.succeeded.rewrite-files": ["1|c"],
-        "airflow.tablemgmt.process.duration": ["2500|ms"],
-        "airflow.tablemgmt.process.duration.rewrite-files.success": ["2500|ms"],
-        "airflow.tablemgmt.process.files_before.demo__db__events.rewrite-files": ["520|g"],
-        "airflow.tablemgmt.process.files_after.demo__db__events.rewrite-files": ["4|g"],
-        "airflow.tablemgmt.process.bytes_rewritten.rewrite-files": ["123456|c"],
-        # The after-figures double as the table's health gauges.
-        "airflow.tablemgmt.table.data_files.demo__db__events": ["4|g"],
-        "airflow.tablemgmt.table.delete_files.demo__db__events": ["0|g"],
-        "airflow.tablemgmt.table.snapshots.demo__db__events": ["10|g"],
-    })  # fmt: skip
+    got = statsd.expect(
+        {
+            "airflow.tablemgmt.process.started": ["1|c"],
+            "airflow.tablemgmt.process.started.rewrite-files": ["1|c"],
+            "airflow.tablemgmt.process.succeeded": ["1|c"],
+            "airflow.tablemgmt.process.succeeded.rewrite-files": ["1|c"],
+            "airflow.tablemgmt.process.duration": ["2500|ms"],
+            "airflow.tablemgmt.process.duration.rewrite-files.success": ["2500|ms"],
+            "airflow.tablemgmt.process.files_before.demo__db__events.rewrite-files": ["520|g"],
+            "airflow.tablemgmt.process.files_after.demo__db__events.rewrite-files": ["4|g"],
+            "airflow.tablemgmt.process.bytes_rewritten.rewrite-files": ["123456|c"],
+            # The after-figures double as the table's health gauges.
+            "airflow.tablemgmt.table.data_files.demo__db__events": ["4|g"],
+            "airflow.tablemgmt.table.delete_files.demo__db__events": ["0|g"],
+            "airflow.tablemgmt.table.snapshots.demo__db__events": ["10|g"],
+        }
+    )
     assert not any(".failed" in n for n in got)
 
 
@@ -110,15 +117,17 @@ def test_failed_canceled_and_lease_wait(statsd: StatsdReceiver) -> None:
     observability.process_finished(_process("delete-orphans", ProcessStatus.CANCELED), duration_s=1)
     observability.lease_wait("demo.db.events", "rewrite-files")
     observability.lease_waited("demo.db.events", "rewrite-files", waited_s=30)
-    got = statsd.expect({
-        "airflow.tablemgmt.process.failed.expire-snapshots": ["1|c"],
-        "airflow.tablemgmt.process.duration.expire-snapshots.failed": ["250|ms"],
-        "airflow.tablemgmt.process.canceled.delete-orphans": ["1|c"],
-        "airflow.tablemgmt.process.duration.delete-orphans.canceled": ["1000|ms"],
-        "airflow.tablemgmt.lease.waits": ["1|c"],
-        "airflow.tablemgmt.lease.waits.rewrite-files": ["1|c"],
-        "airflow.tablemgmt.lease.wait_duration.rewrite-files": ["30000|ms"],
-    })  # fmt: skip
+    got = statsd.expect(
+        {
+            "airflow.tablemgmt.process.failed.expire-snapshots": ["1|c"],
+            "airflow.tablemgmt.process.duration.expire-snapshots.failed": ["250|ms"],
+            "airflow.tablemgmt.process.canceled.delete-orphans": ["1|c"],
+            "airflow.tablemgmt.process.duration.delete-orphans.canceled": ["1000|ms"],
+            "airflow.tablemgmt.lease.waits": ["1|c"],
+            "airflow.tablemgmt.lease.waits.rewrite-files": ["1|c"],
+            "airflow.tablemgmt.lease.wait_duration.rewrite-files": ["30000|ms"],
+        }
+    )
     # A run that did not succeed measured nothing: no file gauges from its summary.
     assert not any(
         n.startswith(("airflow.tablemgmt.process.files_", "airflow.tablemgmt.table.")) for n in got
@@ -127,21 +136,30 @@ def test_failed_canceled_and_lease_wait(statsd: StatsdReceiver) -> None:
 
 def test_health_gauges(statsd: StatsdReceiver) -> None:
     files = FileStats(
-        snapshot_id=3924933435076606422, snapshots=12, data_files=40, small_data_files=30,
-        small_file_threshold_bytes=100, delete_files=2, data_bytes=4096, delete_bytes=10, records=99,
-    )  # fmt: skip
+        snapshot_id=3924933435076606422,
+        snapshots=12,
+        data_files=40,
+        small_data_files=30,
+        small_file_threshold_bytes=100,
+        delete_files=2,
+        data_bytes=4096,
+        delete_bytes=10,
+        records=99,
+    )
     observability.table_health("demo.db.events", files)
-    statsd.expect({
-        "airflow.tablemgmt.table.data_files": ["40|g"],  # the tagged name, too
-        "airflow.tablemgmt.table.data_files.demo__db__events": ["40|g"],
-        "airflow.tablemgmt.table.small_data_files.demo__db__events": ["30|g"],
-        "airflow.tablemgmt.table.small_file_ratio.demo__db__events": ["0.75|g"],
-        "airflow.tablemgmt.table.delete_files.demo__db__events": ["2|g"],
-        "airflow.tablemgmt.table.snapshots.demo__db__events": ["12|g"],
-        "airflow.tablemgmt.table.data_bytes.demo__db__events": ["4096|g"],
-        # The score REST and the page show, from the same figures (metadata/health.py).
-        "airflow.tablemgmt.table.health_score.demo__db__events": [f"{score(files).score}|g"],
-    })  # fmt: skip
+    statsd.expect(
+        {
+            "airflow.tablemgmt.table.data_files": ["40|g"],  # the tagged name, too
+            "airflow.tablemgmt.table.data_files.demo__db__events": ["40|g"],
+            "airflow.tablemgmt.table.small_data_files.demo__db__events": ["30|g"],
+            "airflow.tablemgmt.table.small_file_ratio.demo__db__events": ["0.75|g"],
+            "airflow.tablemgmt.table.delete_files.demo__db__events": ["2|g"],
+            "airflow.tablemgmt.table.snapshots.demo__db__events": ["12|g"],
+            "airflow.tablemgmt.table.data_bytes.demo__db__events": ["4096|g"],
+            # The score REST and the page show, from the same figures (metadata/health.py).
+            "airflow.tablemgmt.table.health_score.demo__db__events": [f"{score(files).score}|g"],
+        }
+    )
     assert score(files).score < 100  # 30 small files of 40: a finding, so the gauge says so
 
 

@@ -163,8 +163,10 @@ def test_a_command_line_run_closes_its_store_and_skips_the_shutdown_collection(r
     database = Path(registered.removeprefix("sqlite:///"))
     res = subprocess.run(
         [sys.executable, "-c", _COMMAND_LINE, "--store-url", registered, "tables"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert "lake.db.orders" in res.stdout
     frozen = int(res.stdout.split("FROZEN")[-1])

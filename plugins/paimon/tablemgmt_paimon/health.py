@@ -43,7 +43,7 @@ def table_health(catalog: Any, table: Any) -> FormatHealth:
                 max(5, round(30 * min(1.0, commits / 20))),
                 "compact",
                 f"{commits} commits since the last compaction ({figures['data_files']} data files on disk)",
-            )  # fmt: skip
+            )
         )
     retain_max = _setting(table, "expire-snapshots", "retain_max", None)
     if retain_max is not None and len(state.snapshots) > int(retain_max):
@@ -53,6 +53,6 @@ def table_health(catalog: Any, table: Any) -> FormatHealth:
                 10,
                 "expire-snapshots",
                 f"{len(state.snapshots)} snapshots where expire-snapshots keeps {retain_max} (retain-max)",
-            )  # fmt: skip
+            )
         )
     return FormatHealth(FORMAT, figures, tuple(findings))

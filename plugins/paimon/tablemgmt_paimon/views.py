@@ -86,10 +86,15 @@ def read_details(catalog: Any, table: Any) -> dict[str, Any]:
     schema = _schema(root, snapshots)
     latest = snapshots[-1] if snapshots else {}
     columns = [
-        {"id": f.get("id"), "name": f["name"], "type": str(f.get("type", "")).replace(" NOT NULL", ""),
-         "required": str(f.get("type", "")).endswith("NOT NULL"), "doc": f.get("description")}
+        {
+            "id": f.get("id"),
+            "name": f["name"],
+            "type": str(f.get("type", "")).replace(" NOT NULL", ""),
+            "required": str(f.get("type", "")).endswith("NOT NULL"),
+            "doc": f.get("description"),
+        }
         for f in schema.get("fields", [])
-    ]  # fmt: skip
+    ]
     files = _data_files(root)
     since = 0
     for s in reversed(snapshots):
@@ -150,14 +155,26 @@ def read_snapshots(catalog: Any, table: Any) -> dict[str, Any]:
     out = []
     previous = None
     for s in snapshots:
-        out.append({
-            "snapshot_id": str(s.get("id")), "parent_id": previous, "committed_at": _iso(s.get("timeMillis")),
-            "operation": s.get("commitKind"), "current": s.get("id") == latest,
-            "added_data_files": None, "removed_data_files": None, "added_delete_files": None,
-            "removed_delete_files": None, "added_records": None, "removed_records": None,
-            "added_bytes": None, "removed_bytes": None, "total_records": s.get("totalRecordCount"),
-            "total_data_files": None, "net_records": s.get("deltaRecordCount"),
-        })  # fmt: skip
+        out.append(
+            {
+                "snapshot_id": str(s.get("id")),
+                "parent_id": previous,
+                "committed_at": _iso(s.get("timeMillis")),
+                "operation": s.get("commitKind"),
+                "current": s.get("id") == latest,
+                "added_data_files": None,
+                "removed_data_files": None,
+                "added_delete_files": None,
+                "removed_delete_files": None,
+                "added_records": None,
+                "removed_records": None,
+                "added_bytes": None,
+                "removed_bytes": None,
+                "total_records": s.get("totalRecordCount"),
+                "total_data_files": None,
+                "net_records": s.get("deltaRecordCount"),
+            }
+        )
         previous = str(s.get("id"))
     return {
         "current_snapshot_id": str(latest) if latest is not None else None,

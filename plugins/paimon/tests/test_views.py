@@ -21,20 +21,32 @@ def _table(warehouse: Path) -> None:
     (root / "snapshot").mkdir(parents=True)
     (root / "schema").mkdir()
     schema = {
-        "version": 3, "id": 1,
-        "fields": [{"id": 0, "name": "id", "type": "BIGINT NOT NULL"}, {"id": 1, "name": "v", "type": "STRING"},
-                   {"id": 2, "name": "dt", "type": "STRING NOT NULL", "description": "the day"}],
-        "partitionKeys": ["dt"], "primaryKeys": ["dt", "id"],
+        "version": 3,
+        "id": 1,
+        "fields": [
+            {"id": 0, "name": "id", "type": "BIGINT NOT NULL"},
+            {"id": 1, "name": "v", "type": "STRING"},
+            {"id": 2, "name": "dt", "type": "STRING NOT NULL", "description": "the day"},
+        ],
+        "partitionKeys": ["dt"],
+        "primaryKeys": ["dt", "id"],
         "options": {"bucket": "1", "target-file-size": "4 kb"},
-    }  # fmt: skip
+    }
     (root / "schema" / "schema-0").write_text(json.dumps({**schema, "id": 0, "fields": schema["fields"][:1]}))
     (root / "schema" / "schema-1").write_text(json.dumps(schema))
     kinds = [("APPEND", 10), ("APPEND", 5), ("COMPACT", 0), ("APPEND", -3)]
     total = 0
     for i, (kind, delta) in enumerate(kinds, start=1):
         total += delta
-        doc = {"version": 3, "id": i, "schemaId": 1, "commitKind": kind, "timeMillis": 1_764_000_000_000 + i * 60_000,
-               "totalRecordCount": total, "deltaRecordCount": delta}  # fmt: skip
+        doc = {
+            "version": 3,
+            "id": i,
+            "schemaId": 1,
+            "commitKind": kind,
+            "timeMillis": 1_764_000_000_000 + i * 60_000,
+            "totalRecordCount": total,
+            "deltaRecordCount": delta,
+        }
         (root / "snapshot" / f"snapshot-{i}").write_text(json.dumps(doc))
     (root / "snapshot" / "LATEST").write_text("4")
     for part, sizes in (("dt=2026-11-25", [1, 2, 8]), ("dt=2026-11-26", [3])):
@@ -62,23 +74,32 @@ def _catalog(warehouse: Path) -> CatalogSpec:
 def test_details_read_the_latest_snapshots_schema(warehouse: Path) -> None:
     d = read_details(_catalog(warehouse), _spec())
     assert [(c["id"], c["name"], c["type"], c["required"], c["doc"]) for c in d["columns"]] == [
-        (0, "id", "BIGINT", True, None), (1, "v", "STRING", False, None), (2, "dt", "STRING", True, "the day"),
-    ]  # fmt: skip
+        (0, "id", "BIGINT", True, None),
+        (1, "v", "STRING", False, None),
+        (2, "dt", "STRING", True, "the day"),
+    ]
     assert d["schema_id"] == 1 and d["current_snapshot_id"] == "4" and d["format_version"] == 3
     assert d["partition_spec"]["fields"] == [{"name": "dt", "source": "dt", "transform": "identity"}]
     assert d["properties"] == {"bucket": "1", "target-file-size": "4 kb"}
     assert d["last_updated"] == "2025-11-24T16:04:00+00:00"
-    assert d["figures"] == {"snapshots": 4, "latest_snapshot": 4, "records": 12, "primary_keys": "dt, id",
-                            "data_files_on_disk": 4, "data_bytes_on_disk": 14 * KIB,
-                            "commits_since_compaction": 1}  # fmt: skip
+    assert d["figures"] == {
+        "snapshots": 4,
+        "latest_snapshot": 4,
+        "records": 12,
+        "primary_keys": "dt, id",
+        "data_files_on_disk": 4,
+        "data_bytes_on_disk": 14 * KIB,
+        "commits_since_compaction": 1,
+    }
 
 
 def test_files_per_partition_against_the_target_file_size(warehouse: Path) -> None:
     f = read_files(_catalog(warehouse), _spec())
     assert f["target_file_size_bytes"] == 4 * KIB and f["compaction_action"] == "compact"
     assert [(p["partition"], p["data_files"], p["data_bytes"]) for p in f["partitions"]] == [
-        ("dt=2026-11-25", 3, 11 * KIB), ("dt=2026-11-26", 1, 3 * KIB),
-    ]  # fmt: skip
+        ("dt=2026-11-25", 3, 11 * KIB),
+        ("dt=2026-11-26", 1, 3 * KIB),
+    ]
     # under 0.75 x 4 KiB = 3 KiB: the 1 and 2 KiB files; 3 KiB and 8 KiB are not small
     assert f["totals"]["small_files"] == 2 and f["totals"]["records"] is None
     assert f["files_total"] == 4 and f["files"][0]["path"] == "dt=2026-11-25/bucket-0/data-0.parquet"
@@ -87,9 +108,14 @@ def test_files_per_partition_against_the_target_file_size(warehouse: Path) -> No
 def test_snapshots_are_the_snapshot_files(warehouse: Path) -> None:
     s = read_snapshots(_catalog(warehouse), _spec())
     assert s["current_snapshot_id"] == "4"
-    assert [(x["snapshot_id"], x["operation"], x["total_records"], x["net_records"]) for x in s["snapshots"]] == [
-        ("1", "APPEND", 10, 10), ("2", "APPEND", 15, 5), ("3", "COMPACT", 15, 0), ("4", "APPEND", 12, -3),
-    ]  # fmt: skip
+    assert [
+        (x["snapshot_id"], x["operation"], x["total_records"], x["net_records"]) for x in s["snapshots"]
+    ] == [
+        ("1", "APPEND", 10, 10),
+        ("2", "APPEND", 15, 5),
+        ("3", "COMPACT", 15, 0),
+        ("4", "APPEND", 12, -3),
+    ]
     assert s["snapshots"][3]["current"] and s["snapshots"][3]["parent_id"] == "3"
 
 

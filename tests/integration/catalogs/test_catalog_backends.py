@@ -126,10 +126,11 @@ def _the_api_reads_the_table_as_pyiceberg_does(backend: CatalogSpec, table: Any,
     store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
     store.catalogs.upsert(backend, Owner.STORE)
     store.tables.upsert(
-        TableSpec(catalog=backend.name, namespace=table.namespace, name=table.name,
-                  actions={"rewrite-files": {}}),
+        TableSpec(
+            catalog=backend.name, namespace=table.namespace, name=table.name, actions={"rewrite-files": {}}
+        ),
         Owner.STORE,
-    )  # fmt: skip
+    )
     app = create_api_app()
     app.dependency_overrides[get_store] = lambda: store
     app.dependency_overrides[get_user] = lambda: object()
@@ -213,17 +214,26 @@ def test_gc_disabled_declines_expire_snapshots_and_delete_orphans_before_any_jvm
     catalog = CatalogSpec(
         name="restgc", type=CatalogType.REST, properties={"uri": rest.uri, **s3_properties(s3)}
     )
-    table = seed(catalog, f"nogc_{uuid.uuid4().hex[:6]}", appends=2, namespace="a.b",
-                 properties={"gc.enabled": "false"})  # fmt: skip
+    table = seed(
+        catalog,
+        f"nogc_{uuid.uuid4().hex[:6]}",
+        appends=2,
+        namespace="a.b",
+        properties={"gc.enabled": "false"},
+    )
     snapshots = content(catalog, table)[3]
     store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
     try:
         store.catalogs.upsert(catalog, Owner.STORE)
-        spec = TableSpec(catalog=catalog.name, namespace=table.namespace, name=table.name,
-                         actions={"expire-snapshots": {}, "delete-orphans": {}})  # fmt: skip
+        spec = TableSpec(
+            catalog=catalog.name,
+            namespace=table.namespace,
+            name=table.name,
+            actions={"expire-snapshots": {}, "delete-orphans": {}},
+        )
         store.tables.upsert(spec, Owner.STORE)
         for action in ("expire-snapshots", "delete-orphans"):
-            result = run_now(store, str(table), action, datetime.now(UTC).replace(microsecond=0))  # fmt: skip
+            result = run_now(store, str(table), action, datetime.now(UTC).replace(microsecond=0))
             p = store.processes.get(result.process.id)
             assert p.status == ProcessStatus.SUCCESS and p.external_id is None, p
             assert p.summary["skipped"] is True and p.summary["declined"] is True, p.summary
@@ -251,8 +261,12 @@ def rest_from_connection(
 ) -> CatalogSpec:
     """The REST catalog declared only by an Airflow ``iceberg`` connection: its host is the server's
     URI and its extra carries the S3 settings (the key pair as it would sit in the connection store)."""
-    extra = {"s3.endpoint": s3.endpoint, "client.region": REGION, "s3.access-key-id": ACCESS_KEY,
-             "s3.secret-access-key": SECRET_KEY}  # fmt: skip
+    extra = {
+        "s3.endpoint": s3.endpoint,
+        "client.region": REGION,
+        "s3.access-key-id": ACCESS_KEY,
+        "s3.secret-access-key": SECRET_KEY,
+    }
     monkeypatch.setenv(
         "AIRFLOW_CONN_TMS_REST_ICEBERG",
         json.dumps({"conn_type": "iceberg", "host": rest.uri, "extra": extra}),

@@ -32,8 +32,11 @@ pytestmark = [
 ]
 # The emulator takes any bearer token; pyarrow's GcsFileSystem needs one (and its expiry) or it looks
 # for Google's application default credentials. Both are references, as a real token would be.
-ENV = {"TMS_TEST_GCS_TOKEN": "emulator-accepts-any-token", "TMS_TEST_GCS_TOKEN_EXPIRES": "4102444800000",
-       "TMS_TEST_PG_PASSWORD": "unused"}  # fmt: skip
+ENV = {
+    "TMS_TEST_GCS_TOKEN": "emulator-accepts-any-token",
+    "TMS_TEST_GCS_TOKEN_EXPIRES": "4102444800000",
+    "TMS_TEST_PG_PASSWORD": "unused",
+}
 
 
 @pytest.fixture(scope="module")

@@ -42,8 +42,12 @@ def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastor
 def hive(metastore: HiveMetastore, tmp_path_factory: pytest.TempPathFactory) -> CatalogSpec:
     os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[2]"}')
     warehouse: Path = tmp_path_factory.mktemp("hive-warehouse")
-    return CatalogSpec(name="hivelake", type=CatalogType.HIVE, warehouse=f"file://{warehouse}",
-                       properties={"uri": metastore.uri})  # fmt: skip
+    return CatalogSpec(
+        name="hivelake",
+        type=CatalogType.HIVE,
+        warehouse=f"file://{warehouse}",
+        properties={"uri": metastore.uri},
+    )
 
 
 @pytest.mark.timeout(900)

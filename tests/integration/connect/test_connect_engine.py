@@ -71,9 +71,14 @@ def test_compaction_runs_on_the_connect_server_and_is_recorded(
     runner = ProcessRunner(store, default_factories(), SparkConnectJobHook(url=connect_server.url))
 
     outcome = runner.run(
-        RunRequest(table_id=table, action="rewrite-files", instant=datetime(2026, 1, 1, tzinfo=UTC),
-                   holder="d/r/t/1", try_number=1)
-    )  # fmt: skip
+        RunRequest(
+            table_id=table,
+            action="rewrite-files",
+            instant=datetime(2026, 1, 1, tzinfo=UTC),
+            holder="d/r/t/1",
+            try_number=1,
+        )
+    )
 
     process = store.processes.get(outcome.process.id)
     assert str(process.status) == "SUCCESS", process.failure_reason
@@ -176,8 +181,16 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
             url=connect_server.url, store=store, slots=1, slot_wait=30, reuse_sessions=True
         )
         runner = ProcessRunner(store, default_factories(), hook)
-        outcomes.append(runner.run(RunRequest(table_id=f"lake.db.{name}", action="rewrite-files",
-                                              instant=datetime(2026, 1, 1, tzinfo=UTC), holder=f"d/r/{name}/1")))  # fmt: skip
+        outcomes.append(
+            runner.run(
+                RunRequest(
+                    table_id=f"lake.db.{name}",
+                    action="rewrite-files",
+                    instant=datetime(2026, 1, 1, tzinfo=UTC),
+                    holder=f"d/r/{name}/1",
+                )
+            )
+        )
     first, second = (store.processes.get(o.process.id) for o in outcomes)
     assert str(first.status) == str(second.status) == "SUCCESS", (first.failure_reason, second.failure_reason)
     session_of = {p.id: str(p.external_id).split("#")[1].split("/")[0] for p in (first, second)}
@@ -187,9 +200,12 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     assert first.engine == second.engine == f"spark-connect {connect_server.url}"
     assert table_state(connect_server.url, lake, "lake.db.r2")["files"] < 6
     # Other settings of the same catalog name: the one slot, a new session (never the configured one).
-    job = JobSpec(table={"catalog": "lake", "namespace": "db", "name": "absent"},
-                  catalog={"name": "lake", "type": "hadoop", "warehouse": other.warehouse}, action="rewrite-files",
-                  process_id=99)  # fmt: skip
+    job = JobSpec(
+        table={"catalog": "lake", "namespace": "db", "name": "absent"},
+        catalog={"name": "lake", "type": "hadoop", "warehouse": other.warehouse},
+        action="rewrite-files",
+        process_id=99,
+    )
     hook = SparkConnectJobHook(
         url=connect_server.url, store=store, slots=1, slot_wait=30, reuse_sessions=True
     )

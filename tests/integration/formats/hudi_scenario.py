@@ -181,9 +181,11 @@ def data_files(location: str) -> list[str]:
     return sorted(
         str(p.relative_to(root))
         for p in root.rglob("*")
-        if p.is_file() and ".hoodie" not in p.parts and not p.name.endswith(".crc")
+        if p.is_file()
+        and ".hoodie" not in p.parts
+        and not p.name.endswith(".crc")
         and (p.suffix == ".parquet" or ".log." in p.name)
-    )  # fmt: skip
+    )
 
 
 if __name__ == "__main__":

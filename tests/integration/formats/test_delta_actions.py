@@ -20,7 +20,7 @@ pytestmark = [
     pytest.mark.skipif(
         os.environ.get("TABLEMGMT_FORMATS_FULL") != "1",
         reason="the Delta scenario runs with TABLEMGMT_FORMATS_FULL=1",
-    ),  # fmt: skip
+    ),
 ]
 
 

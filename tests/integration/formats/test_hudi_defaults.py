@@ -45,10 +45,17 @@ def test_clustering_after_a_clean_on_a_table_written_with_hudis_defaults(
     location = tmp_path / "wh" / "app" / "events"
     written = run_scenario(SCENARIO, location, "write")["write"]
     assert (location / ".hoodie" / "metadata").is_dir()  # Hudi's default: the metadata table is on
-    spec = TableSpec(catalog="lake", namespace="app", name="events", format="hudi",
-                     actions={"clean": {"retain-commits": 1}, "clustering": {"sort-columns": ["v", "id"]}})  # fmt: skip
-    context = TriggerContext(instant=datetime(2026, 11, 28, tzinfo=UTC),
-                             catalog=CatalogSpec(name="lake", warehouse=str(tmp_path / "wh")))  # fmt: skip
+    spec = TableSpec(
+        catalog="lake",
+        namespace="app",
+        name="events",
+        format="hudi",
+        actions={"clean": {"retain-commits": 1}, "clustering": {"sort-columns": ["v", "id"]}},
+    )
+    context = TriggerContext(
+        instant=datetime(2026, 11, 28, tzinfo=UTC),
+        catalog=CatalogSpec(name="lake", warehouse=str(tmp_path / "wh")),
+    )
     factory = HudiProcessFactory()
 
     clean = _submit(factory.trigger(spec, "clean", context))  # type: ignore[arg-type]

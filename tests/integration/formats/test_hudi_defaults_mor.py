@@ -61,10 +61,17 @@ def test_clustering_after_a_clean_on_a_merge_on_read_table_written_with_hudis_de
     assert read_timeline(str(location)).completed_compactions(), (
         "the writer's compaction made new file slices"
     )
-    spec = TableSpec(catalog="lake", namespace="app", name="events", format="hudi",
-                     actions={"clean": {"retain-commits": 1}, "clustering": {"sort-columns": ["v", "id"]}})  # fmt: skip
-    context = TriggerContext(instant=datetime(2026, 11, 28, tzinfo=UTC),
-                             catalog=CatalogSpec(name="lake", warehouse=str(tmp_path / "wh")))  # fmt: skip
+    spec = TableSpec(
+        catalog="lake",
+        namespace="app",
+        name="events",
+        format="hudi",
+        actions={"clean": {"retain-commits": 1}, "clustering": {"sort-columns": ["v", "id"]}},
+    )
+    context = TriggerContext(
+        instant=datetime(2026, 11, 28, tzinfo=UTC),
+        catalog=CatalogSpec(name="lake", warehouse=str(tmp_path / "wh")),
+    )
 
     clean = _run(spec, "clean", context)
     assert clean.ok, clean.error

@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.skipif(
         os.environ.get("TABLEMGMT_FORMATS_FULL") != "1",
         reason="the Hudi-on-S3 scenario runs with TABLEMGMT_FORMATS_FULL=1",
-    ),  # fmt: skip
+    ),
 ]
 
 

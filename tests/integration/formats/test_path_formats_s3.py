@@ -93,10 +93,17 @@ def delta_table(root: Path) -> None:
     second = [add(f"part={i % 2}/w1-{i}.parquet", 2000 + i) for i in range(3)]
     delta_commit(root, 0, "WRITE", META, *first)
     delta_commit(root, 1, "WRITE", *second)
-    add_type = pa.struct([("path", pa.string()), ("size", pa.int64()), ("dataChange", pa.bool_()),
-                          ("partitionValues", pa.map_(pa.string(), pa.string()))])  # fmt: skip
-    meta_type = pa.struct([("configuration", pa.map_(pa.string(), pa.string())),
-                           ("partitionColumns", pa.list_(pa.string()))])  # fmt: skip
+    add_type = pa.struct(
+        [
+            ("path", pa.string()),
+            ("size", pa.int64()),
+            ("dataChange", pa.bool_()),
+            ("partitionValues", pa.map_(pa.string(), pa.string())),
+        ]
+    )
+    meta_type = pa.struct(
+        [("configuration", pa.map_(pa.string(), pa.string())), ("partitionColumns", pa.list_(pa.string()))]
+    )
     adds = [
         {**a["add"], "partitionValues": list(a["add"]["partitionValues"].items())} for a in first + second
     ]
@@ -177,8 +184,11 @@ def test_the_delta_log_on_s3_reads_as_on_local_disk(s3: SeaweedS3, tables: dict[
     on_disk, on_s3 = delta.read_delta(local), delta.read_delta(remote, props)
     assert on_s3.files == on_disk.files == {"part=0/opt-0.parquet": 9000, "part=1/opt-1.parquet": 7000}
     assert (on_s3.version, on_s3.changes, on_s3.properties, on_s3.partition_columns) == (
-        on_disk.version, on_disk.changes, on_disk.properties, on_disk.partition_columns,
-    )  # fmt: skip
+        on_disk.version,
+        on_disk.changes,
+        on_disk.properties,
+        on_disk.partition_columns,
+    )
     assert on_s3.version == 2 and on_s3.changes.last_optimize_version == 2
     assert on_s3.properties == {"delta.targetFileSize": "1048576"}  # from the Parquet checkpoint
     assert delta.delta_health(remote, properties=props) == delta.delta_health(local)
@@ -214,10 +224,16 @@ def test_the_factories_skip_what_does_not_pay_on_s3_and_run_what_does(
     delta_table(local / "orders")
     hudi_table(local / "events")
     upload(s3, local, "lake/fact")
-    orders = TableSpec(catalog="lake", namespace="fact", name="orders", format="delta",
-                       actions={"optimize": {}})  # fmt: skip
-    events = TableSpec(catalog="lake", namespace="fact", name="events", format="hudi",
-                       actions={"compaction": {"min-delta-commits": 4}})  # fmt: skip
+    orders = TableSpec(
+        catalog="lake", namespace="fact", name="orders", format="delta", actions={"optimize": {}}
+    )
+    events = TableSpec(
+        catalog="lake",
+        namespace="fact",
+        name="events",
+        format="hudi",
+        actions={"compaction": {"min-delta-commits": 4}},
+    )
     # nothing added since the OPTIMIZE; 2 delta commits since the compaction (< 4): both skipped, no JVM
     assert DeltaProcessFactory().trigger(orders, "optimize", context) is None
     assert HudiProcessFactory().trigger(events, "compaction", context) is None
@@ -262,8 +278,13 @@ def test_the_health_hooks_read_a_table_on_s3(s3: SeaweedS3, tables: dict[str, An
     from airflow_tablemgmt.services.health import read_file_stats
 
     declared = catalog(tables["s3"], s3.endpoint)
-    events = TableSpec(catalog="lake", namespace="app", name="events", format="hudi",
-                       actions={"compaction": {"min-delta-commits": 2}})  # fmt: skip
+    events = TableSpec(
+        catalog="lake",
+        namespace="app",
+        name="events",
+        format="hudi",
+        actions={"compaction": {"min-delta-commits": 2}},
+    )
     reading = read_file_stats(declared, events)  # as the REST API and the page read it
     assert reading.format == "hudi" and reading.figures["log_files"] == 4
     assert [f.kind for f in reading.findings] == ["log_files"]
@@ -322,8 +343,11 @@ def test_an_unreachable_endpoint_fails_fast_and_clearly(tables: dict[str, Any]) 
     (port,) = free_ports(1)
     props = resolve_catalog_spec(catalog(tables["s3"], f"http://127.0.0.1:{port}")).properties
     started = time.monotonic()
-    with pytest.raises(StoreUnreachable, match=rf"s3a://warehouse/lake/sales/orders/_delta_log: the object "
-                       rf"store at http://127.0.0.1:{port} could not be read") as caught:  # fmt: skip
+    with pytest.raises(
+        StoreUnreachable,
+        match=rf"s3a://warehouse/lake/sales/orders/_delta_log: the object "
+        rf"store at http://127.0.0.1:{port} could not be read",
+    ) as caught:
         delta.read_delta(f"{tables['s3']}/sales/orders", props)
     assert time.monotonic() - started < 30
     assert SECRET_KEY not in str(caught.value)

@@ -93,10 +93,15 @@ def test_create_then_periodic_partition_refresh(spark: SparkSession, store: Stor
     tid = f"lake.db.daily_{next(_names)}"
     dt, process = dynamic.create(
         store,
-        {"identifier": tid, "query": f"SELECT day, count(*) AS n FROM {src} GROUP BY day", "freshness": "1 DAY",
-         "partitioned-by": ["day"], "partition.fields.day.date-formatter": "yyyy-MM-dd"},
+        {
+            "identifier": tid,
+            "query": f"SELECT day, count(*) AS n FROM {src} GROUP BY day",
+            "freshness": "1 DAY",
+            "partitioned-by": ["day"],
+            "partition.fields.day.date-formatter": "yyyy-MM-dd",
+        },
         jobs,
-    )  # fmt: skip
+    )
     assert dt.state == "ACTIVE"
     assert [c.name for c in dt.definition.columns or []] == ["day", "n"]
     assert dt.definition.source_tables == [src]
@@ -128,8 +133,11 @@ def test_create_then_periodic_partition_refresh(spark: SparkSession, store: Stor
 def test_failed_creation_leaves_nothing(spark: SparkSession, store: Store, jobs: SessionJobs) -> None:
     tid = f"lake.db.broken_{next(_names)}"
     with pytest.raises(Exception, match="lake.db.missing_source|missing_source"):
-        dynamic.create(store, {"identifier": tid, "query": "SELECT * FROM lake.db.missing_source",
-                               "freshness": "1 HOUR"}, jobs)  # fmt: skip
+        dynamic.create(
+            store,
+            {"identifier": tid, "query": "SELECT * FROM lake.db.missing_source", "freshness": "1 HOUR"},
+            jobs,
+        )
     assert store.dynamic.find(tid) is None
     assert dynamic.list_(store) == []
     assert not spark.catalog.tableExists(tid)
@@ -142,8 +150,16 @@ def test_auto_suspend_after_n_failed_scheduled_refreshes(
 ) -> None:
     src = source(spark, [(1, "2026-02-01")])
     tid = f"lake.db.fragile_{next(_names)}"
-    dynamic.create(store, {"identifier": tid, "query": f"SELECT id FROM {src}", "freshness": "1 HOUR",
-                           "suspend-after-failures": 2}, jobs)  # fmt: skip
+    dynamic.create(
+        store,
+        {
+            "identifier": tid,
+            "query": f"SELECT id FROM {src}",
+            "freshness": "1 HOUR",
+            "suspend-after-failures": 2,
+        },
+        jobs,
+    )
     spark.sql(f"DROP TABLE {src}")  # the query now fails at run time
     for hour in (1, 2):
         with pytest.raises(Exception, match="failed"):

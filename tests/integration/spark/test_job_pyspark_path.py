@@ -47,8 +47,12 @@ def test_under_spark_submit_pyspark_comes_from_the_package(tmp_path: Path) -> No
     env = {**os.environ, "JAVA_HOME": resolve_java_home(), "PYSPARK_PYTHON": sys.executable}
     out = subprocess.run(
         [str(PKG / "bin" / "spark-submit"), "--master", "local[1]", str(probe)],
-        capture_output=True, text=True, env=env, timeout=300, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    ).stdout
     found = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("PYSPARK", "PY4J")))
     assert ".zip" not in found["PYSPARK"] and Path(found["PYSPARK"]).resolve().parent == PKG
     # py4j's zip goes only when the installed py4j is the zip's version (the JVM side's jar matches the zip).

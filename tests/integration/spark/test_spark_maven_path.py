@@ -55,9 +55,22 @@ def _child(job: dict, jars: Path, repository: str, offline: bool, work: Path, sh
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow), str(ROOT)])}
     work.mkdir(parents=True, exist_ok=True)
     res = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(job), str(jars), repository, "1" if offline else "0", str(work)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            json.dumps(job),
+            str(jars),
+            repository,
+            "1" if offline else "0",
+            str(work),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("CHILD ")]
     assert lines, res.stdout[-3000:] + res.stderr[-3000:]
     return json.loads(lines[-1][len("CHILD ") :])

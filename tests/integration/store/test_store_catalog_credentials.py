@@ -42,11 +42,15 @@ def test_a_row_written_earlier_loads_and_is_listed_redacted(store: Store) -> Non
     with store.engine.begin() as conn:
         conn.execute(
             insert(CatalogRow.__table__).values(
-                name="old", type="rest", warehouse="s3a://AK:SK@bucket/wh",
+                name="old",
+                type="rest",
+                warehouse="s3a://AK:SK@bucket/wh",
                 properties={"uri": "http://u:pw@rest:8181", "s3.endpoint": LEAKY_URI},
-                owner="store", created_at=now, updated_at=now,
+                owner="store",
+                created_at=now,
+                updated_at=now,
             )
-        )  # fmt: skip
+        )
     assert store.catalogs.get("old").properties["uri"] == "http://u:pw@rest:8181"  # jobs still reach it
     (view,) = [v for v in list_catalogs(store) if v.name == "old"]
     shown = repr(view.to_dict())

@@ -81,15 +81,23 @@ def test_a_skewed_worker_does_not_declare_a_live_worker_lost(backend, skewed, sk
     register(a_store)
     job = BlockingSubmitter("app-a", {"by": "a"})
     stale = timedelta(seconds=60)
-    a = ProcessRunner(a_store, default_factories(), job,
-                      heartbeat_every=timedelta(seconds=0.2), stale_after=stale)  # fmt: skip
-    b = ProcessRunner(b_store, default_factories(), BlockingSubmitter("app-b", {}), stale_after=stale,
-                      wait_for_peer=timedelta(seconds=1))  # fmt: skip
+    a = ProcessRunner(
+        a_store, default_factories(), job, heartbeat_every=timedelta(seconds=0.2), stale_after=stale
+    )
+    b = ProcessRunner(
+        b_store,
+        default_factories(),
+        BlockingSubmitter("app-b", {}),
+        stale_after=stale,
+        wait_for_peer=timedelta(seconds=1),
+    )
     with skewed(-skew):  # A's clock: the opposite of B's, so the two are 2 x 70 s apart at worst
         thread_a, out_a = in_thread(lambda: a.run(RunRequest(TABLE, ACTION, T0, holder="worker-a")))
         assert job.started.wait(30)
-        p = wait_until("A RUNNING", lambda: (r := b_store.processes.find(TABLE, ACTION, T0)) and
-                       r.status == S.RUNNING and r)  # fmt: skip
+        p = wait_until(
+            "A RUNNING",
+            lambda: (r := b_store.processes.find(TABLE, ACTION, T0)) and r.status == S.RUNNING and r,
+        )
         # Let A's heartbeat thread stamp the row at least once under its skewed clock.
         first = p.heartbeat_at
         wait_until("a heartbeat", lambda: b_store.processes.get(p.id).heartbeat_at != first)

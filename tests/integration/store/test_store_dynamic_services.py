@@ -60,8 +60,12 @@ def airflow() -> Airflow:
 
 
 def refresh(store: Store, airflow: Airflow, **kw: Any) -> dynamic.RefreshRequested:
-    args: dict[str, Any] = {"is_periodic": True, "schedule_time": "2026-02-02 00:00:00",
-                            "static_partitions": {}, "dynamic_options": {}}  # fmt: skip
+    args: dict[str, Any] = {
+        "is_periodic": True,
+        "schedule_time": "2026-02-02 00:00:00",
+        "static_partitions": {},
+        "dynamic_options": {},
+    }
     args.update(kw)
     return dynamic.refresh(store, TID, trigger=airflow.trigger, **args)
 
@@ -99,8 +103,13 @@ def test_periodic_refresh_opens_the_process_at_the_schedule_time_once(
     assert first.dag_id == DAG and not first.reused
     [(dag_id, when, conf)] = airflow.runs
     assert (dag_id, when) == (DAG, datetime(2026, 2, 2, tzinfo=UTC))
-    assert conf == {"trigger": "MANUAL", "is_periodic": True, "static_partitions": {}, "dynamic_options": {},
-                    "schedule_time": "2026-02-02 00:00:00"}  # fmt: skip
+    assert conf == {
+        "trigger": "MANUAL",
+        "is_periodic": True,
+        "static_partitions": {},
+        "dynamic_options": {},
+        "schedule_time": "2026-02-02 00:00:00",
+    }
     again = refresh(dstore, airflow)
     assert again.reused and again.process.id == first.process.id
     assert len(airflow.runs) == 1  # no second DAG run
@@ -108,8 +117,14 @@ def test_periodic_refresh_opens_the_process_at_the_schedule_time_once(
 
 def test_manual_refresh_is_now_with_its_partitions_and_options(dstore: Store, airflow: Airflow) -> None:
     before = datetime.now(UTC).replace(microsecond=0)
-    req = refresh(dstore, airflow, is_periodic=False, schedule_time=None,
-                  static_partitions={"day": "2026-01-31"}, dynamic_options={"spark.sql.shuffle.partitions": 4})  # fmt: skip
+    req = refresh(
+        dstore,
+        airflow,
+        is_periodic=False,
+        schedule_time=None,
+        static_partitions={"day": "2026-01-31"},
+        dynamic_options={"spark.sql.shuffle.partitions": 4},
+    )
     assert req.process.instant >= before
     assert req.process.parameters["static_partitions"] == {"day": "2026-01-31"}
     assert airflow.runs[0][2]["dynamic_options"] == {"spark.sql.shuffle.partitions": "4"}
@@ -120,8 +135,15 @@ def test_failed_trigger_fails_the_process(dstore: Store) -> None:
         raise RuntimeError("no such DAG yet")
 
     with pytest.raises(RuntimeError):
-        dynamic.refresh(dstore, TID, is_periodic=True, schedule_time="2026-02-02 00:00:00",
-                        static_partitions=None, dynamic_options=None, trigger=refuse)  # fmt: skip
+        dynamic.refresh(
+            dstore,
+            TID,
+            is_periodic=True,
+            schedule_time="2026-02-02 00:00:00",
+            static_partitions=None,
+            dynamic_options=None,
+            trigger=refuse,
+        )
     [p] = dstore.processes.list(table_id=TID)
     assert p.status == ProcessStatus.FAILED and "no such DAG yet" in (p.failure_reason or "")
 
@@ -135,9 +157,14 @@ def test_a_refresh_whose_run_could_not_be_created_is_asked_again(dstore: Store, 
 
     with pytest.raises(RuntimeError):
         dynamic.refresh(
-            dstore, TID, is_periodic=True, schedule_time="2026-02-02 00:00:00",
-            static_partitions=None, dynamic_options=None, trigger=refuse,
-        )  # fmt: skip
+            dstore,
+            TID,
+            is_periodic=True,
+            schedule_time="2026-02-02 00:00:00",
+            static_partitions=None,
+            dynamic_options=None,
+            trigger=refuse,
+        )
     again = refresh(dstore, airflow)
     assert not again.reused and again.process.status == ProcessStatus.PENDING
     assert again.process.attempt == 2 and again.process.failure_reason is None
@@ -206,13 +233,22 @@ def test_create_validates_before_anything_runs(dstore: Store) -> None:
     with pytest.raises(
         InvalidInput, match="refresh-mode: 'continuous' is not supported: Spark batch refreshes are full"
     ):
-        dynamic.create(dstore, {"identifier": "lake.db.x", "query": "SELECT 1", "freshness": "1 HOUR",
-                                "refresh-mode": "continuous"})  # fmt: skip
+        dynamic.create(
+            dstore,
+            {
+                "identifier": "lake.db.x",
+                "query": "SELECT 1",
+                "freshness": "1 HOUR",
+                "refresh-mode": "continuous",
+            },
+        )
     with pytest.raises(Conflict, match="already exists"):
         dynamic.create(dstore, {"identifier": TID, "query": "SELECT 1", "freshness": "1 HOUR"})
     with pytest.raises(InvalidInput, match="downstream"):
-        dynamic.create(dstore, {"identifier": "lake.db.y", "query": "SELECT * FROM lake.db.src",
-                                "freshness": "downstream"})  # fmt: skip
+        dynamic.create(
+            dstore,
+            {"identifier": "lake.db.y", "query": "SELECT * FROM lake.db.src", "freshness": "downstream"},
+        )
     assert [v.table.id for v in dynamic.list_(dstore)] == [TID]
 
 
@@ -225,5 +261,6 @@ def test_cycle_is_rejected(dstore: Store) -> None:
         InvalidInput,
         match=r"cycle: lake.db.a -> lake.db.b -> lake.db.a|cycle: lake.db.b -> lake.db.a -> lake.db.b",
     ):
-        dynamic.create(dstore, {"identifier": "lake.db.b", "query": "SELECT * FROM lake.db.a",
-                                "freshness": "downstream"})  # fmt: skip
+        dynamic.create(
+            dstore, {"identifier": "lake.db.b", "query": "SELECT * FROM lake.db.a", "freshness": "downstream"}
+        )

@@ -147,8 +147,10 @@ def test_stalled_attempt_cannot_overwrite_the_live_attempt(backend):
     a = runner(store_a, stalled, heartbeat_every=timedelta(seconds=0.2), lease_ttl=timedelta(seconds=10))
     thread_a, out_a = in_thread(lambda: a.run(RunRequest(TABLE, ACTION, T0, holder="worker-a")))
     assert stalled.started.wait(WAIT)
-    p = wait_until("attempt 1 RUNNING", lambda: (r := store_b.processes.find(TABLE, ACTION, T0)) and
-                   r.status == S.RUNNING and r)  # fmt: skip
+    p = wait_until(
+        "attempt 1 RUNNING",
+        lambda: (r := store_b.processes.find(TABLE, ACTION, T0)) and r.status == S.RUNNING and r,
+    )
 
     # Someone (the reaper, an operator) declares attempt 1 lost and a retry starts attempt 2.
     store_b.processes.transition(p.id, S.FAILED, expected=S.RUNNING, attempt=1, failure_reason="lost")
@@ -196,8 +198,9 @@ def test_cancel_during_a_run_kills_the_job_and_ends_canceled(backend):
     a = runner(store_a, job)
     thread_a, out_a = in_thread(lambda: a.run(RunRequest(TABLE, ACTION, T0, holder="worker-a")))
     assert job.started.wait(WAIT)
-    p = wait_until("RUNNING", lambda: (r := store_b.processes.find(TABLE, ACTION, T0)) and
-                   r.status == S.RUNNING and r)  # fmt: skip
+    p = wait_until(
+        "RUNNING", lambda: (r := store_b.processes.find(TABLE, ACTION, T0)) and r.status == S.RUNNING and r
+    )
     store_b.processes.transition(
         p.id, S.CANCELING, expected=S.RUNNING, failure_reason="cancel requested by bob"
     )
@@ -275,8 +278,10 @@ def test_takeover_kills_the_lost_application_by_id_before_reusing_its_lease(stor
     if acknowledged:
         outcome = b.run(RunRequest(TABLE, ACTION, T0, holder="worker-b"))
         assert (outcome.process.status, outcome.process.attempt, outcome.summary) == (
-            S.SUCCESS, 2, {"by": "attempt 2"},
-        )  # fmt: skip
+            S.SUCCESS,
+            2,
+            {"by": "attempt 2"},
+        )
     else:
         with pytest.raises(LeaseUnavailable, match="stays PENDING"):
             b.run(RunRequest(TABLE, ACTION, T0, holder="worker-b"))

@@ -71,11 +71,14 @@ def _corrupt(store, table_id: str, spec_json: str) -> None:
 @pytest.mark.parametrize(
     ("spec_json", "field"),
     [
-        ('{"catalog": "lake", "namespace": "s", "name": "bad", "actions": '
-         '{"expire-data": {"column": "c", "retention": "-1s"}}}', "actions.expire-data.retention"),
+        (
+            '{"catalog": "lake", "namespace": "s", "name": "bad", "actions": '
+            '{"expire-data": {"column": "c", "retention": "-1s"}}}',
+            "actions.expire-data.retention",
+        ),
         ('{"catalog": "lake", "namespace": "s", "name": "bad", "actions": {"vacuum-all": {}}}', "actions"),
     ],
-)  # fmt: skip
+)
 def test_a_row_that_no_longer_validates_is_reported_by_name(store, spec_json: str, field: str):
     for name in ("a", "bad", "z"):
         store.tables.upsert(spec(name), Owner.STORE)
@@ -101,10 +104,16 @@ def test_a_row_that_no_longer_validates_is_reported_by_name(store, spec_json: st
     [
         ({"warehouse": "/data/wh"}, {"warehouse": "/data/wh/"}),
         ({"warehouse": "/data/wh"}, {"warehouse": "file:///data/wh"}),
-        ({"warehouse": "s3://bkt/wh", "properties": UNSAFE}, {"warehouse": "s3a://bkt/wh", "properties": UNSAFE}),
-        ({"type": "rest", "properties": {"uri": "http://h:8181"}}, {"type": "rest", "properties": {"uri": "http://h:8181/"}}),
+        (
+            {"warehouse": "s3://bkt/wh", "properties": UNSAFE},
+            {"warehouse": "s3a://bkt/wh", "properties": UNSAFE},
+        ),
+        (
+            {"type": "rest", "properties": {"uri": "http://h:8181"}},
+            {"type": "rest", "properties": {"uri": "http://h:8181/"}},
+        ),
     ],
-)  # fmt: skip
+)
 def test_second_catalog_over_the_same_warehouse_is_rejected(store, first: dict, second: dict):
     store.catalogs.upsert(CatalogSpec(name="lake", **first), Owner.CODE)
     with pytest.raises(InvalidDeclaration, match=r"catalog lake2: .*same tables as catalog lake\b"):

@@ -191,9 +191,11 @@ def test_watchers_starting_together_keep_few_state_store_calls_in_flight(trig_ca
         tasks = []
         for i in range(40):
             trigger = TableSnapshotTrigger(
-                table_id=f"trig.db.not_created_{i}", catalog=catalog_dict(trig_catalog),
-                poll_interval=30, actions={"rewrite-files": 0},
-            )  # fmt: skip
+                table_id=f"trig.db.not_created_{i}",
+                catalog=catalog_dict(trig_catalog),
+                poll_interval=30,
+                actions={"rewrite-files": 0},
+            )
             trigger.asset_state_store = store  # type: ignore[assignment]
             tasks.append(asyncio.ensure_future(next_event(trigger.run(), timeout=EVENT_WAIT)))
         # Start-up reads keep one of the gate's slots free for urgent calls (an event's write).

@@ -32,9 +32,11 @@ def _delta(root: Path) -> None:
         {"add": {"path": "a.parquet", "size": 100, "dataChange": True, "stats": '{"numRecords": 3}'}},
     ]
     (log / f"{0:020d}.json").write_text("\n".join(json.dumps(x) for x in lines))
-    lines = [{"commitInfo": {"operation": "DELETE", "timestamp": 1_764_000_060_000}},
-             {"remove": {"path": "a.parquet", "dataChange": True, "size": 100}},
-             {"add": {"path": "b.parquet", "size": 90, "dataChange": True, "stats": '{"numRecords": 2}'}}]  # fmt: skip
+    lines = [
+        {"commitInfo": {"operation": "DELETE", "timestamp": 1_764_000_060_000}},
+        {"remove": {"path": "a.parquet", "dataChange": True, "size": 100}},
+        {"add": {"path": "b.parquet", "size": 90, "dataChange": True, "stats": '{"numRecords": 2}'}},
+    ]
     (log / f"{1:020d}.json").write_text("\n".join(json.dumps(x) for x in lines))
 
 

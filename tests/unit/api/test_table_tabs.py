@@ -33,8 +33,9 @@ def client(tmp_path: Path) -> Iterator[tuple[TestClient, Any]]:
     for i in range(2):
         table.append(pa.table({"id": [i, i + 10], "v": ["a", "b"]}, schema=schema))
     store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
-    store.catalogs.upsert(CatalogSpec(name="lake", type="jdbc", warehouse=warehouse, properties={"uri": uri}),
-                          Owner.STORE)  # fmt: skip
+    store.catalogs.upsert(
+        CatalogSpec(name="lake", type="jdbc", warehouse=warehouse, properties={"uri": uri}), Owner.STORE
+    )
     store.tables.upsert(TableSpec(catalog="lake", namespace="db", name="t", owner="team_a"), Owner.STORE)
     app = create_api_app()
     app.dependency_overrides[get_store] = lambda: store

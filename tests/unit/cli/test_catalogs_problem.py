@@ -27,11 +27,15 @@ def test_the_table_output_shows_a_legacy_rows_problem(
     with store.engine.begin() as conn:  # a row written before the rules: every write path refuses it now
         conn.execute(
             insert(CatalogRow.__table__).values(
-                name="plainsecret", type="jdbc", warehouse="/tmp/plainsecret",
+                name="plainsecret",
+                type="jdbc",
+                warehouse="/tmp/plainsecret",
                 properties={"uri": "jdbc:postgresql://pg/cat", "jdbc.password": "S3CRET"},
-                owner="store", created_at=now, updated_at=now,
+                owner="store",
+                created_at=now,
+                updated_at=now,
             )
-        )  # fmt: skip
+        )
     store.dispose()
 
     assert main(["--store-url", url, "catalogs", "--json"]) == 0

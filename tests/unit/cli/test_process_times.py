@@ -27,8 +27,13 @@ def test_the_cli_shows_lease_and_queue_wait_as_rest_does(
     p, _ = store.processes.open("lake.s.t", "rewrite-files", datetime(2026, 11, 20, tzinfo=UTC))
     store.processes.lease_taken(p.id, 1)
     for to, expected in ((S.SUBMITTED, S.PENDING), (S.RUNNING, S.SUBMITTED), (S.SUCCESS, S.RUNNING)):
-        store.processes.transition(p.id, to, expected=expected, attempt=1,
-                                   **({"summary": {"duration_seconds": 1.5}} if to == S.SUCCESS else {}))  # fmt: skip
+        store.processes.transition(
+            p.id,
+            to,
+            expected=expected,
+            attempt=1,
+            **({"summary": {"duration_seconds": 1.5}} if to == S.SUCCESS else {}),
+        )
     done = store.processes.get(p.id)
     store.dispose()
     capsys.readouterr()

@@ -32,8 +32,12 @@ def test_show_prints_the_score_and_findings(tmp_path: Path, capsys: pytest.Captu
     store = Store(url)
     catalog = CatalogSpec(name="lake", type="jdbc", warehouse=warehouse, properties={"uri": uri})
     store.catalogs.upsert(catalog, Owner.STORE)
-    spec = TableSpec(catalog="lake", namespace="db", name="t",
-                     actions={"rewrite-files": {"target-file-size-bytes": 1 << 20, "min-input-files": 2}})  # fmt: skip
+    spec = TableSpec(
+        catalog="lake",
+        namespace="db",
+        name="t",
+        actions={"rewrite-files": {"target-file-size-bytes": 1 << 20, "min-input-files": 2}},
+    )
     store.tables.upsert(spec, Owner.STORE)
     store.dispose()
     expected = score(read_file_stats(catalog, spec))

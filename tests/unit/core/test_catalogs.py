@@ -24,9 +24,17 @@ def test_relative_warehouse_rejected(warehouse: str) -> None:
 
 @pytest.mark.parametrize(
     "warehouse",
-    ["/data/wh", "file:/data/wh", "file:///data/wh", "s3://b/wh", "s3a://b/wh", "gs://b/w", "abfs://c@a/w",
-     "hdfs://nn:8020/wh"],
-)  # fmt: skip
+    [
+        "/data/wh",
+        "file:/data/wh",
+        "file:///data/wh",
+        "s3://b/wh",
+        "s3a://b/wh",
+        "gs://b/w",
+        "abfs://c@a/w",
+        "hdfs://nn:8020/wh",
+    ],
+)
 def test_absolute_paths_and_uris_accepted(warehouse: str) -> None:
     # A hadoop catalog on an object store also says it accepts non-atomic commits.
     properties = (
@@ -82,12 +90,20 @@ def test_plaintext_secret_is_a_validation_error_naming_the_key() -> None:
         ({"warehouse": "/data/wh"}, {"warehouse": "/data/wh/"}),
         ({"warehouse": "/data/wh"}, {"warehouse": "file:/data/wh"}),
         ({"warehouse": "file:///data/wh//"}, {"warehouse": "/data/./wh"}),
-        ({"warehouse": "s3://b/wh", "properties": UNSAFE}, {"warehouse": "s3a://b/wh/", "properties": UNSAFE}),
-        ({"type": "rest", "properties": {"uri": "http://h:8181/"}}, {"type": "rest", "properties": {"uri": "http://h:8181"}}),
-        ({"type": "hive", "warehouse": "s3://b/w", "properties": {"uri": "thrift://m:9083"}},
-         {"type": "hive", "warehouse": "s3://b/w/", "properties": {"uri": "thrift://m:9083"}}),
+        (
+            {"warehouse": "s3://b/wh", "properties": UNSAFE},
+            {"warehouse": "s3a://b/wh/", "properties": UNSAFE},
+        ),
+        (
+            {"type": "rest", "properties": {"uri": "http://h:8181/"}},
+            {"type": "rest", "properties": {"uri": "http://h:8181"}},
+        ),
+        (
+            {"type": "hive", "warehouse": "s3://b/w", "properties": {"uri": "thrift://m:9083"}},
+            {"type": "hive", "warehouse": "s3://b/w/", "properties": {"uri": "thrift://m:9083"}},
+        ),
     ],
-)  # fmt: skip
+)
 def test_same_physical_location(a: dict, b: dict) -> None:
     assert CatalogSpec(name="one", **a).location_key() == CatalogSpec(name="two", **b).location_key()
 
@@ -97,11 +113,16 @@ def test_same_physical_location(a: dict, b: dict) -> None:
     [
         ({"warehouse": "/data/wh"}, {"warehouse": "/data/wh2"}),
         ({"warehouse": "/data/wh"}, {"type": "glue", "warehouse": "/data/wh"}),
-        ({"type": "rest", "properties": {"uri": "http://h:8181"}}, {"type": "rest", "properties": {"uri": "http://g:8181"}}),
-        ({"type": "rest", "warehouse": "a", "properties": {"uri": "http://h"}},
-         {"type": "rest", "warehouse": "b", "properties": {"uri": "http://h"}}),
+        (
+            {"type": "rest", "properties": {"uri": "http://h:8181"}},
+            {"type": "rest", "properties": {"uri": "http://g:8181"}},
+        ),
+        (
+            {"type": "rest", "warehouse": "a", "properties": {"uri": "http://h"}},
+            {"type": "rest", "warehouse": "b", "properties": {"uri": "http://h"}},
+        ),
     ],
-)  # fmt: skip
+)
 def test_different_physical_location(a: dict, b: dict) -> None:
     assert CatalogSpec(name="one", **a).location_key() != CatalogSpec(name="two", **b).location_key()
 

@@ -7,8 +7,16 @@ S = ProcessStatus
 
 
 def test_happy_path_is_legal() -> None:
-    for a, b in [(S.PENDING, S.SUBMITTED), (S.SUBMITTED, S.RUNNING), (S.RUNNING, S.SUCCESS), (S.RUNNING, S.FAILED),
-                 (S.RUNNING, S.KILLED), (S.RUNNING, S.CANCELING), (S.CANCELING, S.CANCELED), (S.FAILED, S.PENDING)]:  # fmt: skip
+    for a, b in [
+        (S.PENDING, S.SUBMITTED),
+        (S.SUBMITTED, S.RUNNING),
+        (S.RUNNING, S.SUCCESS),
+        (S.RUNNING, S.FAILED),
+        (S.RUNNING, S.KILLED),
+        (S.RUNNING, S.CANCELING),
+        (S.CANCELING, S.CANCELED),
+        (S.FAILED, S.PENDING),
+    ]:
         check_transition(a, b)
 
 

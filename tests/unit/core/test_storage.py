@@ -14,13 +14,23 @@ from airflow_tablemgmt.core.storage import (
 )
 
 DECLARED = [
-    ("s3://wh/w", {"s3.endpoint": "http://127.0.0.1:9000", "client.region": "eu-west-1",
-                   "s3.access-key-id": "env:K", "s3.secret-access-key": "env:S"}),
-    ("s3://wh/w", {"s3.endpoint": "https://minio:9000", "s3.path-style-access": "false", "s3.region": "us-east-1"}),
+    (
+        "s3://wh/w",
+        {
+            "s3.endpoint": "http://127.0.0.1:9000",
+            "client.region": "eu-west-1",
+            "s3.access-key-id": "env:K",
+            "s3.secret-access-key": "env:S",
+        },
+    ),
+    (
+        "s3://wh/w",
+        {"s3.endpoint": "https://minio:9000", "s3.path-style-access": "false", "s3.region": "us-east-1"},
+    ),
     (None, {"uri": "http://rest", "warehouse": "s3a://b/w", "s3.session-token": "conn:aws.password"}),
     ("/data/wh", {}),
     ("gs://b/w", {"gcs.project-id": "p"}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("warehouse", "properties"), DECLARED)

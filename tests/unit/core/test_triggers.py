@@ -33,20 +33,35 @@ def test_bad_intervals_name_the_rule(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "cron"),
-    [("5 MINUTE", "*/5 * * * *"), ("1 MINUTE", "* * * * *"), ("30 minute", "*/30 * * * *"), ("1 HOUR", "0 * * * *"),
-     ("6 HOUR", "0 */6 * * *"), ("1 DAY", "0 0 * * *"), ("5 MINUTES", "*/5 * * * *"), ("12 hours", "0 */12 * * *"),
-     ("INTERVAL '5' MINUTE", "*/5 * * * *"), ("interval '2' HOURS", "0 */2 * * *"), ("INTERVAL 1 DAY", "0 0 * * *"),
-     ("60 MINUTE", "0 * * * *"), ("24 HOUR", "0 0 * * *")],
-)  # fmt: skip
+    [
+        ("5 MINUTE", "*/5 * * * *"),
+        ("1 MINUTE", "* * * * *"),
+        ("30 minute", "*/30 * * * *"),
+        ("1 HOUR", "0 * * * *"),
+        ("6 HOUR", "0 */6 * * *"),
+        ("1 DAY", "0 0 * * *"),
+        ("5 MINUTES", "*/5 * * * *"),
+        ("12 hours", "0 */12 * * *"),
+        ("INTERVAL '5' MINUTE", "*/5 * * * *"),
+        ("interval '2' HOURS", "0 */2 * * *"),
+        ("INTERVAL 1 DAY", "0 0 * * *"),
+        ("60 MINUTE", "0 * * * *"),
+        ("24 HOUR", "0 0 * * *"),
+    ],
+)
 def test_freshness_to_cron(text: str, cron: str) -> None:
     assert Freshness.parse(text).to_cron() == cron
 
 
 @pytest.mark.parametrize(
     ("text", "delta"),
-    [("5 MINUTE", timedelta(minutes=5)), ("2 HOURS", timedelta(hours=2)), ("1 DAY", timedelta(days=1)),
-     ("downstream", timedelta(0))],
-)  # fmt: skip
+    [
+        ("5 MINUTE", timedelta(minutes=5)),
+        ("2 HOURS", timedelta(hours=2)),
+        ("1 DAY", timedelta(days=1)),
+        ("downstream", timedelta(0)),
+    ],
+)
 def test_freshness_delta(text: str, delta: timedelta) -> None:
     assert Freshness.parse(text).delta == delta
 
@@ -66,13 +81,17 @@ def test_freshness_round_trips_through_its_text() -> None:
 
 @pytest.mark.parametrize(
     ("text", "allowed"),
-    [("7 MINUTE", "allowed for MINUTE: 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60"),
-     ("45 MINUTES", "allowed for MINUTE: 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60"),
-     ("5 HOUR", "allowed for HOUR: 1, 2, 3, 4, 6, 8, 12, 24"),
-     ("48 HOUR", "allowed for HOUR: 1, 2, 3, 4, 6, 8, 12, 24"),
-     ("2 DAY", "allowed for DAY: 1"), ("0 MINUTE", "allowed for MINUTE: 1,"),
-     ("0 DAY", "allowed for DAY: 1"), ("99999999999999999999 MINUTE", "allowed for MINUTE: 1,")],
-)  # fmt: skip
+    [
+        ("7 MINUTE", "allowed for MINUTE: 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60"),
+        ("45 MINUTES", "allowed for MINUTE: 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60"),
+        ("5 HOUR", "allowed for HOUR: 1, 2, 3, 4, 6, 8, 12, 24"),
+        ("48 HOUR", "allowed for HOUR: 1, 2, 3, 4, 6, 8, 12, 24"),
+        ("2 DAY", "allowed for DAY: 1"),
+        ("0 MINUTE", "allowed for MINUTE: 1,"),
+        ("0 DAY", "allowed for DAY: 1"),
+        ("99999999999999999999 MINUTE", "allowed for MINUTE: 1,"),
+    ],
+)
 def test_freshness_rejected_with_the_allowed_values_of_its_unit(text: str, allowed: str) -> None:
     with pytest.raises(InvalidFreshness, match=re.escape(allowed)):
         Freshness.parse(text)

@@ -19,8 +19,17 @@ def table(name: str, actions: dict, **kw: object):  # type: ignore[no-untyped-de
 
 
 def test_one_dag_per_enabled_action_with_ids_tags_and_schedule() -> None:
-    t = table("events", {"rewrite-files": {"interval": "0 3 * * *", "trigger": "schedule"}, "expire-snapshots": {},
-                         "delete-orphans": {"enabled": False}}, owner="team-a", priority=7, queue="maint")  # fmt: skip
+    t = table(
+        "events",
+        {
+            "rewrite-files": {"interval": "0 3 * * *", "trigger": "schedule"},
+            "expire-snapshots": {},
+            "delete-orphans": {"enabled": False},
+        },
+        owner="team-a",
+        priority=7,
+        queue="maint",
+    )
     res = build_dags([t], load_factories(), catalogs=CATALOGS)
     assert sorted(res.dags) == [
         dag_id_for("lake.db.events", "expire-snapshots"),
@@ -299,13 +308,21 @@ def _plain_dag(fast: Any) -> Any:
         dagrun_timeout=fast.dagrun_timeout,
     ) as dag:
         TableMaintenanceOperator(
-            task_id="maintain", table=m.table, action=m.action, lease_wait=m.lease_wait, gate=m.gate,
-            execution_timeout=m.execution_timeout, timeout_source=m.timeout_source,
-            owner=m.owner, retries=m.retries, retry_delay=m.retry_delay, priority_weight=m.priority_weight,
+            task_id="maintain",
+            table=m.table,
+            action=m.action,
+            lease_wait=m.lease_wait,
+            gate=m.gate,
+            execution_timeout=m.execution_timeout,
+            timeout_source=m.timeout_source,
+            owner=m.owner,
+            retries=m.retries,
+            retry_delay=m.retry_delay,
+            priority_weight=m.priority_weight,
             on_failure_callback=m.on_failure_callback,
             **({"pool": m.pool} if m.pool != "default_pool" else {}),
             **({"outlets": m.outlets} if m.outlets else {}),
-        )  # fmt: skip
+        )
     dag.fileloc = fast.fileloc  # where the DAG was built; DagBag sets it to the DAG file's path
     return dag
 
@@ -331,11 +348,13 @@ def test_factory_dags_serialize_as_the_straightforward_construction_does() -> No
         ),
     ]
     dynamic = [
-        parse_dynamic_table({"identifier": "lake.db.dt_a", "freshness": "5 MINUTE",
-                             "query": "SELECT * FROM lake.db.ev"}),
-        parse_dynamic_table({"identifier": "lake.db.dt_b", "freshness": "downstream",
-                             "query": "SELECT * FROM lake.db.dt_a"}),
-    ]  # fmt: skip
+        parse_dynamic_table(
+            {"identifier": "lake.db.dt_a", "freshness": "5 MINUTE", "query": "SELECT * FROM lake.db.ev"}
+        ),
+        parse_dynamic_table(
+            {"identifier": "lake.db.dt_b", "freshness": "downstream", "query": "SELECT * FROM lake.db.dt_a"}
+        ),
+    ]
     specs = [*tables, *(d.table_spec() for d in dynamic)]
     result = build_dags(specs, load_factories(), catalogs=CATALOGS)
     assert result.errors == []

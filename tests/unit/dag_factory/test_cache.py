@@ -158,7 +158,11 @@ def test_default_location_is_under_airflow_home_with_private_modes(
 def test_a_yaml_edit_rebuilds_that_table_only(cache: Path, yaml: Path, store: Store) -> None:
     parse(yaml, store)
     before = pickle.loads(the_file(cache).read_bytes())["shards"]
-    yaml.write_text(YAML.replace("name: plain, actions: {rewrite-files: {}}", "name: plain, actions: {rewrite-files: {retries: 4}}"))  # fmt: skip
+    yaml.write_text(
+        YAML.replace(
+            "name: plain, actions: {rewrite-files: {}}", "name: plain, actions: {rewrite-files: {retries: 4}}"
+        )
+    )
     result = parse(yaml, store)
     assert dag_cache.last_stats.built == ["lake.s.plain"] and dag_cache.last_stats.wrote
     assert result.dags["tms__lake.s.plain__rewrite-files"].get_task("maintain").retries == 4
@@ -173,7 +177,9 @@ def test_a_yaml_edit_rebuilds_that_table_only(cache: Path, yaml: Path, store: St
 
 def test_a_store_update_rebuilds_that_table_only(cache: Path, yaml: Path, store: Store) -> None:
     parse(yaml, store)
-    store.tables.upsert(spec("other", "stored2", {"compute-stats": {"trigger": "schedule", "retries": 5}}), Owner.STORE)  # fmt: skip
+    store.tables.upsert(
+        spec("other", "stored2", {"compute-stats": {"trigger": "schedule", "retries": 5}}), Owner.STORE
+    )
     result = parse(yaml, store)
     assert dag_cache.last_stats.built == ["other.s.stored2"]
     assert result.dags["tms__other.s.stored2__compute-stats"].get_task("maintain").retries == 5

@@ -55,6 +55,10 @@ def test_a_task_start_builds_its_dag_from_the_row_and_from_an_edited_file(
     one = load_registry_and_build(y, only_dag_id="tms__lake.s.t3__expire-snapshots", store=store)
     assert list(one.dags) == ["tms__lake.s.t3__expire-snapshots"] and not one.errors
     # An edit the dag-processor has not synced yet: the task start builds from the file.
-    y.write_text(DOC.replace("name: t3, actions: {expire-snapshots: {}}", "name: t3, actions: {expire-snapshots: {retries: 6}}"))  # fmt: skip
+    y.write_text(
+        DOC.replace(
+            "name: t3, actions: {expire-snapshots: {}}", "name: t3, actions: {expire-snapshots: {retries: 6}}"
+        )
+    )
     one = load_registry_and_build(y, only_dag_id="tms__lake.s.t3__expire-snapshots", store=store)
     assert one.dags["tms__lake.s.t3__expire-snapshots"].get_task("maintain").retries == 6

@@ -44,7 +44,7 @@ def test_declared_in_tables_yaml(store: Store, tmp_path: Path) -> None:
         f"  - {{identifier: {T}, query: '{QUERY}', freshness: 1 DAY}}\n"
         f"  - {{catalog: lake, namespace: agg.eu, name: weekly, query: 'SELECT * FROM {T}', freshness: downstream}}\n"
         "  - {identifier: lake.agg.daily, query: 'SELECT 1 AS x', freshness: 1 DAY}\n"
-    )  # fmt: skip
+    )
     result = parse_sync(store, y)
     assert not result.errors, result.errors
     assert _row(store, T) == ("lake", "agg.eu", "daily")
@@ -80,11 +80,17 @@ class _Job:
     def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
         self.jobs.append(job)
         summary: dict[str, Any] = {
-            "refresh_action": "FULL", "created": True, "rows_written": 1, "source_tables": [SOURCE],
-            "source_snapshots": {SOURCE: 1}, "partitions_written": [],
-            "schema": [{"name": "day", "type": "date", "nullable": True},
-                       {"name": "n", "type": "bigint", "nullable": False}],
-        }  # fmt: skip
+            "refresh_action": "FULL",
+            "created": True,
+            "rows_written": 1,
+            "source_tables": [SOURCE],
+            "source_snapshots": {SOURCE: 1},
+            "partitions_written": [],
+            "schema": [
+                {"name": "day", "type": "date", "nullable": True},
+                {"name": "n", "type": "bigint", "nullable": False},
+            ],
+        }
         return JobResult(status="SUCCESS", summary=summary)
 
     def kill(self) -> None:
@@ -148,8 +154,13 @@ def test_created_through_rest(store: Store) -> None:
         [(dag_id, _)] = airflow.runs
         assert dag_id == dag
         assert _row(store, T) == ("lake", "agg.eu", "daily")
-        apart = {"catalog": "lake", "namespace": "agg.eu", "name": "weekly", "query": f"SELECT * FROM {T}",
-                 "freshness": "downstream"}  # fmt: skip
+        apart = {
+            "catalog": "lake",
+            "namespace": "agg.eu",
+            "name": "weekly",
+            "query": f"SELECT * FROM {T}",
+            "freshness": "downstream",
+        }
         assert api.post("/dynamic-tables", json=apart).status_code == 202
         got = api.get(f"/dynamic-tables/{T}")
         assert got.status_code == 200, got.text

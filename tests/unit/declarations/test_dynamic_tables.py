@@ -54,27 +54,43 @@ def test_parse_keeps_each_dynamic_table_with_its_view() -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ("  - {identifier: lake.db.bad, query: SELECT 1, freshness: 7 MINUTE}\n",
-         "t.yaml: dynamic-tables[1].freshness (dynamic table lake.db.bad): '7 MINUTE' cannot be a full-refresh "
-         "cron: a freshness in MINUTES must divide 60; allowed for MINUTE: 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60"),
-        ("  - {identifier: lake.db.bad, query: SELECT 1, freshness: 1 HOUR, refresh-mode: continuous}\n",
-         "t.yaml: dynamic-tables[1].refresh-mode (dynamic table lake.db.bad): 'continuous' is not supported: "
-         "Spark batch refreshes are full; allowed: full"),
-        ("  - {identifier: lake.db.bad, query: 'SELECT 1; DROP TABLE x', freshness: 1 HOUR}\n",
-         "dynamic-tables[1].query (dynamic table lake.db.bad): holds more than one statement"),
-        ("  - {identifier: lake.db.bad, query: SELECT 1, freshness: 1 HOUR, partition.fields.h.date-formatter: HH}\n",
-         "dynamic-tables[1].partition-fields.h (dynamic table lake.db.bad): 'h' has a date formatter but is not "
-         "in partitioned-by"),
-        ("  - {identifier: other.db.bad, query: SELECT 1, freshness: 1 HOUR}\n",
-         "dynamic-tables[1].catalog (dynamic table other.db.bad): 'other' is not declared; declared catalogs: lake"),
-        ("  - {identifier: lake.db.daily, query: SELECT 1, freshness: 1 HOUR}\n",
-         "dynamic-tables[1] (dynamic table lake.db.daily): declared twice"),
-        ("  - {identifier: lake.db.bad, query: SELECT 1, freshness: downstream}\n",
-         "dynamic-tables[1] (dynamic table lake.db.bad): freshness: downstream needs an upstream dynamic table"),
-        ("  - {identifier: lake.db.bad, query: SELECT 1, freshness: 1 HOUR, interval: 1h}\n",
-         "dynamic-tables[1].interval (dynamic table lake.db.bad): Extra inputs are not permitted"),
+        (
+            "  - {identifier: lake.db.bad, query: SELECT 1, freshness: 7 MINUTE}\n",
+            "t.yaml: dynamic-tables[1].freshness (dynamic table lake.db.bad): '7 MINUTE' cannot be a full-refresh "
+            "cron: a freshness in MINUTES must divide 60; allowed for MINUTE: 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60",
+        ),
+        (
+            "  - {identifier: lake.db.bad, query: SELECT 1, freshness: 1 HOUR, refresh-mode: continuous}\n",
+            "t.yaml: dynamic-tables[1].refresh-mode (dynamic table lake.db.bad): 'continuous' is not supported: "
+            "Spark batch refreshes are full; allowed: full",
+        ),
+        (
+            "  - {identifier: lake.db.bad, query: 'SELECT 1; DROP TABLE x', freshness: 1 HOUR}\n",
+            "dynamic-tables[1].query (dynamic table lake.db.bad): holds more than one statement",
+        ),
+        (
+            "  - {identifier: lake.db.bad, query: SELECT 1, freshness: 1 HOUR, partition.fields.h.date-formatter: HH}\n",
+            "dynamic-tables[1].partition-fields.h (dynamic table lake.db.bad): 'h' has a date formatter but is not "
+            "in partitioned-by",
+        ),
+        (
+            "  - {identifier: other.db.bad, query: SELECT 1, freshness: 1 HOUR}\n",
+            "dynamic-tables[1].catalog (dynamic table other.db.bad): 'other' is not declared; declared catalogs: lake",
+        ),
+        (
+            "  - {identifier: lake.db.daily, query: SELECT 1, freshness: 1 HOUR}\n",
+            "dynamic-tables[1] (dynamic table lake.db.daily): declared twice",
+        ),
+        (
+            "  - {identifier: lake.db.bad, query: SELECT 1, freshness: downstream}\n",
+            "dynamic-tables[1] (dynamic table lake.db.bad): freshness: downstream needs an upstream dynamic table",
+        ),
+        (
+            "  - {identifier: lake.db.bad, query: SELECT 1, freshness: 1 HOUR, interval: 1h}\n",
+            "dynamic-tables[1].interval (dynamic table lake.db.bad): Extra inputs are not permitted",
+        ),
     ],
-)  # fmt: skip
+)
 def test_one_bad_entry_names_file_and_table_and_the_others_load(entry: str, message: str) -> None:
     loaded = parse_declarations_text(CATALOG + "dynamic-tables:\n" + DAILY + entry, "t.yaml")
     assert [d.id for d in loaded.dynamic_tables] == ["lake.db.daily"]
@@ -94,8 +110,10 @@ def test_a_plain_table_declaring_refresh_is_rejected() -> None:
     )
     loaded = parse_declarations_text(doc, "t.yaml")
     assert loaded.tables == []
-    assert "t.yaml: tables[0].actions (table lake.db.t): refresh: only dynamic tables refresh; declare it under " \
-        "dynamic-tables:" in loaded.errors[0].message  # fmt: skip
+    assert (
+        "t.yaml: tables[0].actions (table lake.db.t): refresh: only dynamic tables refresh; declare it under "
+        "dynamic-tables:" in loaded.errors[0].message
+    )
 
 
 def test_a_table_and_a_dynamic_table_of_one_id() -> None:
@@ -191,9 +209,12 @@ def test_creation_results_survive_the_next_parse(store: Store, tmp_path: Path) -
     load_registry_and_build(y, store=store)
     dt = store.dynamic.get("lake.db.daily")
     created = DynamicTableSpec.model_validate(
-        {**dt.definition.model_dump(by_alias=True), "schema": [{"name": "day", "type": "date"}],
-         "source-tables": ["lake.db.events"]}
-    )  # fmt: skip
+        {
+            **dt.definition.model_dump(by_alias=True),
+            "schema": [{"name": "day", "type": "date"}],
+            "source-tables": ["lake.db.events"],
+        }
+    )
     store.dynamic.upsert(created, Owner.CODE)
     store.dynamic.set_state("lake.db.daily", "ACTIVE")
     y.write_text(DOC.replace("1 DAY", "12 HOUR"))  # a real change
@@ -250,8 +271,10 @@ def test_apply_checks_against_the_store_and_syncs(store: Store, tmp_path: Path) 
     assert store.dynamic.get("lake.db.weekly").managed_by == Owner.CODE
     assert store.tables.get("lake.db.events").enabled_actions() == ["expire-snapshots"]
     assert sorted(apply_declarations(store, parse_declarations_text(DOC, "t.yaml")).unchanged) == [
-        "lake.db.daily", "lake.db.events", "lake.db.weekly"
-    ]  # fmt: skip
+        "lake.db.daily",
+        "lake.db.events",
+        "lake.db.weekly",
+    ]
     bad = (
         CATALOG
         + "dynamic-tables:\n  - {identifier: lake.db.z, query: SELECT * FROM lake.db.q, freshness: downstream}\n"

@@ -50,8 +50,20 @@ def test_registered_with_the_cli(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["--store-url", url, "register", "lake.sales.eu.orders", "--catalog-type", "hadoop",
-                     "--warehouse", str(tmp_path / "wh"), "--action", "expire-snapshots"])  # fmt: skip
+        code = main(
+            [
+                "--store-url",
+                url,
+                "register",
+                "lake.sales.eu.orders",
+                "--catalog-type",
+                "hadoop",
+                "--warehouse",
+                str(tmp_path / "wh"),
+                "--action",
+                "expire-snapshots",
+            ]
+        )
     assert code == 0, out.getvalue()
     store = Store(url)
     try:
@@ -88,9 +100,14 @@ def test_registered_read_and_changed_through_the_rest_api(
     app.dependency_overrides[get_user] = lambda: object()
     api = TestClient(app)
     created = api.post(
-        "/tables", json={"catalog": "lake", "namespace": "sales.eu", "name": "orders",
-                         "actions": {"expire-snapshots": {}}},
-    )  # fmt: skip
+        "/tables",
+        json={
+            "catalog": "lake",
+            "namespace": "sales.eu",
+            "name": "orders",
+            "actions": {"expire-snapshots": {}},
+        },
+    )
     assert created.status_code == 201, created.text
     assert created.json()["table"] == "lake.sales.eu.orders"
     assert [a["dag_id"] for a in created.json()["actions"]] == ["tms__lake.sales.eu.orders__expire-snapshots"]

@@ -84,7 +84,12 @@ def test_unreadable_metadata_leaves_the_decision_to_the_job(tmp_path: Path) -> N
 
 def test_a_recovering_process_is_abandoned_naming_the_property(tmp_path: Path) -> None:
     catalog = _warehouse(tmp_path, {"gc.enabled": "false"})
-    process = Process(id=3, table_id="lake.sales.orders", action="expire-snapshots", instant=NOW,
-                      status=ProcessStatus.SUBMITTED)  # fmt: skip
+    process = Process(
+        id=3,
+        table_id="lake.sales.orders",
+        action="expire-snapshots",
+        instant=NOW,
+        status=ProcessStatus.SUBMITTED,
+    )
     with pytest.raises(RecoverProcessFailed, match="gc.enabled"):
         FACTORY.recover(_table(), process, TriggerContext(instant=NOW, catalog=catalog))

@@ -82,9 +82,12 @@ def test_an_unreadable_warehouse_is_a_warning_not_a_problem(tmp_path: Path) -> N
     for catalog in (
         CatalogSpec(name="lake", warehouse=str(tmp_path / "not-mounted-here")),
         CatalogSpec(name="lake", warehouse="hdfs://nn:8020/wh"),
-        CatalogSpec(name="lake", warehouse="s3://bucket/wh",
-                    properties={"allow-unsafe-commits": "true", "spark.hadoop.fs.s3a.secret.key": "env:X"}),
-    ):  # fmt: skip
+        CatalogSpec(
+            name="lake",
+            warehouse="s3://bucket/wh",
+            properties={"allow-unsafe-commits": "true", "spark.hadoop.fs.s3a.secret.key": "env:X"},
+        ),
+    ):
         check = check_location(catalog, T, "delta")
         assert check.problem is None and "not readable here" in str(check.warning), (catalog, check)
 
@@ -98,8 +101,9 @@ def test_catalog_tables_are_not_checked_by_path() -> None:
 
 
 def _spec(fmt: str, action: str) -> TableSpec:
-    return TableSpec.model_validate({"catalog": "lake", "namespace": "ns", "name": "t", "format": fmt,
-                                     "actions": {action: {}}})  # fmt: skip
+    return TableSpec.model_validate(
+        {"catalog": "lake", "namespace": "ns", "name": "t", "format": fmt, "actions": {action: {}}}
+    )
 
 
 @pytest.mark.parametrize(

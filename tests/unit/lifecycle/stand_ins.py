@@ -182,8 +182,9 @@ def registry(factory: Any) -> FactoryRegistry:
     return r
 
 
-def runner(store: Store, submitter: Any, tmp_path: Path, factories: FactoryRegistry | None = None,
-           **kwargs: Any) -> ProcessRunner:  # fmt: skip
+def runner(
+    store: Store, submitter: Any, tmp_path: Path, factories: FactoryRegistry | None = None, **kwargs: Any
+) -> ProcessRunner:
     return ProcessRunner(
         store, factories or default_factories(), submitter, result_dir=tmp_path / "results", **kwargs
     )

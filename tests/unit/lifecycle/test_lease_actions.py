@@ -22,8 +22,16 @@ TABLE = "lake.sales.orders"
 
 #: The Iceberg actions: each commits to the table's metadata (a snapshot, or for compute-stats a
 #: statistics file registered by a metadata commit) or, for delete-orphans, deletes the table's files.
-COMMITTING = ("rewrite-files", "rewrite-deletes", "rewrite-manifests", "expire-snapshots", "delete-orphans",
-              "expire-data", "compute-stats", "refresh")  # fmt: skip
+COMMITTING = (
+    "rewrite-files",
+    "rewrite-deletes",
+    "rewrite-manifests",
+    "expire-snapshots",
+    "delete-orphans",
+    "expire-data",
+    "compute-stats",
+    "refresh",
+)
 
 
 def test_every_action_that_commits_takes_the_lease() -> None:

@@ -32,8 +32,9 @@ print("ran to the end", flush=True)
 
 
 def _driver(spec: Path, run_for: float) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", DRIVER, str(spec), str(run_for)], stdout=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(spec), str(run_for)], stdout=subprocess.PIPE, text=True
+    )
 
 
 def test_a_driver_whose_lease_is_not_confirmed_stops_itself(tmp_path: Path) -> None:
@@ -114,8 +115,14 @@ def test_the_heartbeat_confirms_each_renewal_to_the_job(tmp_path: Path) -> None:
     hold = threading.Event()
     sub = Confirming(hold=hold)
     assert isinstance(sub, ConfirmsLease)
-    run = runner(store, sub, tmp_path, heartbeat_every=timedelta(milliseconds=100),
-                 lease_ttl=timedelta(seconds=1), stale_after=timedelta(milliseconds=500))  # fmt: skip
+    run = runner(
+        store,
+        sub,
+        tmp_path,
+        heartbeat_every=timedelta(milliseconds=100),
+        lease_ttl=timedelta(seconds=1),
+        stale_after=timedelta(milliseconds=500),
+    )
     threading.Timer(0.8, hold.set).start()
     outcome = run.run(RunRequest(TABLE, ACTION, instant(3)))
     assert outcome.process.status == S.SUCCESS

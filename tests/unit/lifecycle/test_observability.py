@@ -47,8 +47,9 @@ class InstantSubmitter:
 def store(tmp_path: Path) -> Store:
     s = Store.for_url(f"sqlite:///{tmp_path / 'tms.db'}")
     s.catalogs.upsert(CatalogSpec(name="lake", warehouse=str(tmp_path / "wh")), Owner.STORE)
-    spec = TableSpec.model_validate({"catalog": "lake", "namespace": "sales", "name": "orders",
-                                     "actions": {ACTION: {}}})  # fmt: skip
+    spec = TableSpec.model_validate(
+        {"catalog": "lake", "namespace": "sales", "name": "orders", "actions": {ACTION: {}}}
+    )
     s.tables.upsert(spec, Owner.STORE)
     return s
 
@@ -60,14 +61,16 @@ def _run(store: Store, result: JobResult, hour: int) -> None:
 
 def test_a_run_sends_started_succeeded_duration_and_files(store: Store, statsd: StatsdReceiver) -> None:  # noqa: F811
     _run(store, JobResult(status="SUCCESS", summary=SUMMARY), hour=1)
-    got = statsd.expect({
-        "airflow.tablemgmt.process.started.rewrite-files": ["1|c"],
-        "airflow.tablemgmt.process.succeeded.rewrite-files": ["1|c"],
-        "airflow.tablemgmt.process.files_before.lake__sales__orders.rewrite-files": ["30|g"],
-        "airflow.tablemgmt.process.files_after.lake__sales__orders.rewrite-files": ["3|g"],
-        "airflow.tablemgmt.process.bytes_rewritten.rewrite-files": ["5000|c"],
-        "airflow.tablemgmt.table.delete_files.lake__sales__orders": ["0|g"],
-    })  # fmt: skip
+    got = statsd.expect(
+        {
+            "airflow.tablemgmt.process.started.rewrite-files": ["1|c"],
+            "airflow.tablemgmt.process.succeeded.rewrite-files": ["1|c"],
+            "airflow.tablemgmt.process.files_before.lake__sales__orders.rewrite-files": ["30|g"],
+            "airflow.tablemgmt.process.files_after.lake__sales__orders.rewrite-files": ["3|g"],
+            "airflow.tablemgmt.process.bytes_rewritten.rewrite-files": ["5000|c"],
+            "airflow.tablemgmt.table.delete_files.lake__sales__orders": ["0|g"],
+        }
+    )
     (duration,) = statsd.wait_for("airflow.tablemgmt.process.duration.rewrite-files.success")[
         "airflow.tablemgmt.process.duration.rewrite-files.success"
     ]
@@ -78,18 +81,22 @@ def test_a_run_sends_started_succeeded_duration_and_files(store: Store, statsd: 
 def test_a_failed_job_sends_failed(store: Store, statsd: StatsdReceiver) -> None:  # noqa: F811
     with pytest.raises(JobFailed):
         _run(store, JobResult(status="FAILED", error="executor lost", error_class="SparkException"), hour=2)
-    statsd.expect({
-        "airflow.tablemgmt.process.started.rewrite-files": ["1|c"],
-        "airflow.tablemgmt.process.failed.rewrite-files": ["1|c"],
-    })  # fmt: skip
+    statsd.expect(
+        {
+            "airflow.tablemgmt.process.started.rewrite-files": ["1|c"],
+            "airflow.tablemgmt.process.failed.rewrite-files": ["1|c"],
+        }
+    )
 
 
 def test_a_held_lease_sends_a_lease_wait(store: Store, statsd: StatsdReceiver) -> None:  # noqa: F811
     assert store.leases.acquire(TABLE, "someone-else", timedelta(minutes=5))
     with pytest.raises(LeaseUnavailable):
         _run(store, JobResult(status="SUCCESS", summary=SUMMARY), hour=3)
-    got = statsd.expect({
-        "airflow.tablemgmt.lease.waits": ["1|c"],
-        "airflow.tablemgmt.lease.waits.rewrite-files": ["1|c"],
-    })  # fmt: skip
+    got = statsd.expect(
+        {
+            "airflow.tablemgmt.lease.waits": ["1|c"],
+            "airflow.tablemgmt.lease.waits.rewrite-files": ["1|c"],
+        }
+    )
     assert "airflow.tablemgmt.process.started" not in got  # nothing ran

@@ -44,8 +44,15 @@ def connect_job_lost(store: Store, when: datetime, lease_for: timedelta) -> str:
     p, _ = store.processes.open(TABLE, "rewrite-manifests", when)
     store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
     params = predecessor.with_application(p.parameters or {}, 1, APP)
-    store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, external_id=APP,
-                               parameters=params, heartbeat_at=datetime.now(UTC) - timedelta(hours=1))  # fmt: skip
+    store.processes.transition(
+        p.id,
+        S.RUNNING,
+        expected=S.SUBMITTED,
+        attempt=1,
+        external_id=APP,
+        parameters=params,
+        heartbeat_at=datetime.now(UTC) - timedelta(hours=1),
+    )
     holder = f"process:{p.id}:attempt:1:worker-a:0000"
     assert store.leases.acquire(TABLE, holder, lease_for)
     return holder
@@ -92,9 +99,15 @@ def test_a_lost_attempt_s_connect_job_is_ended_before_its_lease_is_released(
 ) -> None:
     p, _ = store.processes.open(TABLE, ACTION, instant(3))
     store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
-    store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, external_id=APP,
-                               parameters=predecessor.with_application({}, 1, APP),
-                               heartbeat_at=datetime.now(UTC) - timedelta(hours=1))  # fmt: skip
+    store.processes.transition(
+        p.id,
+        S.RUNNING,
+        expected=S.SUBMITTED,
+        attempt=1,
+        external_id=APP,
+        parameters=predecessor.with_application({}, 1, APP),
+        heartbeat_at=datetime.now(UTC) - timedelta(hours=1),
+    )
     assert store.leases.acquire(TABLE, f"process:{p.id}:attempt:1:worker-a:0000", timedelta(minutes=2))
     server = Server(ends=True)
     monkeypatch.setattr(takeover, "end_applications", server.end)

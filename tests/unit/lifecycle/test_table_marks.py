@@ -23,8 +23,15 @@ def _now_ms() -> int:
 
 
 def _process(attempt: int = 2, pid: int = 7, created_ago: timedelta = timedelta(minutes=5)) -> Process:
-    return Process(id=pid, table_id="lake.db.t", action="rewrite-files", instant=datetime(2026, 1, 1, tzinfo=UTC),
-                   status=ProcessStatus.PENDING, attempt=attempt, created_at=datetime.now(UTC) - created_ago)  # fmt: skip
+    return Process(
+        id=pid,
+        table_id="lake.db.t",
+        action="rewrite-files",
+        instant=datetime(2026, 1, 1, tzinfo=UTC),
+        status=ProcessStatus.PENDING,
+        attempt=attempt,
+        created_at=datetime.now(UTC) - created_ago,
+    )
 
 
 def _iceberg(
@@ -34,14 +41,20 @@ def _iceberg(
     meta = tmp_path / "wh" / "db" / "t" / "metadata"
     meta.mkdir(parents=True)
     doc = {
-        "format-version": 2, "table-uuid": "0e0c0a0b-0000-4000-8000-000000000000",
-        "location": str(meta.parent), "current-snapshot-id": 42,
+        "format-version": 2,
+        "table-uuid": "0e0c0a0b-0000-4000-8000-000000000000",
+        "location": str(meta.parent),
+        "current-snapshot-id": 42,
         "snapshots": [
             {"snapshot-id": 41, "timestamp-ms": ts_ms - 1000, "summary": {"operation": "append"}},
-            {"snapshot-id": 42, "parent-snapshot-id": 41, "timestamp-ms": ts_ms,
-             "summary": {"operation": "replace", **summary}},
+            {
+                "snapshot-id": 42,
+                "parent-snapshot-id": 41,
+                "timestamp-ms": ts_ms,
+                "summary": {"operation": "replace", **summary},
+            },
         ],
-    }  # fmt: skip
+    }
     (meta / "v3.metadata.json").write_text(json.dumps(doc))
     (meta / "version-hint.text").write_text("3")
     table = TableSpec(catalog="lake", namespace="db", name="t", actions={"rewrite-files": {}})
@@ -76,8 +89,10 @@ def test_an_unmarked_or_unreadable_table_is_no_answer(tmp_path: Path) -> None:
 def test_a_delta_commit_s_user_metadata_is_found(tmp_path: Path) -> None:
     log = tmp_path / "wh" / "db" / "t" / "_delta_log"
     log.mkdir(parents=True)
-    lines = [{"commitInfo": {"timestamp": _now_ms(), "operation": "OPTIMIZE", "userMetadata": json.dumps(MARK)}},
-             {"add": {"path": "part-0.parquet"}}]  # fmt: skip
+    lines = [
+        {"commitInfo": {"timestamp": _now_ms(), "operation": "OPTIMIZE", "userMetadata": json.dumps(MARK)}},
+        {"add": {"path": "part-0.parquet"}},
+    ]
     (log / "00000000000000000003.json").write_text("\n".join(json.dumps(x) for x in lines))
     table = TableSpec(catalog="lake", namespace="db", name="t", format="delta", actions={"optimize": {}})
     catalog = CatalogSpec(name="lake", warehouse=str(tmp_path / "wh"))
@@ -102,18 +117,36 @@ def test_a_pyiceberg_summary_gives_its_properties_not_pydantics_field_pairs() ->
 #: The part of Hudi's ``HoodieCommitMetadata`` Avro schema recovery walks through (a named record used twice,
 #: unions, a map of arrays), as Hudi 1.0's ``DataFileWriter`` writes it into the header.
 HUDI_SCHEMA = {
-    "type": "record", "name": "HoodieCommitMetadata", "namespace": "org.apache.hudi.avro.model",
+    "type": "record",
+    "name": "HoodieCommitMetadata",
+    "namespace": "org.apache.hudi.avro.model",
     "fields": [
-        {"name": "partitionToWriteStats", "type": ["null", {"type": "map", "values": {"type": "array", "items": {
-            "type": "record", "name": "HoodieWriteStat",
-            "fields": [{"name": "fileId", "type": ["null", "string"]}, {"name": "numWrites", "type": ["null", "long"]}],
-        }}}]},
+        {
+            "name": "partitionToWriteStats",
+            "type": [
+                "null",
+                {
+                    "type": "map",
+                    "values": {
+                        "type": "array",
+                        "items": {
+                            "type": "record",
+                            "name": "HoodieWriteStat",
+                            "fields": [
+                                {"name": "fileId", "type": ["null", "string"]},
+                                {"name": "numWrites", "type": ["null", "long"]},
+                            ],
+                        },
+                    },
+                },
+            ],
+        },
         {"name": "compacted", "type": ["null", "boolean"]},
         {"name": "extraMetadata", "type": ["null", {"type": "map", "values": ["null", "string"]}]},
         {"name": "last", "type": ["null", "HoodieWriteStat"]},
         {"name": "version", "type": ["int", "null"]},
     ],
-}  # fmt: skip
+}
 
 
 def _zigzag(n: int) -> bytes:

@@ -45,9 +45,15 @@ def submitted_by_another_worker(
     """A process another worker claimed (attempt 1, SUBMITTED), its last heartbeat ``beat_ago``."""
     process, _ = store.processes.open(TABLE, ACTION, when, parameters=dict(ids.pop("parameters", {}) or {}))
     return store.processes.transition(
-        process.id, S.SUBMITTED, expected=S.PENDING, attempt=1,
-        heartbeat_at=datetime.now(UTC) - beat_ago, heartbeat_every_s=every_s, external_id=app_id, **ids,
-    )  # fmt: skip
+        process.id,
+        S.SUBMITTED,
+        expected=S.PENDING,
+        attempt=1,
+        heartbeat_at=datetime.now(UTC) - beat_ago,
+        heartbeat_every_s=every_s,
+        external_id=app_id,
+        **ids,
+    )
 
 
 def test_a_lost_worker_s_attempt_is_closed_and_the_process_runs_as_attempt_2(

@@ -63,11 +63,24 @@ def delta(tmp_path: Path) -> TableSpec:
         }
     }
     protocol = {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
-    commit(log, 0, info("WRITE", 1_764_000_000_000), protocol, meta, add("part=0/a.parquet", MIB, 10),
-           add("part=1/b.parquet", 2 * MIB, 20))  # fmt: skip
+    commit(
+        log,
+        0,
+        info("WRITE", 1_764_000_000_000),
+        protocol,
+        meta,
+        add("part=0/a.parquet", MIB, 10),
+        add("part=1/b.parquet", 2 * MIB, 20),
+    )
     commit(log, 1, info("WRITE", 1_764_000_060_000), add("part=0/c.parquet", 3 * MIB, 5))
-    commit(log, 2, info("OPTIMIZE", 1_764_000_120_000), remove("part=0/a.parquet", MIB),
-           remove("part=0/c.parquet", 3 * MIB), add("part=0/ac.parquet", 4 * MIB, 15, data_change=False))  # fmt: skip
+    commit(
+        log,
+        2,
+        info("OPTIMIZE", 1_764_000_120_000),
+        remove("part=0/a.parquet", MIB),
+        remove("part=0/c.parquet", 3 * MIB),
+        add("part=0/ac.parquet", 4 * MIB, 15, data_change=False),
+    )
     commit(log, 3, info("WRITE", 1_764_000_180_000), add("part=1/d.parquet", 7 * MIB, None))
     return TableSpec(catalog="lake", namespace="sales", name="orders", format="delta")
 
@@ -84,8 +97,14 @@ def test_delta_details_read_the_schema_protocol_and_figures(tmp_path: Path, delt
         8 * MIB
     )
     assert d["last_updated"] == "2025-11-24T16:03:00+00:00"
-    assert d["figures"] == {"version": 3, "data_files": 3, "total_bytes": 13 * MIB, "log_commits": 4,
-                            "commits_since_optimize": 1, "last_optimize_version": 2}  # fmt: skip
+    assert d["figures"] == {
+        "version": 3,
+        "data_files": 3,
+        "total_bytes": 13 * MIB,
+        "log_commits": 4,
+        "commits_since_optimize": 1,
+        "last_optimize_version": 2,
+    }
 
 
 def test_delta_files_are_the_live_files_with_their_records(tmp_path: Path, delta: TableSpec) -> None:
@@ -98,8 +117,10 @@ def test_delta_files_are_the_live_files_with_their_records(tmp_path: Path, delta
     # 1 MiB and 2 MiB... against 8 MiB: 4 MiB is under 0.75 (small), 7 MiB is not
     assert f["totals"]["small_files"] == 2 and sum(f["totals"]["histogram"]) == 3
     assert {x["path"]: x["records"] for x in f["files"]} == {
-        "part=0/ac.parquet": 15, "part=1/b.parquet": 20, "part=1/d.parquet": None,
-    }  # fmt: skip
+        "part=0/ac.parquet": 15,
+        "part=1/b.parquet": 20,
+        "part=1/d.parquet": None,
+    }
 
 
 def test_delta_snapshots_are_the_log_versions(tmp_path: Path, delta: TableSpec) -> None:
@@ -107,8 +128,11 @@ def test_delta_snapshots_are_the_log_versions(tmp_path: Path, delta: TableSpec) 
     assert s["current_snapshot_id"] == "3" and s["entry_label"] == "log versions"
     rows = s["snapshots"]
     assert [(r["snapshot_id"], r["operation"], r["current"]) for r in rows] == [
-        ("0", "WRITE", False), ("1", "WRITE", False), ("2", "OPTIMIZE", False), ("3", "WRITE", True),
-    ]  # fmt: skip
+        ("0", "WRITE", False),
+        ("1", "WRITE", False),
+        ("2", "OPTIMIZE", False),
+        ("3", "WRITE", True),
+    ]
     assert rows[2]["added_data_files"] == 1 and rows[2]["removed_data_files"] == 2
     assert rows[2]["added_bytes"] == 4 * MIB and rows[2]["removed_bytes"] == 4 * MIB
     assert rows[0]["added_records"] == 30 and rows[3]["added_records"] is None
@@ -168,8 +192,10 @@ def hudi(tmp_path: Path) -> TableSpec:
 
 def test_hudi_details_read_hoodie_properties_and_the_create_schema(tmp_path: Path, hudi: TableSpec) -> None:
     d = hudi_views.read_details(catalog(tmp_path), hudi)
-    assert [(c["name"], c["type"], c["required"]) for c in d["columns"]] == [("id", "long", True),
-                                                                              ("v", "string", False)]  # fmt: skip
+    assert [(c["name"], c["type"], c["required"]) for c in d["columns"]] == [
+        ("id", "long", True),
+        ("v", "string", False),
+    ]
     assert d["format_version"] == "8" and d["current_snapshot_id"] == "20261125100300000"
     assert d["last_updated"] == "2026-11-25T10:03:00+00:00"
     assert d["partition_spec"]["fields"][0]["source"] == "part"
@@ -186,8 +212,12 @@ def test_hudi_files_are_each_file_groups_latest_slice(tmp_path: Path, hudi: Tabl
     ]
     (p,) = f["partitions"]
     assert (p["partition"], p["data_files"], p["data_bytes"], p["delete_files"], p["delete_bytes"]) == (
-        "0", 2, 5 * MIB, 1, 200,
-    )  # fmt: skip
+        "0",
+        2,
+        5 * MIB,
+        1,
+        200,
+    )
     assert f["target_file_size_bytes"] == 4 * MIB and p["records"] is None
     assert p["small_files"] == 1  # 2 MiB < 0.75 x 4 MiB; 3 MiB is not
 
@@ -211,8 +241,12 @@ def test_hudi_snapshots_are_the_completed_instants(tmp_path: Path, hudi: TableSp
 
 def test_files_view_buckets_against_the_target_and_keeps_unknown_records_null() -> None:
     target = 100
-    files = [LiveFile("a", "p=1", 10, 1), LiveFile("b", "p=1", 80, 2), LiveFile("c", "p=2", 200, None),
-             LiveFile("d", "p=2", 5, None, delete=True)]  # fmt: skip
+    files = [
+        LiveFile("a", "p=1", 10, 1),
+        LiveFile("b", "p=1", 80, 2),
+        LiveFile("c", "p=2", 200, None),
+        LiveFile("d", "p=2", 5, None, delete=True),
+    ]
     v = files_view(files, target, snapshot_id=7)
     assert v["buckets"] == [round(b * target) for b in SIZE_BUCKETS] and v["snapshot_id"] == "7"
     assert v["totals"]["histogram"] == [1, 0, 0, 0, 1, 0, 1] and v["totals"]["small_files"] == 1

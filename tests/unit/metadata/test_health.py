@@ -39,8 +39,12 @@ def test_many_small_appends_need_a_rewrite_measured_against_the_actions_target(
 ) -> None:
     catalog, cat = lake
     _appends(cat, "orders", 8)
-    spec = TableSpec(catalog="lake", namespace="sales", name="orders",
-                     actions={"rewrite-files": {"target-file-size-bytes": 2 * 1024 * 1024}})  # fmt: skip
+    spec = TableSpec(
+        catalog="lake",
+        namespace="sales",
+        name="orders",
+        actions={"rewrite-files": {"target-file-size-bytes": 2 * 1024 * 1024}},
+    )
     stats = read_file_stats(catalog, spec)
     assert stats.target_file_size_bytes == 2 * 1024 * 1024
     assert stats.small_file_threshold_bytes == int(0.75 * 2 * 1024 * 1024)
@@ -73,8 +77,12 @@ def test_fewer_small_files_than_min_input_files_are_left_alone(lake: tuple[Catal
 def test_old_snapshots_count_against_expire_snapshots_settings(lake: tuple[CatalogSpec, Any]) -> None:
     catalog, cat = lake
     _appends(cat, "old", 3)
-    spec = TableSpec(catalog="lake", namespace="sales", name="old",
-                     actions={"expire-snapshots": {"older-than": "1d", "retain-last": 1}})  # fmt: skip
+    spec = TableSpec(
+        catalog="lake",
+        namespace="sales",
+        name="old",
+        actions={"expire-snapshots": {"older-than": "1d", "retain-last": 1}},
+    )
     now = read_file_stats(catalog, spec)
     assert now.expirable_snapshots == 0 and now.snapshot_max_age_s == 86400
     later = read_file_stats(catalog, spec, now=time.time() + 3 * 86400)
@@ -84,9 +92,18 @@ def test_old_snapshots_count_against_expire_snapshots_settings(lake: tuple[Catal
 
 
 def _figures(**kw: Any) -> FileStats:
-    base: dict[str, Any] = dict(snapshot_id=1, snapshots=1, data_files=10, small_data_files=0,
-                                small_file_threshold_bytes=1, delete_files=0, data_bytes=100, delete_bytes=0,
-                                records=1000, compacted_data_files=10)  # fmt: skip
+    base: dict[str, Any] = dict(
+        snapshot_id=1,
+        snapshots=1,
+        data_files=10,
+        small_data_files=0,
+        small_file_threshold_bytes=1,
+        delete_files=0,
+        data_bytes=100,
+        delete_bytes=0,
+        records=1000,
+        compacted_data_files=10,
+    )
     return FileStats(**{**base, **kw})
 
 

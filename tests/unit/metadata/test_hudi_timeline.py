@@ -91,8 +91,13 @@ def test_a_failed_clustering_costs_health_until_a_clustering_completes(tmp_path:
         mor=False,
     )
     catalog = CatalogSpec(name="lake", warehouse=str(tmp_path))
-    spec = TableSpec(catalog="lake", namespace="ns", name="t", format="hudi",
-                     actions={"clustering": {"sort-columns": ["id"]}})  # fmt: skip
+    spec = TableSpec(
+        catalog="lake",
+        namespace="ns",
+        name="t",
+        format="hudi",
+        actions={"clustering": {"sort-columns": ["id"]}},
+    )
     health = table_health(catalog, spec)
     assert read_timeline(str(root)).pending_clusterings() == ["20261125100200000"]
     kinds = {f.kind: f for f in health.findings}

@@ -23,8 +23,11 @@ def test_the_s3a_settings_as_the_spark_job_reads_them() -> None:
         }
     )
     assert (access.endpoint, access.scheme, access.region, access.path_style) == (
-        "127.0.0.1:8333", "http", "eu-west-1", True,
-    )  # fmt: skip
+        "127.0.0.1:8333",
+        "http",
+        "eu-west-1",
+        True,
+    )
     assert "canary" not in repr(access) and access.secrets() == ("AKIA-canary", "secret-canary")
 
 

@@ -12,8 +12,12 @@ import pytest
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.formats.iceberg.views import SIZE_BUCKETS, read_details, read_files, read_snapshots
 
-SPEC = TableSpec(catalog="lake", namespace="sales", name="orders",
-                 actions={"rewrite-files": {"target-file-size-bytes": 2097152}})  # fmt: skip
+SPEC = TableSpec(
+    catalog="lake",
+    namespace="sales",
+    name="orders",
+    actions={"rewrite-files": {"target-file-size-bytes": 2097152}},
+)
 
 
 @pytest.fixture
@@ -37,16 +41,21 @@ def lake(tmp_path: Path) -> tuple[CatalogSpec, Any]:
         ),
     )
     table = cat.create_table(
-        "sales.orders", schema=schema,
+        "sales.orders",
+        schema=schema,
         partition_spec=PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region")),
         sort_order=SortOrder(SortField(1, IdentityTransform())),
         properties={"write.target-file-size-bytes": "1048576"},
-    )  # fmt: skip
+    )
     arrow = table.schema().as_arrow()
     for i, region in enumerate(["eu", "eu", "us"]):  # three appends: eu 2 files, us 1
         rows = 10 * (i + 1)
-        table.append(pa.table({"id": list(range(rows)), "region": [region] * rows,
-                               "meta": [{"src": "x"}] * rows}, schema=arrow))  # fmt: skip
+        table.append(
+            pa.table(
+                {"id": list(range(rows)), "region": [region] * rows, "meta": [{"src": "x"}] * rows},
+                schema=arrow,
+            )
+        )
     table.delete("id = 0 and region = 'us'")
     catalog = CatalogSpec(name="lake", type="jdbc", warehouse=warehouse, properties={"uri": uri})
     return catalog, cat.load_table("sales.orders")

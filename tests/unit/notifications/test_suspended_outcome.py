@@ -24,8 +24,9 @@ NOTIFIER = {
 
 def _store() -> Any:
     """No processes; the dynamic table SUSPENDED after 5 failures (what the factory recorded)."""
-    dynamic = SimpleNamespace(state="SUSPENDED", suspended_reason="5 consecutive failed refreshes",
-                              consecutive_failures=5)  # fmt: skip
+    dynamic = SimpleNamespace(
+        state="SUSPENDED", suspended_reason="5 consecutive failed refreshes", consecutive_failures=5
+    )
     return SimpleNamespace(
         processes=SimpleNamespace(list=lambda **_: []),
         dynamic=SimpleNamespace(find=lambda table_id: dynamic if table_id == TABLE else None),

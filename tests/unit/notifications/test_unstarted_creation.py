@@ -168,7 +168,11 @@ def test_airflows_dag_processor_callback_for_a_task_failed_before_it_ran_records
         bundle_name="dags-folder",
         bundle_version=None,
         ti=TaskInstance(
-            id=uuid.uuid4(), task_id="maintain", dag_id=DAG, run_id=run_id, try_number=2,
+            id=uuid.uuid4(),
+            task_id="maintain",
+            dag_id=DAG,
+            run_id=run_id,
+            try_number=2,
             dag_version_id=uuid.uuid4(),
         ),
         msg="Executor reported that the task instance finished with state failed, but the task "
@@ -176,14 +180,26 @@ def test_airflows_dag_processor_callback_for_a_task_failed_before_it_ran_records
         task_callback_type=TaskInstanceState.FAILED,
         context_from_server=TIRunContext(
             dag_run=DagRun(
-                dag_id=DAG, run_id=run_id, logical_date=when, data_interval_start=when,
-                data_interval_end=when, run_after=when, start_date=when, end_date=None,
-                run_type=DagRunType.MANUAL, state=DagRunState.RUNNING, conf=conf,
-                consumed_asset_events=[], partition_key=None,
+                dag_id=DAG,
+                run_id=run_id,
+                logical_date=when,
+                data_interval_start=when,
+                data_interval_end=when,
+                run_after=when,
+                start_date=when,
+                end_date=None,
+                run_type=DagRunType.MANUAL,
+                state=DagRunState.RUNNING,
+                conf=conf,
+                consumed_asset_events=[],
+                partition_key=None,
             ),
-            max_tries=1, variables=[], connections=[], xcom_keys_to_clear=[],
+            max_tries=1,
+            variables=[],
+            connections=[],
+            xcom_keys_to_clear=[],
         ),
-    )  # fmt: skip
+    )
     _execute_task_callbacks(dags, request, structlog.get_logger())  # type: ignore[arg-type]
     p = store.processes.get(pid)
     assert p.status == S.FAILED and f"the creation run {run_id} never started" in (p.failure_reason or "")

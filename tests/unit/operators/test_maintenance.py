@@ -22,9 +22,14 @@ def test_operator_arguments_win_over_class_defaults_and_survive_a_copy() -> None
     with DAG("tms__defaults", schedule=None, start_date=datetime(2024, 1, 1, tzinfo=UTC)):
         plain = TableMaintenanceOperator(task_id="plain", **T)
         given = TableMaintenanceOperator(
-            task_id="given", tablemgmt_conn_id="tms_x", spark_conn_id="spark_x",
-            lease_wait=timedelta(minutes=2), lease_poll=timedelta(seconds=5), gate="event", **T,
-        )  # fmt: skip
+            task_id="given",
+            tablemgmt_conn_id="tms_x",
+            spark_conn_id="spark_x",
+            lease_wait=timedelta(minutes=2),
+            lease_poll=timedelta(seconds=5),
+            gate="event",
+            **T,
+        )
         sub = SlowPoll(task_id="sub", **T)  # the argument's default, as before: 30 s
         gate = SnapshotGateOperator(task_id="gate", tablemgmt_conn_id="tms_x", **T)
         gate_plain = SnapshotGateOperator(task_id="gate_plain", **T)

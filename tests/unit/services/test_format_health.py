@@ -221,9 +221,12 @@ def test_a_plugin_declares_its_hook_through_the_public_api(
             CatalogSpec(name="lake", type="hadoop", warehouse=str(tmp_path / "wh")), Owner.STORE
         )
         spec = TableSpec(
-            catalog="lake", namespace="db", name="events", format="paimon",
+            catalog="lake",
+            namespace="db",
+            name="events",
+            format="paimon",
             actions={"compact": {}, "expire-snapshots": {"retain-max": 5, "retain-min": 1}},
-        )  # fmt: skip
+        )
         s.tables.upsert(spec, Owner.STORE)
         h = health.table_health(s, "lake.db.events")
         assert h.format_health is not None and h.format_health.format == "paimon"

@@ -23,8 +23,17 @@ TABLE = "lake.sales.orders"
 
 def test_the_lease_wait_is_opened_to_lease_taken(tmp_path: Path) -> None:
     store = make_store(tmp_path)
-    store.tables.upsert(TableSpec.model_validate({"catalog": "lake", "namespace": "sales", "name": "orders",
-                        "actions": {"rewrite-files": {}, "compute-stats": {}}}), Owner.STORE)  # fmt: skip
+    store.tables.upsert(
+        TableSpec.model_validate(
+            {
+                "catalog": "lake",
+                "namespace": "sales",
+                "name": "orders",
+                "actions": {"rewrite-files": {}, "compute-stats": {}},
+            }
+        ),
+        Owner.STORE,
+    )
     hold = threading.Event()
     first = StandInSubmitter(hold=hold)
     t, out = in_thread(

@@ -38,17 +38,31 @@ def store(tmp_path: Path) -> Iterator[Store]:
             CatalogSpec(name=cat, type="hadoop", warehouse=f"file://{tmp_path}/{cat}"), Owner.STORE
         )
     specs = [
-        TableSpec(catalog="lake", namespace="sales", name="orders", owner="team_a",
-                  actions={"rewrite-files": {}, "expire-snapshots": {}}),
-        TableSpec(catalog="lake", namespace="sales", name="refunds", owner="team_b",
-                  actions={"rewrite-files": {}, "expire-snapshots": {"enabled": False}}),
-        TableSpec(catalog="sea", namespace="ops", name="logs_100", owner="team_a",
-                  actions={"expire-snapshots": {}}),
-    ]  # fmt: skip
+        TableSpec(
+            catalog="lake",
+            namespace="sales",
+            name="orders",
+            owner="team_a",
+            actions={"rewrite-files": {}, "expire-snapshots": {}},
+        ),
+        TableSpec(
+            catalog="lake",
+            namespace="sales",
+            name="refunds",
+            owner="team_b",
+            actions={"rewrite-files": {}, "expire-snapshots": {"enabled": False}},
+        ),
+        TableSpec(
+            catalog="sea", namespace="ops", name="logs_100", owner="team_a", actions={"expire-snapshots": {}}
+        ),
+    ]
     for spec in specs:
         s.tables.upsert(spec, Owner.STORE)
-    summary = {"before": {"data_files": 528, "data_bytes": 9000}, "after": {"data_files": 4, "data_bytes": 7000},
-               "duration_seconds": 12.5}  # fmt: skip
+    summary = {
+        "before": {"data_files": 528, "data_bytes": 9000},
+        "after": {"data_files": 4, "data_bytes": 7000},
+        "duration_seconds": 12.5,
+    }
     _finish(s, "lake.sales.orders", "rewrite-files", T0, S.SUCCESS, summary)
     _finish(s, "lake.sales.orders", "rewrite-files", T0 + timedelta(hours=1), S.FAILED)
     _finish(s, "lake.sales.orders", "rewrite-files", T0 + timedelta(hours=2), S.KILLED)
@@ -104,8 +118,20 @@ def test_badges_show_last_status_last_success_and_streak(store: Store) -> None:
 
 
 def _stats(data_files: int, small: int, compacted: int) -> FileStats:
-    return FileStats(None, 1, data_files, small, 100, 0, 1000, 0, 10, target_file_size_bytes=1000,
-                     compacted_data_files=compacted, min_input_files=5)  # fmt: skip
+    return FileStats(
+        None,
+        1,
+        data_files,
+        small,
+        100,
+        0,
+        1000,
+        0,
+        10,
+        target_file_size_bytes=1000,
+        compacted_data_files=compacted,
+        min_input_files=5,
+    )
 
 
 def test_health_sort_and_needs_attention_use_the_cache(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,15 +169,37 @@ def test_timings_follow_one_definition() -> None:
     from airflow_tablemgmt.core.process import Process
     from airflow_tablemgmt.services.processes import timings
 
-    p = Process(id=1, table_id="a.b.c", action="rewrite-files", instant=T0, status=S.SUCCESS, attempt=1,
-                engine="spark", external_id=None, snapshot_id=None, parameters={},
-                summary={"duration_seconds": 30.0}, failure_reason=None, dag_id=None, run_id=None,
-                task_id=None, created_at=T0, started_at=T0 + timedelta(seconds=140),
-                finished_at=T0 + timedelta(seconds=200), heartbeat_at=None,
-                lease_acquired_at=T0 + timedelta(seconds=125))  # fmt: skip
+    p = Process(
+        id=1,
+        table_id="a.b.c",
+        action="rewrite-files",
+        instant=T0,
+        status=S.SUCCESS,
+        attempt=1,
+        engine="spark",
+        external_id=None,
+        snapshot_id=None,
+        parameters={},
+        summary={"duration_seconds": 30.0},
+        failure_reason=None,
+        dag_id=None,
+        run_id=None,
+        task_id=None,
+        created_at=T0,
+        started_at=T0 + timedelta(seconds=140),
+        finished_at=T0 + timedelta(seconds=200),
+        heartbeat_at=None,
+        lease_acquired_at=T0 + timedelta(seconds=125),
+    )
     assert overview.timings is timings  # the page's times are the CLI's
-    assert timings(p) == {"lease_wait_s": 125.0, "queue_wait_s": 15.0, "wait_s": 140.0, "run_s": 60.0,
-                          "job_s": 30.0, "total_s": 200.0}  # fmt: skip
+    assert timings(p) == {
+        "lease_wait_s": 125.0,
+        "queue_wait_s": 15.0,
+        "wait_s": 140.0,
+        "run_s": 60.0,
+        "job_s": 30.0,
+        "total_s": 200.0,
+    }
     no_lease = Process(**{**p.__dict__, "lease_acquired_at": None})  # compute-stats takes none
     assert timings(no_lease)["lease_wait_s"] is None and timings(no_lease)["queue_wait_s"] == 140.0
 

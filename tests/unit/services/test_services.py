@@ -41,9 +41,12 @@ def actions_of(store: Store, table_id: str) -> dict:
 
 def test_update_changes_only_the_given_fields_and_actions(store: Store) -> None:
     first = register(
-        store, table="lake.s.t", actions=("rewrite-files",),
-        options={"expire-snapshots": {"retain-last": 3}}, owner="alice",
-    )  # fmt: skip
+        store,
+        table="lake.s.t",
+        actions=("rewrite-files",),
+        options={"expire-snapshots": {"retain-last": 3}},
+        owner="alice",
+    )
     assert (first.outcome, first.removed_actions) == ("created", [])
 
     assert register(store, table="lake.s.t", owner="bob").outcome == "updated"

@@ -99,9 +99,11 @@ def test_the_watcher_fires_on_a_hudi_writers_commit_not_on_compaction_or_cluster
 def test_the_watcher_fires_on_a_delta_write_not_on_optimize(tmp_path: Path) -> None:
     delta_commit(tmp_path, 0, "WRITE", True)
     trigger = TableSnapshotTrigger(
-        table_id=TABLE, catalog=watched_catalog(catalog(tmp_path), "delta"), poll_interval=0.05,
+        table_id=TABLE,
+        catalog=watched_catalog(catalog(tmp_path), "delta"),
+        poll_interval=0.05,
         data_changes_only=True,
-    )  # fmt: skip
+    )
     events = asyncio.run(
         events_while(
             trigger,

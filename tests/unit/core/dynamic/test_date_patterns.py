@@ -17,21 +17,38 @@ T = datetime(2024, 2, 9, 7, 5, 3)
 
 @pytest.mark.parametrize(
     ("pattern", "text"),
-    [("yyyy-MM-dd", "2024-02-09"), ("yyyyMMdd", "20240209"), ("HH", "07"), ("H", "7"), ("mm", "05"),
-     ("yyyy-MM-dd HH", "2024-02-09 07"), ("yyyy-MM-dd'T'HH:mm:ss", "2024-02-09T07:05:03"), ("yy/M/d", "24/2/9"),
-     ("'hour='HH", "hour=07"), ("yyyy''MM", "2024'02"), ("yyyy_MM", "2024_02"), ("y", "2024")],
-)  # fmt: skip
+    [
+        ("yyyy-MM-dd", "2024-02-09"),
+        ("yyyyMMdd", "20240209"),
+        ("HH", "07"),
+        ("H", "7"),
+        ("mm", "05"),
+        ("yyyy-MM-dd HH", "2024-02-09 07"),
+        ("yyyy-MM-dd'T'HH:mm:ss", "2024-02-09T07:05:03"),
+        ("yy/M/d", "24/2/9"),
+        ("'hour='HH", "hour=07"),
+        ("yyyy''MM", "2024'02"),
+        ("yyyy_MM", "2024_02"),
+        ("y", "2024"),
+    ],
+)
 def test_date_formatter(pattern: str, text: str) -> None:
     assert DateFormatter(pattern).format(T) == text
 
 
 @pytest.mark.parametrize(
     ("pattern", "why"),
-    [("yyyy-MM-dd hh", "'hh', which is not supported; allowed: Java date-pattern letters y"),
-     ("EEE", "'EEE', which is not supported"), ("yyy", "allowed widths for 'y': y, yy, yyyy"),
-     ("MMM", "allowed widths for 'M': M, MM"), ("'T", "unterminated quote"), ("", "is not a date pattern"),
-     ("'day'", "has no date letters"), ("yyyy\nMM", "not allowed")],
-)  # fmt: skip
+    [
+        ("yyyy-MM-dd hh", "'hh', which is not supported; allowed: Java date-pattern letters y"),
+        ("EEE", "'EEE', which is not supported"),
+        ("yyy", "allowed widths for 'y': y, yy, yyyy"),
+        ("MMM", "allowed widths for 'M': M, MM"),
+        ("'T", "unterminated quote"),
+        ("", "is not a date pattern"),
+        ("'day'", "has no date letters"),
+        ("yyyy\nMM", "not allowed"),
+    ],
+)
 def test_date_formatter_rejects_with_the_allowed_letters(pattern: str, why: str) -> None:
     with pytest.raises(InvalidDeclaration, match=f"date-formatter: .*{why}"):
         DateFormatter(pattern)

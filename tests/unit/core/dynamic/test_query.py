@@ -12,23 +12,32 @@ from airflow_tablemgmt.core.errors import InvalidDeclaration
 
 @pytest.mark.parametrize(
     ("query", "kept"),
-    [("SELECT 1", "SELECT 1"), ("  select a from t ;  ", "select a from t"),
-     ("WITH x AS (SELECT 1) SELECT * FROM x", "WITH x AS (SELECT 1) SELECT * FROM x"),
-     ("-- daily\nSELECT ';' AS s FROM t", "-- daily\nSELECT ';' AS s FROM t"),
-     ("(SELECT 1) UNION ALL (SELECT 2)", "(SELECT 1) UNION ALL (SELECT 2)"),
-     ("SELECT `a;b` FROM t /* ; */", "SELECT `a;b` FROM t /* ; */")],
-)  # fmt: skip
+    [
+        ("SELECT 1", "SELECT 1"),
+        ("  select a from t ;  ", "select a from t"),
+        ("WITH x AS (SELECT 1) SELECT * FROM x", "WITH x AS (SELECT 1) SELECT * FROM x"),
+        ("-- daily\nSELECT ';' AS s FROM t", "-- daily\nSELECT ';' AS s FROM t"),
+        ("(SELECT 1) UNION ALL (SELECT 2)", "(SELECT 1) UNION ALL (SELECT 2)"),
+        ("SELECT `a;b` FROM t /* ; */", "SELECT `a;b` FROM t /* ; */"),
+    ],
+)
 def test_one_query(query: str, kept: str) -> None:
     assert check_query(query) == kept
 
 
 @pytest.mark.parametrize(
     ("query", "why"),
-    [("SELECT 1; DROP TABLE t", "more than one statement"), ("SELECT 1;;", "more than one statement"),
-     ("INSERT INTO t SELECT 1", "it starts with 'INSERT'"), ("DROP TABLE t", "it starts with 'DROP'"),
-     ("", "must be one Spark SQL query"), ("   ", "must be one Spark SQL query"),
-     ("SELECT 'x", "unterminated quote"), ("SELECT 1 /* x", "unterminated /\\* comment")],
-)  # fmt: skip
+    [
+        ("SELECT 1; DROP TABLE t", "more than one statement"),
+        ("SELECT 1;;", "more than one statement"),
+        ("INSERT INTO t SELECT 1", "it starts with 'INSERT'"),
+        ("DROP TABLE t", "it starts with 'DROP'"),
+        ("", "must be one Spark SQL query"),
+        ("   ", "must be one Spark SQL query"),
+        ("SELECT 'x", "unterminated quote"),
+        ("SELECT 1 /* x", "unterminated /\\* comment"),
+    ],
+)
 def test_not_one_query(query: str, why: str) -> None:
     with pytest.raises(InvalidDeclaration, match=f"query: .*{why}"):
         check_query(query)

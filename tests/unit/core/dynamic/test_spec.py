@@ -69,23 +69,47 @@ def test_spec_round_trips_by_alias() -> None:
 @pytest.mark.parametrize(
     ("over", "message"),
     [
-        ({"refresh-mode": "continuous"},
-         "refresh-mode: 'continuous' is not supported: Spark batch refreshes are full; allowed: full"),
-        ({"freshness": "7 MINUTE"}, "freshness: '7 MINUTE' cannot be a full-refresh cron.*allowed for MINUTE: 1, 2"),
+        (
+            {"refresh-mode": "continuous"},
+            "refresh-mode: 'continuous' is not supported: Spark batch refreshes are full; allowed: full",
+        ),
+        (
+            {"freshness": "7 MINUTE"},
+            "freshness: '7 MINUTE' cannot be a full-refresh cron.*allowed for MINUTE: 1, 2",
+        ),
         ({"freshness": "30 SECOND"}, "freshness: .*no seconds field"),
         ({"query": "SELECT 1; DELETE FROM t"}, "query: holds more than one statement"),
-        ({"partition.fields.hour.date-formatter": "HH"},
-         "partition-fields.hour: 'hour' has a date formatter but is not in partitioned-by"),
-        ({"partitioned-by": ["day"], "partition-fields": {"day": {"date-formatter": "dd"}},
-          "partition.fields.day.date-formatter": "yyyy"}, "given twice"),
-        ({"partition.fields.day.format": "x"}, "unknown option; allowed: partition.fields.<column>.date-formatter"),
-        ({"partitioned-by": ["day"], "partition-fields": {"day": {"date-formatter": "yyyy-MM-dd hh"}}},
-         "partition-fields.day.date-formatter: 'yyyy-MM-dd hh' uses 'hh'"),
+        (
+            {"partition.fields.hour.date-formatter": "HH"},
+            "partition-fields.hour: 'hour' has a date formatter but is not in partitioned-by",
+        ),
+        (
+            {
+                "partitioned-by": ["day"],
+                "partition-fields": {"day": {"date-formatter": "dd"}},
+                "partition.fields.day.date-formatter": "yyyy",
+            },
+            "given twice",
+        ),
+        (
+            {"partition.fields.day.format": "x"},
+            "unknown option; allowed: partition.fields.<column>.date-formatter",
+        ),
+        (
+            {"partitioned-by": ["day"], "partition-fields": {"day": {"date-formatter": "yyyy-MM-dd hh"}}},
+            "partition-fields.day.date-formatter: 'yyyy-MM-dd hh' uses 'hh'",
+        ),
         ({"partitioned-by": ["day", "DAY"]}, "'DAY' is listed twice"),
         ({"partitioned-by": ["day;"]}, "not a valid identifier"),
         ({"time-zone": "Mars/Base"}, "time-zone: 'Mars/Base' is not an IANA time zone"),
-        ({"freshness": "downstream", "partitioned-by": ["day"], "partition.fields.day.date-formatter": "yyyy-MM-dd"},
-         "partition-fields: a 'freshness: downstream' table has no schedule time of its own.*\\(day\\); it refreshes in full"),
+        (
+            {
+                "freshness": "downstream",
+                "partitioned-by": ["day"],
+                "partition.fields.day.date-formatter": "yyyy-MM-dd",
+            },
+            "partition-fields: a 'freshness: downstream' table has no schedule time of its own.*\\(day\\); it refreshes in full",
+        ),
         ({"suspend-after-failures": 0}, "suspend-after-failures: Input should be greater than or equal to 1"),
         ({"retries": 21}, "retries: Input should be less than or equal to 20"),
         ({"retry-delay": 30}, "retry-delay: 30 has no unit"),
@@ -96,7 +120,7 @@ def test_spec_round_trips_by_alias() -> None:
         ({"interval": "1h"}, "interval: Extra inputs are not permitted"),
         ({"identifier": "lake.db." + "x" * 120}, "shorten the catalog, namespace or table name"),
     ],
-)  # fmt: skip
+)
 def test_bad_definitions_name_the_field(over: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidDeclaration, match=message):
         parse_dynamic_table(_spec(**over), "def.json")
@@ -157,12 +181,17 @@ def test_downstream_table_spec_names_its_upstreams() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [({}, "interval: a refresh needs the cron of its freshness"),
-     ({"trigger": "upstream"}, "needs at least one upstream"),
-     ({"trigger": "upstream", "upstream": ["a.b.c"], "interval": "1h"}, "trigger 'upstream' refreshes have no interval"),
-     ({"trigger": "event", "interval": "1h"}, "Input should be 'schedule' or 'upstream'"),
-     ({"interval": "1h", "on-new-snapshot": True}, "never on new snapshots")],
-)  # fmt: skip
+    [
+        ({}, "interval: a refresh needs the cron of its freshness"),
+        ({"trigger": "upstream"}, "needs at least one upstream"),
+        (
+            {"trigger": "upstream", "upstream": ["a.b.c"], "interval": "1h"},
+            "trigger 'upstream' refreshes have no interval",
+        ),
+        ({"trigger": "event", "interval": "1h"}, "Input should be 'schedule' or 'upstream'"),
+        ({"interval": "1h", "on-new-snapshot": True}, "never on new snapshots"),
+    ],
+)
 def test_refresh_settings(raw: dict[str, object], message: str) -> None:
     with pytest.raises(Exception, match=message):
         ACTIONS.get("refresh").settings(raw)

@@ -16,8 +16,12 @@ SOURCE = "lake.sales.eu.orders"
 
 
 def _spec(**over: object) -> dict[str, object]:
-    return {"identifier": DAILY, "query": f"SELECT day, count(*) AS n FROM {SOURCE} GROUP BY day",
-            "freshness": "1 DAY", **over}  # fmt: skip
+    return {
+        "identifier": DAILY,
+        "query": f"SELECT day, count(*) AS n FROM {SOURCE} GROUP BY day",
+        "freshness": "1 DAY",
+        **over,
+    }
 
 
 def test_an_identifier_of_four_parts_is_catalog_a_dotted_namespace_and_the_table() -> None:
@@ -43,13 +47,18 @@ def test_its_maintenance_view_is_a_table_spec_in_that_namespace() -> None:
     [
         ({"identifier": "lake.agg..daily"}, r"namespace: 'agg\.' is not a valid namespace"),
         ({"identifier": "lake.agg.e u.daily"}, "namespace: 'agg.e u' is not a valid namespace"),
-        ({"identifier": "lake.daily"}, "identifier: 'lake.daily' must be written catalog.namespace.name "
-                                       r"\(a namespace of several levels is written with dots too"),
-        ({"identifier": None, "catalog": "lake", "namespace": "agg..eu", "name": "daily"},
-         "namespace: 'agg..eu' is not a valid namespace"),
+        (
+            {"identifier": "lake.daily"},
+            "identifier: 'lake.daily' must be written catalog.namespace.name "
+            r"\(a namespace of several levels is written with dots too",
+        ),
+        (
+            {"identifier": None, "catalog": "lake", "namespace": "agg..eu", "name": "daily"},
+            "namespace: 'agg..eu' is not a valid namespace",
+        ),
         ({"source-tables": ["lake.sales..orders"]}, r"source-tables: namespace: 'sales\.' is not a valid"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_level_names_the_field_and_the_rule(over: dict[str, object], message: str) -> None:
     data = {k: v for k, v in {**_spec(), **over}.items() if v is not None}
     with pytest.raises(InvalidDeclaration, match=message):
@@ -62,7 +71,7 @@ def test_a_downstream_table_finds_its_multi_level_upstream() -> None:
             "identifier": "lake.agg.eu.weekly",
             "query": f"SELECT * FROM `lake`.agg.`eu`.daily JOIN {SOURCE} USING (day)",
             "freshness": "downstream",
-        }  # fmt: skip
+        }
     )
     assert named_tables(weekly.query) == {DAILY, SOURCE}
     assert weekly.upstream_candidates({DAILY, "lake.agg.daily"}) == {DAILY}

@@ -32,11 +32,15 @@ def test_schedule_time_flink_format_and_iso() -> None:
         ("ACTIVE", None, "scheduled", ("SCHEDULED", True)),
         ("ACTIVE", None, "asset_triggered", ("SCHEDULED", True)),  # downstream: after its upstream
         ("ACTIVE", None, "manual", ("MANUAL", False)),
-        ("ACTIVE", {"trigger": "MANUAL", "is_periodic": True, "schedule_time": "2026-02-01 00:00:00"}, "manual",
-         ("MANUAL", True)),
+        (
+            "ACTIVE",
+            {"trigger": "MANUAL", "is_periodic": True, "schedule_time": "2026-02-01 00:00:00"},
+            "manual",
+            ("MANUAL", True),
+        ),
         ("CREATING", None, "scheduled", ("CREATION", False)),  # a YAML table is created by its first run
     ],
-)  # fmt: skip
+)
 def test_run_parameters_from_the_dag_run(
     state: str, conf: dict[str, object] | None, run_type: str, expected: tuple[str, bool]
 ) -> None:
@@ -46,21 +50,52 @@ def test_run_parameters_from_the_dag_run(
 
 
 def test_history_row_has_snowflakes_columns_before_and_after_the_run() -> None:
-    pending = Process(1, "l.d.t", "refresh", T, ProcessStatus.PENDING,
-                      parameters={"trigger": "MANUAL", "schedule_time": "2026-02-03 00:00:00"})  # fmt: skip
+    pending = Process(
+        1,
+        "l.d.t",
+        "refresh",
+        T,
+        ProcessStatus.PENDING,
+        parameters={"trigger": "MANUAL", "schedule_time": "2026-02-03 00:00:00"},
+    )
     row = dynamic.history_row(pending)
     assert (row["trigger"], row["state"], row["refresh_action"], row["schedule_time"]) == (
-        "MANUAL", "PENDING", None, "2026-02-03 00:00:00",
-    )  # fmt: skip
-    done = Process(2, "l.d.t", "refresh", T, ProcessStatus.SUCCESS, external_id="app-1",
-                   parameters={"trigger": "SCHEDULED"},
-                   summary={"refresh_action": "PARTITION", "rows_written": 5, "duration_seconds": 1.5,
-                            "partitions_written": [{"day": "2026-02-02"}], "source_snapshots": {"l.d.s": 7}})  # fmt: skip
+        "MANUAL",
+        "PENDING",
+        None,
+        "2026-02-03 00:00:00",
+    )
+    done = Process(
+        2,
+        "l.d.t",
+        "refresh",
+        T,
+        ProcessStatus.SUCCESS,
+        external_id="app-1",
+        parameters={"trigger": "SCHEDULED"},
+        summary={
+            "refresh_action": "PARTITION",
+            "rows_written": 5,
+            "duration_seconds": 1.5,
+            "partitions_written": [{"day": "2026-02-02"}],
+            "source_snapshots": {"l.d.s": 7},
+        },
+    )
     row = dynamic.history_row(done)
     assert row["application_id"] == "app-1" and row["rows_written"] == 5
-    assert set(row) >= {"process_id", "state", "reason", "trigger", "refresh_action", "schedule_time",
-                        "source_snapshots", "partitions_written", "rows_written", "duration_seconds",
-                        "application_id"}  # fmt: skip
+    assert set(row) >= {
+        "process_id",
+        "state",
+        "reason",
+        "trigger",
+        "refresh_action",
+        "schedule_time",
+        "source_snapshots",
+        "partitions_written",
+        "rows_written",
+        "duration_seconds",
+        "application_id",
+    }
 
 
 def test_summary_completion_keeps_what_the_job_said() -> None:

@@ -174,8 +174,9 @@ def test_the_process_row_records_the_engine_that_ran_it(store: Store) -> None:
     assert engine_of("local-1764000000000") == "spark-submit"
     proc, _ = store.processes.open("lake.db.t", "rewrite-files", datetime(2026, 1, 1, tzinfo=UTC))
     store.processes.transition(proc.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
-    ran = store.processes.transition(proc.id, S.RUNNING, expected=S.SUBMITTED, attempt=1,
-                                     external_id=run.application_id)  # fmt: skip
+    ran = store.processes.transition(
+        proc.id, S.RUNNING, expected=S.SUBMITTED, attempt=1, external_id=run.application_id
+    )
     assert ran.engine == "spark-connect sc://connect:15002"
     assert "secret" not in ran.engine and store.processes.get(proc.id).engine == ran.engine
 
@@ -187,8 +188,13 @@ def test_tablemgmt_processes_shows_the_engine(tmp_path: Path, capsys: pytest.Cap
     store = Store(url)
     proc, _ = store.processes.open("lake.db.t", "rewrite-files", datetime(2026, 1, 1, tzinfo=UTC))
     store.processes.transition(proc.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
-    store.processes.transition(proc.id, S.RUNNING, expected=S.SUBMITTED, attempt=1,
-                               external_id="connect:sc://connect:15002#s-1/tms-p1-a1")  # fmt: skip
+    store.processes.transition(
+        proc.id,
+        S.RUNNING,
+        expected=S.SUBMITTED,
+        attempt=1,
+        external_id="connect:sc://connect:15002#s-1/tms-p1-a1",
+    )
     store.dispose()
     assert main(["--store-url", url, "processes"]) == 0
     out = capsys.readouterr().out

@@ -26,11 +26,23 @@ def _remove(name: str) -> dict:
 def test_before_is_the_version_optimize_read_and_the_counts_its_own(tmp_path: Path) -> None:
     log = tmp_path / "_delta_log"
     log.mkdir()
-    _commit(log, 0, {"commitInfo": {"operation": "WRITE"}}, {"metaData": {"partitionColumns": []}},
-            *(_add(f"a{i}") for i in range(4)))  # fmt: skip
+    _commit(
+        log,
+        0,
+        {"commitInfo": {"operation": "WRITE"}},
+        {"metaData": {"partitionColumns": []}},
+        *(_add(f"a{i}") for i in range(4)),
+    )
     _commit(log, 1, {"commitInfo": {"operation": "WRITE"}}, _add("b0"), _add("b1"))  # the writer, meanwhile
-    _commit(log, 2, {"commitInfo": {"operation": "OPTIMIZE", "readVersion": 1}}, _add("big", 60),
-            *(_remove(f"a{i}") for i in range(4)), _remove("b0"), _remove("b1"))  # fmt: skip
+    _commit(
+        log,
+        2,
+        {"commitInfo": {"operation": "OPTIMIZE", "readVersion": 1}},
+        _add("big", 60),
+        *(_remove(f"a{i}") for i in range(4)),
+        _remove("b0"),
+        _remove("b1"),
+    )
     _commit(log, 3, {"commitInfo": {"operation": "WRITE"}}, _add("c0"))  # and after
     before = {"current_snapshot_id": 0, "data_files": 4, "total_bytes": 40}
     after = {"current_snapshot_id": 3, "data_files": 2, "total_bytes": 70}
@@ -48,8 +60,14 @@ def test_without_a_concurrent_writer_before_stays_as_read(tmp_path: Path) -> Non
     log = tmp_path / "_delta_log"
     log.mkdir()
     _commit(log, 0, {"commitInfo": {"operation": "WRITE"}}, _add("a0"), _add("a1"))
-    _commit(log, 1, {"commitInfo": {"operation": "OPTIMIZE", "readVersion": 0}}, _add("big"), _remove("a0"),
-            _remove("a1"))  # fmt: skip
+    _commit(
+        log,
+        1,
+        {"commitInfo": {"operation": "OPTIMIZE", "readVersion": 0}},
+        _add("big"),
+        _remove("a0"),
+        _remove("a1"),
+    )
     before = {"current_snapshot_id": 0, "data_files": 2, "total_bytes": 20}
     out = as_the_optimize_read_it(str(tmp_path), before, {"current_snapshot_id": 1, "data_files": 1})
     assert out == {"optimize_version": 1, "files_removed": 2, "files_added": 1, "concurrent_commits": 0}

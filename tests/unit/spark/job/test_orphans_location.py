@@ -64,8 +64,11 @@ class _Spark:
             return iceberg_table
 
         spark3util = SimpleNamespace(loadIcebergTable=load)
-        self._jvm = SimpleNamespace(org=SimpleNamespace(apache=SimpleNamespace(iceberg=SimpleNamespace(
-            spark=SimpleNamespace(Spark3Util=spark3util)))))  # fmt: skip
+        self._jvm = SimpleNamespace(
+            org=SimpleNamespace(
+                apache=SimpleNamespace(iceberg=SimpleNamespace(spark=SimpleNamespace(Spark3Util=spark3util)))
+            )
+        )
         self._jsparkSession = object()
         self.sparkContext = SimpleNamespace(getConf=lambda: SimpleNamespace(getAll=lambda: []))
 

@@ -89,8 +89,10 @@ def test_the_hook_runs_the_job_without_the_dump_and_asks_for_the_build_after_it(
 
     argv_file = tmp_path / "argv.json"
     binary = tmp_path / "spark-submit"
-    binary.write_text(f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
-                      f"print({RESULT!r})\n")  # fmt: skip
+    binary.write_text(
+        f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
+        f"print({RESULT!r})\n"
+    )
     binary.chmod(0o755)
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE_DIR", str(tmp_path / "jvm"))
     requested: list[dict[str, Any]] = []
@@ -100,9 +102,12 @@ def test_the_hook_runs_the_job_without_the_dump_and_asks_for_the_build_after_it(
         hook, "_direct_connection", lambda: SparkConnection(master="local[1]", spark_binary=str(binary))
     )
     hook.extra_conf["spark.openlineage.parentRunId"] = "run-1"
-    job = JobSpec(table={"catalog": "lake", "namespace": "db", "name": "t"},
-                  catalog={"name": "lake", "type": "hadoop", "warehouse": str(tmp_path / "wh"), "properties": {}},
-                  action="rewrite-files", process_id=7)  # fmt: skip
+    job = JobSpec(
+        table={"catalog": "lake", "namespace": "db", "name": "t"},
+        catalog={"name": "lake", "type": "hadoop", "warehouse": str(tmp_path / "wh"), "properties": {}},
+        action="rewrite-files",
+        process_id=7,
+    )
 
     result = hook.submit(job)
 

@@ -182,21 +182,47 @@ def test_the_iceberg_runtime_comes_from_the_wheel_without_the_network(tmp_path: 
     ("catalog", "needs"),
     [
         (CatalogSpec(name="c", warehouse="/data/wh"), ["iceberg"]),
-        (CatalogSpec(name="c", type=CatalogType.REST, properties={"uri": "http://r", "warehouse": "s3://b/w"}),
-         ["iceberg", "aws"]),
+        (
+            CatalogSpec(
+                name="c", type=CatalogType.REST, properties={"uri": "http://r", "warehouse": "s3://b/w"}
+            ),
+            ["iceberg", "aws"],
+        ),
         (CatalogSpec(name="c", type=CatalogType.GLUE, warehouse="s3://b/w"), ["iceberg", "aws"]),
-        (CatalogSpec(name="c", type=CatalogType.HADOOP, warehouse="s3a://b/w", properties={"allow-unsafe-commits": "true"}),
-         ["iceberg", "aws", "hadoop-aws"]),
-        (CatalogSpec(name="c", type=CatalogType.REST, properties={"uri": "http://r", "s3.endpoint": "http://s3"}),
-         ["iceberg", "aws"]),
+        (
+            CatalogSpec(
+                name="c",
+                type=CatalogType.HADOOP,
+                warehouse="s3a://b/w",
+                properties={"allow-unsafe-commits": "true"},
+            ),
+            ["iceberg", "aws", "hadoop-aws"],
+        ),
+        (
+            CatalogSpec(
+                name="c", type=CatalogType.REST, properties={"uri": "http://r", "s3.endpoint": "http://s3"}
+            ),
+            ["iceberg", "aws"],
+        ),
         (CatalogSpec(name="c", type=CatalogType.REST, properties={"uri": "http://r"}), ["iceberg", "aws"]),
-        (CatalogSpec(name="c", type=CatalogType.JDBC, properties={"uri": "jdbc:sqlite:/x"}, warehouse="/w"), ["iceberg"]),
-        (CatalogSpec(name="c", type=CatalogType.HIVE, properties={"uri": "thrift://h:9083"}, warehouse="gs://b/w"),
-         ["iceberg", "gcp"]),
-        (CatalogSpec(name="c", type=CatalogType.JDBC, properties={"uri": "jdbc:postgresql://h/db"}),
-         ["iceberg", "postgresql"]),
+        (
+            CatalogSpec(
+                name="c", type=CatalogType.JDBC, properties={"uri": "jdbc:sqlite:/x"}, warehouse="/w"
+            ),
+            ["iceberg"],
+        ),
+        (
+            CatalogSpec(
+                name="c", type=CatalogType.HIVE, properties={"uri": "thrift://h:9083"}, warehouse="gs://b/w"
+            ),
+            ["iceberg", "gcp"],
+        ),
+        (
+            CatalogSpec(name="c", type=CatalogType.JDBC, properties={"uri": "jdbc:postgresql://h/db"}),
+            ["iceberg", "postgresql"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_what_a_catalog_needs(catalog: CatalogSpec, needs: list[str]) -> None:
     assert catalog_needs(catalog) == needs
 
@@ -225,7 +251,10 @@ def test_a_delta_or_hudi_job_gets_its_own_runtime_and_not_icebergs() -> None:
     for fmt in ("delta", "hudi"):
         local = CatalogSpec(name="p", warehouse="/wh", properties={TABLE_FORMAT_PROPERTY: fmt})
         assert catalog_needs(local) == [fmt]
-        on_s3 = CatalogSpec(name="p", warehouse="s3://b/wh", properties={TABLE_FORMAT_PROPERTY: fmt,
-                                                                            "allow-unsafe-commits": "true"})  # fmt: skip
+        on_s3 = CatalogSpec(
+            name="p",
+            warehouse="s3://b/wh",
+            properties={TABLE_FORMAT_PROPERTY: fmt, "allow-unsafe-commits": "true"},
+        )
         assert catalog_needs(on_s3)[0] == fmt and "iceberg" not in catalog_needs(on_s3)
     assert catalog_needs(CatalogSpec(name="i", warehouse="/wh")) == ["iceberg"]
