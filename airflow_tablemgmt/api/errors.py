@@ -36,6 +36,7 @@ from airflow_tablemgmt.store.errors import (
     CatalogInUse,
     CatalogManagedByCode,
     StoreUnavailable,
+    TableManagedByPolicy,
     TableManagedByStore,
 )
 
@@ -61,6 +62,7 @@ _MAPPING: list[tuple[type[Exception], int, str]] = [
     (CatalogManagedByCode, 409, "name"),
     (CatalogInUse, 409, "name"),
     (TableManagedByStore, 409, "table_id"),
+    (TableManagedByPolicy, 409, "table_id"),
     (CatalogConflict, 409, "catalog"),
     (Conflict, 409, "table_id"),
     (DynamicStateChanged, 409, "state"),

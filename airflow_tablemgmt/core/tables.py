@@ -167,10 +167,12 @@ class CatalogSpec(_Model):
 
 
 class Owner(StrEnum):
-    """Who may change a table's declaration: the YAML file or the store (REST / CLI)."""
+    """Who may change a table's declaration: the YAML file, the store (REST / CLI), or a policy's discovery
+    (a table it enrolled; a declaration of the table takes it over, ``store/enrolment.py``)."""
 
     CODE = "code"
     STORE = "store"
+    POLICY = "policy"
 
 
 _FORMAT_SCHEMA = {

@@ -397,6 +397,11 @@ class SnapshotReader:
             props.setdefault("init_catalog_tables", "false")
         return props
 
+    def catalog_client(self) -> Catalog:
+        """pyiceberg's catalog for a catalog service (not ``hadoop``): what discovery lists namespaces and
+        tables with (``metadata/discovery.py``)."""
+        return self._catalog_client()
+
     def _catalog_client(self) -> Catalog:
         if self._pyiceberg_catalog is None:
             from pyiceberg.catalog import load_catalog

@@ -38,6 +38,20 @@ class TableManagedByStore(TableMgmtError):
         self.table_id = table_id
 
 
+class TableManagedByPolicy(TableMgmtError):
+    """The table was enrolled by a policy's discovery; it leaves by the opt-out, not by a removal (the next
+    discovery would enrol it again)."""
+
+    def __init__(self, table_id: str, policy: str | None) -> None:
+        super().__init__(
+            f"table {table_id} is managed by policy {policy}: set its table property "
+            "tablemgmt.maintenance=disabled (discovery then retires it), or declare it yourself "
+            "(a declaration takes it over)"
+        )
+        self.table_id = table_id
+        self.policy = policy
+
+
 class StoreSchemaOutdated(TableMgmtError):
     """The store's database schema is not at the revision this package needs."""
 

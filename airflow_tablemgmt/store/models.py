@@ -49,6 +49,7 @@ NAMING_CONVENTION = {
 
 ID_LEN = 128  # core.identifiers allows at most 128 characters per part
 TABLE_ID_LEN = 3 * ID_LEN + 2
+POLICY_NAME_LEN = 63  # core.policies' policy names
 
 
 class Base:
@@ -96,6 +97,7 @@ class TableRow:
         _required("actions", json_document()),
         _required("spec", json_document()),  # TableSpec, by alias, mode=json
         _optional("dynamic", json_document()),  # dynamic-table definition
+        _optional("policy", String(POLICY_NAME_LEN)),  # the policy that enrolled it (managed_by policy; 0010)
         _optional("deleted_at", UtcDateTime()),
         _required("created_at", UtcDateTime()),
         _required("updated_at", UtcDateTime()),
@@ -282,4 +284,24 @@ class ProcessHourRow:
         _required("n", BigInteger),
         _required("files_removed", BigInteger),
         _required("bytes_removed", BigInteger),
+    )
+
+
+class EnrolmentRow:
+    """One change discovery made (migration 0010): a table enrolled by a policy, retired (dropped from its
+    catalog, opted out, or no longer matched), re-enrolled when it came back, or its settings updated when
+    its policy changed (``store/enrolment.py``). Rows are only ever added."""
+
+    __table__ = Table(
+        "tms_enrolment",
+        Base.metadata,
+        Column("id", big_id(), primary_key=True, autoincrement=True),
+        _required("at", UtcDateTime()),
+        _required("policy", String(POLICY_NAME_LEN)),
+        _required("table_id", String(TABLE_ID_LEN)),
+        _required("change", String(16)),  # enrolled | retired | re-enrolled | updated
+        _required("reason", Text),
+        Index("ix_tms_enrolment_at", "at"),
+        Index("ix_tms_enrolment_table_id_at", "table_id", "at"),
+        Index("ix_tms_enrolment_policy_at", "policy", "at"),
     )

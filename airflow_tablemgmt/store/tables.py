@@ -23,7 +23,7 @@ from airflow_tablemgmt.core.errors import (
 )
 from airflow_tablemgmt.core.tables import Owner, TableSpec, format_validation_error
 from airflow_tablemgmt.store.clock import utcnow
-from airflow_tablemgmt.store.errors import TableManagedByStore
+from airflow_tablemgmt.store.errors import TableManagedByPolicy, TableManagedByStore
 from airflow_tablemgmt.store.models import TableRow
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,8 @@ class RegisteredTable:
     created_at: datetime
     updated_at: datetime
     deleted_at: datetime | None = None  # set only for rows listed with include_deleted=True
+    #: The policy that enrolled it (``managed_by`` is ``policy``), else None (``store/enrolment.py``).
+    policy: str | None = None
 
     @property
     def table_id(self) -> str:
@@ -107,7 +109,9 @@ class TableRepository:
             if live and row.managed_by == owner and row.spec == doc:
                 return "unchanged"
             if live and row.managed_by != owner:
-                log.warning("table %s: dags/tables.yaml takes it over from the store", table_id)
+                log.warning(
+                    "table %s: %s takes it over from %s", table_id, _writer(owner), _writer(row.managed_by)
+                )
             values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None)
             if not live:
                 values["created_at"] = now  # a revived table is a new registration
@@ -161,7 +165,12 @@ class TableRepository:
                     out[table_id] = "unchanged"
                     continue
                 if live and found.managed_by != owner:
-                    log.warning("table %s: dags/tables.yaml takes it over from the store", table_id)
+                    log.warning(
+                        "table %s: %s takes it over from %s",
+                        table_id,
+                        _writer(owner),
+                        _writer(found.managed_by),
+                    )
                 values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None)
                 if not live:
                     values["created_at"] = now
@@ -239,6 +248,8 @@ class TableRepository:
                 if row is None or row.deleted_at is not None:
                     raise TableNotFound(_not_found_message(conn, table_id, row))
             if row.managed_by != owner:
+                if row.managed_by == Owner.POLICY:
+                    raise TableManagedByPolicy(table_id, row.policy)
                 raise (
                     TableManagedByCode(table_id)
                     if row.managed_by == Owner.CODE
@@ -331,7 +342,15 @@ def _columns_of(spec: TableSpec) -> dict[str, Any]:
         "priority": spec.priority,
         "actions": doc["actions"],
         "spec": doc,
+        "policy": None,  # a declaration takes a policy's table over (store/enrolment.py writes the name)
     }
+
+
+def _writer(owner: str) -> str:
+    """Who writes a row of ``owner``, for the takeover log line."""
+    return {Owner.CODE: "dags/tables.yaml", Owner.STORE: "the store", Owner.POLICY: "its policy"}.get(
+        Owner(owner), str(owner)
+    )
 
 
 def _unchanged_since(row: Row[Any]) -> tuple[ColumnElement[bool], ...]:
@@ -377,6 +396,7 @@ def _to_registered(row: Row[Any]) -> RegisteredTable:
         created_at=row.created_at,
         updated_at=row.updated_at,
         deleted_at=row.deleted_at,
+        policy=row.policy,
     )
 
 
