@@ -2,12 +2,14 @@
 
 * :class:`FileStats` (:func:`read_file_stats`): the health figures, measured against the table's own
   targets (the rewrite-files action's target file size, the expire-snapshots action's age and count):
-  data and delete files, deleted rows, small files and how many of them a compaction would remove,
+  data and delete files (v2 position and equality delete files and v3 deletion vectors apart:
+  ``metadata/deletes.py``), deleted rows, small files and how many of them a compaction would remove,
   manifests, snapshots and how many an expiry would drop. ``metadata/health.py`` scores them.
 * :class:`TableShape` (:func:`read_shape`): the before/after figures of a maintenance job, everything
   but the live record count, per coerced partition.
 
-Both read the live entries of the snapshot's manifests with pyiceberg (:func:`live_data_files`).
+Both read the live entries of the snapshot's manifests with pyiceberg (:func:`live_data_files`, with the
+v3 fields: ``metadata/deletes.py``).
 Like the rest of ``metadata/`` this imports neither Airflow nor pyspark, and pyiceberg only inside the
 functions that read; the catalog it is handed has its secret references already resolved.
 """
@@ -24,6 +26,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, TableSpec
+from airflow_tablemgmt.metadata.deletes import (
+    DATA,
+    EQUALITY_DELETES,
+    POSITION_DELETES,
+    DeleteCounts,
+    is_deletion_vector,
+    live_entries,
+)
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 
 if TYPE_CHECKING:
@@ -36,14 +46,13 @@ DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
 SMALL_FILE_FRACTION = 0.75
 
 # DataFileContent values of the Iceberg spec (pyiceberg.manifest.DataFileContent).
-_DATA, _POSITION_DELETES, _EQUALITY_DELETES = 0, 1, 2
+_DATA, _POSITION_DELETES, _EQUALITY_DELETES = DATA, POSITION_DELETES, EQUALITY_DELETES
 
 
 def live_data_files(io: FileIO, manifests: Iterable[ManifestFile]) -> Iterator[DataFile]:
-    """The live (not deleted) files the ``manifests`` list: data and delete files alike."""
-    for manifest in manifests:
-        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-            yield entry.data_file
+    """The live (not deleted) files the ``manifests`` list: data and delete files alike, with their v3
+    fields (a deletion vector's referenced data file and blob offset and size)."""
+    return live_entries(io, manifests)
 
 
 # ---- health: FileStats -----------------------------------------------------------------------------
@@ -72,7 +81,8 @@ class FileStats:
     #: rewrite-files' ``min-input-files``: fewer small files than this in a table are left alone
     min_input_files: int = 5
     partitions: int = 0
-    deleted_rows: int = 0  # rows that position and equality delete files mark deleted
+    #: rows that the delete entries mark deleted: position and equality delete files and deletion vectors
+    deleted_rows: int = 0
     manifests: int = 0
     manifest_bytes: int = 0
     #: snapshots older than expire-snapshots' ``older-than`` beyond its ``retain-last`` (what it would drop)
@@ -80,6 +90,19 @@ class FileStats:
     oldest_snapshot_age_s: float | None = None
     current_snapshot_age_s: float | None = None
     snapshot_max_age_s: float = 5 * 86400.0
+    #: the thresholds the gate and the score decide with, per action (core/thresholds.py; None: defaults)
+    thresholds: dict[str, dict[str, float]] | None = None
+    #: ``delete_files`` apart (Iceberg's snapshot summary counts the same way): v2 position delete files,
+    #: equality delete files and v3 deletion vectors (one per data file with deletes, kept in Puffin files)
+    position_delete_files: int = 0
+    equality_delete_files: int = 0
+    deletion_vectors: int = 0
+    #: of ``deleted_rows``: the rows the deletion vectors mark deleted
+    dv_deleted_rows: int = 0
+    #: the deletion vectors' own bytes (their blobs) and the Puffin files that hold them
+    dv_bytes: int = 0
+    dv_files: int = 0
+    format_version: int | None = None
 
     @property
     def small_file_ratio(self) -> float:
@@ -138,12 +161,24 @@ def _targets(metadata: Any, table: TableSpec) -> tuple[int, int, float, int]:
     return target, int(getattr(rewrite, "min_input_files", 5)), max_age, retain
 
 
+def _thresholds(table: TableSpec) -> dict[str, dict[str, float]]:
+    """Each measured action's thresholds for ``table``: its own, else their defaults (core/thresholds.py)."""
+    from airflow_tablemgmt.core.thresholds import FILE_FIGURE_ACTIONS
+
+    out = {}
+    for action, spec in FILE_FIGURE_ACTIONS.items():
+        settings = table.action_settings(action)
+        out[action] = spec.effective(settings.thresholds if action in table.actions else {}, settings)
+    return out
+
+
 def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
     target, min_input, max_age, retain = _targets(metadata, table)
-    threshold = int(target * SMALL_FILE_FRACTION)
+    thresholds = _thresholds(table)
+    threshold = int(target * thresholds["rewrite-files"].get("small-file-fraction", SMALL_FILE_FRACTION))
     snap = metadata.current_snapshot()
-    stats = {"data_files": 0, "small": 0, "delete_files": 0, "data_bytes": 0, "delete_bytes": 0, "records": 0}
-    deleted_rows = 0
+    stats = {"data_files": 0, "small": 0, "data_bytes": 0, "records": 0}
+    deletes = DeleteCounts()
     per_partition: dict[tuple[Any, ...], int] = {}
     manifests: list[Any] = []
     if snap is not None:
@@ -157,9 +192,7 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
                 key = (f.spec_id, *cast("Iterable[Any]", f.partition))
                 per_partition[key] = per_partition.get(key, 0) + f.file_size_in_bytes
             else:
-                stats["delete_files"] += 1
-                stats["delete_bytes"] += f.file_size_in_bytes
-                deleted_rows += f.record_count
+                deletes.add(f)
     times = sorted((s.timestamp_ms / 1000 for s in metadata.snapshots), reverse=True)
     # The newest ``retain-last`` are kept whatever their age (retain-last >= 1 keeps the current one).
     expirable = sum(1 for t in times[retain:] if now - t > max_age)
@@ -169,21 +202,29 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
         data_files=stats["data_files"],
         small_data_files=stats["small"],
         small_file_threshold_bytes=threshold,
-        delete_files=stats["delete_files"],
+        delete_files=deletes.delete_files,
         data_bytes=stats["data_bytes"],
-        delete_bytes=stats["delete_bytes"],
+        delete_bytes=deletes.delete_bytes,
         records=stats["records"],
         target_file_size_bytes=target,
         compacted_data_files=sum(max(1, math.ceil(b / target)) for b in per_partition.values()),
         min_input_files=min_input,
         partitions=len(per_partition),
-        deleted_rows=deleted_rows,
+        deleted_rows=deletes.deleted_rows,
         manifests=len(manifests),
         manifest_bytes=sum(int(m.manifest_length) for m in manifests),
         expirable_snapshots=expirable,
         oldest_snapshot_age_s=round(now - times[-1], 1) if times else None,
         current_snapshot_age_s=round(now - snap.timestamp_ms / 1000, 1) if snap is not None else None,
         snapshot_max_age_s=max_age,
+        thresholds=thresholds,
+        position_delete_files=deletes.position_delete_files,
+        equality_delete_files=deletes.equality_delete_files,
+        deletion_vectors=deletes.deletion_vectors,
+        dv_deleted_rows=deletes.dv_deleted_rows,
+        dv_bytes=deletes.dv_bytes,
+        dv_files=deletes.dv_files,
+        format_version=int(metadata.format_version),
     )
 
 
@@ -208,17 +249,22 @@ class TableShape:
     snapshots: int = 0
     manifests: int = 0
     location: str | None = None  # the table's location as its metadata records it (not a figure)
-    # coerced partition -> [data files, data bytes, physical rows, position delete files, equality ...]
+    # coerced partition -> [data files, data bytes, physical rows, position delete files, equality delete
+    # files, deletion vectors]
     partitions: dict[tuple[Any, ...], list[int]] = field(default_factory=dict)
+    format_version: int | None = None  # the table's (not a figure)
 
-    def add(self, partition: tuple[Any, ...], content: int, record_count: int, size: int) -> None:
-        counts = self.partitions.setdefault(partition, [0, 0, 0, 0, 0])
+    def add(
+        self, partition: tuple[Any, ...], content: int, record_count: int, size: int, dv: bool = False
+    ) -> None:
+        """Count one live file; ``dv``: a position-delete entry that is a v3 deletion vector."""
+        counts = self.partitions.setdefault(partition, [0, 0, 0, 0, 0, 0])
         if content == _DATA:
             counts[0] += 1
             counts[1] += size
             counts[2] += record_count
         elif content == _POSITION_DELETES:
-            counts[3] += 1
+            counts[5 if dv else 3] += 1
         elif content == _EQUALITY_DELETES:
             counts[4] += 1
 
@@ -231,7 +277,8 @@ class TableShape:
 
     @property
     def delete_files(self) -> int:
-        return self.total(3) + self.total(4)
+        """Every delete entry, deletion vectors included (as Iceberg's ``total-delete-files``)."""
+        return self.total(3) + self.total(4) + self.total(5)
 
     def metrics(self, live_records: int) -> dict[str, Any]:
         return {
@@ -242,6 +289,7 @@ class TableShape:
             "delete_files": self.delete_files,
             "position_delete_files": self.total(3),
             "equality_delete_files": self.total(4),
+            "deletion_vectors": self.total(5),
             "manifests": self.manifests,
             "snapshots": self.snapshots,
             "current_snapshot_id": self.current_snapshot_id,
@@ -261,6 +309,7 @@ def read_shape(location: str, properties: dict[str, str]) -> TableShape:
         current_snapshot_id=main.snapshot_id if main is not None else None,
         snapshots=len(metadata.snapshots),
         location=metadata.location,
+        format_version=int(metadata.format_version),
     )
     snapshot = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
     if snapshot is None:
@@ -272,7 +321,7 @@ def read_shape(location: str, properties: dict[str, str]) -> TableShape:
         ids = field_ids.get(f.spec_id, [])
         # Coerced to the union of all specs: a field a spec lacks is null, and nulls drop out.
         key = tuple(sorted((fid, f.partition[i]) for i, fid in enumerate(ids) if f.partition[i] is not None))
-        shape.add(key, int(f.content), int(f.record_count), int(f.file_size_in_bytes))
+        shape.add(key, int(f.content), int(f.record_count), int(f.file_size_in_bytes), is_deletion_vector(f))
     return shape
 
 
