@@ -36,7 +36,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from airflow_tablemgmt.core.actions import ACTIONS, REFRESH_ON_PLAIN_TABLE
 from airflow_tablemgmt.core.durations import Duration
-from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
 from airflow_tablemgmt.core.formats import FORMATS
 from airflow_tablemgmt.core.policy_match import PolicyMatch, SpecModel
 from airflow_tablemgmt.core.tables import REFRESH_ACTION, _nested, format_validation_error
@@ -152,6 +152,14 @@ class PolicyConflict(InvalidDeclaration):
         )
         self.table = table
         self.policies = (first, second)
+
+
+class PolicyNotFound(TableMgmtError):
+    """No policy of that name."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        super().__init__(f"name: policy {name!r} does not exist; policies: {', '.join(known) or 'none'}")
+        self.name = name
 
 
 def parse_policy(data: Any, source: str = "policy") -> Policy:

@@ -6,7 +6,7 @@ import logging
 import posixpath
 import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -16,6 +16,7 @@ from pydantic import (
     ValidationInfo,
     WithJsonSchema,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -196,6 +197,30 @@ class TableSpec(_Model):
     priority: int = Field(default=1, ge=1, le=1000)
     actions: dict[str, dict[str, Any]] = Field(default_factory=dict)
     notify: NotifySpec | None = Field(default=None, description="notifications (docs/notifications.md)")
+    maintenance: Literal["disabled"] | None = Field(
+        default=None,
+        description="'disabled': no policy maintains this table and it declares no enabled action "
+        "(docs/policies.md); absent or 'enabled': maintained by its actions and the matching policies",
+    )
+
+    @field_validator("maintenance", mode="before")
+    @classmethod
+    def _maintenance(cls, v: Any) -> Any:
+        if v is None or v == "enabled":
+            return None
+        if v != "disabled":
+            raise ValueError(
+                f"maintenance: expected 'disabled' (or 'enabled', the default), got {short_repr(v)}"
+            )
+        return v
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        # Absent unless disabled, so the stored specs of every other table are what they were.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("maintenance", "") is None:
+            del data["maintenance"]
+        return data
 
     @field_validator("catalog", "namespace", "name")
     @classmethod
@@ -247,6 +272,16 @@ class TableSpec(_Model):
             _warn_overrides(table_id, name, settings)
             out[name] = settings.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         return out
+
+    @model_validator(mode="after")
+    def _opted_out(self) -> TableSpec:
+        enabled = [n for n in sorted(self.actions) if self.actions[n].get("enabled", True)]
+        if self.maintenance == "disabled" and enabled:
+            raise ValueError(
+                f"maintenance: 'disabled' opts the table out of all maintenance, but it enables {', '.join(enabled)}; "
+                "allowed: remove those actions (or give them enabled: false), or drop maintenance: disabled"
+            )
+        return self
 
     @model_validator(mode="after")
     def _fits_airflow(self) -> TableSpec:
