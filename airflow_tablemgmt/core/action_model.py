@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from airflow_tablemgmt.core.durations import Duration, format_duration
 from airflow_tablemgmt.core.errors import UnknownAction
+from airflow_tablemgmt.core.thresholds import ActionThresholds, validate_thresholds
 from airflow_tablemgmt.core.triggers import Interval
 
 _ACTION_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -57,6 +58,11 @@ class ActionSettings(BaseModel):
         description="how long one run may take (the task's execution_timeout; core/time_limits.py): default "
         "[tablemgmt] maintenance_timeout (4h); a refresh's comes from its dynamic table's timeout",
     )
+    thresholds: dict[str, int | float] = Field(
+        default_factory=dict,
+        description="when a run pays: threshold name -> number, checked on the table's health before any "
+        "job starts (core/thresholds.py; docs/health.md); absent: the documented defaults",
+    )
 
     # (option, floor, floor as written, why it exists): a destructive age below its floor needs an
     # explicit ``allow-below-floor: true``; no override ever allows zero or a negative age.
@@ -72,6 +78,19 @@ class ActionSettings(BaseModel):
             except Exception as e:  # noqa: BLE001 - re-raised as a field error with the same text
                 raise ValueError(str(e).removeprefix("interval: ")) from e
         return v
+
+    # "before": the action's own names and ranges (core/thresholds.py), refused naming the action, the
+    # name and the allowed ones. The action comes from the validation context (Action.settings).
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _thresholds(cls, v: Any, info: Any) -> Any:
+        context = info.context or {}
+        if v is None:
+            return {}
+        if "action" not in context:
+            return v
+        checked = validate_thresholds(context["action"], context.get("thresholds"), v)
+        return {k: int(n) if n.is_integer() else n for k, n in checked.items()}
 
     @model_validator(mode="after")
     def _floors(self) -> ActionSettings:
@@ -106,19 +125,22 @@ class ActionSettings(BaseModel):
 
 @dataclass(frozen=True)
 class Action:
-    """A registered action: kebab-case name, its settings model, and whether it rewrites the table."""
+    """A registered action: kebab-case name, its settings model, and whether it rewrites the table.
+    ``thresholds``: the action is gated on its table's health, with these thresholds (core/thresholds.py)."""
 
     name: str
     settings_model: type[ActionSettings]
     mutates: bool
     description: str
+    thresholds: ActionThresholds | None = None
 
     def __post_init__(self) -> None:
         if not _ACTION_NAME.match(self.name):
             raise ValueError(f"action name {self.name!r} must be lowercase kebab-case")
 
     def settings(self, raw: dict[str, Any] | None) -> ActionSettings:
-        return self.settings_model.model_validate(raw or {})
+        context = {"action": self.name, "thresholds": self.thresholds}
+        return self.settings_model.model_validate(raw or {}, context=context)
 
     def __str__(self) -> str:
         return self.name

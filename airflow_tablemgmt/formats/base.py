@@ -6,6 +6,9 @@ A format's factory subclasses :class:`FormatFactory`, names its format, and writ
   checked by default);
 * :meth:`FormatFactory.plan`: the run's options, or None when there is nothing to do (a threshold read
   from the table's own metadata);
+* :meth:`FormatFactory.health_gate`: whether the run pays, decided on the table's health read from metadata
+  (no JVM) with the action's thresholds (``core/thresholds.py``, ``metadata/health.py``): a run that does
+  not pay is a skipped process whose summary carries the figures that decided it. Every format gets it.
 * :meth:`FormatFactory.resume`: the options of a retry (an instant the dead attempt chose).
 
 ``supported_actions``, ``trigger_strategy``, ``trigger``, ``recover`` and the job spec itself (the table's
@@ -15,6 +18,7 @@ format on its catalog, a path-based table's location in its options) come from t
 from __future__ import annotations
 
 import logging
+import os
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -32,6 +36,9 @@ from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.core.triggers import TriggerStrategy
 
 log = logging.getLogger(__name__)
+
+#: ``0`` in a worker's environment: no run is gated on its table's health (every run as before the gate).
+HEALTH_GATE_ENV = "TABLEMGMT_HEALTH_GATE"
 
 
 class FormatFactory:
@@ -69,7 +76,10 @@ class FormatFactory:
             log.warning("tablemgmt: %s", refused)
             return declined(refused)
         options = self.plan(table, action, table.action_settings(action).options(), context)
-        return None if options is None else self.job(table, action, options, context)
+        if options is None:
+            return None
+        skipped = self.health_gate(table, action, context)
+        return skipped if skipped is not None else self.job(table, action, options, context)
 
     def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
         if process.action not in self.descriptor.strategies:
@@ -95,6 +105,33 @@ class FormatFactory:
     ) -> dict[str, Any] | None:
         """The options of this run's job, or None when there is nothing to do (the task ends skipped)."""
         return options
+
+    def health_gate(self, table: TableSpec, action: str, context: TriggerContext) -> dict[str, Any] | None:
+        """The summary of a run skipped because it does not pay (``metadata.health.Decision.summary``:
+        ``declined`` with the reason and the figures and thresholds that decided it), or None to run.
+
+        Only an action that declares thresholds (``Action.thresholds``) is gated; a recovery is not (it
+        finishes a run that was decided already). The table's health is read from its metadata with the
+        format's health hook, no JVM; a table whose health cannot be read here runs (the job decides, as
+        before), and so does every run with ``TABLEMGMT_HEALTH_GATE=0`` in the worker's environment."""
+        spec = self.descriptor.action(action)
+        if spec is None or spec.thresholds is None or os.environ.get(HEALTH_GATE_ENV, "1") == "0":
+            return None
+        from airflow_tablemgmt.factories.health import read_health
+        from airflow_tablemgmt.metadata.health import decide
+
+        catalog = context.resolve_catalog(context.catalog) if context.resolve_catalog else context.catalog
+        try:
+            reading = read_health(catalog, table)
+        except Exception as e:  # noqa: BLE001 - an unreadable health never stops maintenance: the job decides
+            log.warning("tablemgmt: %s: health not readable before %s (%s); running it", table.id, action, e)
+            return None
+        decision = decide(reading, action)
+        if decision.pays:
+            log.info("tablemgmt: %s pays on %s: %s", action, table.id, decision.reason)
+            return None
+        log.info("tablemgmt: %s on %s skipped, it does not pay: %s", action, table.id, decision.reason)
+        return decision.summary()
 
     def resume(
         self, table: TableSpec, process: Process, options: dict[str, Any], context: TriggerContext
@@ -124,4 +161,4 @@ def format_job(
     return JobSpec.build(table, catalog, action, options)
 
 
-__all__ = ["FormatFactory", "format_job"]
+__all__ = ["HEALTH_GATE_ENV", "FormatFactory", "format_job"]

@@ -1,33 +1,47 @@
-"""The health score of a table, 0–100: the one definition the REST API, the page, the CLI and the
-metrics share. It is computed from :class:`~airflow_tablemgmt.metadata.files.FileStats` alone, which
-were measured against the table's own targets (``metadata/files.py``).
+"""The health score of a table, 0–100, and the gate's decision whether an action pays: one computation the
+REST API, the page, the CLI, the metrics and the gate before any Spark job (``formats/base.py``) share. It
+is computed from :class:`~airflow_tablemgmt.metadata.files.FileStats` alone, measured against the table's
+own targets and thresholds (``metadata/files.py``, ``core/thresholds.py``).
 
-A table starts at 100 and loses points for each thing a maintenance action would fix. Each *finding*
-names the action that fixes it; a table is **red** (``needs_attention``) exactly when it has a finding,
-i.e. when running an action would help. Nothing else turns it red: a small table in one small file is
-healthy, and so is a table whose every partition already holds as few files as its size needs.
+A table starts at 100 and loses points for each *finding*. A finding of an action exists exactly when the
+action's thresholds say a run pays (:func:`decide`: the gate runs the action then, and skips it else), so
+a table is **red** (``needs_attention``) when running an action would help, or when it is over-partitioned
+(no maintenance action merges files across partitions: the partition spec is what would help). A small
+table in one small file is healthy, and so is a table whose every partition holds as few files as its
+size needs.
+
+Points grow with what a run would fix, from a few at the threshold (no cliff where a finding appears) to
+the cap, which alone takes a table below the default alert threshold of 50:
 
 =================  =======  ===================================================  =======================
-finding            points   when                                                  action that fixes it
+finding            points   when (the action's thresholds, core/thresholds.py)    what helps
 =================  =======  ===================================================  =======================
-small files        ≤ 40     a compaction to the target file size would remove     rewrite-files
-                            files (``excess_data_files`` ≥ 1) and the table has
-                            at least ``min-input-files`` small files; points =
-                            40 × excess / data files (at least 5)
-delete files       ≤ 25     delete files exist and they delete ≥ 10 % of the      rewrite-deletes
-                            rows or number ≥ 5; points = 25 × min(1, ratio / 0.5)
-                            (at least 5)
-snapshots          ≤ 20     snapshots an expiry would drop exist and the oldest   expire-snapshots
-                            is more than twice the action's ``older-than`` old;
-                            points = 20 × min(1, expirable / 100) (at least 5)
-manifests          ≤ 15     ≥ 10 manifests and more than twice as many as their   rewrite-manifests
-                            bytes need at 8 MiB each; points = 15 × min(1,
-                            (manifests − needed) / (4 × needed)) (at least 3)
+small files        ≤ 60     a compaction to the target size would remove files   rewrite-files
+                            (per partition: ceil(bytes / target) files are
+                            enough) and the table holds ≥ ``min-small-files``
+                            small files; 60 × removable / data files × min(1,
+                            removable / 50), at least 1
+over-partitioned   ≤ 50     ≥ 100 partitions, ≥ 10 × as many as the data needs   repartition (a coarser
+                            at the target size, and no compaction would remove   partition spec)
+                            a file; 10 + 40 × min(1, log10(partitions /
+                            (10 × needed)) / 2)
+delete files       ≤ 60     delete files mark ≥ ``min-deleted-row-ratio`` of     rewrite-deletes
+                            the rows deleted, or number ≥ ``min-delete-files``;
+                            60 × max(min(1, ratio / 0.5), min(1, files / 100)),
+                            at least 3
+snapshots          ≤ 60     ≥ ``min-expirable-snapshots`` snapshots older than   expire-snapshots
+                            ``older-than`` beyond ``retain-last``; 60 × min(1,
+                            log10(1 + expirable) / 4), at least 3 (≈ 5,800
+                            expirable: 56)
+manifests          ≤ 30     ≥ ``min-manifests`` manifests and more than          rewrite-manifests
+                            ``manifests-per-needed`` × what their bytes need at
+                            8 MiB each; 30 × min(1, excess / 100), at least 1
 =================  =======  ===================================================  =======================
 
 A format may measure its tables itself: its descriptor names a health hook (``Format.health``) returning a
 :class:`FormatHealth`, the format's figures and findings, scored the same way (100 minus the findings'
-points). Nothing here names a format.
+points); the gate runs an action of it when one of its findings names the action. Nothing here names a
+format.
 """
 
 from __future__ import annotations
@@ -37,22 +51,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core.thresholds import FILE_FIGURE_ACTIONS
+
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
     from airflow_tablemgmt.metadata.files import FileStats
 
 #: Iceberg's default target manifest size (``commit.manifest.target-size-bytes``).
 MANIFEST_TARGET_BYTES = 8 * 1024 * 1024
-DELETE_RATIO_FLAG = 0.10
-DELETE_FILES_FLAG = 5
-MANIFESTS_FLAG = 10
+#: Over-partitioned: at least this many partitions, and this many times as many as the data needs.
+OVER_PARTITIONED_MIN = 100
+OVER_PARTITIONED_FACTOR = 10
+#: The finding of an over-partitioned table names this instead of a maintenance action.
+REPARTITION = "repartition"
 
 
 @dataclass(frozen=True)
 class Finding:
     """One thing an action would fix: its kind, the points it costs, the action and why, in words."""
 
-    kind: str  # small_files | delete_files | snapshots | manifests, or a format's own (its health hook)
+    kind: str  # small_files | over_partitioned | delete_files | snapshots | manifests, or a format's own
     points: int
     action: str
     reason: str
@@ -78,72 +96,229 @@ class HealthScore:
         }
 
 
+@dataclass(frozen=True)
+class Check:
+    """One action's check on the figures: whether a run pays, the figures and thresholds it was decided on,
+    and why, in words (what a run would fix, or why it would not pay). ``finding``: the score's, when it pays."""
+
+    action: str
+    pays: bool
+    figures: dict[str, Any]
+    reason: str
+    finding: Finding | None = None
+
+
 def _mib(n: float) -> str:
     return f"{n / 1024 / 1024:.1f} MiB"
 
 
-def _small_files(s: FileStats) -> Finding | None:
-    excess = s.excess_data_files
-    if excess < 1 or s.small_data_files < s.min_input_files or not s.data_files:
-        return None
-    points = max(5, round(40 * excess / s.data_files))
-    return Finding(
-        "small_files",
-        points,
-        "rewrite-files",
+def thresholds_of(s: FileStats, action: str) -> dict[str, float]:
+    """The thresholds ``s`` was measured with for ``action`` (``FileStats.thresholds``), else the defaults
+    (a rewrite's ``min-*`` from the figures' ``min_input_files``)."""
+    measured = (s.thresholds or {}).get(action)
+    spec = FILE_FIGURE_ACTIONS[action]
+    if measured:
+        return {**spec.effective({}), **measured}
+    return spec.effective({}, _Defaults(s.min_input_files))
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    min_input_files: int
+
+
+def _small_files(s: FileStats) -> Check:
+    th = thresholds_of(s, "rewrite-files")
+    excess, small, minimum = s.excess_data_files, s.small_data_files, int(th["min-small-files"])
+    figures = {
+        "data_files": s.data_files,
+        "small_data_files": small,
+        "removable_data_files": excess,
+        "compacted_data_files": s.compacted_data_files,
+        "partitions": s.partitions,
+        "target_file_size_bytes": s.target_file_size_bytes,
+        "small_file_threshold_bytes": s.small_file_threshold_bytes,
+        "thresholds": th,
+    }
+    if excess < 1 or small < minimum or not s.data_files:
+        why = (
+            f"a compaction would remove no file ({s.data_files} data files in {s.partitions} partitions, "
+            f"as few per partition as their bytes need at the {_mib(s.target_file_size_bytes)} target)"
+            if excess < 1
+            else f"{small} small files (under {_mib(s.small_file_threshold_bytes)}), fewer than "
+            f"min-small-files {minimum}"
+        )
+        return Check("rewrite-files", False, figures, why)
+    points = max(1, round(60 * excess / s.data_files * min(1.0, excess / 50)))
+    reason = (
         f"{s.data_files} data files where {s.compacted_data_files} would hold the data at the "
-        f"{_mib(s.target_file_size_bytes)} target ({s.small_data_files} under "
-        f"{_mib(s.small_file_threshold_bytes)}): compaction would remove {excess}",
+        f"{_mib(s.target_file_size_bytes)} target ({small} under "
+        f"{_mib(s.small_file_threshold_bytes)}): compaction would remove {excess}"
+    )
+    return Check(
+        "rewrite-files", True, figures, reason, Finding("small_files", points, "rewrite-files", reason)
     )
 
 
-def _delete_files(s: FileStats) -> Finding | None:
-    ratio = s.deleted_row_ratio
-    if not s.delete_files or (ratio < DELETE_RATIO_FLAG and s.delete_files < DELETE_FILES_FLAG):
+def _over_partitioned(s: FileStats) -> Finding | None:
+    needed = max(1, math.ceil(s.data_bytes / max(1, s.target_file_size_bytes)))
+    if (
+        s.partitions < OVER_PARTITIONED_MIN
+        or s.partitions < OVER_PARTITIONED_FACTOR * needed
+        or s.excess_data_files >= 1
+    ):
         return None
-    points = max(5, round(25 * min(1.0, ratio / 0.5)))
+    ratio = s.partitions / (OVER_PARTITIONED_FACTOR * needed)
+    points = round(10 + 40 * min(1.0, math.log10(max(ratio, 1.0)) / 2))
     return Finding(
-        "delete_files",
+        "over_partitioned",
         points,
-        "rewrite-deletes",
-        f"{s.delete_files} delete files mark {s.deleted_rows} of {s.records} rows deleted ({ratio:.0%})",
+        REPARTITION,
+        f"{s.data_files} data files ({_mib(s.data_bytes)}) in {s.partitions} partitions where {needed} "
+        f"file(s) at the {_mib(s.target_file_size_bytes)} target would hold the data: no compaction merges "
+        "files across partitions; a coarser partition spec would",
     )
 
 
-def _snapshots(s: FileStats) -> Finding | None:
-    if not s.expirable_snapshots or (s.oldest_snapshot_age_s or 0) <= 2 * s.snapshot_max_age_s:
-        return None
-    points = max(5, round(20 * min(1.0, s.expirable_snapshots / 100)))
+def _delete_files(s: FileStats) -> Check:
+    th = thresholds_of(s, "rewrite-deletes")
+    ratio, files = s.deleted_row_ratio, s.delete_files
+    figures = {
+        "delete_files": files,
+        "deleted_rows": s.deleted_rows,
+        "records": s.records,
+        "deleted_row_ratio": ratio,
+        "thresholds": th,
+    }
+    if not files or (ratio < th["min-deleted-row-ratio"] and files < th["min-delete-files"]):
+        why = (
+            "no delete files"
+            if not files
+            else f"{files} delete files (fewer than min-delete-files {th['min-delete-files']:g}) mark "
+            f"{ratio:.1%} of the rows deleted (under min-deleted-row-ratio {th['min-deleted-row-ratio']:g})"
+        )
+        return Check("rewrite-deletes", False, figures, why)
+    points = max(3, round(60 * max(min(1.0, ratio / 0.5), min(1.0, files / 100))))
+    reason = f"{files} delete files mark {s.deleted_rows} of {s.records} rows deleted ({ratio:.0%})"
+    return Check(
+        "rewrite-deletes", True, figures, reason, Finding("delete_files", points, "rewrite-deletes", reason)
+    )
+
+
+def _snapshots(s: FileStats) -> Check:
+    th = thresholds_of(s, "expire-snapshots")
+    expirable = s.expirable_snapshots
     days = (s.oldest_snapshot_age_s or 0) / 86400
-    return Finding(
-        "snapshots",
-        points,
-        "expire-snapshots",
-        f"{s.expirable_snapshots} of {s.snapshots} snapshots are older than "
-        f"{s.snapshot_max_age_s / 86400:g} d (the oldest {days:.1f} d)",
+    figures = {
+        "snapshots": s.snapshots,
+        "expirable_snapshots": expirable,
+        "oldest_snapshot_age_s": s.oldest_snapshot_age_s,
+        "older_than_s": s.snapshot_max_age_s,
+        "thresholds": th,
+    }
+    if expirable < th["min-expirable-snapshots"]:
+        why = (
+            f"{expirable} of {s.snapshots} snapshots older than {s.snapshot_max_age_s / 86400:g} d beyond "
+            f"retain-last (min-expirable-snapshots {th['min-expirable-snapshots']:g}; the oldest {days:.1f} d)"
+        )
+        return Check("expire-snapshots", False, figures, why)
+    points = max(3, round(60 * min(1.0, math.log10(1 + expirable) / 4)))
+    reason = (
+        f"{expirable} of {s.snapshots} snapshots are older than "
+        f"{s.snapshot_max_age_s / 86400:g} d (the oldest {days:.1f} d)"
+    )
+    return Check(
+        "expire-snapshots", True, figures, reason, Finding("snapshots", points, "expire-snapshots", reason)
     )
 
 
-def _manifests(s: FileStats) -> Finding | None:
+def _manifests(s: FileStats) -> Check:
+    th = thresholds_of(s, "rewrite-manifests")
     needed = max(1, math.ceil(s.manifest_bytes / MANIFEST_TARGET_BYTES))
-    if s.manifests < MANIFESTS_FLAG or s.manifests <= 2 * needed:
-        return None
-    points = max(3, round(15 * min(1.0, (s.manifests - needed) / (4 * needed))))
-    return Finding(
-        "manifests",
-        points,
-        "rewrite-manifests",
-        f"{s.manifests} manifests ({_mib(s.manifest_bytes)}) where {needed} would do",
+    bound = th["manifests-per-needed"] * needed
+    figures = {
+        "manifests": s.manifests,
+        "manifest_bytes": s.manifest_bytes,
+        "manifests_needed": needed,
+        "thresholds": th,
+    }
+    if s.manifests < th["min-manifests"] or s.manifests <= bound:
+        why = (
+            f"{s.manifests} manifests ({_mib(s.manifest_bytes)}) where {needed} would do: fewer than "
+            f"min-manifests {th['min-manifests']:g} or not more than manifests-per-needed "
+            f"{th['manifests-per-needed']:g} × {needed}"
+        )
+        return Check("rewrite-manifests", False, figures, why)
+    points = max(1, round(30 * min(1.0, (s.manifests - bound) / 100)))
+    reason = f"{s.manifests} manifests ({_mib(s.manifest_bytes)}) where {needed} would do"
+    return Check(
+        "rewrite-manifests", True, figures, reason, Finding("manifests", points, "rewrite-manifests", reason)
     )
+
+
+_CHECKS: dict[str, Callable[[FileStats], Check]] = {
+    "rewrite-files": _small_files,
+    "rewrite-deletes": _delete_files,
+    "expire-snapshots": _snapshots,
+    "rewrite-manifests": _manifests,
+}
 
 
 def score(stats: FileStats) -> HealthScore:
     """The table's score and findings (the table in this module's docstring)."""
-    findings = tuple(f for f in (check(stats) for check in _CHECKS) if f is not None)
-    return HealthScore(max(0, 100 - sum(f.points for f in findings)), findings)
+    findings: list[Finding] = []
+    for action, check in _CHECKS.items():
+        found = check(stats).finding
+        if found is not None:
+            findings.append(found)
+        if action == "rewrite-files" and (over := _over_partitioned(stats)) is not None:
+            findings.append(over)
+    return HealthScore(max(0, 100 - sum(f.points for f in findings)), tuple(findings))
 
 
-_CHECKS = (_small_files, _delete_files, _snapshots, _manifests)
+# ---- the gate's decision ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether a run of ``action`` pays on a table, from its health read (no JVM): the gate's answer. A
+    skip's process summary carries it (:meth:`summary`), so "why did nothing happen?" reads the figures."""
+
+    action: str
+    pays: bool
+    reason: str
+    figures: dict[str, Any]
+    score: int
+
+    def summary(self) -> dict[str, Any]:
+        """The skipped process's summary: ``declined`` as a factory's refusal, plus the figures."""
+        return {
+            "skipped": True,
+            "declined": True,
+            "gate": "health",
+            "reason": f"{self.action} skipped: it does not pay now: {self.reason}",
+            "health": {"score": self.score, "action": self.action, "figures": self.figures},
+        }
+
+
+def decide(reading: FileStats | FormatHealth, action: str) -> Decision:
+    """Whether ``action`` pays on the table ``reading`` measured: its check (the built-in figures) or, for a
+    format's own health, whether one of its findings names the action. The same findings as :func:`score`."""
+    if isinstance(reading, FormatHealth):
+        named = [f for f in reading.findings if f.action == action]
+        reason = (
+            "; ".join(f.reason for f in named)
+            if named
+            else f"no finding of the {reading.format} health read names {action}"
+        )
+        figures = {**reading.figures, "findings": [f.to_dict() for f in reading.findings]}
+        return Decision(action, bool(named), reason, figures, reading.score.score)
+    check = _CHECKS.get(action)
+    if check is None:
+        return Decision(action, True, f"{action} is not measured from metadata", {}, score(reading).score)
+    result = check(reading)
+    figures = {**result.figures, "snapshot_id": reading.snapshot_id}
+    return Decision(action, result.pays, result.reason, figures, score(reading).score)
 
 
 # ---- a format's own health (its hook) ---------------------------------------------------------------
