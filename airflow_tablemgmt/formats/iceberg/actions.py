@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from airflow_tablemgmt.core import thresholds
 from airflow_tablemgmt.core.action_model import Action, ActionSettings
 from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.identifiers import validate_identifier
@@ -146,10 +147,22 @@ class ComputeStatsSettings(ActionSettings):
     _cols = field_validator("columns")(_columns)
 
 
-REWRITE_FILES = Action("rewrite-files", RewriteFilesSettings, True, "compact or recluster data files")
-REWRITE_DELETES = Action("rewrite-deletes", RewriteDeletesSettings, True, "rewrite position delete files")
-REWRITE_MANIFESTS = Action("rewrite-manifests", RewriteManifestsSettings, True, "rewrite manifests")
-EXPIRE_SNAPSHOTS = Action("expire-snapshots", ExpireSnapshotsSettings, True, "expire old snapshots")
+REWRITE_FILES = Action(
+    "rewrite-files", RewriteFilesSettings, True, "compact or recluster data files", thresholds.REWRITE_FILES
+)
+REWRITE_DELETES = Action(
+    "rewrite-deletes",
+    RewriteDeletesSettings,
+    True,
+    "rewrite position delete files",
+    thresholds.REWRITE_DELETES,
+)
+REWRITE_MANIFESTS = Action(
+    "rewrite-manifests", RewriteManifestsSettings, True, "rewrite manifests", thresholds.REWRITE_MANIFESTS
+)
+EXPIRE_SNAPSHOTS = Action(
+    "expire-snapshots", ExpireSnapshotsSettings, True, "expire old snapshots", thresholds.EXPIRE_SNAPSHOTS
+)
 DELETE_ORPHANS = Action("delete-orphans", DeleteOrphansSettings, True, "delete unreferenced files")
 EXPIRE_DATA = Action("expire-data", ExpireDataSettings, True, "delete rows past their TTL")
 COMPUTE_STATS = Action("compute-stats", ComputeStatsSettings, True, "compute table statistics (Puffin NDV)")
