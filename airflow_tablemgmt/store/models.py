@@ -169,6 +169,22 @@ class DeclarationFileRow:
     )
 
 
+class PolicyRow:
+    """A maintenance policy (migration 0009): its validated spec (``core/policies.py``), who may change it
+    (``code``: a declarations file, ``source``; ``store``: REST or the CLI) and when (``store/policies.py``)."""
+
+    __table__ = Table(
+        "tms_policy",
+        Base.metadata,
+        Column("name", String(63), primary_key=True),  # core.policies' policy names: at most 63 chars
+        _required("spec", json_document()),  # Policy, by alias, mode=json
+        _required("managed_by", String(8)),  # core.tables.Owner
+        _optional("source", String(1024)),  # the declarations file of a code-owned policy
+        _required("created_at", UtcDateTime()),
+        _required("updated_at", UtcDateTime()),
+    )
+
+
 class HealthAlertRow:
     """Whether a table's health score is below a notification threshold, as last measured (migration 0005):
     the ``unhealthy`` notification is sent by whoever flips ``below`` (``store/health_alerts.py``)."""
