@@ -126,7 +126,7 @@ def _list_service(catalog: CatalogSpec) -> CatalogListing:
     except Exception as e:  # noqa: BLE001 - unreachable service, refused credentials, bad settings
         return CatalogListing(catalog.name, failures=(f"catalog {catalog.name}: not listed: {_short(e)}",))
     seen: set[tuple[str, ...]] = set()
-    stack = [ns for ns in top if len(ns) == 1]
+    stack: list[tuple[str, ...]] = sorted(set(top), reverse=True)  # a flat answer (every level) is walked too
     while stack:
         namespace = stack.pop()
         if namespace in seen:

@@ -13,7 +13,7 @@ import builtins
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sqlalchemy import Engine, Row, Table, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -23,6 +23,9 @@ from airflow_tablemgmt.core.tables import Owner, TableSpec
 from airflow_tablemgmt.store.clock import utcnow
 from airflow_tablemgmt.store.models import EnrolmentRow, TableRow
 from airflow_tablemgmt.store.tables import _columns_of, _unchanged_since, _validated
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store.engine import Store
 
 _T = cast(Table, TableRow.__table__)
 _E = cast(Table, EnrolmentRow.__table__)
@@ -70,6 +73,12 @@ class EnrolmentRepository:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+
+    @classmethod
+    def of(cls, store: Store) -> EnrolmentRepository:
+        """The repository of ``store``, its schema made ready first."""
+        store._ensure_schema()
+        return cls(store.engine)
 
     def states(self, table_ids: Collection[str]) -> dict[str, TableState]:
         """The stored rows of ``table_ids`` (live or retired), by id."""
@@ -126,19 +135,23 @@ class EnrolmentRepository:
                     return ENROLLED
                 except IntegrityError:
                     continue  # enrolled or registered concurrently: look again
-            live = row.deleted_at is None
-            if live and row.managed_by != Owner.POLICY:
-                return None  # declared: its declaration wins
-            if live and row.policy == policy and row.spec == columns["spec"]:
+            change = _change_of(row, policy, columns["spec"])
+            if change is None:
                 return None
-            change: Change = UPDATED if live else (REENROLLED if row.managed_by == Owner.POLICY else ENROLLED)
-            if not live:
+            if row.deleted_at is not None:
                 values.update(deleted_at=None, created_at=now)
             with self._engine.begin() as conn:
                 if conn.execute(update(_T).where(*_unchanged_since(row)).values(**values)).rowcount == 1:
                     _record(conn, now, policy, table_id, change, reason)
                     return change
         raise TableMgmtError(f"table {table_id}: gave up enrolling after {_RETRIES} concurrent modifications")
+
+    def would_enrol(self, spec: TableSpec, policy: str) -> Change | None:
+        """What :meth:`enrol` would do now, writing nothing (a dry run)."""
+        spec = _validated(spec)
+        with self._engine.connect() as conn:
+            row = conn.execute(select(_T).where(_T.c.table_id == spec.id)).first()
+        return ENROLLED if row is None else _change_of(row, policy, _columns_of(spec)["spec"])
 
     def retire(self, table_id: str, policy: str, reason: str) -> bool:
         """Soft-delete a live table ``policy`` manages, recording why; False when it is not (any more) one."""
@@ -180,6 +193,17 @@ class EnrolmentRepository:
                 EnrolmentRecord(int(r.id), r.at, r.policy, r.table_id, r.change, r.reason)
                 for r in conn.execute(stmt)
             ]
+
+
+def _change_of(row: Row[Any], policy: str, doc: dict[str, Any]) -> Change | None:
+    """What enrolling ``doc`` for ``policy`` changes of the stored ``row`` (see :meth:`EnrolmentRepository.enrol`)."""
+    if row.deleted_at is not None:
+        return REENROLLED if row.managed_by == Owner.POLICY else ENROLLED
+    if row.managed_by != Owner.POLICY:
+        return None  # declared: its declaration wins
+    if row.policy == policy and row.spec == doc:
+        return None
+    return UPDATED
 
 
 def _state(row: Row[Any]) -> TableState:
