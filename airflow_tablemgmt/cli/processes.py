@@ -59,7 +59,7 @@ def cmd_processes(args: argparse.Namespace) -> int:
                 _secs(t["job_s"]),
                 _secs(t["total_s"]),
                 p.engine,
-                (p.failure_reason or "").splitlines()[0][:60] if p.failure_reason else "",
+                _reason(p),
             ]
         )
     Output(args).listing(
@@ -84,6 +84,14 @@ def cmd_processes(args: argparse.Namespace) -> int:
         ],
     )
     return 0
+
+
+def _reason(p: Process) -> str:
+    """The failure's first line, or why a run was skipped (a declined run's summary, the health gate's with
+    its figures: ``tablemgmt process <id>`` shows them all)."""
+    summary = p.summary or {}
+    text = p.failure_reason or (str(summary.get("reason") or "") if summary.get("skipped") else "")
+    return text.splitlines()[0][:60] if text else ""
 
 
 def cmd_process(args: argparse.Namespace) -> int:
