@@ -318,6 +318,15 @@ class FileStatsOut(BaseModel):
     oldest_snapshot_age_s: float | None = None
     current_snapshot_age_s: float | None = None
     snapshot_max_age_s: float = 0.0
+    position_delete_files: int = Field(default=0, description="of delete_files: v2 position delete files")
+    equality_delete_files: int = Field(default=0, description="of delete_files: equality delete files")
+    deletion_vectors: int = Field(
+        default=0, description="of delete_files: v3 deletion vectors (one per data file, in Puffin files)"
+    )
+    dv_deleted_rows: int = Field(default=0, description="of deleted_rows: the rows deletion vectors mark")
+    dv_bytes: int = Field(default=0, description="the deletion vectors' own bytes (their blobs)")
+    dv_files: int = Field(default=0, description="the Puffin files that hold the deletion vectors")
+    format_version: int | None = Field(default=None, description="the table's Iceberg format version")
 
 
 class ActionHealthOut(BaseModel):

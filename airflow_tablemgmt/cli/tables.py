@@ -108,6 +108,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     health: dict[str, Any] = score.to_dict() if score is not None else {"score": None, "error": h.error}
     if h.format_health is not None:  # measured by the format's own health hook: its figures too
         health.update(format=h.format_health.format, figures=h.format_health.figures)
+    elif h.files is not None and h.files.delete_files:  # v2 delete files and v3 deletion vectors apart
+        health["deletes"] = h.files.delete_figures()
     if not out.document:  # a person reads the verdict first; the document has it under health:
         if score is None:
             print(f"# health unavailable: {h.error}")
@@ -116,6 +118,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(f"# health {score.score}/100: {verdict}")
             for f in score.findings:
                 print(f"#   -{f.points} {f.action}: {f.reason}")
+            if h.files is not None and h.files.delete_files:
+                d = h.files
+                print(
+                    f"# deletes: {d.deletes_in_words} mark {d.deleted_rows} of {d.records} rows deleted"
+                    + (f" ({d.dv_deleted_rows} by deletion vectors)" if d.deletion_vectors else "")
+                )
     out.one({"table": shown["table"], "health": health, **{k: v for k, v in shown.items() if k != "table"}})
     return 0
 

@@ -144,3 +144,24 @@ class DeleteCounts:
         """Rows the delete entries mark deleted, as their ``record_count`` says (an equality delete's rows
         are its keys, each of which may delete several rows: a lower bound)."""
         return self.position_deleted_rows + self.equality_delete_rows + self.dv_deleted_rows
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def in_words(delete_files: int, position: int, equality: int, vectors: int) -> str:
+    """``delete_files`` (every delete entry) in words, its kinds apart: "3 position delete files and 12
+    deletion vectors". Figures measured before the kinds were counted apart say "N delete files"."""
+    parts = [
+        _count(position, "position delete file", "position delete files") if position else "",
+        _count(equality, "equality delete file", "equality delete files") if equality else "",
+        _count(vectors, "deletion vector", "deletion vectors") if vectors else "",
+    ]
+    other = delete_files - position - equality - vectors
+    if other > 0:
+        parts.append(_count(other, "delete file", "delete files"))
+    said = [p for p in parts if p]
+    if not said:
+        return "no delete files"
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]

@@ -31,6 +31,7 @@ from airflow_tablemgmt.metadata.deletes import (
     EQUALITY_DELETES,
     POSITION_DELETES,
     DeleteCounts,
+    in_words,
     is_deletion_vector,
     live_entries,
 )
@@ -118,6 +119,27 @@ class FileStats:
     @property
     def deleted_row_ratio(self) -> float:
         return round(min(1.0, self.deleted_rows / self.records), 4) if self.records else 0.0
+
+    @property
+    def deletes_in_words(self) -> str:
+        """The delete entries, their kinds apart: "2 position delete files and 12 deletion vectors"."""
+        return in_words(
+            self.delete_files, self.position_delete_files, self.equality_delete_files, self.deletion_vectors
+        )
+
+    def delete_figures(self) -> dict[str, Any]:
+        """The delete figures, kinds apart (what ``tablemgmt show`` prints beside the score)."""
+        return {
+            "format_version": self.format_version,
+            "delete_files": self.delete_files,
+            "position_delete_files": self.position_delete_files,
+            "equality_delete_files": self.equality_delete_files,
+            "deletion_vectors": self.deletion_vectors,
+            "deleted_rows": self.deleted_rows,
+            "dv_deleted_rows": self.dv_deleted_rows,
+            "deleted_row_ratio": self.deleted_row_ratio,
+            "records": self.records,
+        }
 
 
 def read_file_stats(catalog: CatalogSpec, table: TableSpec, *, now: float | None = None) -> FileStats:

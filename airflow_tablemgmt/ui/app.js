@@ -85,8 +85,7 @@ function pick(obj, ...keys) {
 }
 const tableId = (t) => pick(t, "table_id", "table", "id");
 const procTime = (p) => pick(p, "instant", "created_at", "started_at");
-// A skipped run (declined, or not paying: the health gate) says why in its summary, with its figures.
-const procReason = (p) => pick(p, "failure_reason", "reason", "error", "summary.reason") || "";
+const procReason = (p) => pick(p, "failure_reason", "reason", "error") || "";
 
 function fmtNum(v) {
   if (v === undefined || v === null || v === "") return "–";
@@ -707,15 +706,17 @@ function partitionsBlock(meta) {
   if (!meta || meta.error) return metaError(meta, "Per-partition files");
   const labels = bucketLabels(meta);
   const small = meta.bucket_fractions.indexOf(0.75) + 1;
+  const dvs = meta.totals.deletion_vectors || 0; // a v3 table's deletion vectors, apart from its delete files
   return h("div", {},
     h("h3", {}, `Data file sizes against the target ${fmtBytes(meta.target_file_size_bytes)} (all partitions)`),
     histogram(meta.totals.histogram, labels, small),
-    h("p", { class: "muted small" }, `Bars in red are small files (under 75 % of the target), what ${meta.compaction_action || "rewrite-files"} rewrites. ${fmtNum(meta.totals.data_files)} data files, ${fmtNum(meta.totals.delete_files)} delete files.`),
+    h("p", { class: "muted small" }, `Bars in red are small files (under 75 % of the target), what ${meta.compaction_action || "rewrite-files"} rewrites. ${fmtNum(meta.totals.data_files)} data files, ${fmtNum(meta.totals.delete_files - (meta.totals.deletion_vectors || 0))} delete files${dvs ? `, ${fmtNum(dvs)} deletion vectors (${fmtNum(meta.totals.dv_deleted_rows)} rows deleted)` : ""}.`),
     h("h3", {}, `Per partition (${fmtNum(meta.partitions_total)}${meta.partitions.length < meta.partitions_total ? `, the ${meta.partitions.length} with the most files` : ""})`),
-    h("table", { class: "grid", id: "partitions" }, h("thead", {}, h("tr", {}, ["Partition", "Data files", "Small", "Size", "Records", "Delete files", "Sizes (histogram buckets)"].map((c) => h("th", {}, c)))),
+    h("table", { class: "grid", id: "partitions" }, h("thead", {}, h("tr", {}, ["Partition", "Data files", "Small", "Size", "Records", "Delete files", ...(dvs ? ["Deletion vectors"] : []), "Sizes (histogram buckets)"].map((c) => h("th", {}, c)))),
       h("tbody", {}, meta.partitions.map((p) => h("tr", { dataset: { partition: p.partition, files: String(p.data_files) } },
         h("td", {}, p.partition || "(unpartitioned)"), h("td", { class: "num" }, fmtNum(p.data_files)), h("td", { class: "num" }, fmtNum(p.small_files)),
-        h("td", { class: "num" }, fmtBytes(p.data_bytes)), h("td", { class: "num" }, fmtNum(p.records)), h("td", { class: "num" }, fmtNum(p.delete_files)),
+        h("td", { class: "num" }, fmtBytes(p.data_bytes)), h("td", { class: "num" }, fmtNum(p.records)), h("td", { class: "num" }, fmtNum(p.delete_files - (p.deletion_vectors || 0))),
+        dvs ? h("td", { class: "num" }, fmtNum(p.deletion_vectors || 0)) : null,
         h("td", { class: "small", title: labels.join(" | ") }, p.histogram.join(" · ")))))),
     filesListBlock(meta));
 }
@@ -742,7 +743,8 @@ function filesTab(health, meta) {
       card("Target file size", fmtBytes(f.target_file_size_bytes), {}, `small: under ${fmtBytes(f.small_file_threshold_bytes)}`),
       card("Small files", fmtNum(f.small_data_files), {}, `${fmtPct(f.small_file_ratio)} of data files`),
       card("Compaction would remove", fmtNum(f.excess_data_files), { class: `card ${f.excess_data_files && f.small_data_files >= f.min_input_files ? "hot" : ""}` }, `rewrite-files acts from ${f.min_input_files} small files`),
-      card("Delete files", fmtNum(f.delete_files), {}, `${fmtNum(f.deleted_rows)} rows deleted (${fmtPct(f.deleted_row_ratio)})`),
+      card("Delete files", fmtNum(f.delete_files - (f.deletion_vectors || 0)), {}, `${fmtNum(f.deleted_rows)} rows deleted (${fmtPct(f.deleted_row_ratio)})${f.deletion_vectors ? ", deletion vectors included" : ""}`),
+      f.deletion_vectors ? card("Deletion vectors", fmtNum(f.deletion_vectors), { dataset: { figure: "deletion_vectors", value: String(f.deletion_vectors) } }, `${fmtNum(f.dv_deleted_rows)} rows deleted, in ${fmtNum(f.dv_files)} Puffin files`) : null,
     ),
     h("div", { class: "hbars" }, bars.map(([label, v]) => h("div", { class: "hbar" }, h("span", { class: "label" }, label), h("span", { class: "fill", style: `width:${(100 * v) / max}%` }), h("b", {}, fmtNum(v))))),
     partitionsBlock(meta),
@@ -762,6 +764,7 @@ function timelineBlock(meta) {
     ["Operation", (s) => h("td", {}, s.operation || "–"), true],
     ["Data files +/−", (s) => h("td", { class: "num" }, change(s.added_data_files, s.removed_data_files)), known("added_data_files", "removed_data_files")],
     ["Delete files +/−", (s) => h("td", { class: "num" }, change(s.added_delete_files, s.removed_delete_files)), known("added_delete_files", "removed_delete_files")],
+    ["Deletion vectors +/−", (s) => h("td", { class: "num" }, change(s.added_dvs, s.removed_dvs)), snaps.some((s) => s.added_dvs || s.removed_dvs)],
     ["Records +/−", (s) => h("td", { class: "num" }, change(s.added_records, s.removed_records)), known("added_records", "removed_records")],
     ["Bytes +/−", (s) => h("td", { class: "num" }, `+${fmtBytes(s.added_bytes)} / −${fmtBytes(s.removed_bytes)}`), known("added_bytes", "removed_bytes")],
     ["Net records", (s) => h("td", { class: "num" }, fmtNum(s.net_records)), known("net_records")],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -40,8 +40,42 @@ class RewriteFilesSettings(ActionSettings):
     partial_progress: bool = False
     max_concurrent_file_group_rewrites: int = Field(default=5, ge=1)
     rewrite_all: bool = False
+    # Deletes (rewrite_data_files' options; None leaves Iceberg's default): a data file past either threshold
+    # is rewritten whatever its size, and its group whatever min-input-files, so the rewrite applies its
+    # deletes (a v3 table's deletion vectors included: Iceberg drops a rewritten file's vector with it).
+    delete_ratio_threshold: float | None = Field(
+        default=None,
+        description="rewrite a data file whose deletes mark at least this fraction of its rows deleted "
+        "(> 0 and <= 1; Iceberg's default 0.3)",
+    )
+    delete_file_threshold: int | None = Field(
+        default=None,
+        ge=1,
+        description="rewrite a data file with at least this many delete files (Iceberg's default: never)",
+    )
+    remove_dangling_deletes: bool = Field(
+        default=False,
+        description="after the rewrite, remove delete files that no longer apply to any live data file "
+        "(Iceberg's remove-dangling-deletes; one more commit when there are some)",
+    )
 
     _cols = field_validator("sort_columns")(_columns)
+
+    @field_validator("delete_ratio_threshold", mode="before")
+    @classmethod
+    def _ratio(cls, v: Any) -> Any:
+        allowed = "a fraction of a data file's rows, > 0 and <= 1 (Iceberg's default 0.3)"
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            raise ValueError(f"must be {allowed}, got {v!r}")
+        try:
+            ratio = float(v)
+        except ValueError:
+            raise ValueError(f"must be {allowed}, got {v!r}") from None
+        if not 0 < ratio <= 1:  # NaN fails too
+            raise ValueError(f"must be {allowed}, got {v!r}")
+        return ratio
 
     @model_validator(mode="after")
     def _strategy_needs_columns(self) -> RewriteFilesSettings:

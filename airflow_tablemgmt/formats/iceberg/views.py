@@ -1,7 +1,8 @@
 """What the table page's Details, Files and Snapshots tabs show of an Iceberg table (Iceberg's views, declared
 in ``factories/iceberg.py``; the shared shape is ``metadata/format_views.py``'s), read from Iceberg metadata with
 pyiceberg (no JVM): the schema, partition spec, sort order and properties; the live files per
-partition against the target file size; the snapshot timeline with each snapshot's added and removed
+partition against the target file size, with v2 position and equality delete files and v3 deletion vectors
+apart (``metadata/deletes.py``); the snapshot timeline with each snapshot's added and removed
 files and records (from its summary).
 
 ``catalog`` has its secret references resolved already (``services/tables.py`` does that).
@@ -14,6 +15,7 @@ from typing import Any
 
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.metadata.deletes import DeleteCounts
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.metadata.files import _DATA, _load_metadata, _targets, live_data_files, quiet_pyiceberg
 from airflow_tablemgmt.metadata.format_views import MAX_PARTITIONS, SIZE_BUCKETS, _bucket
@@ -95,13 +97,20 @@ def read_details(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
 def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
     """The current snapshot's live files per partition: data and delete files, bytes, records and a
     histogram of data file sizes in :data:`SIZE_BUCKETS` of the target file size (the table's own:
-    rewrite-files' ``target-file-size-bytes``, else ``write.target-file-size-bytes``)."""
+    rewrite-files' ``target-file-size-bytes``, else ``write.target-file-size-bytes``).
+
+    ``delete_files`` counts every delete entry, as Iceberg's ``total-delete-files`` does; of them
+    ``position_delete_files`` and ``equality_delete_files`` are v2 files and ``deletion_vectors`` v3 vectors,
+    and ``deleted_rows`` / ``dv_deleted_rows`` the rows all of them / the vectors mark deleted. A Puffin
+    file's bytes count once in the totals' ``delete_bytes`` (it may hold vectors of several partitions)."""
     metadata, io = _read(catalog, table)
     target = _targets(metadata, table)[0]
     schema = metadata.schema()
     specs = metadata.specs()
     snap = metadata.current_snapshot()
     parts: dict[tuple[int, str], dict[str, Any]] = {}
+    deletes: dict[tuple[int, str], DeleteCounts] = {}
+    every = DeleteCounts()
     if snap is not None:
         for f in live_data_files(io, snap.manifests(io)):
             spec = specs.get(f.spec_id)
@@ -114,8 +123,7 @@ def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
                     "data_files": 0,
                     "data_bytes": 0,
                     "records": 0,
-                    "delete_files": 0,
-                    "delete_bytes": 0,
+                    **_delete_figures(DeleteCounts()),
                     "small_files": 0,
                     "histogram": [0] * (len(SIZE_BUCKETS) + 1),
                 },
@@ -129,13 +137,13 @@ def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
                 p["histogram"][b] += 1
                 p["small_files"] += b < SIZE_BUCKETS.index(0.75) + 1
             else:
-                p["delete_files"] += 1
-                p["delete_bytes"] += size
+                deletes.setdefault((f.spec_id, path), DeleteCounts()).add(f)
+                every.add(f)
+    for key, counts in deletes.items():
+        parts[key].update(_delete_figures(counts))
     rows = sorted(parts.values(), key=lambda p: (-p["data_files"], p["partition"]))
-    totals = {
-        k: sum(p[k] for p in rows)
-        for k in ("data_files", "data_bytes", "records", "delete_files", "delete_bytes", "small_files")
-    }
+    totals = {k: sum(p[k] for p in rows) for k in ("data_files", "data_bytes", "records", "small_files")}
+    totals.update(_delete_figures(every))
     totals["histogram"] = [sum(p["histogram"][i] for p in rows) for i in range(len(SIZE_BUCKETS) + 1)]
     return {
         "snapshot_id": str(snap.snapshot_id) if snap is not None else None,
@@ -148,6 +156,18 @@ def read_files(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
     }
 
 
+def _delete_figures(counts: DeleteCounts) -> dict[str, int]:
+    return {
+        "delete_files": counts.delete_files,
+        "delete_bytes": counts.delete_bytes,
+        "position_delete_files": counts.position_delete_files,
+        "equality_delete_files": counts.equality_delete_files,
+        "deletion_vectors": counts.deletion_vectors,
+        "deleted_rows": counts.deleted_rows,
+        "dv_deleted_rows": counts.dv_deleted_rows,
+    }
+
+
 def _int(summary: dict[str, str], key: str) -> int:
     try:
         return int(summary.get(key, 0))
@@ -156,8 +176,9 @@ def _int(summary: dict[str, str], key: str) -> int:
 
 
 def read_snapshots(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
-    """Every snapshot, oldest first: operation, added and removed data/delete files, records and bytes
-    (the snapshot's summary, which Iceberg writes with each commit)."""
+    """Every snapshot, oldest first: operation, added and removed data/delete files (deletion vectors
+    included, and apart: ``added_dvs`` / ``removed_dvs``), records and bytes (the snapshot's summary, which
+    Iceberg writes with each commit)."""
     metadata, _ = _read(catalog, table)
     snap = metadata.current_snapshot()
     current = snap.snapshot_id if snap is not None else None
@@ -175,6 +196,8 @@ def read_snapshots(catalog: CatalogSpec, table: TableSpec) -> dict[str, Any]:
                 "removed_data_files": _int(summary, "deleted-data-files"),
                 "added_delete_files": _int(summary, "added-delete-files"),
                 "removed_delete_files": _int(summary, "removed-delete-files"),
+                "added_dvs": _int(summary, "added-dvs"),
+                "removed_dvs": _int(summary, "removed-dvs"),
                 "added_records": _int(summary, "added-records"),
                 "removed_records": _int(summary, "deleted-records"),
                 "added_bytes": _int(summary, "added-files-size"),

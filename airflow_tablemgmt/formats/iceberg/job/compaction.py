@@ -1,4 +1,10 @@
-"""Compaction: ``rewrite_data_files``, ``rewrite_position_delete_files``, ``rewrite_manifests``."""
+"""Compaction: ``rewrite_data_files``, ``rewrite_position_delete_files``, ``rewrite_manifests``.
+
+On a table of format version 3, Iceberg 1.10's ``rewrite_position_delete_files`` converts v2 position delete
+files into deletion vectors (the table's Puffin files) and returns nothing when the table has none left
+(``RewritePositionDeleteFilesSparkAction``: "v2 deletes ... have already been rewritten to v3 DVs"); the
+vectors themselves are applied only by ``rewrite_data_files``, which drops a rewritten data file's vector in
+the same commit. :func:`rewrite_deletes` says which of these happened (:func:`deletes_outcome`)."""
 
 from __future__ import annotations
 
@@ -47,15 +53,7 @@ def rewrite_files(
         order = sort_order(s.strategy, [f.name for f in fields])
         args["strategy"] = literals.string("sort")
         args["sort_order"] = literals.string(order)
-    args["options"] = literals.string_map(
-        {
-            "target-file-size-bytes": s.target_file_size_bytes,
-            "min-input-files": s.min_input_files,
-            "partial-progress.enabled": s.partial_progress,
-            "max-concurrent-file-group-rewrites": s.max_concurrent_file_group_rewrites,
-            "rewrite-all": s.rewrite_all,
-        }
-    )
+    args["options"] = literals.string_map(rewrite_files_options(s))
     if s.where:
         args["where"] = literals.string(s.where)
 
@@ -77,6 +75,24 @@ def rewrite_files(
     }
 
 
+def rewrite_files_options(s: RewriteFilesSettings) -> dict[str, Any]:
+    """``rewrite_data_files``' ``options`` map: the delete thresholds only when set (Iceberg's defaults
+    otherwise: 0.3 of a file's rows, no delete-file count)."""
+    options: dict[str, Any] = {
+        "target-file-size-bytes": s.target_file_size_bytes,
+        "min-input-files": s.min_input_files,
+        "partial-progress.enabled": s.partial_progress,
+        "max-concurrent-file-group-rewrites": s.max_concurrent_file_group_rewrites,
+        "rewrite-all": s.rewrite_all,
+        "remove-dangling-deletes": s.remove_dangling_deletes,
+    }
+    if s.delete_ratio_threshold is not None:
+        options["delete-ratio-threshold"] = s.delete_ratio_threshold
+    if s.delete_file_threshold is not None:
+        options["delete-file-threshold"] = s.delete_file_threshold
+    return options
+
+
 def rewrite_deletes(
     spark: SparkSession, table: TableIdentifier, options: dict[str, Any], *, early: FirstRead | None = None
 ) -> dict[str, Any]:
@@ -96,7 +112,58 @@ def rewrite_deletes(
         before["position_delete_files"],
         after["position_delete_files"],
     )
-    return {**(rows[0] if rows else {}), "before": before, "after": after}
+    summary = {**(rows[0] if rows else {}), "before": before, "after": after}
+    summary["format_version"] = version = format_version(spark, table)
+    if version is not None and version >= 3:
+        summary.update(deletes_outcome(before, after, s))
+        log.info("%s (format version %d): %s", table, version, summary["outcome"])
+    return summary
+
+
+def format_version(spark: SparkSession, table: TableIdentifier) -> int | None:
+    """The table's format version, as Iceberg's Spark table reports it among its properties (a catalog
+    call, no Spark job); None when it does not say."""
+    rows = spark.sql(f"SHOW TBLPROPERTIES {table.quoted} ('format-version')").collect()
+    try:
+        return int(rows[0]["value"]) if rows else None
+    except (TypeError, ValueError):
+        return None
+
+
+def deletes_outcome(
+    before: dict[str, Any], after: dict[str, Any], s: RewriteDeletesSettings
+) -> dict[str, Any]:
+    """What ``rewrite_position_delete_files`` did to a v3 table: the v2 position delete files it converted
+    into deletion vectors, or why there was nothing to do, in words (``outcome``) and figures."""
+    files, left = int(before["position_delete_files"]), int(after["position_delete_files"])
+    dvs, dvs_after = int(before.get("deletion_vectors") or 0), int(after.get("deletion_vectors") or 0)
+    converted = max(0, files - left)
+    if not files:
+        if dvs:
+            outcome = (
+                f"nothing to do: the table's deletes are {dvs} deletion vectors and no v2 position delete "
+                "files (Iceberg converts position delete files into deletion vectors on a v3 table; "
+                "rewrite-files applies the vectors: delete-ratio-threshold)"
+            )
+        else:
+            outcome = "nothing to do: the table has no position delete files and no deletion vectors"
+    elif converted:
+        outcome = (
+            f"converted {converted} v2 position delete files into deletion vectors "
+            f"({dvs} -> {dvs_after} deletion vectors)"
+        )
+    else:
+        outcome = f"converted nothing: {files} v2 position delete files"
+    if files and left:
+        how = "" if s.rewrite_all else f" (fewer than min-input-files, {s.min_input_files}, in a partition: "
+        how += "" if s.rewrite_all else "rewrite-all: true converts every one)"
+        outcome += f"; {left} position delete files left{how}"
+    return {
+        "outcome": outcome,
+        "converted_position_delete_files": converted,
+        "deletion_vectors_before": dvs,
+        "deletion_vectors_after": dvs_after,
+    }
 
 
 def rewrite_manifests(
