@@ -296,7 +296,7 @@ class Decision:
             "skipped": True,
             "declined": True,
             "gate": "health",
-            "reason": f"{self.action} skipped: it does not pay now: {self.reason}",
+            "reason": f"does not pay now: {self.reason}",
             "health": {"score": self.score, "action": self.action, "figures": self.figures},
         }
 
