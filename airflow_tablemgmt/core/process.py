@@ -91,6 +91,12 @@ class Process:
     heartbeat_every_s: float | None = None
     #: When this attempt took the table's lease (None: not yet, or an action that takes none).
     lease_acquired_at: datetime | None = None
+    #: What the run cost (``core/cost.py``): executor core-seconds, CPU seconds, bytes read and written;
+    #: None when nothing measured it.
+    core_seconds: float | None = None
+    cpu_seconds: float | None = None
+    bytes_read: int | None = None
+    bytes_written: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -129,6 +129,11 @@ class ProcessRow:
         _optional("heartbeat_at", UtcDateTime()),
         _optional("heartbeat_every_s", Float),  # the interval the worker promised (migration 0004)
         _optional("lease_acquired_at", UtcDateTime()),  # the table's lease taken (migration 0007)
+        # What the run cost, from Spark's task metrics (core/cost.py; migration 0011); null: not measured
+        _optional("core_seconds", Float),
+        _optional("cpu_seconds", Float),
+        _optional("bytes_read", BigInteger),
+        _optional("bytes_written", BigInteger),
         UniqueConstraint("table_id", "action", "instant"),
         Index("ix_tms_process_table_id_action_status", "table_id", "action", "status"),
         Index("ix_tms_process_status", "status"),
@@ -283,6 +288,12 @@ class ProcessDoneRow:
         _required("status", String(16)),
         _required("files_removed", BigInteger),
         _required("bytes_removed", BigInteger),
+        # the process's table and cost (migration 0011), for the per-day sums (``tms_process_day``)
+        _optional("table_id", String(TABLE_ID_LEN)),
+        _optional("core_seconds", Float),
+        _optional("cpu_seconds", Float),
+        _optional("bytes_read", BigInteger),
+        _optional("bytes_written", BigInteger),
         Index("ix_tms_process_done_finished_at", "finished_at"),
     )
 
@@ -300,6 +311,30 @@ class ProcessHourRow:
         _required("n", BigInteger),
         _required("files_removed", BigInteger),
         _required("bytes_removed", BigInteger),
+    )
+
+
+class ProcessDayRow:
+    """``tms_process_done`` summed per UTC day, table, action and status (migration 0011), kept with it
+    (``store/process_cost.py``): the cost per table, policy and day (the policy is the table's, joined)
+    without reading every process. ``measured`` counts the processes whose cost is known."""
+
+    __table__ = Table(
+        "tms_process_day",
+        Base.metadata,
+        Column("day", String(10), primary_key=True),  # UTC 'YYYY-MM-DD'
+        Column("table_id", String(TABLE_ID_LEN), primary_key=True),
+        Column("action", String(64), primary_key=True),
+        Column("status", String(16), primary_key=True),
+        _required("n", BigInteger),
+        _required("measured", BigInteger),
+        _required("core_seconds", Float),
+        _required("cpu_seconds", Float),
+        _required("bytes_read", BigInteger),
+        _required("bytes_written", BigInteger),
+        _required("files_removed", BigInteger),
+        _required("bytes_removed", BigInteger),
+        Index("ix_tms_process_day_table_id_day", "table_id", "day"),
     )
 
 

@@ -1,7 +1,8 @@
 """What the overview counts of processes, kept as processes change: the newest process of each
 (table, action) with its status (``tms_action_latest``), one narrow row per finished process with
-the files and bytes it removed (``tms_process_done``) and those summed per UTC hour, action and status
-(``tms_process_hour``).
+the files and bytes it removed and its cost (``tms_process_done``), those summed per UTC hour, action and
+status (``tms_process_hour``) and per UTC day, table, action and status (``tms_process_day``,
+``store/process_cost.py``).
 
 The overview's status counts, failing list and 24 h / 7 d / 30 d figures then read these small tables
 (``store/listing.py``) instead of grouping every process and parsing every summary's JSON (a third of a
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, select, update
 
+from airflow_tablemgmt.core.cost import COST_COLUMNS
+from airflow_tablemgmt.store import process_cost
 from airflow_tablemgmt.store.models import ActionLatestRow, ProcessDoneRow, ProcessHourRow, ProcessRow
 
 if TYPE_CHECKING:
@@ -105,31 +108,39 @@ def record(conn: Connection, p: Process) -> None:
     row and its hour's sums follow (what it added before is taken off first)."""
     status = str(p.status)
     conn.execute(update(_L).where(_L.c.process_id == p.id).values(status=status))
-    before = conn.execute(
-        select(_D.c.hour, _D.c.action, _D.c.status, _D.c.files_removed, _D.c.bytes_removed).where(
-            _D.c.process_id == p.id
-        )
-    ).first()
+    before = conn.execute(select(_D).where(_D.c.process_id == p.id)).mappings().first()
     if before is not None:
         conn.execute(delete(_D).where(_D.c.process_id == p.id))
         _add(
-            conn, before.hour, before.action, before.status, -1, -before.files_removed, -before.bytes_removed
+            conn,
+            before["hour"],
+            before["action"],
+            before["status"],
+            -1,
+            -before["files_removed"],
+            -before["bytes_removed"],
         )
+        process_cost.add(conn, before, -1)
     if status in TERMINAL and p.finished_at is not None:
         files, data = removed(status, p.summary)
-        hour = hour_of(p.finished_at)
-        conn.execute(
-            insert(_D).values(
-                process_id=p.id,
-                finished_at=p.finished_at,
-                hour=hour,
-                action=p.action,
-                status=status,
-                files_removed=files,
-                bytes_removed=data,
-            )
-        )
-        _add(conn, hour, p.action, status, 1, files, data)
+        done = {
+            "process_id": p.id,
+            "finished_at": p.finished_at,
+            "hour": hour_of(p.finished_at),
+            "action": p.action,
+            "status": status,
+            "files_removed": files,
+            "bytes_removed": data,
+            **_cost_values(p.table_id, p),
+        }
+        conn.execute(insert(_D).values(**done))
+        _add(conn, done["hour"], p.action, status, 1, files, data)
+        process_cost.add(conn, done, 1)
+
+
+def _cost_values(table_id: str, figures: Any) -> dict[str, Any]:
+    """A done row's table and cost (migration 0011) from a process or a ``tms_process`` row."""
+    return {"table_id": table_id, **{name: getattr(figures, name, None) for name in COST_COLUMNS}}
 
 
 def _add(conn: Connection, hour: str, action: str, status: str, n: int, files: int, data: int) -> None:
@@ -162,8 +173,10 @@ def _add(conn: Connection, hour: str, action: str, status: str, n: int, files: i
         conn.execute(insert(_H).values(**values))
 
 
-def backfill(conn: Connection, *, chunk: int = 5000) -> None:
-    """Rebuild both tables from ``tms_process`` (what :func:`opened` and :func:`record` would have kept)."""
+def backfill(conn: Connection, *, chunk: int = 5000, cost: bool = True) -> None:
+    """Rebuild both tables from ``tms_process`` (what :func:`opened` and :func:`record` would have kept),
+    and the per-day sums (``store/process_cost.py``). ``cost=False``: a schema before migration 0011, whose
+    tables have no cost columns yet (migration 0008's own backfill)."""
     conn.execute(delete(_L))
     conn.execute(delete(_D))
     conn.execute(delete(_H))
@@ -175,23 +188,23 @@ def backfill(conn: Connection, *, chunk: int = 5000) -> None:
     on = and_(top.c.table_id == _P.c.table_id, top.c.action == _P.c.action, top.c.instant == _P.c.instant)
     newest = select(_P.c.table_id, _P.c.action, _P.c.id, _P.c.instant, _P.c.status).join(top, on)
     conn.execute(insert(_L).from_select(["table_id", "action", "process_id", "instant", "status"], newest))
-    rows = conn.execute(
-        select(_P.c.id, _P.c.finished_at, _P.c.action, _P.c.status, _P.c.summary).where(
-            _P.c.finished_at.isnot(None), _P.c.status.in_(TERMINAL)
-        )
-    ).all()
+    columns = [_P.c.id, _P.c.finished_at, _P.c.action, _P.c.status, _P.c.summary, _P.c.table_id]
+    if cost:
+        columns += [_P.c[name] for name in COST_COLUMNS]
+    rows = conn.execute(select(*columns).where(_P.c.finished_at.isnot(None), _P.c.status.in_(TERMINAL))).all()
     batch: list[dict[str, Any]] = []
-    for pid, finished, action, status, summary in rows:
-        files, data = removed(status, summary)
+    for row in rows:
+        files, data = removed(row.status, row.summary)
         batch.append(
             {
-                "process_id": pid,
-                "finished_at": finished,
-                "hour": hour_of(finished),
-                "action": action,
-                "status": status,
+                "process_id": row.id,
+                "finished_at": row.finished_at,
+                "hour": hour_of(row.finished_at),
+                "action": row.action,
+                "status": row.status,
                 "files_removed": files,
                 "bytes_removed": data,
+                **(_cost_values(row.table_id, row) if cost else {}),
             }
         )
         if len(batch) >= chunk:
@@ -204,6 +217,8 @@ def backfill(conn: Connection, *, chunk: int = 5000) -> None:
             ["hour", "action", "status", "n", "files_removed", "bytes_removed"], hour_sums()
         )
     )
+    if cost:
+        process_cost.rebuild(conn)
 
 
 def hour_sums(*where: Any) -> Any:

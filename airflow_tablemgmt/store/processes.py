@@ -24,6 +24,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Engine, Row, Table, and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from airflow_tablemgmt.core.cost import COST_COLUMNS, cost_columns
 from airflow_tablemgmt.core.errors import IllegalTransition, ProcessNotFound
 from airflow_tablemgmt.core.process import ACTIVE, TERMINAL, Process, ProcessStatus, check_transition
 from airflow_tablemgmt.core.timing import stale_bound
@@ -48,6 +49,7 @@ TRANSITION_FIELDS = frozenset(
         "run_id",
         "task_id",
         "heartbeat_every_s",
+        *COST_COLUMNS,
     }
 )
 _TIMESTAMP_FIELDS = frozenset({"started_at", "finished_at", "heartbeat_at"})
@@ -147,6 +149,8 @@ class ProcessRepository:
                 f"allowed: {', '.join(sorted(TRANSITION_FIELDS))}"
             )
         values: dict[str, Any] = dict(fields)
+        if "summary" in values:  # the cost a job's summary carries goes to the cost columns (core/cost.py)
+            values = {**cost_columns(values["summary"]), **values}
         for name in _TIMESTAMP_FIELDS & values.keys():
             if values[name] is not None:
                 values[name] = as_utc(values[name], name)
@@ -175,7 +179,7 @@ class ProcessRepository:
         """Re-open a FAILED / KILLED process as PENDING with ``attempt + 1`` (CANCELED is final).
 
         Clears what belonged to the previous attempt (external_id, summary, failure_reason,
-        started_at, finished_at) and stamps ``heartbeat_at`` with the database's time, so the
+        started_at, finished_at, its cost) and stamps ``heartbeat_at`` with the database's time, so the
         reaper measures the new attempt from its start, not from the row's creation. The UPDATE
         is guarded by the attempt it read,
         so of two racing retries exactly one creates the new attempt; the other gets
@@ -207,6 +211,7 @@ class ProcessRepository:
                     heartbeat_at=db_now(conn),
                     heartbeat_every_s=None,
                     lease_acquired_at=None,
+                    **dict.fromkeys(COST_COLUMNS),
                 )
             ).rowcount
             if changed != 1:
@@ -449,4 +454,8 @@ def _to_process(row: Row[Any]) -> Process:
         heartbeat_at=row.heartbeat_at,
         heartbeat_every_s=row.heartbeat_every_s,
         lease_acquired_at=row.lease_acquired_at,
+        core_seconds=row.core_seconds,
+        cpu_seconds=row.cpu_seconds,
+        bytes_read=row.bytes_read,
+        bytes_written=row.bytes_written,
     )

@@ -93,7 +93,7 @@ def upgrade() -> None:
     )
     from airflow_tablemgmt.store.process_rollup import backfill
 
-    backfill(op.get_bind())
+    backfill(op.get_bind(), cost=False)  # the cost columns come with 0011
 
 
 def downgrade() -> None:
