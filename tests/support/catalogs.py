@@ -4,6 +4,7 @@ spark-submit through ``SparkJobHook``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
@@ -83,6 +84,8 @@ def run(catalog: CatalogSpec, table: TableIdentifier, action: str, raw: dict[str
     )
     result = SparkJobHook().submit(job)
     assert result.ok, result.error
+    # the job's phases (session, table load, metrics, procedure, JVM exit...), for `pytest -s` readers
+    print(f"phases {catalog.type} {action}: {json.dumps(result.summary.get('timings'))}")
     return result
 
 
