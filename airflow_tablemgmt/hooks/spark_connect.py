@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 15002
 CONN_TYPE = "spark_connect"
+#: The longest a worker waits to see its interrupted (or failed) job's operations and Spark tasks end
+#: before it lets the table's lease go; past it the lease lapses on its own.
+STOP_CONFIRM_S = 30.0
 
 
 def connect_url(host: str, port: int | None, extra: dict[str, Any] | None = None) -> str:
@@ -164,6 +167,7 @@ class SparkConnectJobHook:
         self._run: ConnectRun | None = None
         self._stop = threading.Event()
         self._lease_until: float | None = None  # the runner's confirmation before submit, for the next run
+        self._unclean: str | None = None  # the last job, when it was interrupted or failed: see job_stopped
 
     @property
     def url(self) -> str:
@@ -242,8 +246,11 @@ class SparkConnectJobHook:
             else f", slot {lease.slot.slot}" + (", session reused" if lease.slot.reused else ""),
         )
         result: JobResult | None = None
+        self._unclean = self._run.application_id  # until it returns cleanly
         try:
             result = run_on_connect(resolved, url, run=self._run, on_started=on_started, conf=conf)
+            if result.ok and not self._run.interrupted and not self._stop.is_set():
+                self._unclean = None
         finally:
             if lease is not None:
                 clean = result is not None and result.ok and not self._run.interrupted
@@ -262,6 +269,17 @@ class SparkConnectJobHook:
             run.confirm_lease(until)
         else:
             self._lease_until = until
+
+    def job_stopped(self) -> bool:
+        """``lifecycle.ConfirmsStop``: whether the last job is gone, its Spark tasks included. One that
+        returned cleanly is. One that was interrupted or failed is once its server reports its operations
+        and their Spark tasks ended (a cancelled Spark job's tasks stop on their own time, and one writing a
+        file finishes it: ``spark/connect/tasks.py``), at most :data:`STOP_CONFIRM_S`; until then the runner
+        keeps the table's lease, to lapse on its own, and the next holder observes the end itself."""
+        app, self._unclean = self._unclean, None
+        if app is None:
+            return True
+        return end_connect_application(app, STOP_CONFIRM_S, self.url)
 
     def kill(self) -> None:
         """Interrupt the running job's operations on the server (from any thread)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt import observability
@@ -23,11 +23,11 @@ from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.lifecycle.attempt_state import AttemptState
 from airflow_tablemgmt.lifecycle.beat import confirm_before_submit, confirm_to_job, heartbeat, start_watchdog
 from airflow_tablemgmt.lifecycle.errors import WorkerSuperseded
-from airflow_tablemgmt.lifecycle.model import RunOutcome
+from airflow_tablemgmt.lifecycle.model import NamesConnectServer, RunOutcome
 from airflow_tablemgmt.lifecycle.predecessor import ensure_ended, with_application
 from airflow_tablemgmt.lifecycle.results import record_predecessor_success, record_success
 from airflow_tablemgmt.lifecycle.summary import complete_summary, one_line, snapshot_after
-from airflow_tablemgmt.lifecycle.table_marks import committed_in_table
+from airflow_tablemgmt.lifecycle.table_marks import committed_in_table, with_connect_base
 from airflow_tablemgmt.lifecycle.takeover import attempt_prefix, wait_for_peer
 from airflow_tablemgmt.lifecycle.watchdog import LeaseWatchdog
 from airflow_tablemgmt.spark.protocol import name_the_catalog
@@ -130,6 +130,13 @@ class Attempt(AttemptState):
                 self.settings, self.process, self.req.table_id, self.holder, self.lease_taken_at
             )
             confirm_to_job(self.settings, self.lease_taken_at)  # the job's own deadline starts from there too
+        if isinstance(self.settings.submitter, NamesConnectServer):
+            # A Connect job's commits carry no mark: record the commit it starts from, so a recovery
+            # without its result file can credit its commit by the table's lineage (table_marks.py).
+            resolve = self.settings.resolve_catalog
+            based = with_connect_base(table, resolve(catalog) if resolve is not None else catalog, self.process)
+            if based is not None:
+                self.process = replace(self.process, parameters=based)
         claimed = self.claim(job)
         if claimed is None:
             log.info("tablemgmt: process %s was claimed by another worker; waiting for it", self.process.id)
@@ -143,8 +150,9 @@ class Attempt(AttemptState):
         found = self.journal.committed_before(self.store, self.process)
         if found is None:
             resolve = self.settings.resolve_catalog
+            others = self.store.processes.list(table_id=self.req.table_id, limit=500)
             found = committed_in_table(
-                table, resolve(catalog) if resolve is not None else catalog, self.process
+                table, resolve(catalog) if resolve is not None else catalog, self.process, others
             )
         return found
 

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("airflow_tablemgmt.lifecycle")
 
+#: Where a Spark Connect attempt records the commit it starts from (process parameters, by attempt).
+CONNECT_BASES = "connect_bases"
+
 
 def _matches(mark: dict[str, Any], process: Process, committed_ms: int | None) -> int | None:
     """The attempt ``mark`` names when it is an earlier attempt of ``process``, else None."""
@@ -70,15 +73,99 @@ def _commits(
             yield parsed, int(commit_id), int(ts)
 
 
-def committed_in_table(table: TableSpec, catalog: CatalogSpec, process: Process) -> dict[str, Any] | None:
-    """The newest commit an earlier attempt of ``process`` marked in the table, as a result record
-    (``attempt``, ``summary``, ``snapshot_id``); None when there is none or the table cannot be read."""
+def _format_function(table: TableSpec, name: str) -> Any:
+    """An optional function of the table's format's marks module (beside ``Format.marks``), or None."""
+    import importlib
+
+    from airflow_tablemgmt.core.formats import FORMATS
+
+    fmt = FORMATS.find(table.format)
+    if fmt is None or not fmt.marks:
+        return None
+    return getattr(importlib.import_module(fmt.marks.partition(":")[0]), name, None)
+
+
+def with_connect_base(table: TableSpec, catalog: CatalogSpec, process: Process) -> dict[str, Any] | None:
+    """``process``'s parameters with the commit its attempt starts from recorded under
+    :data:`CONNECT_BASES` (a Spark Connect attempt, whose commits the format cannot mark: the lineage
+    credits them, :func:`credited_connect_commit`); None when the format cannot tell or the table cannot
+    be read (that attempt's commit is then not credited: a retry without its result file runs it again)."""
+    newest = _format_function(table, "newest_commit")
+    if newest is None:
+        return None
+    try:
+        base = newest(table, catalog)
+    except Exception as e:  # noqa: BLE001 - no base: nothing credited later, as before
+        log.warning(
+            "tablemgmt: process %s: could not read the commit it starts from: %s", process.id, str(e)[:300]
+        )
+        return None
+    bases = dict((process.parameters or {}).get(CONNECT_BASES) or {})
+    bases[str(process.attempt)] = base
+    return {**(process.parameters or {}), CONNECT_BASES: bases}
+
+
+def credited_connect_commit(
+    table: TableSpec, catalog: CatalogSpec, process: Process, others: list[Process]
+) -> tuple[dict[str, Any], int, int] | None:
+    """The commit the lineage credits to ``process``'s last earlier attempt that ran on Spark Connect, as
+    ``(mark, commit id, committed at ms)``; None when it credits none.
+
+    The rule (the format finds the commit, ``connect_commit``): the attempt recorded the commit it started
+    from, *base*, while it held the table's lease and before its first operation. Jobs on one table run one
+    at a time under its lease, and the next holder starts only once the server reports the Connect job's
+    operations and tasks ended, so every commit a maintenance job makes after *base* and before the next
+    holder's start is that attempt's. Its commit is the first after *base* that is not an append, when it
+    is the action's operation and unmarked -- unless another Connect attempt started from a commit between
+    *base* and it (then that one may have made it; a spark-submit job's commits are marked). What the rule
+    cannot see: a writer outside this project that commits the same operation (a compaction of its own)
+    without the lease, between the attempt's start and the table's next job -- taken for the attempt's
+    commit, so the job is not run again -- and a Connect attempt of another process that recorded no base
+    (one started before this rule)."""
+    params = process.parameters or {}
+    bases = params.get(CONNECT_BASES) or {}
+    apps = params.get("applications") or {}
+    earlier = [
+        int(a) for a in bases if int(a) < process.attempt and str(apps.get(a, "")).startswith("connect:")
+    ]
+    find = _format_function(table, "connect_commit")
+    if not earlier or find is None:
+        return None
+    attempt = max(earlier)
+    found = find(table, catalog, bases[str(attempt)], process.action)
+    if found is None:
+        return None
+    summary, commit_id, ts, between = found
+    for other in others:
+        if other.id == process.id:
+            continue
+        other_bases = ((other.parameters or {}).get(CONNECT_BASES) or {}).values()
+        if any(b in between for b in other_bases):
+            return None
+    if process.created_at is not None and ts < int(process.created_at.timestamp() * 1000) - 1000:
+        return None
+    mark = {**summary, PROCESS: str(process.id), ATTEMPT: str(attempt), ACTION: process.action}
+    return mark, int(commit_id), int(ts)
+
+
+def committed_in_table(
+    table: TableSpec, catalog: CatalogSpec, process: Process, others: list[Process] | None = None
+) -> dict[str, Any] | None:
+    """The newest commit an earlier attempt of ``process`` marked in the table -- or, for an attempt on
+    Spark Connect, the one the lineage credits to it (:func:`credited_connect_commit`, judged against the
+    table's ``others`` processes) -- as a result record (``attempt``, ``summary``, ``snapshot_id``); None
+    when there is none or the table cannot be read."""
     ident = TableIdentifier(table.catalog, table.namespace, table.name)
+    credited = False
     try:
         commits = _commits(table, catalog, process.action)
         found = next(
             ((m, c, t, a) for m, c, t in commits if (a := _matches(m, process, t)) is not None), None
         )
+        if found is None and others is not None:
+            lineage = credited_connect_commit(table, catalog, process, others)
+            if lineage is not None:
+                found, credited = (*lineage, int(lineage[0][ATTEMPT])), True
     except Exception as e:  # noqa: BLE001 - no answer: the job runs again, as without the mark
         log.warning(
             "tablemgmt: process %s: could not read %s's commits for an earlier attempt's mark: %s",
@@ -100,7 +187,14 @@ def committed_in_table(table: TableSpec, catalog: CatalogSpec, process: Process)
             "committed_commit": commit_id,
             "committed_at_ms": ts,
             "operation": summary.get("operation"),
+            **({"credited_by": "lineage"} if credited else {}),
             "note": "the attempt that committed could not record its result, and its result file is not "
-            "on this host; the table's commit metadata names it, so the job was not run again",
+            "on this host; "
+            + (
+                "its Spark Connect commit is the first after the one it started from (the lease's order)"
+                if credited
+                else "the table's commit metadata names it"
+            )
+            + ", so the job was not run again",
         },
     }

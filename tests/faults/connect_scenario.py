@@ -11,9 +11,11 @@ What a round counts (:class:`RoundCounts`):
 
 * **overlap**: A's job still working on the table after B's job started -- a data or metadata file it
   wrote, or a commit it made, at or after that moment;
-* **duplicated**: B's job started more than once, or table rows duplicated (row count, checksum);
+* **duplicated**: B's job started more than once, table rows duplicated (row count, checksum), or A's
+  committed job started again by A's retry;
 * **lost**: table rows lost (or changed: same count, another checksum), or a job that committed but
-  whose process row is not SUCCESS (its record lost: a retry would run it again);
+  whose process is not recorded SUCCESS, by A or by A's retry (run after the round with a result
+  directory of its own, as on another host: it must record A's commit from the table, not run the job);
 * **stuck**: process rows not terminal at the end of the round (after a reap of rows stale for 2 s);
 * **late commits**: A's commits after the lease it held had lapsed.
 
@@ -111,6 +113,22 @@ class Watching:
         pass
 
 
+class Counting:
+    """The retry's job: counts its starts (A's job run again), changes nothing."""
+
+    def __init__(self) -> None:
+        self.starts = 0
+
+    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+        self.starts += 1
+        if on_started is not None:
+            on_started("app-retry")
+        return JobResult(status="SUCCESS", summary={"by": "retry"})
+
+    def kill(self) -> None:
+        pass
+
+
 @dataclass
 class Lake:
     """One Connect server, one store, and the round's table (reused while uncompacted)."""
@@ -182,6 +200,28 @@ class Lake:
                 assert time.monotonic() - since < 200, "B never got the table"
                 time.sleep(0.2)
 
+    def retry_a(self, table: str, instant: datetime) -> tuple[RunOutcome, int]:
+        """A's process run again, as Airflow's retry of A's task would, on another host (a result
+        directory of its own, so A's result file is not there): its outcome and how often its job was
+        started. A committed job must be recorded from the table, not run again."""
+        job = Counting()
+        retry = ProcessRunner(
+            self.store,
+            default_factories(),
+            job,
+            lease_ttl=timedelta(seconds=TTL_S),
+            heartbeat_every=timedelta(seconds=1),
+            stale_after=timedelta(seconds=2),
+            result_dir=self.tmp / "retry-results",
+        )
+        since = time.monotonic()
+        while True:
+            try:
+                return retry.run(RunRequest(table, "rewrite-files", instant, holder="retry")), job.starts
+            except LeaseUnavailable:
+                assert time.monotonic() - since < 120, "A's retry never got the table"
+                time.sleep(0.2)
+
     def lease_expiry_ms(self, table: str) -> int | None:
         lease = self.store.leases.get(table)
         if lease is None:
@@ -227,8 +267,10 @@ def count_round(
     b_job: Watching,
     a_row: Any,
     lease_expiry_ms: int | None,
+    retried: tuple[RunOutcome, int] | None = None,
 ) -> tuple[RoundCounts, dict[str, Any]]:
-    """The round's counts (module docstring) once A and B ended."""
+    """The round's counts (module docstring) once A and B ended, and A's process was retried
+    (``retried``: the retry's outcome and its job's starts; :meth:`Lake.retry_a`)."""
     after = table_state(lake.server.url, lake.catalog, table)
     started = b_job.started_ms or 0
     a_commits = [ts for ts, op in snapshots(table_dir / "metadata") if op == "replace"]
@@ -240,7 +282,13 @@ def count_round(
     c.lost = max(0, before["rows"] - after["rows"])
     c.lost += int(after["rows"] == before["rows"] and after["checksum"] != before["checksum"])
     recorded = a_row is not None and str(a_row.status) == "SUCCESS"
+    reran = 0
+    if retried is not None and not recorded:
+        outcome, reran = retried
+        summary = outcome.process.summary or {}
+        recorded = str(outcome.process.status) == "SUCCESS" and bool(summary.get("recorded_from_table"))
     c.lost += int(bool(a_commits) and not recorded)
+    c.duplicated += reran if a_commits else 0  # a committed job run again
     c.late_commits = sum(1 for ts in a_commits if lease_expiry_ms is not None and ts >= lease_expiry_ms)
     detail = {
         "files": f"{before['files']}->{after['files']}",
@@ -248,6 +296,7 @@ def count_round(
         "n_late_files": len(late_files),
         "a_commits": len(a_commits),
         "a_row": str(a_row.status) if a_row is not None else None,
+        "retry_ran_job": reran,
     }
     return c, detail
 
@@ -280,9 +329,32 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def start_server_with_ui(log: Path) -> ConnectServer:
+    """A Connect server as ``start_connect_server`` starts one, with its UI (status API) on a free port: what
+    shows the next holder an interrupted job's Spark tasks end (``spark/connect/tasks.py``), as the
+    deployment's server has it. ``TABLEMGMT_CONNECT_UI=0``: without it (the tasks cannot be seen)."""
+    import signal
+
+    from airflow_tablemgmt.spark.connect.server import free_port, server_spec, start_server, wait_for_port
+
+    if os.environ.get("TABLEMGMT_CONNECT_UI") == "0":
+        return start_connect_server(log)
+    port, ui = free_port(), free_port()
+    spec = server_spec(
+        port=port, master="local[2]", conf={"spark.ui.enabled": "true", "spark.ui.port": str(ui)}
+    )
+    process = start_server(spec, log)
+    try:
+        wait_for_port("127.0.0.1", port, 180, process)
+    except (TimeoutError, RuntimeError) as e:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError(f"{e}\n{log.read_text(errors='replace')[-3000:]}") from None
+    return ConnectServer(f"sc://127.0.0.1:{port}", port, process, log, spec)
+
+
 @pytest.fixture(scope="module", name="connect_fault_server")
 def connect_fault_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    server = start_connect_server(tmp_path_factory.mktemp("connect") / "server.log")
+    server = start_server_with_ui(tmp_path_factory.mktemp("connect") / "server.log")
     try:
         yield server
     finally:

@@ -36,6 +36,7 @@ from tests.faults.connect_scenario import (  # noqa: F401 - the fixtures (lake a
     guards_of,
     lake_fixture,
 )
+from tests.integration.connect.test_connect_engine import table_state
 
 pytestmark = [pytest.mark.faults, ON_DEMAND]
 
@@ -70,7 +71,11 @@ def test_a_killed_worker_s_connect_job_ends_before_the_next_holder_starts(
         waited = (b_job.started_ms or 0) / 1000 - (time.time() - (time.monotonic() - killed_at))
         stuck = lake.stuck_rows(table, [instant, instant])
         a_row = lake.store.processes.find(table, "rewrite-files", instant)
-        counts, detail = count_round(lake, table, table_dir, before, b_job, a_row, expiry)
+        # A's task retried on another host: a committed job is recorded from the table, never run again
+        retried = (
+            None if a_row is not None and str(a_row.status) == "SUCCESS" else lake.retry_a(table, instant)
+        )
+        counts, detail = count_round(lake, table, table_dir, before, b_job, a_row, expiry, retried)
         counts.stuck = stuck
         counts.add_to(figures)
         left = [g for g in guards if alive(g)]
@@ -87,3 +92,61 @@ def test_a_killed_worker_s_connect_job_ends_before_the_next_holder_starts(
         assert (counts.duplicated, counts.lost, counts.stuck, counts.late_commits) == (0, 0, 0, 0), notes[-1]
         assert str(outcome.process.status) == "SUCCESS", notes[-1]
     figures.notes = {"rounds": notes}
+
+
+T1 = datetime(2026, 9, 1, tzinfo=UTC)
+
+
+@pytest.mark.timeout(600)
+def test_a_worker_killed_just_after_its_connect_commit_is_recorded_by_its_retry(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """The lost record: A's compaction commits on the Connect server and A is killed with -9 the moment its
+    job returns, before it records anything. A's retry, on another host (no result file), must record A's
+    commit from the table -- an Iceberg commit on Connect carries no mark, so the lineage credits it: the
+    first non-append snapshot after the one A recorded it started from (lifecycle/table_marks.py). Before
+    the change the retry ran the job again (a second compaction; on this table's 400 files, a second
+    commit or a skipped run recorded as if nothing had been done)."""
+    from tests.faults.test_kill9 import env, wait_for
+
+    table, table_dir, before = lake.table()
+    log = tmp_path / "a.log"
+    with log.open("w") as err:
+        import subprocess
+        import sys
+
+        from tests.faults.connect_scenario import TIMINGS, snapshots
+        from tests.faults.test_kill9 import WORKER
+
+        a = subprocess.Popen(
+            [sys.executable, str(WORKER), lake.url, table, "rewrite-files", T1.isoformat()],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            env={
+                **env(),
+                **TIMINGS,
+                "TABLEMGMT_FAULT_CONNECT_URL": lake.server.url,
+                "TABLEMGMT_FAULT_DIE_AFTER_COMMIT": "1",
+            },  # fmt: skip
+        )
+    try:
+        a.wait(300)
+    finally:
+        if a.poll() is None:
+            os.killpg(a.pid, signal.SIGKILL)
+    assert a.returncode == -9, (
+        f"A should have died after its commit: {a.returncode}\n{log.read_text()[-3000:]}"
+    )
+    replaces = [ts for ts, op in snapshots(table_dir / "metadata") if op == "replace"]
+    assert len(replaces) == 1, replaces
+    row = lake.store.processes.find(table, "rewrite-files", T1)
+    assert row is not None and str(row.status) == "RUNNING"
+    wait_for("A's row to go stale", lambda: lake.store.processes.now() - (row.heartbeat_at or row.started_at) > timedelta(seconds=2.5), timeout=30)  # fmt: skip
+    outcome, starts = lake.retry_a(table, T1)
+    summary = outcome.process.summary or {}
+    assert starts == 0, f"the retry ran A's committed job again: {summary}"
+    assert str(outcome.process.status) == "SUCCESS" and summary.get("recorded_from_table"), summary
+    assert summary.get("credited_by") == "lineage" and summary.get("recorded_from_attempt") == 1, summary
+    assert [ts for ts, op in snapshots(table_dir / "metadata") if op == "replace"] == replaces
+    assert table_state(lake.server.url, lake.catalog, table)["rows"] == before["rows"]

@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
     else:
         hook = SparkJobHook("spark_default")
     if os.environ.get("TABLEMGMT_FAULT_DIE_AFTER_COMMIT") == "1":
-        hook = _DiesAfterCommit(hook)
+        # On Connect the hook itself dies, so the runner still sees a Connect submitter (test_connect_orphan.py)
+        hook = _connect_dies_after_commit(connect) if connect else _DiesAfterCommit(hook)
     runner = ProcessRunner(
         Store(url),
         default_factories(),
@@ -84,6 +85,22 @@ class _DiesAfterCommit:
         confirm = getattr(self.inner, "confirm_lease", None)
         if confirm is not None:
             confirm(sent_monotonic, valid_for)
+
+
+def _connect_dies_after_commit(url: str) -> object:
+    """A Connect hook whose worker dies (SIGKILL) the moment its job has committed."""
+    import signal
+
+    from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
+
+    class Dies(SparkConnectJobHook):
+        def submit(self, job: object, on_started: object = None) -> object:
+            result = super().submit(job, on_started=on_started)  # type: ignore[arg-type]
+            if getattr(result, "status", None) == "SUCCESS":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return result
+
+    return Dies(url=url)
 
 
 if __name__ == "__main__":

@@ -114,9 +114,12 @@ def operation_ended(session: Any, operation_id: str, deadline: float) -> bool:
         # while the operation runs on. Reattach again.
 
 
-def stop_and_observe(session: Any, tag: str, bound_s: float) -> tuple[bool, list[str]]:
+def stop_and_observe(
+    session: Any, tag: str, bound_s: float, connect_url: str | None = None
+) -> tuple[bool, list[str]]:
     """Interrupt ``tag`` on ``session`` and wait (at most ``bound_s``) until the server reports every
-    operation of the job ended: ``(all ended, the operation ids looked at)``."""
+    operation of the job ended and, with ``connect_url`` (the server's), every Spark task of those
+    operations ended too (``tasks.py``): ``(all ended, the operation ids looked at)``."""
     deadline = time.monotonic() + bound_s
     interrupted = list(session.interruptTag(tag))
     ops = list(dict.fromkeys([*interrupted, *recorded_operations(session, tag)]))
@@ -125,6 +128,18 @@ def stop_and_observe(session: Any, tag: str, bound_s: float) -> tuple[bool, list
         later = [op for op in session.interruptTag(tag) if op not in ops]
         ended = all(operation_ended(session, op, deadline) for op in later)
         ops += later
+    if ended and connect_url is not None:
+        # An operation's thread ends before the cancelled Spark tasks it started do: wait for those too.
+        from airflow_tablemgmt.spark.connect.tasks import tasks_ended
+
+        tasks = tasks_ended(session, connect_url, tag, ops, deadline)
+        if tasks is None:
+            log.warning(
+                "%s: the Connect server's UI is off, so its Spark tasks cannot be seen to end; its "
+                "operations ended (a task of a cancelled job may still finish a file)",
+                tag,
+            )
+        ended = tasks is not False
     return ended, ops
 
 
@@ -148,7 +163,7 @@ def end_application(application_id: str, bound_s: float, url: str | None = None)
         log.warning("could not reach %s to end %s: %s", server, tag, str(e)[:300])
         return False
     try:
-        ended, ops = stop_and_observe(session, tag, bound_s)
+        ended, ops = stop_and_observe(session, tag, bound_s, target)
     except Exception as e:  # noqa: BLE001
         log.warning("ending %s on %s failed: %s", tag, server, str(e)[:300])
         return False
