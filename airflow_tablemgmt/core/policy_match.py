@@ -6,9 +6,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from airflow_tablemgmt.core.formats import known_format
 
@@ -49,18 +49,25 @@ class SpecModel(BaseModel):
     )
 
 
+# One pattern or a list of them, in the JSON schema as in validation (a schema never stricter than the model).
+_ONE_OR_MORE = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
+Patterns = Annotated[list[str], WithJsonSchema(_ONE_OR_MORE)]
+
+
 class PolicyMatch(SpecModel):
     """Which tables a policy covers: every condition must hold (an absent one holds for every table).
 
     Patterns are case-sensitive globs matched against the whole name: ``namespace: sales`` is the
     namespace ``sales`` only, ``sales.*`` every namespace below it (``sales.eu``, ``sales.eu.b2b``)."""
 
-    catalog: list[str] = Field(default_factory=lambda: ["*"], description="catalog name pattern(s)")
-    namespace: list[str] = Field(
+    catalog: Patterns = Field(default_factory=lambda: ["*"], description="catalog name pattern(s)")
+    namespace: Patterns = Field(
         default_factory=lambda: ["*"], description="namespace pattern(s), dots between levels"
     )
-    name: list[str] = Field(default_factory=lambda: ["*"], description="table name pattern(s)")
-    format: list[str] | None = Field(default=None, description="the tables' format(s); absent: every format")
+    name: Patterns = Field(default_factory=lambda: ["*"], description="table name pattern(s)")
+    format: Annotated[list[str] | None, WithJsonSchema(_ONE_OR_MORE)] = Field(
+        default=None, description="the tables' format(s); absent: every format"
+    )
     properties: dict[str, str] = Field(
         default_factory=dict,
         description="table property -> value pattern; the property must be set and match",

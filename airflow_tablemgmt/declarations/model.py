@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow_tablemgmt.core.dynamic import DynamicTableSpec
 from airflow_tablemgmt.core.errors import InvalidDeclaration
+from airflow_tablemgmt.core.policies import Policy
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.declarations.errors import DeclarationError
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord
@@ -33,6 +34,9 @@ class LoadedDeclarations:
     dynamic_tables: list[DynamicTableSpec] = field(default_factory=list)
     # The name of every ``dynamic-tables:`` entry, also of those with errors.
     dynamic_names: set[str] = field(default_factory=set)
+    # ``policies:`` entries that validated (declarations/policies.py), and whether the file has the key.
+    policies: list[Policy] = field(default_factory=list)
+    declares_policies: bool = False
 
     def raise_for_errors(self) -> None:
         if self.errors:

@@ -22,6 +22,7 @@ from airflow_tablemgmt.core.tables import WRITING as WRITING_CATALOG  # noqa: N8
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec, format_validation_error, short_repr
 from airflow_tablemgmt.declarations.errors import DeclarationError, file_error, short_message
 from airflow_tablemgmt.declarations.model import LoadedDeclarations, ParsedDocument, ReuseValidated
+from airflow_tablemgmt.declarations.policies import parse_policies
 
 # libyaml's parser when PyYAML was built with it: ~5x faster on a large file, same safe constructor
 # (so the same Python objects, and the same errors for bad values).
@@ -168,17 +169,19 @@ def _parse_into(out: LoadedDeclarations, text: str) -> tuple[list[Any] | None, l
             file_error(source, f"expected a mapping with 'catalogs' and 'tables', got {type(data).__name__}")
         )
         return None, None
-    unknown = [k for k in data if k not in ("version", "catalogs", "tables", "dynamic-tables")]
+    unknown = [k for k in data if k not in ("version", "catalogs", "tables", "dynamic-tables", "policies")]
     if unknown:
         shown = sorted(short_repr(k) if not isinstance(k, str) else k for k in unknown)
         out.errors.append(
             file_error(
-                source, f"unknown top-level keys {shown}; allowed: version, catalogs, tables, dynamic-tables"
+                source,
+                f"unknown top-level keys {shown}; allowed: version, catalogs, tables, dynamic-tables, policies",
             )
         )
     if data.get("version", 1) != 1 or isinstance(data.get("version"), bool):
         out.errors.append(file_error(source, f"version: must be 1, got {short_repr(data.get('version'))}"))
     _parse_catalogs(out, data.get("catalogs"))
+    parse_policies(out, data.get("policies"))
     raw_dynamic = data.get("dynamic-tables")
     if raw_dynamic is not None and not isinstance(raw_dynamic, list):
         out.errors.append(

@@ -16,6 +16,7 @@ from airflow_tablemgmt.declarations.errors import DeclarationError
 from airflow_tablemgmt.declarations.files import declaration_paths, read_declarations_text
 from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations, ParsedDocument, ReuseValidated
 from airflow_tablemgmt.declarations.parse import begin_parse, finish_parse, validation_fingerprint
+from airflow_tablemgmt.declarations.policies import check_policies_across_files
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord, DeclarationFileRepository
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def load_files(
         )
         fs.parsed.add(f.source)
     check_across_files(files)
+    check_policies_across_files(files)
     if any(f.dynamic_tables for f in files):
         _check_dynamic(store, fs)
     return fs

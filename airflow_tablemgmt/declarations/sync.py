@@ -24,7 +24,8 @@ destructive step, so it needs positive evidence):
 4. A table still declared by any file of the set (or named by an entry with errors) is never pruned,
    so a table moved between files survives.
 
-Pruning is a soft delete (``deleted_at``); store-owned tables are never touched.
+Pruning is a soft delete (``deleted_at``); store-owned tables are never touched. ``policies:`` follow
+these rules (``declarations/policies.py``), and a pruned policy is deleted (its enrolled tables are retired).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from airflow_tablemgmt.declarations.checks import (
     stored_dynamic_definitions,
 )
 from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations
+from airflow_tablemgmt.declarations.policies import prune_policies, sync_policies
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord, DeclarationFileRepository
 
 if TYPE_CHECKING:
@@ -89,16 +91,17 @@ class SyncReport:
     catalogs_changed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     left_out: set[str] = field(default_factory=set)
+    policies: list[str] = field(default_factory=list)  # "<name> created|updated|removed"
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.updated or self.removed or self.catalogs_changed)
+        return bool(self.created or self.updated or self.removed or self.catalogs_changed or self.policies)
 
     def __str__(self) -> str:
         return (
             f"{len(self.created)} created, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
             f"{len(self.removed)} removed; catalogs changed: {len(self.catalogs_changed)}"
-        )
+        ) + (f"; policies: {', '.join(self.policies)}" if self.policies else "")
 
 
 #: The name ``tablemgmt apply`` has always reported with.
@@ -132,10 +135,12 @@ def sync(
     _sync_tables(store, fs, report, refused, dynamic_ids, failed_sources, registered, strict)
     if dynamic_ids:
         _sync_dynamic(store, fs, report, failed_sources, strict)
+    sync_policies(store, fs, report, failed_sources, strict)
     if record:
         _record_files(store, fs, failed_sources)
     if prune.enabled:
         report.removed = _prune(store, fs, prune, registered, report.errors)
+        report.policies += [f"{name} removed" for name in prune_policies(store, fs, prune, report.errors)]
     return report
 
 
