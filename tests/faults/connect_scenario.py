@@ -76,12 +76,14 @@ def snapshots(meta_dir: Path) -> list[tuple[int, str]]:
 
 
 def files_written_since(table_dir: Path, since_ms: int) -> list[str]:
-    """The table's files (data and metadata) last written at or after ``since_ms``."""
+    """The table's files (data and metadata) last written at or after ``since_ms``, each with how long
+    after it (``path +<ms>ms``)."""
     out = []
     for path in table_dir.rglob("*"):
         try:
-            if path.is_file() and path.stat().st_mtime_ns // 1_000_000 >= since_ms:
-                out.append(str(path.relative_to(table_dir)))
+            written_ms = path.stat().st_mtime_ns // 1_000_000
+            if path.is_file() and written_ms >= since_ms:
+                out.append(f"{path.relative_to(table_dir)} +{written_ms - since_ms}ms")
         except FileNotFoundError:
             continue
     return sorted(out)

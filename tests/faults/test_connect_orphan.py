@@ -48,6 +48,7 @@ def test_a_killed_worker_s_connect_job_ends_before_the_next_holder_starts(
     lake: Lake, tmp_path: Path, figures: Figures
 ) -> None:
     notes: list[str] = []
+    failures: list[str] = []
     for r in range(ROUNDS):
         table, table_dir, before = lake.table()
         instant = T0 + timedelta(days=r)
@@ -87,11 +88,12 @@ def test_a_killed_worker_s_connect_job_ends_before_the_next_holder_starts(
             f"{counts.duplicated}, lost {counts.lost}, stuck {stuck}, guards {len(guards)} "
             f"(left running {len(left)}), {detail}"
         )
-        print(notes[-1])
-        assert counts.overlap == 0, notes[-1] + "\n" + log.read_text()[-3000:]
-        assert (counts.duplicated, counts.lost, counts.stuck, counts.late_commits) == (0, 0, 0, 0), notes[-1]
-        assert str(outcome.process.status) == "SUCCESS", notes[-1]
+        print(notes[-1], flush=True)
+        bad = (counts.overlap, counts.duplicated, counts.lost, counts.stuck, counts.late_commits) != (0,) * 5
+        if bad or str(outcome.process.status) != "SUCCESS":  # every round runs; the test fails at the end
+            failures.append(notes[-1] + "\n" + log.read_text()[-3000:])
     figures.notes = {"rounds": notes}
+    assert not failures, f"{len(failures)} of {ROUNDS} rounds failed:\n" + "\n".join(failures)
 
 
 T1 = datetime(2026, 9, 1, tzinfo=UTC)
