@@ -26,9 +26,10 @@ over-partitioned   ≤ 50     ≥ 100 partitions, ≥ 10 × as many as the data 
                             a file; 10 + 40 × min(1, log10(partitions /
                             (10 × needed)) / 2)
 delete files       ≤ 60     delete files mark ≥ ``min-deleted-row-ratio`` of     rewrite-deletes
-                            the rows deleted, or number ≥ ``min-delete-files``;
-                            60 × max(min(1, ratio / 0.5), min(1, files / 100)),
-                            at least 3
+                            the rows deleted, or number ≥ ``min-delete-files``;  (rewrite-files when
+                            60 × max(min(1, ratio / 0.5), min(1, files / 100)),  all are v3 deletion
+                            at least 3 (v3 deletion vectors count with them;     vectors)
+                            all vectors: by their rows only)
 snapshots          ≤ 60     ≥ ``min-expirable-snapshots`` snapshots older than   expire-snapshots
                             ``older-than`` beyond ``retain-last``; 60 × min(1,
                             log10(1 + expirable) / 4), at least 3 (≈ 5,800
@@ -183,23 +184,44 @@ def _over_partitioned(s: FileStats) -> Finding | None:
 def _delete_files(s: FileStats) -> Check:
     th = thresholds_of(s, "rewrite-deletes")
     ratio, files = s.deleted_row_ratio, s.delete_files
+    # v3 deletion vectors count with the delete files, their kinds apart (metadata/deletes.py). A table whose
+    # deletes are all vectors gives rewrite-deletes nothing to convert (Iceberg 1.10 returns at once), and
+    # one vector per data file costs nothing by its number: its deleted rows do, which rewrite-files applies
+    # (delete-ratio-threshold), so the finding names rewrite-files and rewrite-deletes does not pay.
+    vectors_only = files > 0 and s.deletion_vectors == files
     figures = {
         "delete_files": files,
+        "position_delete_files": s.position_delete_files,
+        "equality_delete_files": s.equality_delete_files,
+        "deletion_vectors": s.deletion_vectors,
         "deleted_rows": s.deleted_rows,
+        "dv_deleted_rows": s.dv_deleted_rows,
         "records": s.records,
         "deleted_row_ratio": ratio,
         "thresholds": th,
     }
-    if not files or (ratio < th["min-deleted-row-ratio"] and files < th["min-delete-files"]):
+    words = s.deletes_in_words
+    many = files >= th["min-delete-files"] and not vectors_only
+    if not files or (ratio < th["min-deleted-row-ratio"] and not many):
+        rule = (
+            "vectors count by their rows"
+            if vectors_only
+            else f"fewer than min-delete-files {th['min-delete-files']:g}"
+        )
         why = (
             "no delete files"
             if not files
-            else f"{files} delete files (fewer than min-delete-files {th['min-delete-files']:g}) mark "
-            f"{ratio:.1%} of the rows deleted (under min-deleted-row-ratio {th['min-deleted-row-ratio']:g})"
+            else f"{words} ({rule}) mark {ratio:.1%} of the rows deleted (under min-deleted-row-ratio "
+            f"{th['min-deleted-row-ratio']:g})"
         )
         return Check("rewrite-deletes", False, figures, why)
-    points = max(3, round(60 * max(min(1.0, ratio / 0.5), min(1.0, files / 100))))
-    reason = f"{files} delete files mark {s.deleted_rows} of {s.records} rows deleted ({ratio:.0%})"
+    points = max(3, round(60 * max(min(1.0, ratio / 0.5), min(1.0, files / 100) if many else 0.0)))
+    reason = f"{words} mark {s.deleted_rows} of {s.records} rows deleted ({ratio:.0%})"
+    if vectors_only:
+        why = f"{reason}: all deletion vectors, nothing for rewrite-deletes to convert (rewrite-files applies them)"
+        return Check(
+            "rewrite-deletes", False, figures, why, Finding("delete_files", points, "rewrite-files", reason)
+        )
     return Check(
         "rewrite-deletes", True, figures, reason, Finding("delete_files", points, "rewrite-deletes", reason)
     )
@@ -318,7 +340,14 @@ def decide(reading: FileStats | FormatHealth, action: str) -> Decision:
         return Decision(action, True, f"{action} is not measured from metadata", {}, score(reading).score)
     result = check(reading)
     figures = {**result.figures, "snapshot_id": reading.snapshot_id}
-    return Decision(action, result.pays, result.reason, figures, score(reading).score)
+    health = score(reading)
+    # Another check's finding may name the action (a table whose deletes are all v3 deletion vectors: the
+    # delete finding names rewrite-files): the action pays then too.
+    named = [f for f in health.findings if f.action == action] if not result.pays else []
+    if named:
+        figures["findings"] = [f.to_dict() for f in named]
+        return Decision(action, True, "; ".join(f.reason for f in named), figures, health.score)
+    return Decision(action, result.pays, result.reason, figures, health.score)
 
 
 # ---- a format's own health (its hook) ---------------------------------------------------------------
