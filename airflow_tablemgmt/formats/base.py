@@ -78,7 +78,7 @@ class FormatFactory:
         options = self.plan(table, action, table.action_settings(action).options(), context)
         if options is None:
             return None
-        skipped = self.health_gate(table, action, context)
+        skipped = self.health_gate(table, action, context) if self.gated(action, options) else None
         return skipped if skipped is not None else self.job(table, action, options, context)
 
     def recover(self, table: TableSpec, process: Process, context: TriggerContext) -> JobSpec:
@@ -105,6 +105,12 @@ class FormatFactory:
     ) -> dict[str, Any] | None:
         """The options of this run's job, or None when there is nothing to do (the task ends skipped)."""
         return options
+
+    def gated(self, action: str, options: dict[str, Any]) -> bool:
+        """Whether this run of ``action`` waits for its table's health to say it pays. Default: every run but
+        one that asks for every file (``rewrite-all: true``); a format excepts runs its findings do not
+        measure (Delta's Z-order OPTIMIZE)."""
+        return not options.get("rewrite-all")
 
     def health_gate(self, table: TableSpec, action: str, context: TriggerContext) -> dict[str, Any] | None:
         """The summary of a run skipped because it does not pay (``metadata.health.Decision.summary``:

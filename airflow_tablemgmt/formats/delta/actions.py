@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from airflow_tablemgmt.core.action_model import Action, ActionSettings
 from airflow_tablemgmt.core.durations import Duration, format_duration
 from airflow_tablemgmt.core.identifiers import validate_identifier
+from airflow_tablemgmt.core.thresholds import ActionThresholds, Threshold
 
 #: Set by the Delta factory when a vacuum must not delete (the first-run policy): why.
 VACUUM_DRY_RUN_REASON_OPTION = "dry-run-reason"
@@ -84,7 +85,24 @@ class VacuumSettings(ActionSettings):
         return []
 
 
-OPTIMIZE = Action("optimize", OptimizeSettings, True, "Delta: bin-pack or Z-order data files (OPTIMIZE)")
+#: A bin-pack OPTIMIZE runs when the table's health hook finds small files it would remove (metadata.py).
+OPTIMIZE_THRESHOLDS = ActionThresholds.of(
+    "optimize",
+    Threshold(
+        "min-small-files",
+        5,
+        "files under 75 % of OPTIMIZE's target the table must hold before a bin-pack pays (AWS Glue: 100, "
+        "Amoro: 12), besides OPTIMIZE removing at least one file",
+        minimum=1,
+    ),
+)
+OPTIMIZE = Action(
+    "optimize",
+    OptimizeSettings,
+    True,
+    "Delta: bin-pack or Z-order data files (OPTIMIZE)",
+    OPTIMIZE_THRESHOLDS,
+)
 VACUUM = Action("vacuum", VacuumSettings, True, "Delta: delete files past the retention (VACUUM)")
 #: What the descriptor declares.
 ACTIONS = (OPTIMIZE, VACUUM)

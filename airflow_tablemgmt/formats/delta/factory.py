@@ -40,6 +40,10 @@ class DeltaProcessFactory(FormatFactory):
             return None
         return self._vacuum_policy(table, action, options, context)
 
+    def gated(self, action: str, options: dict[str, Any]) -> bool:
+        """A Z-order OPTIMIZE reclusters whatever the files' sizes: the small-files finding does not decide it."""
+        return super().gated(action, options) and not (action == OPTIMIZE.name and options.get("zorder-by"))
+
     def resume(
         self, table: TableSpec, process: Process, options: dict[str, Any], context: TriggerContext
     ) -> dict[str, Any]:

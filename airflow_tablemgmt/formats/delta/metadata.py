@@ -279,9 +279,11 @@ MIN_SMALL_FILES = 5
 def table_health(catalog: Any, table: Any) -> Any:
     """The Delta table's health (:class:`metadata.health.FormatHealth`) measured against its own target:
     **small files** when OPTIMIZE would leave fewer files than there are (per partition, ceil(bytes /
-    target)), at least :data:`MIN_SMALL_FILES` files are under 75 % of the target, and files were added
-    since the last OPTIMIZE (the optimize action's ``min-new-files``, else 1); points = 40 × removable /
-    files (at least 5), fixed by ``optimize``. The log's figures (commits, bytes, checkpoint) are shown
+    target)), at least ``min-small-files`` files are under 75 % of the target (the optimize action's
+    threshold, :data:`MIN_SMALL_FILES` by default), and files were added since the last OPTIMIZE (the
+    optimize action's ``min-new-files``, else 1); points = 60 × removable / files × min(1, removable / 50),
+    at least 1 (as the built-in small-files finding: no cliff at the threshold), fixed by ``optimize``; the
+    gate runs a bin-pack OPTIMIZE exactly then. The log's figures (commits, bytes, checkpoint) are shown
     without a finding: Delta checkpoints and cleans its log itself. Raises HealthUnavailable."""
     import math
 
@@ -302,16 +304,23 @@ def table_health(catalog: Any, table: Any) -> Any:
         per_partition[part] = per_partition.get(part, 0) + size
     compacted = sum(max(1, math.ceil(b / target)) for b in per_partition.values())
     removable = max(0, min(figures["small_files"], state.data_files - compacted))
-    min_new = 1
+    min_new, min_small = 1, MIN_SMALL_FILES
     if "optimize" in table.actions:
-        min_new = max(1, int(getattr(table.action_settings("optimize"), "min_new_files", 1)))
-    figures.update(target_file_size_bytes=target, compacted_data_files=compacted, removable_files=removable)
+        settings = table.action_settings("optimize")
+        min_new = max(1, int(getattr(settings, "min_new_files", 1)))
+        min_small = int(settings.thresholds.get("min-small-files", MIN_SMALL_FILES))
+    figures.update(
+        target_file_size_bytes=target,
+        compacted_data_files=compacted,
+        removable_files=removable,
+        thresholds={"min-small-files": min_small, "min-new-files": min_new},
+    )
     findings = []
-    if removable >= 1 and figures["small_files"] >= MIN_SMALL_FILES and state.changes.files_added >= min_new:
+    if removable >= 1 and figures["small_files"] >= min_small and state.changes.files_added >= min_new:
         findings.append(
             Finding(
                 "small_files",
-                max(5, round(40 * removable / state.data_files)),
+                max(1, round(60 * removable / state.data_files * min(1.0, removable / 50))),
                 "optimize",
                 f"{state.data_files} data files where {compacted} would hold the data at the "
                 f"{target / 1024 / 1024:.0f} MiB target ({figures['small_files']} under "

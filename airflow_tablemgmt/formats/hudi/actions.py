@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from airflow_tablemgmt.core.action_model import Action, ActionSettings
 from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.identifiers import validate_identifier
+from airflow_tablemgmt.core.thresholds import ActionThresholds
 
 #: Set by the Hudi factory on a retry: the compaction instant the interrupted attempt scheduled.
 COMPACTION_INSTANT_OPTION = "compaction-instant"
@@ -123,10 +124,19 @@ class HudiArchiveSettings(ActionSettings):
         return []
 
 
+# Compaction, clean and archive run when the table's health hook (metadata.py) finds what they fix, decided
+# with their own options (min-delta-commits, retain-commits, max-commits: Hudi's own triggers), so they are
+# gated with no threshold of their own; clustering reclusters by choice and is not gated.
 HUDI_COMPACTION = Action(
-    "compaction", HudiCompactionSettings, True, "Hudi: compact log files into base files (MOR)"
+    "compaction",
+    HudiCompactionSettings,
+    True,
+    "Hudi: compact log files into base files (MOR)",
+    ActionThresholds.of("compaction"),
 )
-HUDI_CLEAN = Action("clean", HudiCleanSettings, True, "Hudi: delete old file slices (run_clean)")
+HUDI_CLEAN = Action(
+    "clean", HudiCleanSettings, True, "Hudi: delete old file slices (run_clean)", ActionThresholds.of("clean")
+)
 HUDI_CLUSTERING = Action(
     "clustering", HudiClusteringSettings, True, "Hudi: recluster file groups (run_clustering)"
 )
@@ -135,6 +145,7 @@ HUDI_ARCHIVE = Action(
     HudiArchiveSettings,
     True,
     "Hudi: archive old instants off the active timeline (archive_commits)",
+    ActionThresholds.of("archive"),
 )
 
 #: What the descriptor declares.

@@ -139,3 +139,29 @@ def test_the_skip_is_a_recorded_process_and_no_job_starts(
     ran = runner.run(RunRequest("lake.db.small", "rewrite-files", at))
     assert [j.table["name"] for j in submitter.jobs] == ["small"]
     assert store.processes.get(ran.process.id).summary.get("skipped") is None
+
+
+def test_runs_the_findings_do_not_measure_are_not_gated() -> None:
+    from airflow_tablemgmt.core.formats import FORMATS
+
+    factories = default_factories()
+    iceberg = factories.for_action("iceberg", "rewrite-files")
+    assert iceberg.gated("rewrite-files", {}) and not iceberg.gated("rewrite-files", {"rewrite-all": True})
+    delta = factories.for_action("delta", "optimize")
+    assert delta.gated("optimize", {}) and not delta.gated("optimize", {"zorder-by": ["day"]})
+    gated = sorted(
+        (fmt, a.name)
+        for fmt in ("iceberg", "delta", "hudi")
+        for a in FORMATS.get(fmt).actions
+        if a.thresholds
+    )
+    assert gated == [
+        ("delta", "optimize"),
+        ("hudi", "archive"),
+        ("hudi", "clean"),
+        ("hudi", "compaction"),
+        ("iceberg", "expire-snapshots"),
+        ("iceberg", "rewrite-deletes"),
+        ("iceberg", "rewrite-files"),
+        ("iceberg", "rewrite-manifests"),
+    ]
