@@ -170,6 +170,7 @@ class TableSummaryOut(BaseModel):
     table: str
     format: str
     managed_by: str
+    policy: str | None = Field(default=None, description="the policy that enrolled it (managed_by policy)")
     owner: str
     queue: str
     actions: list[str]
@@ -247,6 +248,7 @@ class ActionOut(BaseModel):
 class TableOut(BaseModel):
     table: str
     managed_by: str
+    policy: str | None = Field(default=None, description="the policy that enrolled it (managed_by policy)")
     spec: TableSpec
     actions: list[ActionOut]
     outcome: Literal["created", "updated", "unchanged"] | None = None

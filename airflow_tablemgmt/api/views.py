@@ -87,6 +87,7 @@ def table_out(store: Store, reg: RegisteredTable, **extra: Any) -> TableOut:
     return TableOut(
         table=reg.spec.id,
         managed_by=str(reg.managed_by),
+        policy=reg.policy,
         spec=reg.spec,
         actions=actions_of(store, reg),
         **extra,
@@ -133,6 +134,7 @@ def summary_out(r: TableRow) -> TableSummaryOut:
         table=r.table,
         format=r.format,
         managed_by=r.managed_by,
+        policy=r.policy,
         owner=r.owner,
         queue=r.queue,
         actions=r.actions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_tablemgmt.cli import catalogs, dags, dynamic, jars, processes, reap, schema, tables
+from airflow_tablemgmt.cli import catalogs, dags, dynamic, enrolment, jars, processes, reap, schema, tables
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_listing_parsers(sub)
     processes.add_parsers(sub)
     dynamic.add_parsers(sub)
+    enrolment.add_parsers(sub)
     reap.add_parser(sub)
     jars.add_parser(sub)
     schema.add_parser(sub)

@@ -90,8 +90,16 @@ def cmd_tables(args: argparse.Namespace) -> int:
         if not out.document:
             return 0
     out.listing(
-        [{"table": r.table, "managed_by": r.managed_by, "actions": r.actions} for r in rows],
-        [[r.table, r.format, r.managed_by, r.owner, r.queue, ",".join(r.actions)] for r in rows],
+        [
+            {
+                "table": r.table,
+                "managed_by": r.managed_by,
+                **({"policy": r.policy} if r.policy else {}),
+                "actions": r.actions,
+            }
+            for r in rows
+        ],
+        [[r.table, r.format, r.managed, r.owner, r.queue, ",".join(r.actions)] for r in rows],
         ["TABLE", "FORMAT", "MANAGED BY", "OWNER", "QUEUE", "ACTIONS"],
     )
     return 0

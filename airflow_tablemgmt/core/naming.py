@@ -42,6 +42,22 @@ def parse_dag_id(dag_id: str) -> tuple[str, str] | None:
     return table_id, action
 
 
+#: A policy's discovery DAG: ``tms__discover__<policy>`` (never a table's: its body is not catalog.namespace.table).
+DISCOVERY_PREFIX = f"{DAG_PREFIX}discover__"
+
+
+def discovery_dag_id(policy: str) -> str:
+    """``fleet`` -> ``tms__discover__fleet``: the DAG that runs the policy's discovery on its interval."""
+    return f"{DISCOVERY_PREFIX}{policy}"
+
+
+def discovery_policy_of(dag_id: str) -> str | None:
+    """The policy whose discovery DAG ``dag_id`` is, or None."""
+    if not dag_id.startswith(DISCOVERY_PREFIX) or parse_dag_id(dag_id) is not None:
+        return None
+    return dag_id[len(DISCOVERY_PREFIX) :] or None
+
+
 def dag_id_length_problem(table_id: str, actions: Iterable[str]) -> str | None:
     """Why ``table_id`` cannot become DAGs (Airflow's DAG-id and tag limits), or None."""
     problems = []

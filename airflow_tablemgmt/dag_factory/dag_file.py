@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.naming import parse_dag_id
+from airflow_tablemgmt.core.naming import discovery_policy_of, parse_dag_id
 from airflow_tablemgmt.core.tables import TableSpec
 from airflow_tablemgmt.dag_factory.build import BuildResult, build_dags, cyclic_gc_paused
 from airflow_tablemgmt.declarations.model import LoadedDeclarations
@@ -43,6 +43,10 @@ def load_registry_and_build(
         from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
         store = TableMgmtHook().get_store()
+    if only_dag_id is not None and discovery_policy_of(only_dag_id) is not None:  # a policy's discovery DAG
+        from airflow_tablemgmt.dag_factory.discovery import build_discovery_dags, stored_policies
+
+        return BuildResult(dags=build_discovery_dags(stored_policies(store), only_dag_id))
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
     stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
     catalogs = {c.name: c for c in stored_catalogs}
@@ -74,15 +78,18 @@ def load_registry_and_build(
     errors += [u.message for u in unreadable_catalogs if u.name not in catalogs]
     if wanted is None and only_dag_id is None:
         from airflow_tablemgmt.dag_factory.cache import build_with_cache
+        from airflow_tablemgmt.dag_factory.discovery import build_discovery_dags, stored_policies
 
         # Unchanged tables' DAGs come from the per-host cache of built DAGs; the others are built.
-        return build_with_cache(
+        result = build_with_cache(
             sorted(specs.values(), key=lambda s: s.id),
             default_factories(),
             declaration_errors=errors,
             catalogs=catalogs,
             tables_yaml=tables_yaml,
         )
+        result.dags.update(build_discovery_dags(stored_policies(store)))  # one per policy, on its interval
+        return result
     return build_dags(
         sorted(specs.values(), key=lambda s: s.id),
         default_factories(),

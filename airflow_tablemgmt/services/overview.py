@@ -49,6 +49,7 @@ class TableRow:
     badges: dict[str, ActionState]
     health: CachedHealth | None
     dynamic: dict[str, Any] | None = None
+    policy: str | None = None  # the policy that enrolled it (managed_by policy)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def list_page(
                 {a: states.get((r.table_id, a), ActionState()) for a in names},
                 health.get(r.table_id),
                 r.dynamic,
+                r.policy,
             )
         )
     missing = [r.table for r in items if r.health is None]

@@ -228,6 +228,12 @@ class TableSummary:
     queue: str
     actions: list[str]
     removed: bool = False
+    policy: str | None = None  # the policy that enrolled it (managed_by policy)
+
+    @property
+    def managed(self) -> str:
+        """Who manages it, in words: ``code``, ``store``, or ``policy <name>``."""
+        return f"policy {self.policy}" if self.policy else self.managed_by
 
 
 def list_tables(store: Store, *, include_removed: bool = False) -> list[TableSummary]:
@@ -240,6 +246,7 @@ def list_tables(store: Store, *, include_removed: bool = False) -> list[TableSum
             r.spec.queue,
             r.spec.enabled_actions(),
             r.deleted_at is not None,
+            r.policy,
         )
         for r in store.tables.list(include_deleted=include_removed)
     ]
@@ -251,6 +258,7 @@ def show_table(store: Store, table_id: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "table": reg.spec.id,
         "managed_by": str(reg.managed_by),
+        **({"policy": reg.policy} if reg.policy else {}),
         "spec": reg.spec.model_dump(mode="json", by_alias=True),
         "actions": {},
     }

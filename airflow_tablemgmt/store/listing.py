@@ -70,6 +70,7 @@ class ListedTable:
     queue: str
     actions: dict[str, Any]
     dynamic: dict[str, Any] | None
+    policy: str | None = None  # the policy that enrolled it (managed_by policy)
 
 
 def _where(f: TableFilter) -> list[ColumnElement[bool]]:
@@ -218,12 +219,21 @@ def tables_by_id(engine: Engine, ids: Sequence[str]) -> list[ListedTable]:
 
 def _columns() -> Any:
     return select(
-        _T.c.table_id, _T.c.format, _T.c.managed_by, _T.c.owner_team, _T.c.queue, _T.c.actions, _T.c.dynamic
+        _T.c.table_id,
+        _T.c.format,
+        _T.c.managed_by,
+        _T.c.owner_team,
+        _T.c.queue,
+        _T.c.actions,
+        _T.c.dynamic,
+        _T.c.policy,
     )
 
 
 def _listed(r: Any) -> ListedTable:
-    return ListedTable(r.table_id, r.format, r.managed_by, r.owner_team, r.queue, r.actions or {}, r.dynamic)
+    return ListedTable(
+        r.table_id, r.format, r.managed_by, r.owner_team, r.queue, r.actions or {}, r.dynamic, r.policy
+    )
 
 
 @dataclass(frozen=True)

@@ -547,7 +547,7 @@ function tablesGrid(rows, measuring) {
       return h(
         "tr",
         { dataset: { table: id } },
-        h("td", {}, h("a", { href: tableHref(id) }, id), h("div", { class: "muted small" }, [t.format, dyn, t.managed_by && `managed by ${t.managed_by}`].filter(Boolean).join(" · "))),
+        h("td", {}, h("a", { href: tableHref(id) }, id), h("div", { class: "muted small" }, [t.format, dyn, t.managed_by && `managed by ${t.policy ? `policy ${t.policy}` : t.managed_by}`].filter(Boolean).join(" · "))),
         h("td", {}, h("div", { class: "badges" }, (t.actions || []).map((a) => badge(a, { ...(t.badges || {})[a], table: id })))),
         h("td", {}, rowHealth(t.health, measuring)),
         h("td", {}, t.owner || ""),
@@ -662,7 +662,7 @@ function viewFiguresBlock(figures) {
 function detailsTab(table, health, meta) {
   const s = table.spec || {};
   return h("div", {},
-    kv([["Table", table.table], ["Catalog", s.catalog], ["Namespace", s.namespace], ["Format", s.format], ["Owner", s.owner || "–"], ["Queue", s.queue], ["Priority", s.priority], ["Managed by", table.managed_by]]),
+    kv([["Table", table.table], ["Catalog", s.catalog], ["Namespace", s.namespace], ["Format", s.format], ["Owner", s.owner || "–"], ["Queue", s.queue], ["Priority", s.priority], ["Managed by", table.policy ? `policy ${table.policy}` : table.managed_by]]),
     schemaBlock(meta),
     h("h3", {}, "Health score"),
     healthScoreBlock(health),
