@@ -48,7 +48,11 @@ class Api:
         path = path[len(base) :]
         if path == "/jobs":
             out = list(self.jobs)
-            if self.barrier_tag and self.barrier_at and time.monotonic() - self.barrier_at >= self.barrier_seen_after:
+            if (
+                self.barrier_tag
+                and self.barrier_at
+                and time.monotonic() - self.barrier_at >= self.barrier_seen_after
+            ):
                 out.append({"jobId": 99, "status": "SUCCEEDED", "jobTags": [_tag("Tag", self.barrier_tag)],
                             "stageIds": []})  # fmt: skip
             return 200, out
@@ -142,7 +146,9 @@ def test_ended_only_once_the_cancelled_job_s_last_task_ended(api: tuple[Api, int
     # The job was cancelled (FAILED), but one task of its stage still writes its file.
     state.jobs = [{"jobId": 3, "status": "FAILED", "jobTags": [_tag("Tag", TAG)], "stageIds": [5, 6]}]
     state.stages = {5: [{"status": "FAILED", "numActiveTasks": 1}]}  # 6: never submitted (404)
-    threading.Timer(0.6, lambda: state.stages.update({5: [{"status": "FAILED", "numActiveTasks": 0}]})).start()
+    threading.Timer(
+        0.6, lambda: state.stages.update({5: [{"status": "FAILED", "numActiveTasks": 0}]})
+    ).start()
     started = time.monotonic()
     assert tasks.tasks_ended(Session(state, port), f"sc://127.0.0.1:{port}", TAG, [], started + 10) is True
     assert time.monotonic() - started >= 0.55
@@ -173,3 +179,28 @@ def test_without_a_ui_there_is_nothing_to_ask(api: tuple[Api, int]) -> None:
     other = Session(state, port)
     other.settings["spark.app.id"] = "app-2"
     assert tasks.tasks_ended(other, f"sc://127.0.0.1:{port}", TAG, [], time.monotonic() + 5) is None
+
+
+def test_the_worker_lets_its_lease_go_only_once_its_interrupted_job_is_seen_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow_tablemgmt.hooks import spark_connect
+    from airflow_tablemgmt.lifecycle import ConfirmsStop
+
+    asked: list[tuple[str, float, str | None]] = []
+    seen = {"ended": False}
+
+    def end(app: str, bound_s: float, url: str | None = None) -> bool:
+        asked.append((app, bound_s, url))
+        return seen["ended"]
+
+    monkeypatch.setattr(spark_connect, "end_connect_application", end)
+    hook = spark_connect.SparkConnectJobHook(url="sc://h:1")
+    assert isinstance(hook, ConfirmsStop)
+    assert hook.job_stopped() is True and asked == []  # no job, or one that returned cleanly
+    hook._unclean = "connect:sc://h:1#s/tms-p1-a1"  # interrupted or failed
+    assert hook.job_stopped() is False  # its tasks not seen to end: the lease is kept, to lapse
+    assert asked == [("connect:sc://h:1#s/tms-p1-a1", spark_connect.STOP_CONFIRM_S, "sc://h:1")]
+    hook._unclean = "connect:sc://h:1#s/tms-p1-a2"
+    seen["ended"] = True
+    assert hook.job_stopped() is True
