@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_tablemgmt.cli import catalogs, dags, dynamic, enrolment, jars, processes, reap, schema, tables
+from airflow_tablemgmt.cli import (
+    catalogs,
+    dags,
+    dynamic,
+    enrolment,
+    jars,
+    policies,
+    processes,
+    reap,
+    schema,
+    tables,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     processes.add_parsers(sub)
     dynamic.add_parsers(sub)
     enrolment.add_parsers(sub)
+    policies.add_parsers(sub)
     reap.add_parser(sub)
     jars.add_parser(sub)
     schema.add_parser(sub)

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from sqlalchemy import Engine, Row, Table, delete, insert, select, update
+from sqlalchemy import Engine, Row, Table, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
 from airflow_tablemgmt.core.policies import Policy, PolicyNotFound, parse_policy
 from airflow_tablemgmt.core.tables import Owner
 from airflow_tablemgmt.store.clock import utcnow
-from airflow_tablemgmt.store.models import PolicyRow
+from airflow_tablemgmt.store.models import PolicyRow, TableRow
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store.engine import Store
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _T = cast(Table, PolicyRow.__table__)
+_TABLES = cast(Table, TableRow.__table__)
 _RETRIES = 5
 
 UpsertResult = Literal["created", "updated", "unchanged"]
@@ -166,6 +167,16 @@ class PolicyRepository:
             raise PolicyManagedByCode(name, stored.source)
         with self._engine.begin() as conn:
             conn.execute(delete(_T).where(_T.c.name == name, _T.c.managed_by == stored.managed_by))
+
+    def enrolled_counts(self) -> dict[str, int]:
+        """Live tables per enrolling policy (``tms_table.policy``, migration 0010), counted by the database."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                select(_TABLES.c.policy, func.count())
+                .where(_TABLES.c.policy.is_not(None), _TABLES.c.deleted_at.is_(None))
+                .group_by(_TABLES.c.policy)
+            ).all()
+        return {str(name): int(n) for name, n in rows}
 
     def code_policies(self) -> dict[str, str | None]:
         """Code-owned policy name -> the file that declared it (the sync's pruning reads it)."""
