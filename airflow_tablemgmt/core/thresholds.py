@@ -138,8 +138,8 @@ def refuse_thresholds(action: str | None, values: Mapping[str, Any]) -> None:
     if values:
         who = action or "this action"
         raise ValueError(
-            f"{who}: unknown threshold {next(iter(values))!r}; allowed: none ({who} is not measured from "
-            "metadata, so it runs on its schedule)"
+            f"{who}: unknown threshold {next(iter(values))!r}; allowed: none ({who} has no thresholds: "
+            "docs/health.md)"
         )
 
 

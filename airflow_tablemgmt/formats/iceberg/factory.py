@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -14,9 +15,10 @@ from airflow_tablemgmt.core.errors import RecoverProcessFailed
 from airflow_tablemgmt.core.factory import TriggerContext
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import CatalogType, TableSpec
-from airflow_tablemgmt.formats.base import FormatFactory
+from airflow_tablemgmt.formats.base import HEALTH_GATE_ENV, FormatFactory
 from airflow_tablemgmt.formats.iceberg import NAME
 from airflow_tablemgmt.formats.iceberg.actions import (
+    COMPUTE_STATS,
     DELETE_ORPHANS,
     DRY_RUN_REASON_OPTION,
     EXPIRE_DATA,
@@ -57,6 +59,28 @@ class IcebergProcessFactory(FormatFactory):
         ):
             return None
         return self._first_run(table, action, options, context)
+
+    def health_gate(self, table: TableSpec, action: str, context: TriggerContext) -> dict[str, Any] | None:
+        """The health gate (the base's), and for compute-stats and expire-data, which the score does not
+        measure, a skip when the metadata shows their run would change nothing (``metadata/nothing_to_do.py``:
+        statistics for the current snapshot exist; no row past the retention)."""
+        if (
+            action not in (COMPUTE_STATS.name, EXPIRE_DATA.name)
+            or os.environ.get(HEALTH_GATE_ENV, "1") == "0"
+        ):
+            return super().health_gate(table, action, context)
+        from airflow_tablemgmt.metadata.nothing_to_do import nothing_to_do
+
+        catalog = context.resolve_catalog(context.catalog) if context.resolve_catalog else context.catalog
+        try:
+            idle = nothing_to_do(catalog, table, action, table.action_settings(action).options())
+        except Exception as e:  # noqa: BLE001 - unreadable here: the job decides, as before the gate
+            log.info("tablemgmt: %s on %s: metadata not readable here (%s); running it", action, table.id, e)
+            return None
+        if idle is None:
+            return None
+        log.info("tablemgmt: %s on %s skipped, nothing to do: %s", action, table.id, idle.reason)
+        return idle.summary()
 
     def resume(
         self, table: TableSpec, process: Process, options: dict[str, Any], context: TriggerContext

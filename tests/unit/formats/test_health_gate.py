@@ -165,3 +165,71 @@ def test_runs_the_findings_do_not_measure_are_not_gated() -> None:
         ("iceberg", "rewrite-files"),
         ("iceberg", "rewrite-manifests"),
     ]
+
+
+# ---- compute-stats and expire-data: skipped when the metadata shows nothing to do --------------------
+
+
+@pytest.fixture
+def dated(lake: tuple[CatalogSpec, Any]) -> tuple[CatalogSpec, Any, Any]:
+    from datetime import timedelta
+
+    catalog, cat = lake
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("day", pa.date32()),
+            pa.field("ts", pa.timestamp("us", tz="UTC")),
+        ]
+    )
+    table = cat.create_table("db.dated", schema=schema)
+    today = datetime.now(UTC)
+    days = [today.date() - timedelta(days=d) for d in (0, 1)]
+    table.append(
+        pa.table({"id": [1, 2], "day": days, "ts": [today, today - timedelta(days=1)]}, schema=schema)
+    )
+    return catalog, table, schema
+
+
+def test_expire_data_is_skipped_when_no_row_is_past_the_retention(
+    dated: tuple[CatalogSpec, Any, Any],
+) -> None:
+    from datetime import timedelta
+
+    catalog, table, schema = dated
+    for column in ("day", "ts"):
+        spec = _spec("dated", {"expire-data": {"column": column, "retention": "3d"}})
+        out = _trigger(catalog, spec, "expire-data")
+        assert isinstance(out, dict) and out["gate"] == "health", (column, out)
+        assert (
+            out["reason"].startswith("nothing to do: no row of")
+            and out["health"]["figures"]["column"] == column
+        )
+    old = datetime.now(UTC) - timedelta(days=10)
+    table.append(pa.table({"id": [3], "day": [old.date()], "ts": [old]}, schema=schema))
+    for column in ("day", "ts"):
+        spec = _spec("dated", {"expire-data": {"column": column, "retention": "3d"}})
+        assert isinstance(_trigger(catalog, spec, "expire-data"), JobSpec), column
+
+
+def test_compute_stats_is_skipped_when_the_current_snapshot_has_statistics(
+    dated: tuple[CatalogSpec, Any, Any],
+) -> None:
+    from pyiceberg.table.statistics import StatisticsFile
+
+    catalog, table, _ = dated
+    spec = _spec("dated", {"compute-stats": {}})
+    assert isinstance(_trigger(catalog, spec, "compute-stats"), JobSpec)  # none yet
+    snapshot_id = table.current_snapshot().snapshot_id
+    stats = StatisticsFile(
+        snapshot_id=snapshot_id,
+        statistics_path=f"{table.location()}/metadata/stats.puffin",
+        file_size_in_bytes=100,
+        file_footer_size_in_bytes=10,
+        blob_metadata=[],
+    )
+    with table.update_statistics() as update:
+        update.set_statistics(stats)
+    out = _trigger(catalog, spec, "compute-stats")
+    assert isinstance(out, dict) and out["health"]["figures"]["snapshot_id"] == snapshot_id
+    assert "has statistics already" in out["reason"]
