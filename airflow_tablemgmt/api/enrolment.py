@@ -64,6 +64,9 @@ class DiscoveryOut(BaseModel):
     catalogs: list[CatalogListedOut]
     changes: list[ChangeOut]
     skipped: list[SkippedOut]
+    notes: list[str] = Field(
+        description="about the pass itself, e.g. a policy that names no registered catalog"
+    )
 
 
 class EnrolmentOut(BaseModel):

@@ -32,6 +32,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
             out.note(f"  {line}")
     for table, why in result.skipped:
         out.note(f"left alone: {table}: {why}")
+    for note in result.notes:
+        out.note(note)
     if not result.policies:
         out.note("no policies: declare one under policies: in tables.yaml, or tablemgmt policy set")
     counts = ", ".join(f"{result.count(k)} {k}" for k in ("enrolled", "re-enrolled", "updated", "retired"))

@@ -79,6 +79,8 @@ class DiscoveryResult:
     changes: list[Change]
     skipped: list[tuple[str, str]]
     dry_run: bool = False
+    #: What a person should know of the pass itself (a policy that names no registered catalog).
+    notes: list[str] = field(default_factory=list)
 
     def count(self, change: str) -> int:
         return sum(1 for c in self.changes if c.change == change)
@@ -91,6 +93,7 @@ class DiscoveryResult:
             "catalogs": [asdict(c) for c in self.catalogs],
             "changes": [asdict(c) for c in self.changes],
             "skipped": [{"table": t, "reason": r} for t, r in self.skipped],
+            "notes": self.notes,
         }
 
 
@@ -133,12 +136,20 @@ def discover(
     targets = [by_name[policy]] if policy is not None else everyone
     registered = {c.name: c for c in store.catalogs.list()}
     wanted = sorted({c for p in targets for c in catalogs_of(p, sorted(registered))})
+    notes = [
+        f"policy {p.name} names no registered catalog (match.catalog: {', '.join(p.match.catalog)}; "
+        f"registered: {', '.join(sorted(registered)) or 'none'})"
+        for p in targets
+        if not catalogs_of(p, sorted(registered))
+    ]
     repo = EnrolmentRepository.of(store)
     run = _Pass(repo, everyone, {p.name for p in targets}, dry_run)
     for name in wanted:
         run.catalog(name, _listing(registered[name], lister, resolve_catalog))
     run.orphans(policy, registered)
-    return DiscoveryResult(sorted(p.name for p in targets), run.reports, run.changes, run.skipped, dry_run)
+    return DiscoveryResult(
+        sorted(p.name for p in targets), run.reports, run.changes, run.skipped, dry_run, notes
+    )
 
 
 def _listing(catalog: CatalogSpec, lister: Lister, resolve_catalog: Resolver) -> CatalogListing:

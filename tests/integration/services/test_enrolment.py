@@ -202,3 +202,9 @@ def test_one_policy_and_an_unknown_one(store: Store) -> None:
 
     with pytest.raises(NotFound, match="'nope' is not a policy; policies: eu, fleet"):
         discover(store, policies=POLICIES, policy="nope")
+    elsewhere = parse_policy({"name": "elsewhere", "match": {"catalog": "warehouse_*"}})
+    result = discover(store, policies=[*POLICIES, elsewhere], policy="elsewhere")
+    assert result.changes == [] and result.catalogs == []
+    assert result.notes == [
+        "policy elsewhere names no registered catalog (match.catalog: warehouse_*; registered: lake)"
+    ]
