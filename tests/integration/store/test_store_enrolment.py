@@ -83,3 +83,18 @@ def test_removed_declaration_then_enrolled(store: Store, repo: EnrolmentReposito
     store.tables.remove("lake.sales.eu.orders", Owner.STORE)
     assert repo.enrol(_spec("orders"), "fleet", "matches") == "enrolled"  # was never a policy's
     assert repo.managed("fleet")[0].table_id == "lake.sales.eu.orders"
+
+
+def test_a_declarations_file_takes_enrolled_tables_over_in_one_batch(
+    store: Store, repo: EnrolmentRepository
+) -> None:
+    repo.enrol(_spec("a"), "fleet", "matches")
+    repo.enrol(_spec("b"), "fleet", "matches")
+    outcomes = store.tables.upsert_many([_spec("a", retain=7), _spec("b", retain=8)], Owner.CODE)
+    assert outcomes == {"lake.sales.eu.a": "updated", "lake.sales.eu.b": "updated"}
+    rows = {r.spec.id: r for r in store.tables.list()}
+    assert {i: (r.managed_by, r.policy) for i, r in rows.items()} == {
+        "lake.sales.eu.a": (Owner.CODE, None),
+        "lake.sales.eu.b": (Owner.CODE, None),
+    }
+    assert repo.managed() == [] and repo.counts() == {}
