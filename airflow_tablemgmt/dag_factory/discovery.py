@@ -3,7 +3,7 @@
 
 One DAG per policy rather than one for all: each policy has its own interval (a DAG has one schedule), so a
 table created in a catalog is enrolled within one interval of the policy that matches it; a catalog that cannot
-be listed fails only its policy's run, and each policy's passes have their own history in Airflow. Policies
+be listed fails only its policy's run (after what could be listed was applied), and each policy's passes have their own history in Airflow. Policies
 are few, so the DAGs are too (a pass lists catalogs, it starts no Spark). Runs of one DAG never overlap
 (``max_active_runs=1``), and two passes at once (a DAG and ``tablemgmt discover``) are safe: every change is a
 guarded write (``store/enrolment.py``).
@@ -49,6 +49,14 @@ def run_discovery(policy: str) -> dict[str, Any]:
             "%s %s (policy %s): %s", change["change"], change["table"], change["policy"], change["reason"]
         )
     log.info("policy %s: %s", policy, result["counts"])
+    incomplete = [c for c in result["catalogs"] if not c["complete"]]
+    if incomplete:  # what could be listed was applied; the run fails so the outage is seen (and alerted)
+        from airflow_tablemgmt.services.errors import DiscoveryIncomplete
+
+        raise DiscoveryIncomplete(
+            f"policy {policy}: {len(incomplete)} catalog(s) not listed completely, nothing retired from them: "
+            + "; ".join(f"{c['catalog']}: {', '.join(c['failures'])}" for c in incomplete)
+        )
     result["changes"] = result["changes"][:XCOM_CHANGES]
     return result
 

@@ -41,3 +41,8 @@ class Conflict(TableMgmtError):
 
 class DuplicateRun(TableMgmtError):
     """A run of this action at this instant exists already (a process or a DAG run)."""
+
+
+class DiscoveryIncomplete(TableMgmtError):
+    """A discovery pass could not list every catalog it names (unreachable, a namespace refused): what it
+    could list was applied, nothing was retired from the others, and the run says which and why."""

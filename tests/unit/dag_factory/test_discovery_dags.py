@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from airflow_tablemgmt.core.naming import discovery_dag_id, discovery_policy_of, parse_dag_id
 from airflow_tablemgmt.core.policies import Policy, parse_policy
@@ -50,4 +51,32 @@ def test_the_dag_file_builds_a_policys_discovery_dag(tmp_path: Path) -> None:
     assert list(only.dags) == ["tms__discover__fleet"]
     every = load_registry_and_build(None, store=store)
     assert "tms__discover__fleet" in every.dags
+    store.dispose()
+
+
+def test_a_run_fails_naming_a_catalog_it_could_not_list(tmp_path: Path, monkeypatch: Any) -> None:
+    import pytest
+
+    from airflow_tablemgmt.core.tables import CatalogSpec
+    from airflow_tablemgmt.dag_factory.discovery import run_discovery
+    from airflow_tablemgmt.services.errors import DiscoveryIncomplete
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.policies import PolicyRepository
+
+    url = f"sqlite:///{tmp_path / 'tablemgmt.db'}"
+    monkeypatch.setenv("TABLEMGMT_STORE_URL", url)
+    store = Store(url)
+    gone = tmp_path / "no-such-dir" / "catalog.db"
+    store.catalogs.upsert(
+        CatalogSpec(
+            name="lake", type="jdbc", warehouse=str(tmp_path), properties={"uri": f"jdbc:sqlite:{gone}"}
+        ),
+        Owner.STORE,
+    )
+    PolicyRepository.of(store).upsert(_policy("fleet", "30m"), Owner.STORE)
+    with pytest.raises(
+        DiscoveryIncomplete,
+        match="policy fleet: 1 catalog.* nothing retired from them: lake: catalog lake: not listed",
+    ):
+        run_discovery("fleet")
     store.dispose()
