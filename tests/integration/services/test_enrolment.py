@@ -208,3 +208,26 @@ def test_one_policy_and_an_unknown_one(store: Store) -> None:
     assert result.notes == [
         "policy elsewhere names no registered catalog (match.catalog: warehouse_*; registered: lake)"
     ]
+
+
+def test_a_path_based_table_is_enrolled_with_its_formats_actions(tmp_path: Path) -> None:
+    """A Delta table in a hadoop catalog's warehouse (its ``_delta_log`` as Delta lays it out), found by the
+    walk, enrolled by a policy for Delta tables with Delta's own actions; the Iceberg policy leaves it alone."""
+    from tests.integration.metadata.test_discovery import _delta
+
+    warehouse = tmp_path / "paths"
+    _delta(warehouse / "ops" / "events", {})
+    _delta(warehouse / "ops" / "private", dict(OPT_OUT))
+    s = Store(f"sqlite:///{tmp_path / 'paths.db'}")
+    s.catalogs.upsert(CatalogSpec(name="paths", warehouse=str(warehouse)), Owner.STORE)
+    deltas = parse_policy(
+        {"name": "deltas", "match": {"catalog": "paths", "format": "delta"}, "actions": {"optimize": {}}}
+    )
+    result = discover(s, policies=[deltas, *POLICIES])
+    assert [(c.table, c.policy, c.change) for c in result.changes] == [
+        ("paths.ops.events", "deltas", "enrolled")
+    ]
+    spec = s.tables.get("paths.ops.events")
+    assert spec.format == "delta" and spec.enabled_actions() == ["optimize"]
+    assert "opted out" in dict(result.skipped)["paths.ops.private"]
+    s.dispose()
