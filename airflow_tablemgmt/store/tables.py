@@ -110,7 +110,7 @@ class TableRepository:
                 return "unchanged"
             if live and row.managed_by != owner:
                 log.warning(
-                    "table %s: %s takes it over from %s", table_id, _writer(owner), _writer(row.managed_by)
+                    "table %s: its %s declaration takes it over from %s", table_id, owner, row.managed_by
                 )
             values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None)
             if not live:
@@ -166,10 +166,7 @@ class TableRepository:
                     continue
                 if live and found.managed_by != owner:
                     log.warning(
-                        "table %s: %s takes it over from %s",
-                        table_id,
-                        _writer(owner),
-                        _writer(found.managed_by),
+                        "table %s: its code declaration takes it over from %s", table_id, found.managed_by
                     )
                 values = dict(columns, managed_by=str(owner), updated_at=now, deleted_at=None)
                 if not live:
@@ -344,13 +341,6 @@ def _columns_of(spec: TableSpec) -> dict[str, Any]:
         "spec": doc,
         "policy": None,  # a declaration takes a policy's table over (store/enrolment.py writes the name)
     }
-
-
-def _writer(owner: str) -> str:
-    """Who writes a row of ``owner``, for the takeover log line."""
-    return {Owner.CODE: "dags/tables.yaml", Owner.STORE: "the store", Owner.POLICY: "its policy"}.get(
-        Owner(owner), str(owner)
-    )
 
 
 def _unchanged_since(row: Row[Any]) -> tuple[ColumnElement[bool], ...]:
