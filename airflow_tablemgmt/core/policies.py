@@ -34,12 +34,12 @@ from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
-from airflow_tablemgmt.core.actions import ACTIONS, REFRESH_ON_PLAIN_TABLE
+from airflow_tablemgmt.core.actions import ACTIONS, PLAIN_TABLE, REFRESH_ON_PLAIN_TABLE
 from airflow_tablemgmt.core.durations import Duration
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableMgmtError
 from airflow_tablemgmt.core.formats import FORMATS
 from airflow_tablemgmt.core.policy_match import PolicyMatch, SpecModel
-from airflow_tablemgmt.core.tables import REFRESH_ACTION, _nested, format_validation_error
+from airflow_tablemgmt.core.tables import REFRESH_ACTION, TableSpec, _nested, format_validation_error
 
 #: The table property that opts a table out of every policy, and its value.
 OPT_OUT_PROPERTY = "tablemgmt.maintenance"
@@ -162,15 +162,16 @@ class PolicyNotFound(TableMgmtError):
         self.name = name
 
 
-def parse_policy(data: Any, source: str = "policy") -> Policy:
+def parse_policy(data: Any, source: str = "policy", *, named: bool = True) -> Policy:
     """A policy from YAML, REST or the CLI; :class:`InvalidDeclaration` with one line per problem, each
-    naming the field path, the value and what is allowed."""
+    naming the field path, the value and what is allowed (and the policy, unless ``named`` is False: a
+    REST body's errors start with the path inside it)."""
     if not isinstance(data, dict):
         raise InvalidDeclaration(f"{source}: expected a mapping with name, match and actions, got {data!r}")
     try:
         return Policy.model_validate(data)
     except ValidationError as e:
-        label = f"policy {data.get('name')}" if isinstance(data.get("name"), str) else ""
+        label = f"policy {data.get('name')}" if named and isinstance(data.get("name"), str) else ""
         raise InvalidDeclaration(format_validation_error(e, source, label=label)) from None
 
 
@@ -316,3 +317,18 @@ def resolve(
                 + "; ".join(lines)
             ) from None
     return resolution
+
+
+def effective_spec(
+    spec: TableSpec, policies: Sequence[Policy], properties: Mapping[str, str] | None = None
+) -> TableSpec:
+    """``spec`` with its actions replaced by their effective settings under ``policies`` (its own keys first,
+    then the matching policies', most specific first): what a declared table would run with the policies merged
+    in. ``spec`` itself when no policy contributes. Raises as :func:`resolve` does."""
+    facts = TableFacts(spec.catalog, spec.namespace, spec.name, str(spec.format), dict(properties or {}))
+    resolution = resolve(facts, policies, spec.actions, spec.maintenance)
+    if not resolution.policies:
+        return spec
+    data = spec.model_dump(mode="json", by_alias=True)
+    data["actions"] = {action: resolution.settings(action) for action in resolution.actions}
+    return TableSpec.model_validate(data, context=PLAIN_TABLE)

@@ -82,7 +82,7 @@ class ApplyResult:
 
 def apply_policy(store: Store, data: Any, source: str = "policy") -> ApplyResult:
     """Create or update one policy from its document (owned by the store)."""
-    policy = parse_policy(data, source)
+    policy = parse_policy(data, source, named=source != "body")
     return ApplyResult(policy.name, _repo(store).upsert(policy, Owner.STORE))
 
 
@@ -138,6 +138,18 @@ class Explanation:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
 
+    @property
+    def applied(self) -> bool:
+        """Whether the table's DAGs run these settings: a table a policy enrolled runs what discovery wrote
+        from this resolution; a declared table runs its own declaration (and the defaults), so it runs these
+        only when no policy contributes; a table not registered runs nothing."""
+        if self.managed_by is None:
+            return False
+        if self.managed_by == str(Owner.POLICY):
+            return True
+        sources = (s.source for keys in self.resolution.actions.values() for s in keys.values())
+        return not any(source.startswith("policy:") for source in sources)
+
     def to_dict(self) -> dict[str, Any]:
         r = self.resolution
         return {
@@ -159,6 +171,7 @@ class Explanation:
             "properties": dict(self.properties) if self.properties is not None else None,
             "notes": self.notes,
             "error": self.error,
+            "applied": self.applied,
         }
 
     def rows(self) -> list[dict[str, Any]]:
@@ -237,6 +250,12 @@ def explain(
     except InvalidDeclaration as e:  # a tie of two policies, or a merge that does not validate
         error = str(e)
         resolution = resolve(facts, [], own, maintenance)
-    return Explanation(
+    result = Explanation(
         ident_text, fmt, managed_by, enrolled_by, resolution, matching, properties, notes, error
     )
+    if managed_by is not None and not result.applied:
+        notes.append(
+            "declared: its DAGs run its own declaration and the defaults; the policies' settings shown are what "
+            "precedence gives it, applied to the tables a policy enrolled (discovery leaves a declared table alone)"
+        )
+    return result

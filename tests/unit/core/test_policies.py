@@ -259,3 +259,26 @@ def test_the_opt_out_is_absent_from_every_other_tables_stored_spec() -> None:
     assert "maintenance" not in spec.model_dump(mode="json", by_alias=True)
     off = parse_table({"catalog": "l", "namespace": "n", "name": "t", "maintenance": "disabled"})
     assert off.model_dump(mode="json", by_alias=True)["maintenance"] == "disabled"
+
+
+def test_effective_spec_is_the_declaration_with_the_policies_merged_in() -> None:
+    from airflow_tablemgmt.core.policies import effective_spec
+
+    spec = parse_table(
+        {
+            "catalog": "lake",
+            "namespace": "sales.eu",
+            "name": "orders",
+            "actions": {"expire-snapshots": {"older-than": "7d"}},
+        }
+    )
+    assert effective_spec(spec, [policy("elsewhere", {"catalog": "other"})]) is spec
+    lake = policy(
+        "lake",
+        {"catalog": "lake", "format": "iceberg"},
+        {"expire-snapshots": {"retain-last": 5}, "rewrite-manifests": {}},
+    )
+    merged = effective_spec(spec, [lake])
+    assert merged.enabled_actions() == ["expire-snapshots", "rewrite-manifests"]
+    settings = merged.action_settings("expire-snapshots")
+    assert str(settings.older_than) == "7 days, 0:00:00" and settings.retain_last == 5
