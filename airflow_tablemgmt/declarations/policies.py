@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -29,10 +30,17 @@ from airflow_tablemgmt.declarations.errors import DeclarationError, file_error, 
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations
-    from airflow_tablemgmt.declarations.sync import PrunePolicy, SyncReport
     from airflow_tablemgmt.store import Store
 
 log = logging.getLogger(__name__)
+
+
+def same_file(a: str, b: str) -> bool:
+    """Two spellings of one file (``declarations.files.same_file``, which imports the parser, as this does)."""
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
 
 
 def policy_label(name: Any) -> str:
@@ -100,10 +108,9 @@ def check_policies_across_files(files: list[LoadedDeclarations]) -> None:
         f.policies = kept
 
 
-def sync_policies(store: Store, fs: FileSet, report: SyncReport, failed: set[str], strict: bool) -> None:
+def sync_policies(store: Store, fs: FileSet, report: Any, failed: set[str], strict: bool) -> None:
     """Upsert the policies of the files loaded from YAML, owned by code with their file as source. A policy
     another existing file declares (by the store's record of it) is refused naming that file."""
-    from airflow_tablemgmt.declarations.files import same_file
     from airflow_tablemgmt.store.policies import PolicyRepository
 
     parsed = [f for f in fs.files if f.source in fs.parsed and f.policies]
@@ -131,9 +138,8 @@ def sync_policies(store: Store, fs: FileSet, report: SyncReport, failed: set[str
                 report.policies.append(f"{policy.name} {outcome}")
 
 
-def prune_policies(store: Store, fs: FileSet, prune: PrunePolicy, errors: list[str]) -> list[str]:
+def prune_policies(store: Store, fs: FileSet, prune: Any, errors: list[str]) -> list[str]:
     """Delete the code-owned policies the files parsed in this sync no longer declare (module docstring)."""
-    from airflow_tablemgmt.declarations.files import same_file
     from airflow_tablemgmt.store.policies import PolicyRepository
 
     if not prune.enabled or errors or any(e.table == "<file>" for f in fs.files for e in f.errors):
