@@ -120,16 +120,14 @@ class ActionThresholds:
 
     def effective(self, values: Mapping[str, Any] | None, settings: Any = None) -> dict[str, float]:
         """Every threshold's value for a run: the one set, else the action option its default names (read
-        from ``settings``, the action's validated settings), else its default."""
+        from ``settings``, the action's validated settings), else its default. Whole numbers as ints."""
         values = values or {}
         out: dict[str, float] = {}
         for name, t in self.thresholds.items():
-            if name in values:
-                out[name] = float(values[name])
-                continue
             option = t.default_option.replace("-", "_") if t.default_option else None
             found = getattr(settings, option, None) if option and settings is not None else None
-            out[name] = float(found) if isinstance(found, int | float) else t.default
+            value = values.get(name, found if isinstance(found, int | float) else t.default)
+            out[name] = int(value) if t.integer else float(value)
         return out
 
 
