@@ -29,6 +29,7 @@ from airflow_tablemgmt.core.formats import (
 from airflow_tablemgmt.core.identifiers import TableIdentifier, validate_identifier
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.core.thresholds import ActionThresholds, Threshold
 from airflow_tablemgmt.core.triggers import Interval, TriggerStrategy
 from airflow_tablemgmt.factories.path_formats import retention_changed
 from airflow_tablemgmt.formats.base import FormatFactory, format_job
@@ -41,6 +42,7 @@ __all__ = [
     "Action",
     "ActionNotSupported",
     "ActionSettings",
+    "ActionThresholds",
     "CatalogSpec",
     "Duration",
     "Finding",
@@ -61,6 +63,7 @@ __all__ = [
     "TABS",
     "TableIdentifier",
     "TableSpec",
+    "Threshold",
     "TriggerContext",
     "TriggerStrategy",
     "ViewHook",
