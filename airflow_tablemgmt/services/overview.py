@@ -7,6 +7,8 @@ entry), which the health sort and the needs-attention filter use in SQL and the 
 tables of a page it lacks are read in the background (:func:`services.health.warm`), so the next
 refresh shows them. The overview's process figures come from the rollup the store keeps as processes
 change (``store/process_rollup.py``): an api-server's first overview costs what every other one does.
+The fleet section (policies, enrolment, health skips, cost per day: ``services/fleet.py``) is computed and
+reused with them.
 
 A process's times are :func:`services.processes.timings` (one definition for the CLI, REST and
 the page).
@@ -21,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
+from airflow_tablemgmt.services.fleet import fleet
 from airflow_tablemgmt.services.health import CachedHealth, stored_health, warm
 from airflow_tablemgmt.services.processes import timings  # noqa: F401 - the page's times, re-exported
 from airflow_tablemgmt.store import listing
@@ -184,6 +187,7 @@ def _compute_figures(store: Store, now: datetime) -> dict[str, Any]:
             for r in listing.failing(engine)
         ],
         **_rollup(listing.finished_per_hour(engine, now - timedelta(days=30)), now),
+        "fleet": fleet(store, now),  # policies, enrolment, health skips, cost per day (services/fleet.py)
     }
     with _FIGURES_LOCK:
         _FIGURES[key] = (time.monotonic(), figures)
