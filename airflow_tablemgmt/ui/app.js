@@ -3,7 +3,7 @@
  *
  * Routes (each its own URL; inside Airflow's frame the hash is mirrored to the outer page's URL, so a
  * link or a reload opens the same view, and the back button walks the views):
- *   #/                                 overview: tables, size, attention, failing and waiting work, trends
+ *   #/                                 overview: tables, size, attention, failing and waiting work, the fleet, trends
  *   #/tables?q=&catalog=&…&sort=       the table list: search, filters, sort and paging on the server
  *   #/tables/<id>?tab=<tab>&action=<a> a table: Details, Files, Snapshots, Maintenance, History
  *   #/dynamic, #/dynamic/<id>          dynamic tables: definition, freshness lag, refreshes, suspend/resume
@@ -411,6 +411,60 @@ function actionCharts(action, procs) {
 // measured count stops growing (a table whose catalog cannot be read stays unmeasured).
 const overviewProgress = { measured: -1, idle: 0 };
 
+// The fleet (GET /overview's `fleet`, services/fleet.py): each policy's tables, what discovery enrolled and
+// retired, the runs the health gate skipped and the cost per day, over the last `days` days; the newest
+// enrolment changes and skips, each linking to its table's page while the table is live.
+const fmtCoreH = (v) => (typeof v !== "number" ? "–" : v === 0 ? "0" : v >= 10 ? v.toFixed(0) : v >= 0.1 ? v.toFixed(2) : v.toPrecision(2));
+function skipFigures(figures) {
+  return Object.entries(figures || {})
+    .filter(([k, v]) => k !== "findings" && v !== null && (typeof v !== "object" || k === "thresholds"))
+    .map(([k, v]) => (typeof v === "object" ? Object.entries(v).map(([t, n]) => `${t} ${fmtNum(n)}`).join(", ") : `${k.replace(/_/g, " ")} ${fmtNum(v)}`))
+    .join(" · ");
+}
+function fleetSection(f) {
+  const title = h("h3", {}, f ? `Fleet: policies, last ${f.days} days` : "Fleet");
+  if (!f || !(f.policies || []).length) {
+    return h("section", { id: "fleet" }, title,
+      h("p", { class: "muted", dataset: { empty: "fleet" } }, "No policy yet. A policy enrols every table of a catalog that it matches and maintains it, running an action only where it pays: declare one under policies: in tables.yaml or apply one with tablemgmt policies apply (docs/policies.md)."));
+  }
+  const tableCell = (t, live, tab, action) => (live ? link(tableHref(t, tab, action), t) : h("span", { class: "muted", title: "retired: no page" }, t));
+  const days = [];
+  for (let d = new Date(f.first_day + "T00:00:00Z"); days.length < f.days; d = new Date(d.getTime() + 86400000)) days.push(d.toISOString().slice(0, 10));
+  const daily = new Map((f.cost_daily || []).map((c) => [`${c.policy} ${c.day}`, c]));
+  return h("section", { id: "fleet" }, title,
+    h("table", { class: "grid", id: "fleet-policies" },
+      h("thead", {}, h("tr", {}, ["Policy", "Tables managed", "Enrolled", "Retired", "Skipped for health", "Core-hours / day", "Read / day", "Written / day"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, f.policies.map((p) => h("tr", { dataset: { policy: p.name } },
+        h("td", { title: p.error || p.description || "" }, p.name, p.exists ? null : h("span", { class: "muted small" }, " (deleted)"), p.error ? h("span", { class: "bad small" }, " (unreadable)") : null),
+        h("td", { class: "num", dataset: { figure: "tables", value: String(p.tables) } }, fmtNum(p.tables)),
+        h("td", { class: "num", dataset: { figure: "enrolled", value: String(p.enrolled) } }, fmtNum(p.enrolled)),
+        h("td", { class: "num", dataset: { figure: "retired", value: String(p.retired) } }, fmtNum(p.retired)),
+        h("td", { class: "num", dataset: { figure: "skipped", value: String(p.skipped) } }, fmtNum(p.skipped)),
+        h("td", { class: "num", dataset: { figure: "core_hours", value: String(p.per_day.core_hours) }, title: `${fmtNum(p.cost.core_seconds)} core-seconds in ${f.days} days, ${fmtNum(p.cost.measured)} of ${fmtNum(p.cost.runs)} finished runs measured` }, fmtCoreH(p.per_day.core_hours)),
+        h("td", { class: "num", dataset: { figure: "bytes_read", value: String(p.per_day.bytes_read) } }, fmtBytes(p.per_day.bytes_read)),
+        h("td", { class: "num", dataset: { figure: "bytes_written", value: String(p.per_day.bytes_written) } }, fmtBytes(p.per_day.bytes_written)))))),
+    h("h4", {}, "Executor core-hours per day (UTC)"),
+    h("table", { class: "grid", id: "fleet-cost" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Policy"), days.map((d) => h("th", { class: "num" }, d.slice(5))))),
+      h("tbody", {}, f.policies.map((p) => h("tr", { dataset: { policy: p.name } }, h("td", {}, p.name),
+        days.map((d) => {
+          const c = daily.get(`${p.name} ${d}`);
+          return h("td", { class: c ? "num" : "num muted", dataset: { day: d }, title: c ? `${fmtNum(c.runs)} runs · read ${fmtBytes(c.bytes_read)} · written ${fmtBytes(c.bytes_written)}` : "" }, c ? fmtCoreH(c.core_seconds / 3600) : "–");
+        }))))),
+    h("h4", {}, "Enrolment changes"),
+    (f.enrolments || []).length
+      ? h("table", { class: "grid", id: "fleet-enrolments" }, h("thead", {}, h("tr", {}, ["When", "Policy", "Table", "Change", "Why"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, f.enrolments.map((e) => h("tr", { dataset: { table: e.table, change: e.change } }, h("td", {}, when(e.at)), h("td", {}, e.policy), h("td", {}, tableCell(e.table, e.live)), h("td", {}, e.change), h("td", { class: "reason" }, e.reason)))))
+      : h("p", { class: "muted" }, `No table enrolled or retired in the last ${f.days} days.`),
+    h("h4", {}, "Skipped for health: the run would not pay"),
+    (f.skips || []).length
+      ? h("table", { class: "grid", id: "fleet-skips" }, h("thead", {}, h("tr", {}, ["When", "Table", "Action", "Policy", "Why", "Figures"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, f.skips.map((s) => h("tr", { dataset: { process: String(s.process_id), table: s.table } }, h("td", {}, when(s.finished_at)), h("td", {}, tableCell(s.table, s.live, "history", s.action)), h("td", {}, s.action), h("td", {}, s.policy || h("span", { class: "muted" }, "declared")), h("td", { class: "reason" }, s.reason), h("td", { class: "small" }, skipFigures(s.figures))))))
+      : h("p", { class: "muted" }, `No run skipped for health in the last ${f.days} days.`),
+    h("p", { class: "muted small" }, `${fmtNum(f.skipped)} runs skipped for health in ${f.days} days, every table. Cost: executor core-seconds and the bytes Spark's tasks read and wrote, of the processes that finished on the last ${f.days} UTC days (today included), per day the sum / ${f.days}; a table's cost counts for the policy managing it now.`),
+  );
+}
+
 async function renderOverview(token) {
   setCrumb();
   const o = await api("/overview");
@@ -437,6 +491,7 @@ async function renderOverview(token) {
         card("Waiting or running", fmtNum(Object.values(o.active_per_status || {}).reduce((a, b) => a + b, 0)), { dataset: { figure: "active" } }, Object.entries(o.active_per_status || {}).map(([s, n]) => `${s} ${n}`).join(" · ") || "nothing in flight"),
       ),
       h("div", { class: "cards" }, done("24 h", o.done_24h), done("7 d", o.done_7d)),
+      fleetSection(o.fleet),
       h("h3", {}, "Why tables need attention"),
       kinds.length
         ? h("table", { class: "grid", id: "attention" }, h("thead", {}, h("tr", {}, ["Finding", "Tables", "Action that helps", "For example"].map((c) => h("th", {}, c)))),
