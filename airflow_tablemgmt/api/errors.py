@@ -28,6 +28,7 @@ from airflow_tablemgmt.core.errors import (
     UnreadableCatalog,
     UnreadableTable,
 )
+from airflow_tablemgmt.core.policies import PolicyNotFound
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
 from airflow_tablemgmt.services.errors import CatalogConflict, Conflict, DeclarationsRejected, NotFound
 from airflow_tablemgmt.services.run_now import DuplicateRun
@@ -39,6 +40,7 @@ from airflow_tablemgmt.store.errors import (
     TableManagedByPolicy,
     TableManagedByStore,
 )
+from airflow_tablemgmt.store.policies import PolicyManagedByCode
 
 
 class ApiError(Exception):
@@ -55,11 +57,13 @@ class ApiError(Exception):
 _MAPPING: list[tuple[type[Exception], int, str]] = [
     (TableNotFound, 404, "table_id"),
     (CatalogNotFound, 404, "catalog"),
+    (PolicyNotFound, 404, "name"),
     (ProcessNotFound, 404, "process_id"),
     (NotFound, 404, "table_id"),
     (NotADynamicTable, 404, "table_id"),
     (TableManagedByCode, 409, "table_id"),
     (CatalogManagedByCode, 409, "name"),
+    (PolicyManagedByCode, 409, "name"),
     (CatalogInUse, 409, "name"),
     (TableManagedByStore, 409, "table_id"),
     (TableManagedByPolicy, 409, "table_id"),
