@@ -39,6 +39,7 @@ METRIC_KEYS = (
     "delete_files",
     "position_delete_files",
     "equality_delete_files",
+    "deletion_vectors",
     "manifests",
     "snapshots",
     "current_snapshot_id",
@@ -236,6 +237,8 @@ def _metrics_from_metadata_tables(spark: SparkSession, table: TableIdentifier) -
         f"(SELECT count(*) FROM {metadata_table(table, 'manifests')}) AS manifests, "
         f"(SELECT count(*) FROM {metadata_table(table, 'snapshots')}) AS snapshots, "
         f"(SELECT first(snapshot_id) FROM {metadata_table(table, 'refs')} WHERE name = 'main') AS current, "
+        # v3 deletion vectors: position deletes in Puffin files (the partitions table counts them as such)
+        f"(SELECT count(*) FROM {metadata_table(table, 'delete_files')} WHERE file_format = 'PUFFIN') AS dvs, "
         "coalesce(sum(file_count), 0) AS data_files, "
         "coalesce(sum(total_data_file_size_in_bytes), 0) AS data_bytes, "
         f"(SELECT count(*) FROM {table.quoted}) AS live_records, "
@@ -251,8 +254,9 @@ def _metrics_from_metadata_tables(spark: SparkSession, table: TableIdentifier) -
         "live_records": int(row["live_records"]),
         "physical_rows": int(row["physical_rows"]),
         "delete_files": int(row["position_delete_files"]) + int(row["equality_delete_files"]),
-        "position_delete_files": int(row["position_delete_files"]),
+        "position_delete_files": int(row["position_delete_files"]) - int(row["dvs"]),
         "equality_delete_files": int(row["equality_delete_files"]),
+        "deletion_vectors": int(row["dvs"]),
         "manifests": int(row["manifests"]),
         "snapshots": int(row["snapshots"]),
         "current_snapshot_id": int(row["current"]) if row["current"] is not None else None,

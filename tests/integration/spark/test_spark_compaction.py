@@ -1,4 +1,6 @@
-"""rewrite-files (binpack, sort, zorder), rewrite-deletes and rewrite-manifests on real tables."""
+"""rewrite-files (binpack, sort, zorder), rewrite-deletes and rewrite-manifests on real tables; on a format v3
+table, deletion vectors: health counts them apart, rewrite-deletes converts or says why not, rewrite-files
+applies them."""
 
 from __future__ import annotations
 
@@ -7,12 +9,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.formats.iceberg.job.compaction import (
     rewrite_deletes,
     rewrite_files,
     rewrite_manifests,
 )
+from airflow_tablemgmt.metadata.files import FileStats, read_file_stats
 from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec
+from airflow_tablemgmt.spark.job.metrics import _metrics_from_metadata_tables
 from tests.integration.spark.spark_tables import TableFactory, Tables
 
 if TYPE_CHECKING:
@@ -171,3 +176,119 @@ def test_rewrite_manifests_merges_manifests(make_table: TableFactory, tables: Ta
     assert summary["rewritten_manifests_count"] == 5
     assert summary["after"]["manifests"] == summary["added_manifests_count"] == 1
     assert tables.content(table) == before
+
+
+# ---- Iceberg format v3: deletion vectors (issue 39, item 5) --------------------------------------------
+
+V3_MOR = {"format-version": "3", "write.delete.mode": "merge-on-read"}
+
+
+def _two_partitions(tables: Tables, table: TableIdentifier) -> None:
+    """100 rows in partition 'a' (ids 0-99) and 100 in 'b' (100-199): one data file each."""
+    tables.spark.range(200).selectExpr(
+        "id", "CASE WHEN id < 100 THEN 'a' ELSE 'b' END AS p", "cast(id AS string) AS v"
+    ).writeTo(str(table)).append()
+
+
+def _health(catalog: CatalogSpec, table: TableIdentifier) -> FileStats:
+    return read_file_stats(
+        catalog, TableSpec(catalog=table.catalog, namespace=table.namespace, name=table.name)
+    )
+
+
+def test_v3_deletes_are_deletion_vectors_counted_apart_and_applied_by_rewrite_files(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec
+) -> None:
+    spark = tables.spark
+    table = make_table("id bigint, p string, v string", partitioned_by="p", props=V3_MOR)
+    _two_partitions(tables, table)
+    spark.sql(f"DELETE FROM {table.quoted} WHERE id < 40")
+    spark.sql(f"DELETE FROM {table.quoted} WHERE id IN (150, 151)")
+    spark.sql(f"DELETE FROM {table.quoted} WHERE id = 45")  # merged into partition a's vector
+    live = tables.content(table)
+    assert live[0] == 157
+
+    # Health, read without a JVM: one vector per data file with deletes, no v2 delete file.
+    stats = _health(catalog, table)
+    assert stats.format_version == 3
+    assert (stats.deletion_vectors, stats.position_delete_files, stats.delete_files) == (2, 0, 2)
+    assert stats.dv_deleted_rows == stats.deleted_rows == 43
+    assert stats.dv_files >= 1 and 0 < stats.dv_bytes <= stats.delete_bytes
+    assert stats.deletes_in_words == "2 deletion vectors"
+    # The job's fallback figures (Spark's metadata tables) count them the same way.
+    fallback = _metrics_from_metadata_tables(spark, table)
+    assert (fallback["deletion_vectors"], fallback["position_delete_files"]) == (2, 0)
+
+    # rewrite-deletes has nothing to convert: it says so, and commits nothing.
+    deletes = rewrite_deletes(spark, table, {"rewrite-all": True})
+    assert deletes["format_version"] == 3
+    assert deletes["outcome"].startswith("nothing to do: the table's deletes are 2 deletion vectors")
+    assert deletes["converted_position_delete_files"] == 0
+    assert deletes["after"]["current_snapshot_id"] == deletes["before"]["current_snapshot_id"]
+
+    # rewrite-files applies the vector of the file past delete-ratio-threshold (41 % of partition a's rows,
+    # 2 % of b's), though min-input-files alone would rewrite nothing; the vector goes with its file.
+    files = rewrite_files(
+        spark,
+        table,
+        {"delete-ratio-threshold": 0.3, "remove-dangling-deletes": True, "min-input-files": 100},
+    )
+    assert files["rewritten_data_files_count"] == 1 and files["added_data_files_count"] == 1
+    assert files["removed_delete_files_count"] == 1
+    assert (files["before"]["deletion_vectors"], files["after"]["deletion_vectors"]) == (2, 1)
+    assert (files["before"]["physical_rows"], files["after"]["physical_rows"]) == (200, 159)
+    assert tables.content(table) == live
+    after = _health(catalog, table)
+    assert (after.deletion_vectors, after.dv_deleted_rows, after.records) == (1, 2, 159)
+
+
+def test_rewrite_deletes_converts_an_upgraded_tables_position_deletes_into_deletion_vectors(
+    make_table: TableFactory, tables: Tables, catalog: CatalogSpec
+) -> None:
+    spark = tables.spark
+    table = make_table(
+        "id bigint, p string, v string",
+        partitioned_by="p",
+        # partition-scoped deletes (Iceberg 1.10's default): each DELETE adds a file per partition it touches
+        props={
+            "format-version": "2",
+            "write.delete.mode": "merge-on-read",
+            "write.delete.granularity": "partition",
+        },
+    )
+    _two_partitions(tables, table)
+    for victims in ("id < 10", "id BETWEEN 10 AND 29", "id BETWEEN 30 AND 39", "id = 150", "id = 151"):
+        spark.sql(f"DELETE FROM {table.quoted} WHERE {victims}")
+    spark.sql(f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ('format-version' = '3')")
+    live = tables.content(table)
+
+    stats = _health(catalog, table)
+    assert stats.format_version == 3
+    assert (stats.position_delete_files, stats.deletion_vectors, stats.deleted_rows) == (5, 0, 42)
+    assert stats.deletes_in_words == "5 position delete files"
+
+    # rewrite-files rewrites partition a's data file; its three delete files then apply to no live data
+    # file, and remove-dangling-deletes removes them in the same run.
+    files = rewrite_files(
+        spark, table, {"where": "p = 'a'", "rewrite-all": True, "remove-dangling-deletes": True}
+    )
+    assert files["rewritten_data_files_count"] == 1
+    assert files["removed_delete_files_count"] == 3
+    assert (files["before"]["position_delete_files"], files["after"]["position_delete_files"]) == (5, 2)
+    assert tables.content(table) == live
+
+    # With the default min-input-files (5) partition b's two files are left, and the summary says why ...
+    kept = rewrite_deletes(spark, table, {})
+    assert kept["outcome"].startswith(
+        "converted nothing; 2 v2 position delete files left (their partition's group had fewer than "
+        "min-input-files, 5"
+    )
+    # ... rewrite-all converts them into one deletion vector of partition b's data file.
+    deletes = rewrite_deletes(spark, table, {"rewrite-all": True})
+    assert deletes["outcome"] == (
+        "converted 2 v2 position delete files into deletion vectors (0 -> 1 deletion vectors)"
+    )
+    assert (deletes["after"]["position_delete_files"], deletes["after"]["deletion_vectors"]) == (0, 1)
+    assert tables.content(table) == live
+    after = _health(catalog, table)
+    assert (after.position_delete_files, after.deletion_vectors, after.dv_deleted_rows) == (0, 1, 2)

@@ -87,6 +87,16 @@ def test_outcome_on_a_table_whose_deletes_are_all_deletion_vectors() -> None:
     assert out["converted_position_delete_files"] == 0
 
 
+def test_outcome_names_one_vector_in_the_singular() -> None:
+    out = deletes_outcome(_metrics(0, 1), _metrics(0, 1), RewriteDeletesSettings())
+    assert out["outcome"].startswith("nothing to do: the table's deletes are 1 deletion vector and no v2")
+
+
+def test_outcome_when_nothing_was_converted() -> None:
+    out = deletes_outcome(_metrics(1, 0), _metrics(1, 0), RewriteDeletesSettings())
+    assert out["outcome"].startswith("converted nothing; 1 v2 position delete file left (")
+
+
 def test_outcome_without_any_deletes() -> None:
     out = deletes_outcome(_metrics(0, 0), _metrics(0, 0), RewriteDeletesSettings())
     assert out["outcome"] == "nothing to do: the table has no position delete files and no deletion vectors"
@@ -102,5 +112,8 @@ def test_outcome_of_a_conversion_and_what_it_left() -> None:
 
     partly = deletes_outcome(_metrics(6, 0), _metrics(2, 2), RewriteDeletesSettings())
     assert partly["outcome"].startswith("converted 4 v2 position delete files")
-    assert "2 position delete files left (fewer than min-input-files, 5, in a partition" in partly["outcome"]
+    assert (
+        "; 2 v2 position delete files left (their partition's group had fewer than min-input-files, 5"
+        in (partly["outcome"])
+    )
     assert "rewrite-all: true" in partly["outcome"]

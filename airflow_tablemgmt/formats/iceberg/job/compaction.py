@@ -18,6 +18,7 @@ from airflow_tablemgmt.formats.iceberg.actions import (
     RewriteManifestsSettings,
     RewriteStrategy,
 )
+from airflow_tablemgmt.metadata.deletes import in_words
 from airflow_tablemgmt.spark.job import literals
 from airflow_tablemgmt.spark.job.maintainers.settings import parse_settings
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metrics_after, metrics_before
@@ -138,26 +139,32 @@ def deletes_outcome(
     files, left = int(before["position_delete_files"]), int(after["position_delete_files"])
     dvs, dvs_after = int(before.get("deletion_vectors") or 0), int(after.get("deletion_vectors") or 0)
     converted = max(0, files - left)
-    if not files:
-        if dvs:
-            outcome = (
-                f"nothing to do: the table's deletes are {dvs} deletion vectors and no v2 position delete "
-                "files (Iceberg converts position delete files into deletion vectors on a v3 table; "
-                "rewrite-files applies the vectors: delete-ratio-threshold)"
-            )
-        else:
-            outcome = "nothing to do: the table has no position delete files and no deletion vectors"
-    elif converted:
+
+    def position(n: int) -> str:
+        return f"{n} v2 position delete file{'' if n == 1 else 's'}"
+
+    if not files and dvs:
         outcome = (
-            f"converted {converted} v2 position delete files into deletion vectors "
-            f"({dvs} -> {dvs_after} deletion vectors)"
+            f"nothing to do: the table's deletes are {in_words(dvs, 0, 0, dvs)} and no v2 position delete "
+            "files (on a v3 table Iceberg converts position delete files into deletion vectors; rewrite-files "
+            "applies the vectors: delete-ratio-threshold)"
         )
+    elif not files:
+        outcome = "nothing to do: the table has no position delete files and no deletion vectors"
     else:
-        outcome = f"converted nothing: {files} v2 position delete files"
-    if files and left:
-        how = "" if s.rewrite_all else f" (fewer than min-input-files, {s.min_input_files}, in a partition: "
-        how += "" if s.rewrite_all else "rewrite-all: true converts every one)"
-        outcome += f"; {left} position delete files left{how}"
+        outcome = (
+            f"converted {position(converted)} into deletion vectors ({dvs} -> {dvs_after} deletion vectors)"
+            if converted
+            else "converted nothing"
+        )
+        if left:
+            why = (
+                ""
+                if s.rewrite_all
+                else f" (their partition's group had fewer than min-input-files, {s.min_input_files}: "
+                "rewrite-all: true converts every one)"
+            )
+            outcome += f"; {position(left)} left{why}"
     return {
         "outcome": outcome,
         "converted_position_delete_files": converted,
