@@ -115,6 +115,7 @@ MUTATIONS: dict[str, Callable[[Api], Request]] = {
         {"instant": _instant().isoformat()},
     ),
     "cancel process": lambda api: ("POST", f"/processes/{_pending(api)}/cancel", None),
+    "run discovery": lambda api: ("POST", "/discovery", {"dry_run": True}),
 }
 
 
@@ -132,7 +133,10 @@ def test_mutation_auth_matrix(api: Api, endpoint: str, mode: str) -> None:
     assert admin.status_code in (200, 201), admin.text
 
 
-@pytest.mark.parametrize("path", ["/catalogs", "/tables", "/processes", f"/tables/{CATALOG}.runs.t1/actions"])
+@pytest.mark.parametrize(
+    "path",
+    ["/catalogs", "/tables", "/processes", f"/tables/{CATALOG}.runs.t1/actions", "/discovery/enrolments"],
+)
 def test_reads_need_a_user_and_a_viewer_may_read(api: Api, path: str) -> None:
     assert api.call("GET", path, None).status_code == 401
     for mode in ("bearer", "cookie"):
