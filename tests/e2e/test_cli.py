@@ -167,7 +167,7 @@ def test_bad_input_is_rejected_naming_file_table_field_value_and_rule(tmp_path: 
 @pytest.fixture(scope="module")
 def compact_me(tmp_path_factory: pytest.TempPathFactory) -> IcebergTable:
     table = make_table(tmp_path_factory.mktemp("cli-wh"), "clirun.db.events", files=30, rows=3000)
-    ok(register(table.table_id, table.warehouse))
+    ok(register(table.table_id, table.warehouse, "--action", "expire-snapshots"))
     return table
 
 
@@ -176,8 +176,11 @@ def tablemgmt_run(table_id: str, action: str, *args: str) -> subprocess.Complete
     return run([str(BIN / "tablemgmt"), "run", table_id, action, "--json", *args], timeout=600)
 
 
-def test_run_compacts_records_a_process_and_reuses_it_for_the_same_instant(compact_me: IcebergTable) -> None:
+def test_run_compacts_records_a_process_and_reuses_it_for_the_same_instant(
+    compact_me: IcebergTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tid = compact_me.table_id
+    monkeypatch.setenv("TABLEMGMT_HEALTH_GATE", "1")  # the health gate (docs/health.md): 30 small files pay
     before = read_state(compact_me.metadata_dir)
     assert before.data_files >= 30
     instant = "2026-02-01T00:00:00+00:00"
@@ -219,6 +222,19 @@ def test_run_compacts_records_a_process_and_reuses_it_for_the_same_instant(compa
     assert "spark-submit" not in second.stderr.lower()
     assert read_state(compact_me.metadata_dir).snapshot_id == after.snapshot_id
     assert len(store().processes.list(table_id=tid)) == 1
+
+    # An expiry that would drop no snapshot does not pay: a recorded, skipped process, no Spark job, and the
+    # figures that decided it (tests/e2e/test_health_gate_run.py runs the whole gate on demand).
+    expiry = ok(tablemgmt_run(tid, "expire-snapshots", "--instant", instant))
+    skipped = json.loads(expiry.stdout)
+    assert skipped["status"] == "SUCCESS" and "spark-submit" not in expiry.stderr.lower()
+    gate = skipped["summary"]
+    assert gate["skipped"] and gate["gate"] == "health" and gate["reason"].startswith("does not pay now")
+    assert gate["health"]["figures"]["expirable_snapshots"] == 0 and gate["health"]["score"] == 100
+    assert (
+        "does not pay now"
+        in ok(tablemgmt("processes", "--table", tid, "--action", "expire-snapshots")).stdout
+    )
 
 
 def test_cancel_and_clear_pending_processes(tmp_path: Path) -> None:
