@@ -46,8 +46,10 @@ UI_URL_CONF = "spark.tablemgmt.ui.url"
 #: Spark's default UI port (a server started with another sets ``spark.ui.port``; this project's do).
 DEFAULT_UI_PORT = "4040"
 POLL_S = 0.25
-#: The longest one REST request may take.
-REQUEST_TIMEOUT_S = 5.0
+#: The longest one REST request may take (the API's first request on a busy server loads its web
+#: framework: 24 s measured at load 26; later ones take milliseconds). A request that times out is made
+#: again while the caller's deadline lasts.
+REQUEST_TIMEOUT_S = 30.0
 BARRIER_PREFIX = "tms-barrier-"
 _RUNNING = ("RUNNING", "UNKNOWN")
 
@@ -105,13 +107,15 @@ def is_ours(job: dict[str, Any], session_id: str, tag: str, operations: list[str
     return False
 
 
-def active_tasks(api: StatusApi, jobs: list[dict[str, Any]]) -> tuple[int, int]:
+def active_tasks(
+    api: StatusApi, jobs: list[dict[str, Any]], timeout: float = REQUEST_TIMEOUT_S
+) -> tuple[int, int]:
     """``(running jobs, active tasks)`` among ``jobs`` (from ``/jobs``) and their stages, as the store says."""
     running = sum(1 for j in jobs if j.get("status") in _RUNNING)
     tasks = 0
     for stage_id in sorted({s for j in jobs for s in j.get("stageIds") or ()}):
         try:
-            attempts = api.get(f"/stages/{stage_id}?details=false")
+            attempts = api.get(f"/stages/{stage_id}?details=false", timeout)
         except urllib.error.HTTPError as e:
             if e.code == 404:  # never submitted (skipped), or evicted from the store: no task of it runs
                 continue
@@ -130,6 +134,12 @@ def unreachable(e: BaseException) -> bool:
         return e.code in (401, 403, 404)
     reason = getattr(e, "reason", e)
     return isinstance(reason, ConnectionRefusedError) or isinstance(e, ConnectionRefusedError)
+
+
+def timed_out(e: BaseException) -> bool:
+    """A request that got no answer in time (a busy server), as against one that was answered."""
+    reason = getattr(e, "reason", e)
+    return isinstance(reason, TimeoutError) or isinstance(e, TimeoutError)
 
 
 def run_barrier(session: Any) -> str:
@@ -164,19 +174,25 @@ def tasks_ended(
         return False
     seen_barrier = False
     while True:
+        timeout = max(1.0, min(REQUEST_TIMEOUT_S, deadline - time.monotonic()))
         try:
-            jobs = api.get("/jobs")
+            jobs = api.get("/jobs", timeout)
             if not seen_barrier:
                 mine = [j for j in jobs if any(t.endswith(f"_Tag_{barrier}") for t in j.get("jobTags") or ())]
                 seen_barrier = bool(mine) and all(j.get("status") not in _RUNNING for j in mine)
             if seen_barrier:
                 ours = [j for j in jobs if is_ours(j, session_id, tag, operations)]
-                running, tasks = active_tasks(api, ours)
+                running, tasks = active_tasks(api, ours, timeout)
                 if running == 0 and tasks == 0:
                     log.info("%s: %d Spark job(s) ended, no task left active", tag, len(ours))
                     return True
                 log.debug("%s: %d Spark job(s) running, %d task(s) active", tag, running, tasks)
         except (OSError, ValueError) as e:  # urllib's errors are OSErrors; a body that is not JSON
+            if timed_out(e):
+                log.info("the Connect server's status API at %s was slow to answer; asking again", api.base)
+                if time.monotonic() + POLL_S > deadline:
+                    return False
+                continue
             if unreachable(e):
                 log.warning("the Connect server's status API is not at %s (%s)", api.base, str(e)[:300])
                 return None
