@@ -93,6 +93,10 @@ class FileStats:
     snapshot_max_age_s: float = 5 * 86400.0
     #: the thresholds the gate and the score decide with, per action (core/thresholds.py; None: defaults)
     thresholds: dict[str, dict[str, float]] | None = None
+    #: small data files a rewrite-files run would remove, per partition as Iceberg plans it: a partition's
+    #: files are rewritten when they number ``min-input-files`` or hold more than a target file (None: a
+    #: reading from before this figure; ``excess_data_files`` then stands for it)
+    removable_data_files: int | None = None
     #: ``delete_files`` apart (Iceberg's snapshot summary counts the same way): v2 position delete files,
     #: equality delete files and v3 deletion vectors (one per data file with deletes, kept in Puffin files)
     position_delete_files: int = 0
@@ -194,6 +198,19 @@ def _thresholds(table: TableSpec) -> dict[str, dict[str, float]]:
     return out
 
 
+def _removable(
+    sizes: dict[tuple[Any, ...], int], counts: dict[tuple[Any, ...], list[int]], target: int, min_input: int
+) -> int:
+    """Small files a compaction removes, partition by partition, in the partitions Iceberg's planner rewrites
+    (at least ``min-input-files`` files, or more bytes than one target file)."""
+    removable = 0
+    for key, (files, small) in counts.items():
+        needed = max(1, math.ceil(sizes[key] / target))
+        if files >= min_input or sizes[key] > target:
+            removable += max(0, min(small, files - needed))
+    return removable
+
+
 def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
     target, min_input, max_age, retain = _targets(metadata, table)
     thresholds = _thresholds(table)
@@ -202,6 +219,7 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
     stats = {"data_files": 0, "small": 0, "data_bytes": 0, "records": 0}
     deletes = DeleteCounts()
     per_partition: dict[tuple[Any, ...], int] = {}
+    counts: dict[tuple[Any, ...], list[int]] = {}  # partition -> [data files, small data files]
     manifests: list[Any] = []
     if snap is not None:
         manifests = snap.manifests(io)
@@ -213,6 +231,9 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
                 stats["small"] += f.file_size_in_bytes < threshold
                 key = (f.spec_id, *cast("Iterable[Any]", f.partition))
                 per_partition[key] = per_partition.get(key, 0) + f.file_size_in_bytes
+                count = counts.setdefault(key, [0, 0])
+                count[0] += 1
+                count[1] += f.file_size_in_bytes < threshold
             else:
                 deletes.add(f)
     times = sorted((s.timestamp_ms / 1000 for s in metadata.snapshots), reverse=True)
@@ -240,6 +261,7 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
         current_snapshot_age_s=round(now - snap.timestamp_ms / 1000, 1) if snap is not None else None,
         snapshot_max_age_s=max_age,
         thresholds=thresholds,
+        removable_data_files=_removable(per_partition, counts, target, min_input),
         position_delete_files=deletes.position_delete_files,
         equality_delete_files=deletes.equality_delete_files,
         deletion_vectors=deletes.deletion_vectors,

@@ -18,7 +18,9 @@ finding            points   when (the action's thresholds, core/thresholds.py)  
 =================  =======  ===================================================  =======================
 small files        ≤ 60     a compaction to the target size would remove files   rewrite-files
                             (per partition: ceil(bytes / target) files are
-                            enough) and the table holds ≥ ``min-small-files``
+                            enough, in the partitions Iceberg rewrites: ≥
+                            ``min-input-files`` files or more than a target
+                            file of bytes) and the table holds ≥ ``min-small-files``
                             small files; 60 × removable / data files × min(1,
                             removable / 50), at least 1
 over-partitioned   ≤ 50     ≥ 100 partitions, ≥ 10 × as many as the data needs   repartition (a coarser
@@ -128,9 +130,15 @@ class _Defaults:
     min_input_files: int
 
 
+def removable(s: FileStats) -> int:
+    """Small files a compaction would remove: per partition as Iceberg plans it when the figures have it
+    (``removable_data_files``), else beyond what the data's size needs in each partition."""
+    return s.excess_data_files if s.removable_data_files is None else s.removable_data_files
+
+
 def _small_files(s: FileStats) -> Check:
     th = thresholds_of(s, "rewrite-files")
-    excess, small, minimum = s.excess_data_files, s.small_data_files, int(th["min-small-files"])
+    excess, small, minimum = removable(s), s.small_data_files, int(th["min-small-files"])
     figures = {
         "data_files": s.data_files,
         "small_data_files": small,
@@ -143,8 +151,9 @@ def _small_files(s: FileStats) -> Check:
     }
     if excess < 1 or small < minimum or not s.data_files:
         why = (
-            f"a compaction would remove no file ({s.data_files} data files in {s.partitions} partitions, "
-            f"as few per partition as their bytes need at the {_mib(s.target_file_size_bytes)} target)"
+            f"a compaction would remove no file ({s.data_files} data files in {s.partitions} partitions: "
+            f"each holds as few as its bytes need at the {_mib(s.target_file_size_bytes)} target, or fewer "
+            f"than min-input-files {s.min_input_files} and less than one target file)"
             if excess < 1
             else f"{small} small files (under {_mib(s.small_file_threshold_bytes)}), fewer than "
             f"min-small-files {minimum}"
@@ -166,7 +175,7 @@ def _over_partitioned(s: FileStats) -> Finding | None:
     if (
         s.partitions < OVER_PARTITIONED_MIN
         or s.partitions < OVER_PARTITIONED_FACTOR * needed
-        or s.excess_data_files >= 1
+        or removable(s) >= 1
     ):
         return None
     ratio = s.partitions / (OVER_PARTITIONED_FACTOR * needed)

@@ -183,3 +183,35 @@ def test_the_gate_decides_on_the_same_figures_as_the_score() -> None:
             f.action == "rewrite-files" for f in score(stats).findings
         )
         assert decide(stats, "rewrite-files").score == score(stats).score
+
+
+def test_removable_files_are_counted_per_partition_as_iceberg_plans_them(
+    lake: tuple[CatalogSpec, Any],
+) -> None:
+    """100 partitions of 2 tiny files each: Iceberg's planner rewrites no partition (fewer files than
+    min-input-files, less than a target file), so no compaction pays; the table is over-partitioned.
+    Before: 100 files "removable", a small-files finding, and a compaction that would rewrite nothing."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+
+    catalog, cat = lake
+    iceberg_schema = cat.create_table("db.probe2", schema=SCHEMA).schema()
+    spec = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=IdentityTransform(), name="id"))
+    table = cat.create_table("db.pairs", schema=iceberg_schema, partition_spec=spec)
+    for _ in range(2):
+        table.append(pa.table({"id": list(range(100)), "v": ["x"] * 100}, schema=SCHEMA))
+    stats = read_file_stats(catalog, TableSpec(catalog="lake", namespace="db", name="pairs"))
+    assert (stats.data_files, stats.partitions, stats.excess_data_files, stats.removable_data_files) == (
+        200,
+        100,
+        100,
+        0,
+    )
+    assert [f.kind for f in score(stats).findings] == ["over_partitioned"]
+    assert not decide(stats, "rewrite-files").pays
+    # with min-input-files 2 Iceberg rewrites every partition: 100 files removable, and the run pays
+    eager = TableSpec(
+        catalog="lake", namespace="db", name="pairs", actions={"rewrite-files": {"min-input-files": 2}}
+    )
+    stats = read_file_stats(catalog, eager)
+    assert stats.removable_data_files == 100 and decide(stats, "rewrite-files").pays
