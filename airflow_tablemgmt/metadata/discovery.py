@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,8 @@ MAX_DEPTH = 8
 #: A filesystem catalog's database directory: ``<db>.db`` holds the tables of namespace ``db``.
 DATABASE_SUFFIX = ".db"
 _REASON_LEN = 300
+#: Tables of a catalog service loaded at once (each load is a round trip to the service).
+LOAD_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ def _list_service(catalog: CatalogSpec) -> CatalogListing:
     except Exception as e:  # noqa: BLE001 - unreachable service, refused credentials, bad settings
         return CatalogListing(catalog.name, failures=(f"catalog {catalog.name}: not listed: {_short(e)}",))
     seen: set[tuple[str, ...]] = set()
+    idents: list[tuple[str, ...]] = []
     stack: list[tuple[str, ...]] = sorted(set(top), reverse=True)  # a flat answer (every level) is walked too
     while stack:
         namespace = stack.pop()
@@ -149,8 +153,12 @@ def _list_service(catalog: CatalogSpec) -> CatalogListing:
         except Exception as e:  # noqa: BLE001
             failures.append(f"namespace {shown}: tables not listed: {_short(e)}")
             continue
-        for ident in identifiers:
-            found = _load_service_table(catalog, client, ident)
+        idents += identifiers
+    # Loading each table (for its properties) is the pass's cost: a catalog service's round trip per table,
+    # overlapped; a Hive Metastore's one thrift client is not shared between threads.
+    threads = 1 if catalog.type == CatalogType.HIVE else LOAD_THREADS
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for found in pool.map(lambda ident: _load_service_table(catalog, client, ident), idents):
             if isinstance(found, Unreadable):
                 unreadable.append(found)
             else:
