@@ -96,3 +96,20 @@ def test_a_stored_spec_that_no_longer_validates_is_reported_not_fatal(store: Sto
     assert "unknown action 'no-such-action'" in errors[0].message
     with pytest.raises(InvalidDeclaration, match="policy old: its stored spec no longer validates"):
         repo.get("old")
+
+
+def test_enrolled_counts_are_the_live_tables_each_policy_enrolled(store: Store) -> None:
+    from sqlalchemy import update
+
+    from airflow_tablemgmt.core.tables import TableSpec
+    from airflow_tablemgmt.store.models import TableRow
+
+    t = TableRow.__table__
+    for name in ("a", "b", "c", "declared"):
+        store.tables.upsert(TableSpec(catalog="lake", namespace="s", name=name), Owner.STORE)
+    with store.engine.begin() as conn:  # as discovery's enrolment writes them (store/enrolment.py)
+        conn.execute(update(t).where(t.c.name.in_(["a", "b"])).values(policy="fleet", managed_by="policy"))
+        conn.execute(update(t).where(t.c.name == "c").values(policy="eu", managed_by="policy"))
+    assert PolicyRepository.of(store).enrolled_counts() == {"fleet": 2, "eu": 1}
+    store.tables.remove("lake.s.b", Owner.POLICY)  # retired: soft-deleted, no longer counted
+    assert PolicyRepository.of(store).enrolled_counts() == {"fleet": 1, "eu": 1}
