@@ -35,7 +35,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     for note in result.notes:
         out.note(note)
     if not result.policies:
-        out.note("no policies: declare one under policies: in tables.yaml, or tablemgmt policies apply -f FILE")
+        out.note(
+            "no policies: declare one under policies: in tables.yaml, or tablemgmt policies apply -f FILE"
+        )
     counts = ", ".join(f"{result.count(k)} {k}" for k in ("enrolled", "re-enrolled", "updated", "retired"))
     out.note(f"{'dry run: ' if result.dry_run else ''}{counts}")
     return 0
