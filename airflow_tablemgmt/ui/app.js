@@ -433,7 +433,7 @@ function fleetSection(f) {
   const daily = new Map((f.cost_daily || []).map((c) => [`${c.policy} ${c.day}`, c]));
   return h("section", { id: "fleet" }, title,
     h("table", { class: "grid", id: "fleet-policies" },
-      h("thead", {}, h("tr", {}, ["Policy", "Tables managed", "Enrolled", "Retired", "Skipped for health", "Core-hours / day", "Read / day", "Written / day"].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["Policy", "Tables managed", "Enrolled", "Retired", "Skipped for health", "Core-hours / day", "Read / day", "Written / day"].map((c, i) => h("th", { class: i ? "num" : null }, c)))),
       h("tbody", {}, f.policies.map((p) => h("tr", { dataset: { policy: p.name } },
         h("td", { title: p.error || p.description || "" }, p.name, p.exists ? null : h("span", { class: "muted small" }, " (deleted)"), p.error ? h("span", { class: "bad small" }, " (unreadable)") : null),
         h("td", { class: "num", dataset: { figure: "tables", value: String(p.tables) } }, fmtNum(p.tables)),
@@ -461,7 +461,7 @@ function fleetSection(f) {
       ? h("table", { class: "grid", id: "fleet-skips" }, h("thead", {}, h("tr", {}, ["When", "Table", "Action", "Policy", "Why", "Figures"].map((c) => h("th", {}, c)))),
           h("tbody", {}, f.skips.map((s) => h("tr", { dataset: { process: String(s.process_id), table: s.table } }, h("td", {}, when(s.finished_at)), h("td", {}, tableCell(s.table, s.live, "history", s.action)), h("td", {}, s.action), h("td", {}, s.policy || h("span", { class: "muted" }, "declared")), h("td", { class: "reason" }, s.reason), h("td", { class: "small" }, skipFigures(s.figures))))))
       : h("p", { class: "muted" }, `No run skipped for health in the last ${f.days} days.`),
-    h("p", { class: "muted small" }, `${fmtNum(f.skipped)} runs skipped for health in ${f.days} days, every table. Cost: executor core-seconds and the bytes Spark's tasks read and wrote, of the processes that finished on the last ${f.days} UTC days (today included), per day the sum / ${f.days}; a table's cost counts for the policy managing it now.`),
+    h("p", { class: "muted small" }, `${fmtNum(f.skipped)} run${f.skipped === 1 ? "" : "s"} skipped for health in ${f.days} days, every table. Cost: executor core-seconds and the bytes Spark's tasks read and wrote, of the processes that finished on the last ${f.days} UTC days (today included), per day the sum / ${f.days}; a table's cost counts for the policy managing it now.`),
   );
 }
 

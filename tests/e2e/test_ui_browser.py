@@ -197,8 +197,8 @@ def driver(chromium: tuple[str, str], tmp_path: Path) -> Iterator[Any]:
         drv.quit()
 
 
-def _make_iceberg_table(warehouse: Path) -> None:
-    """A hadoop-layout Iceberg table with four small files, written by pyiceberg (no JVM, ~2 s).
+def _make_iceberg_table(warehouse: Path, name: str = "events") -> None:
+    """A hadoop-layout Iceberg table ``db.<name>`` with four small files, written by pyiceberg (no JVM, ~2 s).
 
     pyiceberg has no hadoop catalog, so the table is written through a throwaway SQL catalog at the
     hadoop location and its current metadata is published as ``v1.metadata.json`` + ``version-hint.text``,
@@ -207,12 +207,12 @@ def _make_iceberg_table(warehouse: Path) -> None:
     import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
 
-    warehouse.mkdir(parents=True)
-    scratch = warehouse.parent / "pyiceberg-catalog.db"
+    warehouse.mkdir(parents=True, exist_ok=True)
+    scratch = warehouse.parent / f"pyiceberg-catalog-{name}.db"
     catalog = SqlCatalog("scratch", uri=f"sqlite:///{scratch}", warehouse=f"file://{warehouse}")
     catalog.create_namespace("db")
     schema = pa.schema([("id", pa.int64()), ("kind", pa.string())])
-    table = catalog.create_table("db.events", schema=schema, location=f"file://{warehouse}/db/events")
+    table = catalog.create_table(f"db.{name}", schema=schema, location=f"file://{warehouse}/db/{name}")
     for i in range(4):
         table.append(pa.table({"id": list(range(i * 10, i * 10 + 10)), "kind": ["view"] * 10}, schema=schema))
     current = Path(table.metadata_location.removeprefix("file://"))
@@ -306,6 +306,54 @@ def _seed_history(store_url: str) -> list[int]:
     )
     ids.append(p.id)
     return ids
+
+
+POLICY = "fleet"
+ENROLLED = "demo.db.orders"  # enrolled by the policy (a real table: the overview measures it too)
+RETIRED = "demo.db.orders_2025"  # enrolled, then retired: no page to link to
+SKIP_REASON = "does not pay now: 3 small files, fewer than min-input-files 5"
+FLEET_CORE_SECONDS = 5400.0  # one measured rewrite-files on the enrolled table, an hour ago
+
+
+def _seed_fleet(store_url: str) -> None:
+    """A policy, the table it enrolled and one it retired, a run of it the health gate skipped (the gate's own
+    summary, ``metadata.health.Decision``) and a run with its cost; no files removed, so the overview's
+    maintenance figures stay the seeded history's."""
+    from airflow_tablemgmt.core.policies import parse_policy
+    from airflow_tablemgmt.core.process import ProcessStatus as S
+    from airflow_tablemgmt.core.tables import Owner, TableSpec
+    from airflow_tablemgmt.metadata.health import Decision
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+    from airflow_tablemgmt.store.policies import PolicyRepository
+
+    store = Store.for_url(store_url)
+    match = {"catalog": "demo", "namespace": "db", "name": "orders*"}
+    PolicyRepository.of(store).upsert(
+        parse_policy({"name": POLICY, "match": match, "actions": {"rewrite-files": {}}}), Owner.STORE
+    )
+    enrol = EnrolmentRepository.of(store)
+    for table in (ENROLLED, RETIRED):
+        spec = TableSpec(
+            catalog="demo", namespace="db", name=table.split(".")[-1], actions={"rewrite-files": {}}
+        )
+        assert enrol.enrol(spec, POLICY, f"matches policy {POLICY}") == "enrolled"
+    assert enrol.retire(RETIRED, POLICY, "dropped from catalog demo")
+    now = store.processes.now()
+    figures = {"small_files": 3, "thresholds": {"min-input-files": 5}}
+    skipped = Decision(ACTION, False, SKIP_REASON.removeprefix("does not pay now: "), figures, 97).summary()
+    cost = {
+        "core_seconds": FLEET_CORE_SECONDS,
+        "cpu_seconds": 4000.0,
+        "bytes_read": 3 << 30,
+        "bytes_written": 1 << 30,
+    }
+    for ago, summary in ((timedelta(hours=2), skipped), (timedelta(hours=1), {"cost": cost})):
+        p, _ = store.processes.open(ENROLLED, ACTION, now - ago)
+        store.processes.transition(p.id, S.SUBMITTED, expected=S.PENDING, attempt=1)
+        store.processes.transition(p.id, S.RUNNING, expected=S.SUBMITTED, attempt=1)
+        store.processes.transition(p.id, S.SUCCESS, expected=S.RUNNING, attempt=1, summary=summary)
+    store.dispose()
 
 
 # What the seeded expiry deleted, as Iceberg's procedure reports it (formats/iceberg/job/snapshots.py).
@@ -442,6 +490,8 @@ def test_page_inside_airflow_ui_runs_and_cancels(
     )
     (dep.home / "dags" / "tablemgmt_dags.py").write_bytes((ROOT / "dags" / "tablemgmt_dags.py").read_bytes())
     seeded = _seed_history(dep.env["TABLEMGMT_STORE_URL"])
+    _make_iceberg_table(tmp_path / "wh", "orders")
+    _seed_fleet(dep.env["TABLEMGMT_STORE_URL"])
     assert migrate.wait(timeout=300) == 0, dep.log("db-migrate").read_text()[-3000:]
     print(f"\nset-up (db migrate, table, history): {time.monotonic() - t0:.1f} s")
 
@@ -481,12 +531,18 @@ def test_page_inside_airflow_ui_runs_and_cancels(
 
         assert TableHealthRepository.of(store).summary().measured == 0  # no table measured before the page
         _open_in_airflow(drv, f"{base}/plugin/tablemgmt")
-        figure = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '#overview [data-figure="tables"]'))
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '#overview [data-figure="tables"]'))
         print(f"first overview shown: {time.monotonic() - t0:.1f} s; {_load_timings(drv)}")
         assert drv.find_element(By.ID, "crumb").text == ""  # the Overview tab says where you are
         assert re.fullmatch(r"updated \d\d:\d\d:\d\d UTC", drv.find_element(By.ID, "updated").text)
         expected = overview(store, ttl=0, warm_missing=False)
-        assert int(figure.get_attribute("data-value")) == expected["tables"] == len(store.tables.list())
+        # The page redraws every 2 s while it measures tables: an element is read again once redrawn.
+        shown_tables = wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, '#overview [data-figure="tables"]').get_attribute(
+                "data-value"
+            )
+        )
+        assert int(shown_tables) == expected["tables"] == len(store.tables.list())
         expiry_removed = sum(
             v for k, v in EXPIRY_DELETED.items() if k not in ("manifest_lists", "statistics")
         )
@@ -494,8 +550,12 @@ def test_page_inside_airflow_ui_runs_and_cancels(
             ("24 h", "done_24h", 57 - 4 + expiry_removed),
             ("7 d", "done_7d", (48 - 4) + (57 - 4) + expiry_removed),
         ):
-            done = drv.find_element(By.CSS_SELECTOR, f'#overview [data-figure="{window}"] b[data-value]')
-            assert int(done.get_attribute("data-value")) == expected[key]["files_removed"] == removed
+            done = wait.until(
+                lambda d, w=window: d.find_element(
+                    By.CSS_SELECTOR, f'#overview [data-figure="{w}"] b[data-value]'
+                ).get_attribute("data-value")
+            )
+            assert int(done) == expected[key]["files_removed"] == removed
         # The overview measures on its own (no visit to the table list): the Iceberg and the Hudi table.
         sized = wait.until(
             lambda d: (
@@ -509,6 +569,50 @@ def test_page_inside_airflow_ui_runs_and_cancels(
         files = drv.find_element(By.CSS_SELECTOR, '#overview [data-figure="data_files"]')
         assert int(files.get_attribute("data-value")) == summary.data_files >= 4
         print(f"overview measured on its own: {time.monotonic() - t0:.1f} s")
+
+        # The fleet: the policy's row (its tables, enrolled and retired, skipped for health, cost per day), the
+        # skip with its reason linking to the table's history, the retired table without a link.
+        fleet = expected["fleet"]
+        policy = next(p for p in fleet["policies"] if p["name"] == POLICY)
+        day = fleet["cost_daily"][0]["day"]
+
+        def fleet_shown(d: Any) -> dict[str, Any]:
+            """What the fleet section shows, read in one go (again when the page redrew meanwhile)."""
+            row = d.find_element(By.CSS_SELECTOR, f'#fleet-policies tr[data-policy="{POLICY}"]')
+            skip = d.find_element(By.CSS_SELECTOR, f'#fleet-skips tr[data-table="{ENROLLED}"]')
+            retired = d.find_element(
+                By.CSS_SELECTOR, f'#fleet-enrolments tr[data-table="{RETIRED}"][data-change="retired"]'
+            )
+            cost = d.find_element(
+                By.CSS_SELECTOR, f'#fleet-cost tr[data-policy="{POLICY}"] td[data-day="{day}"]'
+            )
+            return {
+                "figures": {
+                    c.get_attribute("data-figure"): c.get_attribute("data-value")
+                    for c in row.find_elements(By.CSS_SELECTOR, "td[data-figure]")
+                },
+                "row": row.text,
+                "skip": skip.text,
+                "reason": skip.find_element(By.CSS_SELECTOR, ".reason").text,
+                "skip_link": skip.find_element(By.TAG_NAME, "a").get_attribute("href"),
+                "retired": retired.text,
+                "retired_links": len(retired.find_elements(By.TAG_NAME, "a")),
+                "day": cost.text,
+            }
+
+        shown = wait.until(fleet_shown)
+        figures = shown["figures"]
+        core_hours = round(FLEET_CORE_SECONDS / 3600 / fleet["days"], 4)
+        assert figures["tables"] == str(policy["tables"]) == "1", shown
+        assert (figures["enrolled"], figures["retired"], figures["skipped"]) == ("2", "1", "1"), shown
+        assert float(figures["core_hours"]) == policy["per_day"]["core_hours"] == core_hours, shown
+        assert int(figures["bytes_read"]) == (3 << 30) // fleet["days"], shown
+        assert "0.21" in shown["row"], shown
+        assert SKIP_REASON in shown["reason"], shown
+        assert "small files 3" in shown["skip"] and "min-input-files 5" in shown["skip"], shown
+        assert f"#/tables/{ENROLLED}?tab=history" in shown["skip_link"], shown
+        assert "dropped from catalog demo" in shown["retired"] and shown["retired_links"] == 0, shown
+        assert shown["day"] == f"{FLEET_CORE_SECONDS / 3600:.2f}", shown
         _screenshot(drv, "overview.png")
 
         # The table list: a badge per action, the health score from Iceberg metadata (read in the background).
