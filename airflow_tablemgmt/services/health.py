@@ -33,6 +33,7 @@ from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.factories.health import Reading, read_health, score_of
 from airflow_tablemgmt.metadata.files import FileStats
 from airflow_tablemgmt.metadata.health import FormatHealth, HealthScore, score
+from airflow_tablemgmt.metadata.health import removable as removable_files
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -187,7 +188,7 @@ def _record(reading: Reading) -> HealthRecord:
         kinds,
         reading.data_files,
         reading.data_bytes,
-        reading.excess_data_files,
+        removable_files(reading),  # per partition, as the compaction plans it (metadata/health.py)
         asdict(reading),
     )
 
