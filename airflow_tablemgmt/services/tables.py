@@ -157,6 +157,11 @@ def register_table(store: Store, req: RegisterRequest) -> RegisterResult:
     existing = _live(store, table_id)
     if existing is not None and existing.managed_by == Owner.CODE:
         raise TableManagedByCode(table_id)
+    if existing is not None and existing.managed_by == Owner.POLICY:
+        # A declaration takes a policy's table over: it starts from what it gives (and the table's format),
+        # never from the policies' effective settings, which would become the table's own.
+        data.setdefault("format", str(existing.spec.format))
+        existing = None
     removed: list[str] = []
     if existing is None:
         actions = given

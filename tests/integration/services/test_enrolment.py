@@ -231,3 +231,16 @@ def test_a_path_based_table_is_enrolled_with_its_formats_actions(tmp_path: Path)
     assert spec.format == "delta" and spec.enabled_actions() == ["optimize"]
     assert "opted out" in dict(result.skipped)["paths.ops.private"]
     s.dispose()
+
+
+def test_registering_an_enrolled_table_takes_it_over_with_only_its_own_settings(store: Store) -> None:
+    from airflow_tablemgmt.services.tables import RegisterRequest, register_table
+
+    discover(store, policies=POLICIES)
+    assert store.tables.get("lake.sales.eu.orders").enabled_actions() == ["expire-snapshots", "rewrite-files"]
+    result = register_table(store, RegisterRequest(table="lake.sales.eu.orders", actions=["compute-stats"]))
+    assert result.outcome == "updated"
+    reg = store.tables.get_registered("lake.sales.eu.orders")
+    assert (reg.managed_by, reg.policy) == (Owner.STORE, None)
+    assert reg.spec.enabled_actions() == ["compute-stats"]  # none of the policies' settings became its own
+    assert _pass(store) == {}  # its declaration wins from now on
