@@ -140,6 +140,26 @@ def test_the_skip_is_a_recorded_process_and_no_job_starts(
     assert [j.table["name"] for j in submitter.jobs] == ["small"]
     assert store.processes.get(ran.process.id).summary.get("skipped") is None
 
+    # REST answers "why did nothing happen?" with the same summary: the reason and the figures
+    from fastapi.testclient import TestClient
+
+    from airflow_tablemgmt.api.app import create_api_app
+    from airflow_tablemgmt.api.deps import get_store
+
+    app = create_api_app()
+    app.dependency_overrides[get_store] = lambda: store
+    from airflow.api_fastapi.core_api.security import get_user
+
+    app.dependency_overrides[get_user] = lambda: object()
+    got = TestClient(app).get(f"/processes/{skipped.process.id}")
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert body["status"] == "SUCCESS" and body["summary"]["reason"].startswith("does not pay now")
+    assert body["summary"]["health"]["figures"]["thresholds"] == {
+        "min-small-files": 5,
+        "small-file-fraction": 0.75,
+    }
+
 
 def test_runs_the_findings_do_not_measure_are_not_gated() -> None:
     from airflow_tablemgmt.core.formats import FORMATS
