@@ -210,7 +210,7 @@ def _delete_files(s: FileStats) -> Check:
         "thresholds": th,
     }
     words = s.deletes_in_words
-    many = files >= th["min-delete-files"] and not vectors_only
+    many = files - s.deletion_vectors >= th["min-delete-files"]  # vectors never count by their number
     if not files or (ratio < th["min-deleted-row-ratio"] and not many):
         rule = (
             "vectors count by their rows"
@@ -224,7 +224,7 @@ def _delete_files(s: FileStats) -> Check:
             f"{th['min-deleted-row-ratio']:g})"
         )
         return Check("rewrite-deletes", False, figures, why)
-    points = max(3, round(60 * max(min(1.0, ratio / 0.5), min(1.0, files / 100) if many else 0.0)))
+    points = max(3, round(60 * max(min(1.0, ratio / 0.5), min(1.0, (files - s.deletion_vectors) / 100))))
     reason = f"{words} mark {s.deleted_rows} of {s.records} rows deleted ({ratio:.0%})"
     if vectors_only:
         why = f"{reason}: all deletion vectors, nothing for rewrite-deletes to convert (rewrite-files applies them)"

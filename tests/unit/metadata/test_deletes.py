@@ -138,3 +138,18 @@ def test_position_delete_files_beside_vectors_are_rewrite_deletes_work(position:
     noun = "file" if position == 1 else "files"
     assert finding.reason.startswith(f"{position} position delete {noun} and 2 deletion vectors mark 150")
     assert decide(stats, "rewrite-deletes").pays
+
+
+def test_beside_position_delete_files_vectors_do_not_count_by_their_number() -> None:
+    # One v2 file and 20 vectors, 2 % of the rows: the files are too few for min-delete-files (5), and the
+    # vectors' number does not make up for it.
+    stats = _figures(
+        delete_files=21,
+        position_delete_files=1,
+        deletion_vectors=20,
+        deleted_rows=20,
+        dv_deleted_rows=19,
+        format_version=3,
+    )
+    assert not score(stats).needs_attention
+    assert "fewer than min-delete-files 5" in decide(stats, "rewrite-deletes").reason
