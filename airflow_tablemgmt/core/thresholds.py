@@ -174,8 +174,8 @@ SMALL_FILE_FRACTION = Threshold(
 MIN_DELETE_FILES = Threshold(
     "min-delete-files",
     5,
-    "delete files (position and equality deletes, deletion vectors) that make a rewrite pay whatever the "
-    "rows they delete",
+    "position and equality delete files that make a rewrite pay whatever the rows they delete (a v3 "
+    "table's deletion vectors count by their rows only: one per data file)",
     minimum=1,
     default_option="min-input-files",
 )
