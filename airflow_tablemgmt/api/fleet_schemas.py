@@ -78,9 +78,13 @@ class FleetOut(BaseModel):
     cost_daily: list[FleetDayOut] = Field(description="cost per UTC day and policy, newest day first")
     enrolments: list[FleetEnrolmentOut] = Field(description="the newest enrolment changes of the window")
     skips: list[FleetSkipOut] = Field(description="the newest runs the health gate skipped in the window")
+    age_s: float = Field(0.0, description="seconds since the figures were computed (reused for a minute)")
 
 
 class OverviewWithFleetOut(OverviewOut):
     """The overview (``OverviewOut``) with its fleet section."""
 
     fleet: FleetOut | None = Field(None, description="policies and what they did (services/fleet.py)")
+    fleet_pending: bool = Field(
+        False, description="the fleet is being computed (an api-server's first overview): ask again"
+    )

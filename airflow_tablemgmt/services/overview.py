@@ -7,8 +7,8 @@ entry), which the health sort and the needs-attention filter use in SQL and the 
 tables of a page it lacks are read in the background (:func:`services.health.warm`), so the next
 refresh shows them. The overview's process figures come from the rollup the store keeps as processes
 change (``store/process_rollup.py``): an api-server's first overview costs what every other one does.
-The fleet section (policies, enrolment, health skips, cost per day: ``services/fleet.py``) is computed and
-reused with them.
+The fleet section (policies, enrolment, health skips, cost per day: ``services/fleet.py``) is reused for a
+minute and computed on a thread (``fleet_pending`` until it is in).
 
 A process's times are :func:`services.processes.timings` (one definition for the CLI, REST and
 the page).
@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS
-from airflow_tablemgmt.services.fleet import fleet
+from airflow_tablemgmt.services.fleet import FLEET_SECONDS, cached_fleet
 from airflow_tablemgmt.services.health import CachedHealth, stored_health, warm
 from airflow_tablemgmt.services.processes import timings  # noqa: F401 - the page's times, re-exported
 from airflow_tablemgmt.store import listing
@@ -187,7 +187,6 @@ def _compute_figures(store: Store, now: datetime) -> dict[str, Any]:
             for r in listing.failing(engine)
         ],
         **_rollup(listing.finished_per_hour(engine, now - timedelta(days=30)), now),
-        "fleet": fleet(store, now),  # policies, enrolment, health skips, cost per day (services/fleet.py)
     }
     with _FIGURES_LOCK:
         _FIGURES[key] = (time.monotonic(), figures)
@@ -253,7 +252,15 @@ def overview(
             for r in active
         ],
         **_process_figures(store, now, ttl),
+        **_fleet(store, now, ttl),
     }
+
+
+def _fleet(store: Store, now: datetime, ttl: float) -> dict[str, Any]:
+    """The fleet (``services/fleet.py``): reused for a minute (computed in line with ``ttl`` 0), None and
+    ``fleet_pending`` while a thread computes the first."""
+    figures = cached_fleet(store, now, FLEET_SECONDS if ttl > 0 else 0)
+    return {"fleet": figures, "fleet_pending": figures is None}
 
 
 def _label(t: datetime) -> str:

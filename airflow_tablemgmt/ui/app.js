@@ -421,8 +421,9 @@ function skipFigures(figures) {
     .map(([k, v]) => (typeof v === "object" ? Object.entries(v).map(([t, n]) => `${t} ${fmtNum(n)}`).join(", ") : `${k.replace(/_/g, " ")} ${fmtNum(v)}`))
     .join(" · ");
 }
-function fleetSection(f) {
+function fleetSection(f, pending) {
   const title = h("h3", {}, f ? `Fleet: policies, last ${f.days} days` : "Fleet");
+  if (!f && pending) return h("section", { id: "fleet" }, title, h("p", { class: "muted", dataset: { pending: "fleet" } }, "Computing the fleet's figures…"));
   if (!f || !(f.policies || []).length) {
     return h("section", { id: "fleet" }, title,
       h("p", { class: "muted", dataset: { empty: "fleet" } }, "No policy yet. A policy enrols every table of a catalog that it matches and maintains it, running an action only where it pays: declare one under policies: in tables.yaml or apply one with tablemgmt policies apply (docs/policies.md)."));
@@ -491,7 +492,7 @@ async function renderOverview(token) {
         card("Waiting or running", fmtNum(Object.values(o.active_per_status || {}).reduce((a, b) => a + b, 0)), { dataset: { figure: "active" } }, Object.entries(o.active_per_status || {}).map(([s, n]) => `${s} ${n}`).join(" · ") || "nothing in flight"),
       ),
       h("div", { class: "cards" }, done("24 h", o.done_24h), done("7 d", o.done_7d)),
-      fleetSection(o.fleet),
+      fleetSection(o.fleet, o.fleet_pending),
       h("h3", {}, "Why tables need attention"),
       kinds.length
         ? h("table", { class: "grid", id: "attention" }, h("thead", {}, h("tr", {}, ["Finding", "Tables", "Action that helps", "For example"].map((c) => h("th", {}, c)))),
@@ -518,6 +519,7 @@ async function renderOverview(token) {
   );
   stamp();
   if (o.measuring && overviewProgress.idle < 15) scheduleRefresh(token, 2000);
+  else if (o.fleet_pending) scheduleRefresh(token, 1000); // the api-server computes it on a thread
 }
 
 // --- tables list ---------------------------------------------------------------------------------------------

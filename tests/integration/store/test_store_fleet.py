@@ -5,6 +5,8 @@ what is older than the window, a declared table's cost and a job that ran are le
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,6 +17,7 @@ from airflow_tablemgmt.core.policies import parse_policy
 from airflow_tablemgmt.core.process import ProcessStatus as S
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.metadata.health import Decision
+from airflow_tablemgmt.services import fleet as fleet_service
 from airflow_tablemgmt.services import overview
 from airflow_tablemgmt.services.fleet import DAYS, fleet
 from airflow_tablemgmt.store import Store
@@ -189,7 +192,7 @@ def test_no_policy_reads_nothing_else(store: Store) -> None:
     assert f["policies"] == [] and f["skips"] == [] and f["skipped"] == 0
 
 
-def test_get_overview_carries_the_fleet(fleet_store: Store) -> None:
+def _client(store: Store) -> Any:
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
@@ -198,12 +201,45 @@ def test_get_overview_carries_the_fleet(fleet_store: Store) -> None:
 
     app = FastAPI()
     app.include_router(router)
-    app.dependency_overrides[get_store] = lambda: fleet_store
+    app.dependency_overrides[get_store] = lambda: store
     overview._FIGURES.clear()
-    body = TestClient(app).get("/overview").json()
+    fleet_service._CACHE.clear()
+    return TestClient(app)
+
+
+def test_get_overview_carries_the_fleet(fleet_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fleet_service, "WAIT_SECONDS", 60.0)  # this test reads the figures, not the timing
+    body = _client(fleet_store).get("/overview").json()
+    assert body["fleet_pending"] is False
     f = body["fleet"]
     sales = next(p for p in f["policies"] if p["name"] == "sales")
     assert (sales["tables"], sales["enrolled"], sales["retired"], sales["skipped"]) == (2, 2, 1, 2)
     assert sales["cost"]["core_seconds"] == 12600.0 and sales["per_day"]["core_hours"] == 0.5
     assert f["skips"][1]["reason"].startswith("does not pay now: 3 small files")
     assert f["enrolments"][0]["change"] == "retired" and f["enrolments"][0]["live"] is False
+
+
+def test_the_first_overview_does_not_wait_for_the_fleet(
+    fleet_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An api-server's first overview answers without the fleet while a thread computes it (pending), then
+    serves it; no request waits longer than WAIT_SECONDS for it."""
+    release = threading.Event()
+    computed = fleet_service.fleet
+
+    def slow(store: Store, now: datetime) -> dict[str, Any]:
+        release.wait(30)
+        return computed(store, now)
+
+    monkeypatch.setattr(fleet_service, "fleet", slow)
+    monkeypatch.setattr(fleet_service, "WAIT_SECONDS", 0.05)
+    client = _client(fleet_store)
+    t = time.monotonic()
+    first = client.get("/overview").json()
+    assert time.monotonic() - t < 10
+    assert first["fleet"] is None and first["fleet_pending"] is True and first["tables"] == 3
+    release.set()
+    deadline = time.monotonic() + 30
+    while (body := client.get("/overview").json())["fleet_pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert body["fleet"]["policies"][1]["tables"] == 2 and body["fleet_pending"] is False
