@@ -16,6 +16,7 @@ from airflow_tablemgmt.formats.iceberg.job.compaction import (
     rewrite_manifests,
 )
 from airflow_tablemgmt.metadata.files import FileStats, read_file_stats
+from airflow_tablemgmt.metadata.health import decide, score
 from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec
 from airflow_tablemgmt.spark.job.metrics import _metrics_from_metadata_tables
 from tests.integration.spark.spark_tables import TableFactory, Tables
@@ -215,6 +216,12 @@ def test_v3_deletes_are_deletion_vectors_counted_apart_and_applied_by_rewrite_fi
     assert stats.dv_deleted_rows == stats.deleted_rows == 43
     assert stats.dv_files >= 1 and 0 < stats.dv_bytes <= stats.delete_bytes
     assert stats.deletes_in_words == "2 deletion vectors"
+    # 43 of 200 rows deleted, all by vectors: the finding names rewrite-files, and the gate would not start
+    # rewrite-deletes (nothing to convert) but would start rewrite-files.
+    (finding,) = [f for f in score(stats).findings if f.kind == "delete_files"]
+    assert finding.action == "rewrite-files"
+    assert finding.reason == "2 deletion vectors mark 43 of 200 rows deleted (22%)"
+    assert not decide(stats, "rewrite-deletes").pays and decide(stats, "rewrite-files").pays
     # The job's fallback figures (Spark's metadata tables) count them the same way.
     fallback = _metrics_from_metadata_tables(spark, table)
     assert (fallback["deletion_vectors"], fallback["position_delete_files"]) == (2, 0)
