@@ -1,9 +1,10 @@
 """An interrupted Spark Connect job is seen to end only once its Spark *tasks* ended (issue 36).
 
 The server reports an operation ended when its execution thread ends; an interrupt cancels the operation's
-Spark jobs, which ends the thread at once, while a task that does not look at its kill flag runs on. Here a
-write's task sleeps 8 s inside its projection (``java_method('java.lang.Thread', 'sleep', ...)``: Spark kills
-a cancelled job's tasks without interrupting their threads) and then writes its row into a data file of the
+Spark jobs, which ends the thread at once, while a task that does not look at its kill flag runs on (Connect
+interrupts the task threads, but work that never looks at the interrupt -- computing, writing a local file --
+goes on). Here each of a write's two tasks computes for many seconds inside its projection (a nested
+``aggregate`` over sequences: CPU only, no interrupt check) and then writes its row into a data file of the
 table. Another process ends the job 2 s in (``end_application``, as the guard, the reaper's next holder and a
 takeover do): nothing may be written into the table's data directory after it returned. Before the change
 it returned when the operation's thread ended, and the task wrote its file some 6 s later (the kind of file
@@ -15,8 +16,10 @@ On demand with the other Connect fault tests (``TABLEMGMT_CONNECT_FAULTS=1``): a
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -31,7 +34,8 @@ from tests.integration.connect.test_connect_engine import small_files_table
 
 pytestmark = [pytest.mark.faults, ON_DEMAND]
 
-SLEEP_MS = 8000
+#: The nested sequences' length: each task computes N x N square roots (~20 s on a loaded 2-core machine).
+N = 4000
 
 
 def _latest_write_ns(directory: Path) -> int:
@@ -61,12 +65,11 @@ def test_an_interrupted_job_is_not_seen_ended_while_its_task_still_writes(
     record_operations(spark, run.tag)
     errors: list[str] = []
 
-    def slow_write() -> None:  # each of the two tasks sleeps, then writes its row into a data file
+    def slow_write() -> None:  # each of the two tasks computes, then writes its row into a data file
         spark.addTag(run.tag)
         try:
-            rows = spark.range(0, 2, 1, 2).selectExpr(
-                "id", f"java_method('java.lang.Thread', 'sleep', {SLEEP_MS}L) AS v"
-            )
+            work = f"aggregate(sequence(1, {N}), 0D, (a, x) -> a + aggregate(sequence(1, {N}), 0D, (b, y) -> b + sqrt(x * y)))"
+            rows = spark.range(0, 2, 1, 2).selectExpr("id", f"cast({work} AS string) AS v")
             rows.writeTo(table).append()
         except Exception as e:  # noqa: BLE001
             errors.append(str(e))
@@ -77,15 +80,30 @@ def test_an_interrupted_job_is_not_seen_ended_while_its_task_still_writes(
     deadline = time.monotonic() + 60
     while not recorded_operations(observer, run.tag) and time.monotonic() < deadline:
         time.sleep(0.2)
+    # Until the server runs the job's tasks (its status API, read here directly), then into their work.
+    ui = connect_fault_server.spec.conf["spark.ui.port"]  # type: ignore[attr-defined]
+    active = (
+        f"http://127.0.0.1:{ui}/api/v1/applications/{observer.conf.get('spark.app.id')}/stages?status=active"
+    )
+    while time.monotonic() < deadline + 120:
+        with urllib.request.urlopen(active, timeout=60) as answer:  # noqa: S310 - the test's own server
+            if any(st.get("numActiveTasks") for st in json.load(answer)):
+                break
+        time.sleep(0.2)
     observer.stop()
-    time.sleep(2.0)  # the tasks are sleeping inside their projection
+    time.sleep(1.0)  # the tasks are computing inside their projection
     assert writer.is_alive()
     started = time.monotonic()
     assert end_application(run.application_id, 60, url) is True
     returned_ns, took = time.time_ns(), time.monotonic() - started
     writer.join(30)
-    assert errors and "OPERATION_CANCELED" in errors[0], errors
-    time.sleep(SLEEP_MS / 1000 + 4)  # past the tasks' sleep and their file
+    # the write failed: canceled, or its stream taken over by the observer's reattach (INVALID_CURSOR)
+    assert errors and ("OPERATION_CANCELED" in errors[0] or "INVALID_CURSOR" in errors[0]), errors
+    written = time.monotonic()
+    while time.monotonic() - written < 90:  # past the tasks' work and their file: no change for 10 s
+        if time.time_ns() - _latest_write_ns(data_dir) > 10e9:
+            break
+        time.sleep(1.0)
     late_s = (_latest_write_ns(data_dir) - returned_ns) / 1e9
     assert late_s < 0, (
         f"a task of the job wrote into the table {late_s:.1f}s after the job was reported ended "
