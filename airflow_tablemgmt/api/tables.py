@@ -31,6 +31,7 @@ from airflow_tablemgmt.services import RegisterRequest, register_table, remove_t
 from airflow_tablemgmt.services.health import table_health
 from airflow_tablemgmt.services.run_now import dag_id_for, request_run
 from airflow_tablemgmt.services.tables import table_metadata
+from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -49,7 +50,7 @@ else:
 
 def _enabled(store: Store, table_id: str) -> list[str]:
     try:
-        return store.tables.get(table_id).enabled_actions()
+        return effective_table(store, table_id).enabled_actions()
     except TableNotFound:
         return []
 

@@ -8,8 +8,9 @@ tables are grouped in shards, see :data:`SHARDS`) in one file per DAG file under
 ``$AIRFLOW_HOME/tablemgmt/dag-cache/`` (``[tablemgmt] dag_cache_dir``; ``off`` disables it), and
 builds only the tables whose entry is missing or stale.
 
-* An entry's key is a digest of what the table's DAGs are built from: its spec, its catalog's spec
-  and, for a dynamic table scheduled after its upstreams, how they resolve.
+* An entry's key is a digest of what the table's DAGs are built from: its spec, its catalog's spec,
+  the policies that match it (a policy's change rebuilds its tables; only those built are merged,
+  ``store/effective.py``) and, for a dynamic table scheduled after its upstreams, how they resolve.
 * The file's key is a digest of everything else that feeds a built DAG (:func:`global_key`): this
   package's code and location, the Python, Airflow and pickle versions, the process-factory
   plugins, the DAG file, the Airflow configuration (every ``AIRFLOW__*`` variable, the bytes of
@@ -37,7 +38,7 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from airflow_tablemgmt.dag_factory.build import (  # a full parse freezes as bui
     triggerer_slots,
 )
 from airflow_tablemgmt.factories.discovery import FactoryRegistry
+from airflow_tablemgmt.store.effective import PolicyMerge
 
 log = logging.getLogger(__name__)
 
@@ -164,14 +166,21 @@ def global_key(tables_yaml: str | Path | None, factories: FactoryRegistry) -> st
 
 
 def table_keys(
-    tables: Iterable[TableSpec], catalogs: Mapping[str, CatalogSpec], dynamic_ids: Mapping[str, str] | None
+    tables: Iterable[TableSpec],
+    catalogs: Mapping[str, CatalogSpec],
+    dynamic_ids: Mapping[str, str] | None,
+    merge: PolicyMerge | None = None,
+    enrolled: Collection[str] = (),
 ) -> dict[str, str]:
     """Table id -> a digest of what its DAGs are built from: its spec (as validated, in order), its
-    catalog's spec and, when it is refreshed after upstream dynamic tables, how their ids resolve."""
+    catalog's spec, the policies merged into it (``merge``; none for the ``enrolled`` tables) and, when it
+    is refreshed after upstream dynamic tables, how their ids resolve."""
     catalog_json = {name: c.model_dump_json() for name, c in catalogs.items()}
     keys: dict[str, str] = {}
     for t in tables:
         text = t.model_dump_json() + "\0" + catalog_json.get(t.catalog, "-")
+        if merge is not None and t.id not in enrolled:
+            text += "\0" + merge.key(t)
         refresh = t.actions.get(REFRESH)
         if dynamic_ids is not None and refresh is not None and refresh.get("trigger") == "upstream":
             upstream = getattr(t.action_settings(REFRESH), "upstream", ()) or ()
@@ -265,14 +274,27 @@ def build_with_cache(
     declaration_errors: Iterable[str],
     catalogs: dict[str, CatalogSpec],
     tables_yaml: str | Path | None,
+    merge: PolicyMerge | None = None,
+    enrolled: Collection[str] = (),
 ) -> BuildResult:
-    """What ``build_dags`` returns for a full parse, taking unchanged tables' DAGs from the cache."""
+    """What ``build_dags`` returns for a full parse, taking unchanged tables' DAGs from the cache;
+    ``merge``'s policies merged into the declared (not ``enrolled``) tables it builds (a failed merge: never
+    cached)."""
     global last_stats
     stats = last_stats = CacheStats()
+    declaration_errors = list(declaration_errors)
+    unmerged: set[str] = set()  # never cached: their errors come from a merge on every parse
+
+    def merged(specs: list[TableSpec], skip: Collection[str] = ()) -> list[TableSpec]:
+        out, errors = merge.apply_all(specs, {*enrolled, *skip}) if merge else (specs, {})
+        declaration_errors.extend(errors.values())
+        unmerged.update(errors)
+        return out
+
     directory = cache_dir()
     if directory is None:
         stats.discarded = "off"
-        return build_dags(tables, factories, declaration_errors=declaration_errors, catalogs=catalogs)
+        return build_dags(merged(tables), factories, declaration_errors=declaration_errors, catalogs=catalogs)
     path = cache_file(directory, tables_yaml)
     stats.path = str(path)
     total = {"dags": 0}
@@ -280,12 +302,13 @@ def build_with_cache(
         t0 = time.process_time()
         try:
             gkey = global_key(tables_yaml, factories)
-            keys = table_keys(tables, catalogs, dynamic_table_ids(tables))
+            keys = table_keys(tables, catalogs, dynamic_table_ids(tables), merge, enrolled)
         except Exception as e:  # noqa: BLE001 - the cache must never fail a parse
             log.warning(
                 "tablemgmt DAG cache: keys not computed (%s: %s); building every DAG", type(e).__name__, e
             )
             stats.discarded = "keys not computed"
+            tables = merged(tables)
             return build_dags(tables, factories, declaration_errors=declaration_errors, catalogs=catalogs)
         content = _read(path)
         old: dict[int, Shard] = {}
@@ -318,6 +341,7 @@ def build_with_cache(
             stats.discarded = "a shard could not be unpickled"
         stats.read_s = time.process_time() - t0
         stats.hits = len(cached)
+        tables = merged(tables, skip=prebuilt)  # a cached table's DAGs need no merge
         built = build_dags(
             tables, factories, declaration_errors=declaration_errors, catalogs=catalogs, prebuilt=prebuilt
         )
@@ -337,7 +361,7 @@ def build_with_cache(
             else:
                 dags = by_table.get(tid, {})
                 stats.built.append(tid)
-                if _failed(built.errors, tid):
+                if tid in unmerged or _failed(built.errors, tid):
                     result.dags.update(dags)
                     continue  # never cached: its errors come from a build on every parse
                 meta = (keys[tid], watchers_of(dags.values()))

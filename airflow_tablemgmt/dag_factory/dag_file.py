@@ -8,6 +8,11 @@ with :data:`~airflow_tablemgmt.declarations.sync.PrunePolicy.PARSE` (the pruning
 down there): entries that differ from the store are upserted, each clean sync is recorded per file,
 and an explicit ``tables: []`` is logged and prunes nothing. A task start builds its one DAG from
 one table row when every file is in sync.
+
+A declared table's DAGs are built from its declaration with the stored policies merged in
+(:mod:`airflow_tablemgmt.store.effective`), on both paths; a table a policy enrolled from its row as
+discovery wrote it. The policies matching a table are part of its DAG cache key, so a policy's change
+rebuilds the tables it matches.
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.naming import discovery_policy_of, parse_dag_id
-from airflow_tablemgmt.core.tables import TableSpec
+from airflow_tablemgmt.core.tables import Owner, TableSpec
 from airflow_tablemgmt.dag_factory.build import BuildResult, build_dags, cyclic_gc_paused
 from airflow_tablemgmt.declarations.model import LoadedDeclarations
 from airflow_tablemgmt.declarations.registry import load_files, one_table
 from airflow_tablemgmt.declarations.sync import PrunePolicy, sync
+from airflow_tablemgmt.store.effective import PolicyMerge
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -52,10 +58,14 @@ def load_registry_and_build(
     catalogs = {c.name: c for c in stored_catalogs}
     specs: dict[str, TableSpec] = {}
     errors: list[str] = []
+    merge = PolicyMerge.load(store)
+    enrolled: set[str] = set()  # tables a policy enrolled: their rows already hold the policies' settings
     if wanted is not None:
         errors, spec = one_table(tables_yaml, store, wanted[0], catalogs)
         if spec is not None:
             specs[spec.id] = spec
+            if merge and _enrolled_row(store, spec):
+                enrolled.add(spec.id)
         files: list[LoadedDeclarations] = []
     else:
         with cyclic_gc_paused():  # thousands of long-lived specs, no garbage
@@ -72,6 +82,11 @@ def load_registry_and_build(
         specs = {tid: r.spec for tid, r in registered.items() if tid not in pruned}
         # The files win for the tables they declare (those the store refused keep their stored row).
         specs.update({tid: spec for tid, spec in declared.items() if tid not in report.left_out})
+        enrolled = {
+            tid
+            for tid, r in registered.items()
+            if r.managed_by == Owner.POLICY and tid in specs and specs[tid] is r.spec
+        }
         files = fs.files
     for f in files:
         catalogs.update({c.name: c for c in f.catalogs})
@@ -87,9 +102,15 @@ def load_registry_and_build(
             declaration_errors=errors,
             catalogs=catalogs,
             tables_yaml=tables_yaml,
+            merge=merge if merge else None,
+            enrolled=enrolled,
         )
         result.dags.update(build_discovery_dags(stored_policies(store)))  # one per policy, on its interval
         return result
+    if merge:
+        merged, merge_errors = merge.apply_all(specs.values(), enrolled)
+        specs = {s.id: s for s in merged}
+        errors += merge_errors.values()
     return build_dags(
         sorted(specs.values(), key=lambda s: s.id),
         default_factories(),
@@ -97,6 +118,15 @@ def load_registry_and_build(
         declaration_errors=errors,
         catalogs=catalogs,
     )
+
+
+def _enrolled_row(store: Store, spec: TableSpec) -> bool:
+    """Whether ``spec`` is the row of a table a policy enrolled (not a file's newer declaration of it)."""
+    try:
+        row = store.tables.get_registered(spec.id)
+    except Exception:  # noqa: BLE001 - no row (a file's table not synced yet): a declaration
+        return False
+    return row.managed_by == Owner.POLICY and row.spec == spec
 
 
 def register_dags(namespace: dict[str, Any], tables_yaml: str | Path | None = None) -> BuildResult:

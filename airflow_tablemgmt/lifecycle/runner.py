@@ -33,6 +33,7 @@ from airflow_tablemgmt.lifecycle.model import (
 from airflow_tablemgmt.lifecycle.predecessor import interrupt_reaped
 from airflow_tablemgmt.lifecycle.results import ResultJournal
 from airflow_tablemgmt.lifecycle.takeover import attempt_prefix, close_orphan, is_orphaned, wait_for_peer
+from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec
@@ -165,7 +166,7 @@ class ProcessRunner:
         try:
             factory = self._factory  # the one that made the job; a failure before that looks it up
             if factory is None:
-                table = self.store.tables.get(req.table_id)
+                table = effective_table(self.store, req.table_id)
                 factory = self.factories.for_action(table.format, req.action)
             if not isinstance(factory, StoreAwareFactory):
                 return
@@ -185,7 +186,7 @@ class ProcessRunner:
 
     def _run(self, req: RunRequest) -> RunOutcome:
         store_started = time.perf_counter()
-        table = self.store.tables.get(req.table_id)
+        table = effective_table(self.store, req.table_id)  # its declaration with the policies merged in
         catalog = self.store.catalogs.get(table.catalog)
         action = ACTIONS.get(req.action)
         factory = self._factory = self.factories.for_action(table.format, action.name)

@@ -25,6 +25,7 @@ from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
 from airflow_tablemgmt.notifications.dispatch import Route, global_notify, routes, send
 from airflow_tablemgmt.notifications.events import Notification
+from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import TableSpec
@@ -91,7 +92,7 @@ def evaluate(
 ) -> list[tuple[Route, Notification]]:
     """What measuring ``table_id`` now (after a process of ``action``) makes: nothing at all, not even a
     metadata read, when no route takes ``unhealthy``."""
-    spec = store.tables.get(table_id)
+    spec = effective_table(store, table_id)
     chosen = health_routes(getattr(spec, "notify", None), global_spec)
     if not chosen:
         return []

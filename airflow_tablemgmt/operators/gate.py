@@ -18,6 +18,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -78,7 +79,7 @@ def check_snapshot(store: Store, table: str, action: str, log: logging.Logger | 
     from airflow_tablemgmt.triggers.format_readers import reader_for, watched_catalog
 
     try:
-        spec = store.tables.get(table)
+        spec = effective_table(store, table)
         reader = reader_for(
             resolve_catalog_spec(watched_catalog(store.catalogs.get(spec.catalog), spec.format))
         )

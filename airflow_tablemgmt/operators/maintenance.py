@@ -33,6 +33,7 @@ from airflow_tablemgmt.lineage.spark import parent_job_conf
 from airflow_tablemgmt.notifications.health import after_process
 from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
 from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLimitExceeded
+from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.factories.discovery import FactoryRegistry
@@ -238,7 +239,7 @@ class TableMaintenanceOperator(BaseOperator):
     def _plan(self, store: Store, factories: FactoryRegistry, context: Any) -> RunPlan:
         """What a store-aware factory makes of this DAG run (the process parameters, or a skip);
         other factories need nothing from the run."""
-        table = store.tables.get(self.table)
+        table = effective_table(store, self.table)  # its declaration with the policies merged in
         factory = factories.for_action(table.format, self.action)
         if not isinstance(factory, StoreAwareFactory):
             return RunPlan()

@@ -34,6 +34,7 @@ from airflow_tablemgmt.factories.health import Reading, read_health, score_of
 from airflow_tablemgmt.metadata.files import FileStats
 from airflow_tablemgmt.metadata.health import FormatHealth, HealthScore, score
 from airflow_tablemgmt.metadata.health import removable as removable_files
+from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
@@ -125,7 +126,7 @@ def table_health(
     read: Callable[[CatalogSpec, TableSpec], Reading] = read_file_stats,
 ) -> TableHealth:
     """Health of a live table. An unreadable table still answers, with ``files`` None and ``error``."""
-    spec = store.tables.get(table_id)
+    spec = effective_table(store, table_id)  # the thresholds the gate uses: the policies' merged in
     cache = cache or _CACHE
     key = _key(store, spec.id)
     reading = cache.get(key, ttl)

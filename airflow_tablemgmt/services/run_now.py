@@ -21,6 +21,7 @@ from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
 from airflow_tablemgmt.core.naming import dag_id_for as dag_id_for  # re-exported: the services and api use it
 from airflow_tablemgmt.core.process import Process
 from airflow_tablemgmt.services.errors import DuplicateRun, InvalidInput
+from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -44,7 +45,7 @@ class RunRequested:
 def check_runnable(store: Store, table_id: str, action: str) -> str:
     """The action's DAG id, when the live table has ``action`` enabled; else a message saying why not."""
     ACTIONS.get(action)  # unknown names fail with the list of known ones
-    spec = store.tables.get(table_id)
+    spec = effective_table(store, table_id)  # an action a policy enables is runnable too
     enabled = spec.enabled_actions()
     if action not in enabled:
         raise InvalidInput(
