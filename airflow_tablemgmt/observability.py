@@ -147,6 +147,7 @@ def process_finished(process: Process, duration_s: float) -> None:
     tags = {"table": process.table_id, "action": process.action}
     _emit("incr", f"process.{outcome}", 1, tags, process.action)
     _emit("timing", "process.duration", duration_s * 1000, {**tags, "status": status}, process.action, status)
+    _process_cost(process, {**tags, "status": status})
     if status != "success":
         return
     summary = process.summary or {}
@@ -164,6 +165,21 @@ def process_finished(process: Process, duration_s: float) -> None:
         value = _num(after.get(name))
         if value is not None:
             _emit("gauge", f"table.{name}", value, {"table": process.table_id}, process.table_id)
+
+
+def _process_cost(process: Process, tags: dict[str, str]) -> None:
+    """What the run cost (``core/cost.py``), whatever its status: executor core-time and CPU time as timers
+    (milliseconds: StatsD and OpenTelemetry sum them per table and action), bytes read and written as
+    counters. A run nothing measured sends none."""
+    if process.core_seconds is None:
+        return
+    status = tags["status"]
+    for name, seconds in (("core_time", process.core_seconds), ("cpu_time", process.cpu_seconds)):
+        if seconds is not None:
+            _emit("timing", f"process.{name}", seconds * 1000, tags, process.action, status)
+    for name, value in (("bytes_read", process.bytes_read), ("bytes_written", process.bytes_written)):
+        if value is not None:
+            _emit("incr", f"process.{name}", value, tags, process.action)
 
 
 @_safe

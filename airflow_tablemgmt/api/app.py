@@ -25,6 +25,7 @@ API_VERSION_PATH = "/v1"
 def create_api_app() -> FastAPI:
     from airflow_tablemgmt.api import (
         catalogs,
+        cost,
         dynamic,
         enrolment,
         overview,
@@ -55,7 +56,7 @@ def create_api_app() -> FastAPI:
     init_error_handlers(api)  # Airflow's handlers for its own DB errors
     install_error_handlers(api)  # ours after: every 4xx is {"detail", "field"}
     install_db_error_handlers(api)  # a value the database refuses (NUL, too long) is a 422
-    for module in (catalogs, tables, processes, dynamic, enrolment, policies, overview, permissions):
+    for module in (catalogs, tables, processes, cost, dynamic, enrolment, policies, overview, permissions):
         api.include_router(module.router)
     api.add_middleware(BodyLimits)  # JSON bodies only (415), at most 1 MiB (413)
     return api

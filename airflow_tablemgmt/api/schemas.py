@@ -225,6 +225,16 @@ class ProcessOut(BaseModel):
         description="files and bytes the process removed (0 unless it succeeded): the figure the overview's "
         "files removed sums, services.overview.removed_by",
     )
+    core_seconds: float | None = Field(
+        None, description="executor core-seconds: the run's Spark task run time summed (null: not measured)"
+    )
+    cpu_seconds: float | None = Field(None, description="the CPU time of the same tasks (null: not measured)")
+    bytes_read: int | None = Field(
+        None, description="bytes the run's tasks read from storage (null: not measured)"
+    )
+    bytes_written: int | None = Field(
+        None, description="bytes the run's tasks wrote to storage (null: not measured)"
+    )
 
 
 class ProcessPage(BaseModel):

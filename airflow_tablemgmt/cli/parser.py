@@ -6,6 +6,7 @@ import argparse
 
 from airflow_tablemgmt.cli import (
     catalogs,
+    cost,
     dags,
     dynamic,
     enrolment,
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalogs.add_parsers(sub)
     tables.add_listing_parsers(sub)
     processes.add_parsers(sub)
+    cost.add_parser(sub)
     dynamic.add_parsers(sub)
     enrolment.add_parsers(sub)
     policies.add_parsers(sub)

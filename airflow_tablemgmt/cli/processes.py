@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt import services
 from airflow_tablemgmt.cli.common import logs_to_stderr, open_store, positive_seconds
+from airflow_tablemgmt.cli.cost import core, size
 from airflow_tablemgmt.cli.output import Output, add_output_option
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.services.processes import timings
@@ -58,6 +59,9 @@ def cmd_processes(args: argparse.Namespace) -> int:
                 _secs(t["run_s"]),
                 _secs(t["job_s"]),
                 _secs(t["total_s"]),
+                core(p.core_seconds),
+                size(p.bytes_read),
+                size(p.bytes_written),
                 p.engine,
                 _reason(p),
             ]
@@ -79,6 +83,9 @@ def cmd_processes(args: argparse.Namespace) -> int:
             "RUN",
             "JOB",
             "TOTAL",
+            "CORE-S",
+            "READ",
+            "WRITTEN",
             "ENGINE",
             "REASON",
         ],

@@ -344,7 +344,7 @@ class Attempt(AttemptState):
             reason = name_the_catalog(
                 result.error_class, result.error or "the Spark job failed without a result", job.catalog
             )
-            self.fail(process, reason)
+            self.fail(process, reason, cost=result.cost)
             raise JobFailed(f"{req.action} on {req.table_id} failed (process {process.id}): {reason}")
         # A job that committed before a kill landed is recorded too, guarded by this attempt: if the
         # row is another attempt's now, that one finds the result file and records it.

@@ -14,8 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from airflow_tablemgmt import observability
+from airflow_tablemgmt.core.cost import cost_columns
 from airflow_tablemgmt.core.errors import IllegalTransition
 from airflow_tablemgmt.core.process import Process, ProcessStatus
 from airflow_tablemgmt.lifecycle.errors import WorkerSuperseded, canceled
@@ -59,8 +61,9 @@ class AttemptState:
         """Seconds since this attempt claimed its row."""
         return time.monotonic() - self.claimed_at
 
-    def fail(self, process: Process, reason: str) -> None:
-        """End the row FAILED with ``reason`` (guarded by this attempt; a closed row stays closed)."""
+    def fail(self, process: Process, reason: str, cost: dict[str, Any] | None = None) -> None:
+        """End the row FAILED with ``reason`` (guarded by this attempt; a closed row stays closed), and
+        what the failed job cost when its result measured it (``core/cost.py``)."""
         self.failed_here = True
         try:
             failed = self.store.processes.transition(
@@ -69,6 +72,7 @@ class AttemptState:
                 expected=(S.PENDING, S.SUBMITTED, S.RUNNING, S.CANCELING),
                 attempt=process.attempt,
                 failure_reason=reason[-4000:],
+                **cost_columns({"cost": cost}),
             )
             observability.process_finished(failed, self.elapsed())
         except IllegalTransition:

@@ -11,7 +11,9 @@ Failure::
      "duration_seconds": ..., "error_class": "TABLE_OR_VIEW_NOT_FOUND", "error": "..."}
 
 A success's ``summary`` carries ``timings``: seconds per phase of the run (see :class:`Timings`),
-completed by the submitting side with what only it can see (spark-submit's start, the JVM's exit).
+completed by the submitting side with what only it can see (spark-submit's start, the JVM's exit), and
+``cost``: what the run cost in executor time and bytes (``core/cost.py``), which a failure carries as
+``"cost"`` beside its error.
 
 Both sides share this module; it imports no pyspark so the Airflow side can parse results.
 """
@@ -61,6 +63,14 @@ class JobResult:
     def duration_seconds(self) -> float | None:
         value = self.raw.get("duration_seconds")
         return float(value) if value is not None else None
+
+    @property
+    def cost(self) -> dict[str, Any] | None:
+        """What the run cost (``core/cost.py``): a success's ``summary["cost"]``, a failure's ``cost``
+        beside its error; None when nothing measured it."""
+        value = self.summary.get("cost") if isinstance(self.summary, dict) else None
+        value = value if isinstance(value, dict) else self.raw.get("cost")
+        return value if isinstance(value, dict) else None
 
 
 # Phases in the order a run goes through them; the log line and the benchmark print them in this order.
@@ -180,6 +190,7 @@ def failure_line(
     duration_seconds: float | None = None,
     application_id: str | None = None,
     timings: dict[str, float] | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> str:
     payload: dict[str, Any] = {
         RESULT_MARKER: 1,
@@ -193,6 +204,8 @@ def failure_line(
     }
     if timings:
         payload["timings"] = timings
+    if cost:  # a failed run cost its executors too (core/cost.py)
+        payload["cost"] = cost
     return json.dumps(payload, default=str, separators=(",", ":"))
 
 

@@ -895,7 +895,15 @@ function historyTab(procs, focus, perms) {
   return h("div", {},
     focus ? h("p", { class: "small" }, `Processes of ${focus} · `, link(location.hash.replace(/([?&])action=[^&]*/, "$1").replace(/[?&]$/, ""), "all actions")) : null,
     processTable(rows, perms),
-    h("p", { class: "muted small" }, "Lease wait: opened → the table's lease taken (– : the action takes no lease). Queue wait: the lease taken → running (planning, submission, the cluster's queue). Run: running → finished. Job: the Spark job. Total: opened → finished. The same figures as tablemgmt processes. Newest first."));
+    h("p", { class: "muted small" }, "Lease wait: opened → the table's lease taken (– : the action takes no lease). Queue wait: the lease taken → running (planning, submission, the cluster's queue). Run: running → finished. Job: the Spark job. Total: opened → finished. Cost: executor core-seconds (Spark's task run time summed) · bytes read → written by its tasks. The same figures as tablemgmt processes. Newest first."));
+}
+
+/** A process's cost (core/cost.py): executor core-seconds, with CPU seconds and bytes read and written in its title. */
+function costCell(p) {
+  if (p.core_seconds == null) return h("td", { class: "num", title: "not measured (no Spark job, or a run before cost was recorded)" }, "–");
+  const title = `${fmtNum(p.core_seconds)} executor core-seconds (task run time summed), ${fmtNum(p.cpu_seconds)} CPU seconds; read ${fmtBytes(p.bytes_read)}, written ${fmtBytes(p.bytes_written)}`;
+  return h("td", { class: "num", title, dataset: { coreSeconds: String(p.core_seconds), bytesRead: String(p.bytes_read), bytesWritten: String(p.bytes_written) } },
+    `${fmtNum(Math.round(p.core_seconds * 10) / 10)} core-s · ${fmtBytes(p.bytes_read)} → ${fmtBytes(p.bytes_written)}`);
 }
 
 function processTable(procs, perms = {}) {
@@ -903,7 +911,7 @@ function processTable(procs, perms = {}) {
   return h(
     "table",
     { class: "grid", id: "processes" },
-    h("thead", {}, h("tr", {}, ["Id", "Action", "Trigger", "Started", "Finished", "Status", "Lease wait", "Queue wait", "Run", "Job", "Total", "Files", "Reason", "Log", ""].map((c) => h("th", {}, c)))),
+    h("thead", {}, h("tr", {}, ["Id", "Action", "Trigger", "Started", "Finished", "Status", "Lease wait", "Queue wait", "Run", "Job", "Total", "Cost", "Files", "Reason", "Log", ""].map((c) => h("th", {}, c)))),
     h("tbody", {}, procs.map((p) => {
       const t = p.timings || {};
       const s = p.summary || {};
@@ -927,6 +935,7 @@ function processTable(procs, perms = {}) {
         h("td", { class: "num" }, fmtSec(t.job_s)),
         h("td", { class: "num" }, fmtSec(t.total_s)),
         h("td", { class: "num" }, before !== undefined || after !== undefined ? `${fmtNum(before)} → ${fmtNum(after)}` : "–"),
+        costCell(p),
         h("td", { class: "reason" }, procReason(p)),
         h("td", {}, log ? h("a", { href: log, target: "_top", class: "log" }, "task log") : "–"),
         h("td", {}, cancel),

@@ -186,3 +186,25 @@ def test_without_statsd_nothing_is_sent_and_nothing_fails(monkeypatch: pytest.Mo
     observability.reset()
     observability.process_started(_process())
     observability.process_finished(_process(), duration_s=1)
+
+
+def test_a_runs_cost_goes_out_whatever_its_status(statsd: StatsdReceiver) -> None:
+    ok = _process()
+    ok.core_seconds, ok.cpu_seconds, ok.bytes_read, ok.bytes_written = 12.5, 8.0, 4096, 2048
+    failed = _process("rewrite-deletes", ProcessStatus.FAILED)
+    failed.core_seconds, failed.cpu_seconds, failed.bytes_read, failed.bytes_written = 2.0, 1.5, 100, 0
+    observability.process_finished(ok, duration_s=30)
+    observability.process_finished(failed, duration_s=3)
+    observability.process_finished(_process("expire-snapshots"), duration_s=1)  # not measured: no cost sent
+    got = statsd.expect(
+        {
+            "airflow.tablemgmt.process.core_time.rewrite-files.success": ["12500|ms"],
+            "airflow.tablemgmt.process.cpu_time.rewrite-files.success": ["8000|ms"],
+            "airflow.tablemgmt.process.bytes_read.rewrite-files": ["4096|c"],
+            "airflow.tablemgmt.process.bytes_written.rewrite-files": ["2048|c"],
+            "airflow.tablemgmt.process.core_time.rewrite-deletes.failed": ["2000|ms"],
+            "airflow.tablemgmt.process.bytes_read.rewrite-deletes": ["100|c"],
+            "airflow.tablemgmt.process.core_time": ["12500|ms", "2000|ms"],  # the tagged name
+        }
+    )
+    assert not any(n.startswith("airflow.tablemgmt.process.core_time.expire-snapshots") for n in got)

@@ -33,12 +33,25 @@ class ServerSpec:
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)
     driver_memory: str = "1g"
+    #: The server's web UI port: its REST status API is where a job's cost is read (``cost.py``). None: no UI
+    #: (and no cost per job).
+    ui_port: int | None = None
 
     def settings(self) -> dict[str, str]:
+        ui = (
+            {"spark.ui.enabled": "false"}
+            if self.ui_port is None
+            # Read-only: nothing can kill a job or a stage from the UI (``spark.ui.killEnabled``).
+            else {
+                "spark.ui.enabled": "true",
+                "spark.ui.port": str(self.ui_port),
+                "spark.ui.killEnabled": "false",
+            }
+        )
         return {
             "spark.sql.extensions": ICEBERG_EXTENSIONS,
             PORT_CONF: str(self.port),
-            "spark.ui.enabled": "false",
+            **ui,
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
             # Concurrent jobs share the server's executors fairly instead of queueing behind one another.
@@ -122,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--need", action="append", default=[], help="more jars by need (aws, postgresql ...)")
     parser.add_argument("--driver-memory", default="1g")
+    parser.add_argument(
+        "--ui-port",
+        type=int,
+        default=4040,
+        help="the server's web UI, where each job's cost is read (its REST status API); 0: no UI",
+    )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--print", action="store_true", help="print the command line instead of running it")
     args = parser.parse_args(argv)
@@ -134,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         master=args.master,
         conf=conf,
         driver_memory=args.driver_memory,
+        ui_port=args.ui_port or None,
     )
     command = spec.argv()
     if args.print:

@@ -265,6 +265,24 @@ def _refresh_table(run: ConnectRun, session: RemoteSession, job: JobSpec) -> Non
     run.timings["table_refresh"] = round(time.perf_counter() - started, 3)
 
 
+def _measure(run: ConnectRun, session: Any, result: JobResult) -> None:
+    """The job's cost from the server's status API (``cost.py``), into its result: a success's
+    ``summary["cost"]``, a failure's ``cost``; a run stopped by a kill is not measured (it must end now)."""
+    if run._stopping.is_set():  # noqa: SLF001 - the run's own state
+        return
+    from airflow_tablemgmt.spark.connect.cost import connect_cost
+
+    started = time.perf_counter()
+    cost = connect_cost(session, run.url, run.session_id, run.tag)
+    run.timings["cost"] = round(time.perf_counter() - started, 3)
+    if cost is None:
+        return
+    if result.ok:
+        result.summary["cost"] = cost
+    else:
+        result.raw["cost"] = cost
+
+
 def run_on_connect(
     job: JobSpec,
     url: str,
@@ -306,6 +324,7 @@ def run_on_connect(
         # The driver program uses only the DataFrame and SQL API both session classes share (pyspark 3.5's
         # Connect session is not a subclass of the classic one).
         result = run_job(cast("SparkSession", session), job)
+        _measure(run, session, result)
     finally:
         started = time.perf_counter()
         run.close()

@@ -108,6 +108,7 @@ from airflow_tablemgmt.spark.connect.errors import NotOnConnect  # noqa: E402
 from airflow_tablemgmt.spark.connect.policy import connect_refusal, is_remote  # noqa: E402
 from airflow_tablemgmt.spark.errors import InvalidJobSpec, NoExecutors  # noqa: E402
 from airflow_tablemgmt.spark.job import commit_mark, lease_guard  # noqa: E402
+from airflow_tablemgmt.spark.job.cost import RunMeter  # noqa: E402
 from airflow_tablemgmt.spark.job.redact import REDACT, redact, secret_values  # noqa: E402
 from airflow_tablemgmt.spark.job.session import BackgroundSession  # noqa: E402
 from airflow_tablemgmt.spark.job.watchdog import ExecutorWatchdog  # noqa: E402
@@ -185,6 +186,7 @@ class _Outcome:
     error_class: str = ""
     error: str = ""
     jvm_started_at: float | None = None
+    cost: dict[str, Any] | None = None
 
     def line(self, timings: Timings) -> str:
         if self.summary is not None:
@@ -205,6 +207,7 @@ class _Outcome:
             duration_seconds=self.duration_seconds,
             application_id=self.application_id,
             timings=timings.as_dict(),
+            cost=self.cost,
         )
 
 
@@ -246,6 +249,7 @@ def _execute(
     jvm_started_at: float | None = None
     watchdog: ExecutorWatchdog | None = None
     started = time.monotonic()
+    meter = RunMeter(job, own_session=spark is None)
     try:
         table = table_of(job)
         table_name = str(table)
@@ -279,6 +283,7 @@ def _execute(
                 timings.add("driver_jvm", _PYTHON_STARTED_AT - jvm_started_at)
         app_id = _application_id(spark)
         log.info("spark application %s", app_id)
+        meter.start(spark)
         # On Spark Connect the server's executors are the server's concern (its own cluster manager).
         if not is_remote(spark):
             watchdog = ExecutorWatchdog(spark.sparkContext)
@@ -314,6 +319,8 @@ def _execute(
         timings.add("maintainer_other", duration - timed_inside)
         summary["duration_seconds"] = duration
         log.info("%s on %s succeeded in %.1fs", job.action, table, duration)
+        if (cost := meter.read(timings)) is not None:
+            summary["cost"] = cost
         return _Outcome(0, job.action, table_name, app_id, duration, summary, jvm_started_at=jvm_started_at)
     except Exception as e:  # noqa: BLE001 - every failure becomes the result line
         error_class, message = describe_exception(e)
@@ -330,8 +337,10 @@ def _execute(
             error_class=error_class,
             error=message,
             jvm_started_at=jvm_started_at,
+            cost=meter.read(timings),
         )
     finally:
+        meter.stop()
         if watchdog is not None:
             watchdog.stop()
 

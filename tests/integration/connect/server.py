@@ -40,7 +40,8 @@ def start_connect_server(log: Path, port: int | None = None) -> ConnectServer:
 
     port = port or free_port()
     try:
-        spec = server_spec(port=port, master="local[2]")
+        # Its web UI on a free port: its REST status API is where a job's cost is read (spark/connect/cost.py).
+        spec = server_spec(port=port, master="local[2]", ui_port=free_port())
     except ArtifactError as e:
         skip_unless_ci(f"Spark Connect jars not available: {e}")
     process = start_server(spec, log)

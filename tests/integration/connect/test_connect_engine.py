@@ -91,6 +91,14 @@ def test_compaction_runs_on_the_connect_server_and_is_recorded(
     assert summary["after"]["data_files"] == after["files"]
     assert summary["after"]["live_records"] == before["rows"]
     assert summary["rewritten_data_files_count"] == FILES
+    # What the job cost, from the server's status API: the stages of the jobs tagged with this job's tag
+    # (another session's jobs on the same server are not counted); it wrote exactly the new files' bytes.
+    cost = summary["cost"]
+    assert (cost["scope"], cost["source"]) == ("operations", "connect-rest")
+    assert cost["jobs"] >= 1 and cost["tasks"] >= 1
+    assert process.core_seconds is not None and process.core_seconds > 0
+    assert process.bytes_read is not None and process.bytes_read >= summary["rewritten_bytes_count"]
+    assert process.bytes_written == summary["after"]["data_bytes"]
     store.dispose()
 
 

@@ -44,6 +44,12 @@ def test_in_process_run_times_the_maintainer_phases(
     assert inside <= summary["duration_seconds"] + 0.01
     assert inside + timings["metrics_before"] >= summary["duration_seconds"] - 0.01
     assert summary["after"]["data_files"] == 2  # the figures are still all there
+    # On the caller's session (shared by every test here) the cost is this run's tagged jobs only: it wrote
+    # exactly its two new files, whatever the session ran before (the tables' writes, other tests' jobs).
+    cost = summary["cost"]
+    assert cost["scope"] == "jobs" and cost["jobs"] >= 1 and cost["core_seconds"] > 0
+    assert cost["bytes_written"] == summary["after"]["data_bytes"]
+    assert not any("tms-cost" in t for t in tables.spark.sparkContext.getJobTags())  # the tag is taken off
 
 
 def test_a_failed_run_reports_how_far_it_got(tables: Tables, catalog: CatalogSpec) -> None:
@@ -56,6 +62,8 @@ def test_a_failed_run_reports_how_far_it_got(tables: Tables, catalog: CatalogSpe
     assert payload["error_class"] == "TableNotFound"
     # The early read found nothing plain; Spark's table load said the table is missing.
     assert "table_load" in payload["timings"] and "procedure" not in payload["timings"]
+    # What it cost so far (its table load's jobs: none here, the early read used no Spark) is beside the error.
+    assert payload["cost"]["scope"] == "jobs" and payload["cost"]["bytes_written"] == 0
 
 
 def test_spark_submit_run_reports_every_phase_and_logs_them(

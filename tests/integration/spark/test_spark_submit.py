@@ -31,6 +31,7 @@ def test_rewrite_files_via_spark_submit(
     table = make_table("id bigint, p string, v string", partitioned_by="p", prefix="submitted")
     tables.small_files(table, files=12)
     before = tables.content(table)
+    old_files = {p.name for p in (tables.dir(table) / "data").rglob("*.parquet")}
 
     job = replace(_job(table, catalog, "rewrite-files", {"min-input-files": 2}), process_id=41, attempt=2)
     result = run_local(job, tmp_path, timeout=300)
@@ -47,6 +48,22 @@ def test_rewrite_files_via_spark_submit(
     assert summary["after"]["files_per_partition_max"] == 1
     assert summary["rewritten_data_files_count"] == 24
     assert summary["duration_seconds"] > 0
+    # What the run cost, from the application's own stages (Spark's status store, its UI off): executor
+    # time, the bytes its scans read (every old file, whole: at least their bytes) and the bytes it wrote,
+    # which are exactly the two new files'.
+    cost = summary["cost"]
+    assert (cost["scope"], cost["source"]) == ("application", "status-store")
+    assert cost["core_seconds"] > 0 and cost["cpu_seconds"] > 0 and cost["tasks"] >= 2
+    assert summary["rewritten_bytes_count"] <= cost["bytes_read"] < 3 * summary["rewritten_bytes_count"]
+    assert (
+        cost["bytes_written"]
+        == summary["after"]["data_bytes"]
+        == sum(
+            p.stat().st_size
+            for p in (tables.dir(table) / "data").rglob("*.parquet")
+            if p.name not in old_files
+        )
+    )
     assert tables.content(table) == before
     log = (tmp_path / "spark-submit.log").read_text()
     assert f"tablemgmt: rewriting data files of {table}" in log

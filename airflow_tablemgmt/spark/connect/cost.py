@@ -1,0 +1,112 @@
+"""A Spark Connect job's cost: the stages of the server's jobs that carry the job's operation tag, read
+from the server's REST status API (``spark/cost.py`` sums them).
+
+Spark 3.5's Connect server runs every operation's Spark jobs with job tags: the operation's own
+(``SparkConnect_OperationTag_User_<u>_Session_<s>_Operation_<op>``) and one per tag the client added
+(``SparkConnect_SessionTag_User_<u>_Session_<s>_Tag_<tag>``); the job's own ``tms-p<process>-a<attempt>``
+(``session.py``) is one of those, so the jobs with a tag ending ``_Session_<session>_Tag_<tag>`` are
+exactly this job's. The server's status store lists them with their ``jobTags`` and ``stageIds``
+(``/api/v1/applications/<app>/jobs``, Spark 3.5) and each stage's summed task metrics
+(``/stages/<id>``). The API is the server's web UI: a server started with ``spark.ui.enabled=false``
+has none, and the job's cost is then not measured (said once in the log, never guessed).
+
+Where the UI is: ``spark.tablemgmt.ui.url`` in the server's settings when it set one (a container that
+publishes its UI elsewhere), else ``http://<the sc:// host>:<spark.ui.port, default 4040>``. The answer's
+application id must be the server's own (``spark.app.id``): a UI of another application on that port is
+never read as this job's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from airflow_tablemgmt.spark.cost import stage_cost, stage_ids, tagged_jobs, unfinished
+
+log = logging.getLogger(__name__)
+
+UI_URL_CONF = "spark.tablemgmt.ui.url"
+#: How long the reader waits for the server's store to see the job's last jobs end.
+SETTLE_S = 10.0
+#: The most the whole read may take (the UI's first REST request starts its Jersey application: seconds on
+#: a loaded host, 5 s measured too short at a load of 26 on 2 cores).
+BUDGET_S = 45.0
+
+
+def ui_url(session: Any, url: str) -> str | None:
+    """Where the server's REST status API is, from its own settings; None when its UI is off."""
+    conf = session.conf
+    explicit = conf.get(UI_URL_CONF, None)
+    if explicit:
+        return str(explicit).rstrip("/")
+    if str(conf.get("spark.ui.enabled", "true")).lower() == "false":
+        return None
+    host = urlsplit(url.replace("sc://", "http://", 1).split(";", 1)[0]).hostname or "127.0.0.1"
+    port = int(str(conf.get("spark.ui.port", "4040")))
+    return f"http://{host}:{port}"
+
+
+def _get(url: str, deadline: float) -> Any:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError(f"no time left to read {url}")
+    with urllib.request.urlopen(url, timeout=left) as answer:  # noqa: S310 - an http(s) URL built above
+        return json.loads(answer.read().decode("utf-8"))
+
+
+def connect_cost(session: Any, url: str, session_id: str, tag: str) -> dict[str, Any] | None:
+    """The cost document of the job tagged ``tag`` on ``session`` (its server at ``url``); None when the
+    server has no status API or it could not be read."""
+    try:
+        base = ui_url(session, url)
+        if base is None:
+            log.info(
+                "the Spark Connect server's UI is off (spark.ui.enabled=false): the job's cost is not measured"
+            )
+            return None
+        app = str(session.conf.get("spark.app.id"))
+    except Exception as e:  # noqa: BLE001 - a cost never fails a job
+        log.warning(
+            "the Spark Connect server's settings could not be read for the job's cost: %s", str(e)[:300]
+        )
+        return None
+    return read_cost(base, app, f"Session_{session_id}_Tag_{tag}")
+
+
+def read_cost(base: str, app: str, tag_suffix: str, settle_s: float = SETTLE_S) -> dict[str, Any] | None:
+    """Read the jobs tagged ``…_<tag_suffix>`` of application ``app`` at the UI ``base`` and sum their
+    stages; waits (at most ``settle_s``) until the server's store has none of them running."""
+    api = f"{base}/api/v1/applications/{quote(app, safe='')}"
+    started = time.monotonic()
+    settled, deadline = started + settle_s, started + BUDGET_S
+    try:
+        while True:
+            jobs = tagged_jobs(_get(f"{api}/jobs", deadline), tag_suffix)
+            if not unfinished(jobs) or time.monotonic() >= min(settled, deadline):
+                break
+            time.sleep(0.2)
+        if unfinished(jobs):
+            log.warning(
+                "jobs %s still running on the server: the job's cost may miss their last tasks",
+                unfinished(jobs),
+            )
+        stages: list[dict[str, Any]] = []
+        for stage in sorted(stage_ids(jobs)):
+            stages.extend(_get(f"{api}/stages/{stage}?details=false", deadline))
+    except urllib.error.HTTPError as e:
+        if e.code == 404:  # not this application's UI, or a stage the store no longer keeps
+            log.warning(
+                "the Spark UI at %s does not know application %s (%s): no cost measured", base, app, e
+            )
+        else:
+            log.warning("reading the job's cost from %s failed: %s", base, e)
+        return None
+    except (OSError, ValueError) as e:
+        log.warning("reading the job's cost from %s failed: %s", base, str(e)[:300])
+        return None
+    return stage_cost(stages, jobs=len(jobs), scope="operations", source="connect-rest")
