@@ -15,6 +15,7 @@ from airflow_tablemgmt.formats.iceberg.job.compaction import (
     rewrite_files,
     rewrite_manifests,
 )
+from airflow_tablemgmt.formats.iceberg.views import read_files, read_snapshots
 from airflow_tablemgmt.metadata.files import FileStats, read_file_stats
 from airflow_tablemgmt.metadata.health import decide, score
 from airflow_tablemgmt.spark.errors import ColumnNotFound, InvalidJobSpec
@@ -222,6 +223,14 @@ def test_v3_deletes_are_deletion_vectors_counted_apart_and_applied_by_rewrite_fi
     assert finding.action == "rewrite-files"
     assert finding.reason == "2 deletion vectors mark 43 of 200 rows deleted (22%)"
     assert not decide(stats, "rewrite-deletes").pays and decide(stats, "rewrite-files").pays
+    # The Files and Snapshots views (the page's tabs, REST) show them apart too.
+    spec = TableSpec(catalog=table.catalog, namespace=table.namespace, name=table.name)
+    view = read_files(catalog, spec)
+    assert (view["totals"]["deletion_vectors"], view["totals"]["position_delete_files"]) == (2, 0)
+    assert view["totals"]["dv_deleted_rows"] == view["totals"]["deleted_rows"] == 43
+    assert {p["partition"]: p["deletion_vectors"] for p in view["partitions"]} == {"p=a": 1, "p=b": 1}
+    timeline = read_snapshots(catalog, spec)["snapshots"]
+    assert [(s["added_dvs"], s["removed_dvs"]) for s in timeline] == [(0, 0), (1, 0), (1, 0), (1, 1)]
     # The job's fallback figures (Spark's metadata tables) count them the same way.
     fallback = _metrics_from_metadata_tables(spark, table)
     assert (fallback["deletion_vectors"], fallback["position_delete_files"]) == (2, 0)
