@@ -282,6 +282,8 @@ def main() -> int:
             times, cpu = [], []
             for _ in range(args.repeat):
                 if cold:  # and the fleet's: computed on a thread, the request waits at most WAIT_SECONDS
+                    for running in list(fleet._RUNNING.values()):  # the last request's, as a new api-server
+                        running.join()
                     overview._FIGURES.clear()
                     fleet._CACHE.clear()
                 if stale:  # older than FIGURES_SECONDS: the page gets them and a thread recomputes them

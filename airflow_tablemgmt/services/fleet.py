@@ -9,7 +9,7 @@ by ``at``), the health gate's skips of the window (``store/fleet.py``: the finis
 and status the store keeps as processes finish (``tms_process_day``, ``store/process_cost.py``), grouped by
 day and policy. Still, at 10,000 tables that is about a tenth of a second of CPU, more than the rest of the
 overview: :func:`cached_fleet` reuses it for :data:`FLEET_SECONDS` and computes it on a thread, so no
-request waits for it longer than :data:`WAIT_SECONDS` (the page asks again while it is pending).
+request waits for it (the page asks again while it is pending).
 
 The window is :data:`DAYS` days: the enrolment changes and skips of the last ``DAYS`` × 24 hours, the cost of
 the last ``DAYS`` UTC days with today (the day rows are per UTC day, as ``tablemgmt cost --days``). Cost per
@@ -133,8 +133,10 @@ def fleet(store: Store, now: datetime) -> dict[str, Any]:
 #: thread computes them again.
 FLEET_SECONDS = 60.0
 #: How long a request with no fleet computed yet waits for the thread before it answers without it
-#: (``fleet_pending``; the page asks again): an api-server's first overview stays within its budget.
-WAIT_SECONDS = 0.1
+#: (``fleet_pending``; the page asks again a second later). None: the thread would compete with the request
+#: for the interpreter, and an api-server's first overview then stays within its budget (measured:
+#: ``benchmarks/ui_latency.py``'s cold row, docs/ui.md).
+WAIT_SECONDS = 0.0
 
 _CACHE: dict[str, tuple[float, dict[str, Any]]] = {}
 _RUNNING: dict[str, threading.Thread] = {}
