@@ -99,9 +99,18 @@ class DiscoveryResult:
 
 def load_policies(store: Store) -> list[Policy]:
     """Every stored policy (a row that no longer validates is left out, logged by its repository)."""
+    return stored_policies(store)[0]
+
+
+def stored_policies(store: Store) -> tuple[list[Policy], list[str]]:
+    """The stored policies that validate, and the names of those that no longer do (written by an older
+    version): their tables are left as they are, never retired for a policy that only cannot be read."""
     from airflow_tablemgmt.store.policies import PolicyRepository
 
-    return [p.policy for p in PolicyRepository.of(store).list()]
+    readable, unreadable = PolicyRepository.of(store).list_with_errors()
+    for u in unreadable:
+        log.warning("tablemgmt discovery: %s", u.message)
+    return [p.policy for p in readable], [u.name for u in unreadable]
 
 
 def _default_resolver(catalog: CatalogSpec) -> CatalogSpec:
@@ -128,7 +137,7 @@ def discover(
     or manages). ``policies``: the policies to decide with (default: the store's); ``lister`` and
     ``resolve_catalog``: how a catalog is listed and its secret references resolved (the defaults: without a
     JVM, through Airflow's connections and variables)."""
-    everyone = list(policies) if policies is not None else load_policies(store)
+    everyone, frozen = (list(policies), []) if policies is not None else stored_policies(store)
     by_name = {p.name: p for p in everyone}
     if policy is not None and policy not in by_name:
         known = ", ".join(sorted(by_name)) or "none"
@@ -142,8 +151,11 @@ def discover(
         for p in targets
         if not catalogs_of(p, sorted(registered))
     ]
+    notes += [
+        f"policy {name} cannot be read (see the log): its tables are left as they are" for name in frozen
+    ]
     repo = EnrolmentRepository.of(store)
-    run = _Pass(repo, everyone, {p.name for p in targets}, dry_run)
+    run = _Pass(repo, everyone, {p.name for p in targets}, dry_run, set(frozen))
     for name in wanted:
         run.catalog(name, _listing(registered[name], lister, resolve_catalog))
     run.orphans(policy, registered)
@@ -164,9 +176,15 @@ class _Pass:
     """The decisions of one pass, written through the repository (or only reported, in a dry run)."""
 
     def __init__(
-        self, repo: EnrolmentRepository, policies: list[Policy], targets: set[str], dry: bool
+        self,
+        repo: EnrolmentRepository,
+        policies: list[Policy],
+        targets: set[str],
+        dry: bool,
+        frozen: set[str],
     ) -> None:
         self.repo = repo
+        self.frozen = frozen  # policies that cannot be read: their tables stay as they are
         self.policies = policies
         self.targets = targets
         self.dry = dry
@@ -202,6 +220,9 @@ class _Pass:
     def _table(self, table: DiscoveredTable, state: TableState | None) -> None:
         facts = TableFacts(table.catalog, table.namespace, table.name, table.format, table.properties)
         ours = state is not None and state.live and state.managed_by == Owner.POLICY
+        if ours and state is not None and state.policy in self.frozen:
+            self.skipped.append((table.id, f"its policy {state.policy} cannot be read: left as it is"))
+            return
         if state is not None and state.live and not ours:
             if opt_out_reason(table.properties) is None and _matched(facts, self.policies, self.targets):
                 self.skipped.append((table.id, f"declared ({state.managed_by}): its declaration wins"))
@@ -232,6 +253,9 @@ class _Pass:
         if spec is None:
             self.skipped.append((table.id, f"policy {winner}: its settings do not make a valid table spec"))
             return
+        if ours and self.frozen:  # its settings may be the unreadable policy's too
+            self.skipped.append((table.id, f"settings kept while {self._unreadable()}"))
+            return
         previous = state.policy if ours and state is not None else None
         reason = _reason(table, winner, state, previous)
         if self.dry:
@@ -243,15 +267,21 @@ class _Pass:
 
     def _retire(self, state: TableState, reason: str) -> None:
         assert state.policy is not None
+        if self.frozen:  # "no policy matches it" may be the unreadable policy's doing
+            self.skipped.append((state.table_id, f"not retired while {self._unreadable()}: {reason}"))
+            return
         if self.dry or self.repo.retire(state.table_id, state.policy, reason):
             self.changes.append(Change(state.table_id, state.policy, RETIRED, reason))
+
+    def _unreadable(self) -> str:
+        return f"policy {', '.join(sorted(self.frozen))} cannot be read"
 
     def orphans(self, policy: str | None, registered: dict[str, CatalogSpec]) -> None:
         """Retire the tables of a policy that no longer exists, or in a catalog no longer registered or no
         longer named by their policy (no listing reaches them)."""
         by_name = {p.name: p for p in self.policies}
         for state in self.repo.managed(policy):
-            if any(c.table == state.table_id for c in self.changes):
+            if state.policy in self.frozen or any(c.table == state.table_id for c in self.changes):
                 continue
             owner = by_name.get(state.policy or "")
             catalog = state.table_id.split(".", 1)[0]

@@ -244,3 +244,41 @@ def test_registering_an_enrolled_table_takes_it_over_with_only_its_own_settings(
     assert (reg.managed_by, reg.policy) == (Owner.STORE, None)
     assert reg.spec.enabled_actions() == ["compute-stats"]  # none of the policies' settings became its own
     assert _pass(store) == {}  # its declaration wins from now on
+
+
+def test_a_policy_that_cannot_be_read_retires_nothing(store: Store) -> None:
+    """A stored policy whose row no longer validates (an older version wrote it) is not 'gone': its tables
+    stay as they are, and the pass says why."""
+    from sqlalchemy import update
+
+    from airflow_tablemgmt.store.models import PolicyRow
+    from airflow_tablemgmt.store.policies import PolicyRepository
+
+    repo = PolicyRepository.of(store)
+    for p in POLICIES:
+        repo.upsert(p, Owner.STORE)
+    discover(store)  # the store's policies
+    assert _managed(store) == {
+        "lake.ops.events": "fleet",
+        "lake.sales.eu.orders": "eu",
+        "lake.sales.orders": "fleet",
+    }
+    with store.engine.begin() as conn:
+        table = PolicyRow.__table__
+        conn.execute(
+            update(table).where(table.c.name == "fleet").values(spec={"name": "fleet", "retired-key": 1})
+        )
+    result = discover(store)
+    assert result.changes == []
+    assert "policy fleet cannot be read (see the log): its tables are left as they are" in result.notes
+    skipped = dict(result.skipped)
+    assert skipped["lake.sales.orders"] == "its policy fleet cannot be read: left as it is"
+    assert skipped["lake.sales.eu.orders"] == "settings kept while policy fleet cannot be read"
+    assert _managed(store)["lake.sales.orders"] == "fleet"
+    with store.engine.begin() as conn:  # the eu policy is removed: its table is not retired either, yet
+        conn.execute(PolicyRow.__table__.delete().where(PolicyRow.__table__.c.name == "eu"))
+    result = discover(store)
+    assert (
+        result.changes == []
+        and "not retired while policy fleet cannot be read" in dict(result.skipped)["lake.sales.eu.orders"]
+    )
