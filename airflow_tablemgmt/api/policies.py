@@ -96,8 +96,8 @@ class ExplainOut(BaseModel):
     notes: list[str]
     error: str | None = Field(description="a tie of two policies, or a merge that does not validate")
     applied: bool = Field(
-        description="whether the table's DAGs run these settings (an enrolled table; a declared one when no "
-        "policy contributes); false for a table not registered"
+        description="whether the table's DAGs run these settings: true for a registered table (declared or "
+        "enrolled), false for a table not registered"
     )
 
 

@@ -4,9 +4,11 @@ source of each, for the CLI and REST alike, through the one validated spec (``co
 ``apply`` writes a policy owned by the store (REST, CLI); a policy a declarations file declares is changed
 there only (:class:`~airflow_tablemgmt.store.policies.PolicyManagedByCode`, a conflict).
 
-``explain`` resolves a table as discovery does: its own declaration (a file's or the store's; nothing for a
-table a policy enrolled, whose stored actions are the policies' settings), the store's policies, its
-properties read from the catalog without a JVM (the opt-out and the property matches), and the defaults.
+``explain`` resolves a table as it runs (``store/effective.py``): its own declaration (a file's or the store's;
+nothing for a table a policy enrolled, whose stored actions are the policies' settings), the store's policies
+and the defaults. A table not registered, or enrolled, is matched with its properties read from the catalog
+without a JVM (the opt-out and the property matches), as discovery matches it; a declared table is matched
+without them, as its DAGs are built (a property-conditioned policy, or the opt-out property, is a note).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from airflow_tablemgmt.core.policies import (
     Policy,
     Resolution,
     TableFacts,
+    opt_out_reason,
     parse_policy,
     resolve,
 )
@@ -141,14 +144,10 @@ class Explanation:
     @property
     def applied(self) -> bool:
         """Whether the table's DAGs run these settings: a table a policy enrolled runs what discovery wrote
-        from this resolution; a declared table runs its own declaration (and the defaults), so it runs these
-        only when no policy contributes; a table not registered runs nothing."""
-        if self.managed_by is None:
-            return False
-        if self.managed_by == str(Owner.POLICY):
-            return True
-        sources = (s.source for keys in self.resolution.actions.values() for s in keys.values())
-        return not any(source.startswith("policy:") for source in sources)
+        from this resolution, a declared one its declaration with the policies merged in as shown (matched
+        without its properties; its own declaration alone when the merge fails: ``error``); a table not
+        registered runs nothing."""
+        return self.managed_by is not None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.resolution
@@ -237,25 +236,42 @@ def explain(
         except Exception as e:  # noqa: BLE001 - explained without them, and said
             notes.append(f"properties not read ({type(e).__name__}: {str(e)[:200]}): matched without them")
     everyone = policies if policies is not None else [p.policy for p in _repo(store).list()]
-    facts = TableFacts(ident.catalog, ident.namespace, ident.name, fmt, dict(properties or {}))
-    matching = [
-        p
-        for p in everyone
-        if p.match.matches(facts.catalog, facts.namespace, facts.name, fmt, facts.properties)
-    ]
+    declared = managed_by is not None and managed_by != str(Owner.POLICY)
+    seen = dict(properties or {})
+    matching = [p for p in everyone if p.match.matches(ident.catalog, ident.namespace, ident.name, fmt, seen)]
     matching.sort(key=lambda p: (p.match.specificity(), p.name), reverse=True)
+    # A declared table runs as its DAGs are built: matched without its catalog properties (store/effective.py).
+    facts = TableFacts(ident.catalog, ident.namespace, ident.name, fmt, {} if declared else seen)
+    if declared:
+        notes += _declared_notes(matching, seen, maintenance)
     try:
         resolution = resolve(facts, everyone, own, maintenance)
         error = None
     except InvalidDeclaration as e:  # a tie of two policies, or a merge that does not validate
         error = str(e)
         resolution = resolve(facts, [], own, maintenance)
-    result = Explanation(
+    if error is not None and managed_by is not None:
+        notes.append("the policies are not applied to it: its DAGs run its own declaration and the defaults")
+    return Explanation(
         ident_text, fmt, managed_by, enrolled_by, resolution, matching, properties, notes, error
     )
-    if managed_by is not None and not result.applied:
+
+
+def _declared_notes(
+    matching: list[Policy], properties: Mapping[str, str], maintenance: str | None
+) -> list[str]:
+    """What a declared table's catalog properties would change, and do not (docs/policies.md)."""
+    notes = [
+        f"policy {p.name} matches on table properties ({', '.join(sorted(p.match.properties))}): it applies "
+        "to the tables discovery enrols, not to a declared table (its DAGs are built without reading its "
+        "catalog)"
+        for p in matching
+        if p.match.properties
+    ]
+    reason = opt_out_reason(properties)
+    if reason is not None and maintenance is None:
         notes.append(
-            "declared: its DAGs run its own declaration and the defaults; the policies' settings shown are what "
-            "precedence gives it, applied to the tables a policy enrolled (discovery leaves a declared table alone)"
+            f"{reason} keeps discovery from enrolling it; a declared table opts out of the policies with "
+            "maintenance: disabled in its declaration"
         )
-    return result
+    return notes

@@ -79,8 +79,8 @@ policies:
     assert doc["actions"]["rewrite-manifests"]["enabled"] == {"value": True, "source": "policy:lake-all"}
     assert [p["name"] for p in doc["policies"]] == ["sales", "lake-all"]
     assert doc["managed-by"] == "code" and doc["opted-out"] is None and doc["error"] is None
-    # a declared table runs its declaration: explain says the policies' keys are not what its DAGs run
-    assert doc["applied"] is False and any(n.startswith("declared: its DAGs run") for n in doc["notes"])
+    # a declared table runs its declaration with the policies merged in: what explain shows is what runs
+    assert doc["applied"] is True and doc["notes"] == []
 
     # a policy applied from a file, more specific than both (it names the table): it wins retain-last
     extra = tmp_path / "orders.yaml"

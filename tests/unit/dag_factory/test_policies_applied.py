@@ -187,3 +187,29 @@ def test_a_conflict_is_a_declaration_error_and_the_table_keeps_its_dags(
         result = load_registry_and_build(yaml, store=store)
         assert any(ORDERS in e and "'a' and 'b'" in e for e in result.errors), result.errors
         assert ORPHANS_DAG in result.dags and MANIFESTS_DAG not in result.dags
+
+
+def test_explain_shows_what_a_declared_table_runs(store: Store) -> None:
+    from airflow_tablemgmt.services.policies import explain
+
+    tagged = policy({**LAKE, "name": "tagged", "match": {"catalog": "lake", "properties": {"team": "x"}}})
+    for p in (policy(LAKE), tagged):
+        PolicyRepository.of(store).upsert(p, Owner.STORE)
+    store.tables.upsert(table("orders", {"delete-orphans": {"retries": 2}}), Owner.STORE)
+    props = {"team": "x", "tablemgmt.maintenance": "disabled"}
+    e = explain(store, ORDERS, properties=props).to_dict()
+    assert e["applied"] is True and e["opted-out"] is None  # the property does not opt a declared table out
+    assert e["actions"]["delete-orphans"]["interval"] == {"value": "3d", "source": "policy:lake-all"}
+    assert [(p["name"], p["applies"]) for p in e["policies"]] == [("tagged", False), ("lake-all", True)]
+    assert any(n.startswith("policy tagged matches on table properties (team)") for n in e["notes"])
+    assert any(
+        "a declared table opts out of the policies with maintenance: disabled" in n for n in e["notes"]
+    )
+    # what explain shows is what the workers read
+    worker = effective_table(store, ORDERS)
+    assert worker.enabled_actions() == e["enabled"] == ["delete-orphans", "rewrite-manifests"]
+    for action, keys in e["actions"].items():
+        dumped = worker.action_settings(action).model_dump(mode="json", by_alias=True)
+        assert {k: s["value"] for k, s in keys.items() if "." not in k} == {
+            k: v for k, v in dumped.items() if k != "thresholds"
+        }
