@@ -115,6 +115,15 @@ def _mib(n: float) -> str:
     return f"{n / 1024 / 1024:.1f} MiB"
 
 
+def _age(seconds: float) -> str:
+    """``older-than`` as it is written (5d, 1s)."""
+    from datetime import timedelta
+
+    from airflow_tablemgmt.core.durations import format_duration
+
+    return format_duration(timedelta(seconds=round(seconds)))
+
+
 def thresholds_of(s: FileStats, action: str) -> dict[str, float]:
     """The thresholds ``s`` was measured with for ``action`` (``FileStats.thresholds``), else the defaults
     (a rewrite's ``min-*`` from the figures' ``min_input_files``)."""
@@ -249,14 +258,14 @@ def _snapshots(s: FileStats) -> Check:
     }
     if expirable < th["min-expirable-snapshots"]:
         why = (
-            f"{expirable} of {s.snapshots} snapshots older than {s.snapshot_max_age_s / 86400:g} d beyond "
+            f"{expirable} of {s.snapshots} snapshots older than {_age(s.snapshot_max_age_s)} beyond "
             f"retain-last (min-expirable-snapshots {th['min-expirable-snapshots']:g}; the oldest {days:.1f} d)"
         )
         return Check("expire-snapshots", False, figures, why)
     points = max(3, round(60 * min(1.0, math.log10(1 + expirable) / 4)))
     reason = (
         f"{expirable} of {s.snapshots} snapshots are older than "
-        f"{s.snapshot_max_age_s / 86400:g} d (the oldest {days:.1f} d)"
+        f"{_age(s.snapshot_max_age_s)} (the oldest {days:.1f} d)"
     )
     return Check(
         "expire-snapshots", True, figures, reason, Finding("snapshots", points, "expire-snapshots", reason)
