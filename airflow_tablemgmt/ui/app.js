@@ -85,7 +85,8 @@ function pick(obj, ...keys) {
 }
 const tableId = (t) => pick(t, "table_id", "table", "id");
 const procTime = (p) => pick(p, "instant", "created_at", "started_at");
-const procReason = (p) => pick(p, "failure_reason", "reason", "error") || "";
+// A skipped run (declined, or not paying: the health gate) says why in its summary, with its figures.
+const procReason = (p) => pick(p, "failure_reason", "reason", "error", "summary.reason") || "";
 
 function fmtNum(v) {
   if (v === undefined || v === null || v === "") return "–";
