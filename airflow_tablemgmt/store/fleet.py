@@ -112,7 +112,8 @@ def recent_health_skips(engine: Engine, since: datetime, limit: int) -> list[dic
     with engine.connect() as conn:
         for r in conn.execute(stmt):
             summary = r.summary if isinstance(r.summary, dict) else {}
-            health = summary.get("health") if isinstance(summary.get("health"), dict) else {}
+            raw_health = summary.get("health")
+            health: dict[str, Any] = raw_health if isinstance(raw_health, dict) else {}
             out.append(
                 {
                     "process_id": int(r.id),

@@ -18,7 +18,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, and_, case, delete, func, insert, literal, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    RowMapping,
+    Table,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 
 from airflow_tablemgmt.core.cost import COST_COLUMNS
 from airflow_tablemgmt.store.models import ProcessDayRow, ProcessDoneRow, TableRow
@@ -39,7 +52,7 @@ def day_of(hour: str) -> str:
     return hour[:10]
 
 
-def add(conn: Connection, done: Mapping[str, Any], sign: int) -> None:
+def add(conn: Connection, done: Mapping[str, Any] | RowMapping, sign: int) -> None:
     """Add (``sign`` 1) or take off (-1) one finished process's ``tms_process_done`` values to its day row.
     A row without its table (a process finished before migration 0011) has none to go to."""
     if not done.get("table_id"):
