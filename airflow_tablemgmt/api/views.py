@@ -56,8 +56,9 @@ def actions_of(store: Store, reg: RegisteredTable) -> list[ActionOut]:
     from airflow_tablemgmt.core.schedule import SchedulePlan
     from airflow_tablemgmt.factories.discovery import default_factories
     from airflow_tablemgmt.services.run_now import dag_id_for
+    from airflow_tablemgmt.store.effective import PolicyMerge, effective_of
 
-    spec = reg.spec
+    spec = effective_of(reg, PolicyMerge.load(store))  # the DAGs it has: the policies' actions included
     pairs = spec.enabled_action_settings()
     states = dag_states(dag_id_for(spec.id, a) for a, _ in pairs)
     out = []
