@@ -213,3 +213,18 @@ def test_explain_shows_what_a_declared_table_runs(store: Store) -> None:
         assert {k: s["value"] for k, s in keys.items() if "." not in k} == {
             k: v for k, v in dumped.items() if k != "thresholds"
         }
+
+
+def test_rest_lists_the_actions_a_policy_gives_a_declared_table(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_tablemgmt.api import airflow_side
+    from airflow_tablemgmt.api.views import actions_of
+
+    monkeypatch.setattr(airflow_side, "dag_states", lambda dag_ids: {})  # no Airflow database here
+
+    PolicyRepository.of(store).upsert(policy(LAKE), Owner.STORE)
+    store.tables.upsert(table("orders", {"delete-orphans": {"retries": 2}}), Owner.STORE)
+    out = {a.action: a for a in actions_of(store, store.tables.get_registered(ORDERS))}
+    assert sorted(out) == ["delete-orphans", "rewrite-manifests"]
+    assert out["delete-orphans"].dag_id == ORPHANS_DAG
