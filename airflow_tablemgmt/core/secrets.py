@@ -41,6 +41,9 @@ _SENSITIVE = re.compile(
     "|".join(re.escape(w).replace("_", "[-_.]?") for w in (*AIRFLOW_SENSITIVE_FIELDS, *EXTRA_SENSITIVE)),
     re.IGNORECASE,
 )
+#: The same rule as one regular expression in a syntax Java reads too: what a Spark Connect server with its UI
+#: on redacts there (``spark.redaction.regex``: its SQL pages show each session's settings, catalogs' included).
+SENSITIVE_REGEX = "(?i)" + _SENSITIVE.pattern
 _REFERENCE = re.compile(
     r"^(?:conn:(?P<conn>[A-Za-z0-9_.-]+?)(?:\.(?P<field>login|password|host|schema|port|extra\.[A-Za-z0-9_.-]+))?"
     r"|var:(?P<var>[A-Za-z0-9_.-]+)"

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from airflow_tablemgmt.core.secrets import SENSITIVE_REGEX
 from airflow_tablemgmt.spark.conf import ICEBERG_EXTENSIONS, spark_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -41,11 +42,13 @@ class ServerSpec:
         ui = (
             {"spark.ui.enabled": "false"}
             if self.ui_port is None
-            # Read-only: nothing can kill a job or a stage from the UI (``spark.ui.killEnabled``).
+            # Read-only: nothing can kill a job or a stage from the UI (``spark.ui.killEnabled``); its SQL pages
+            # show each session's settings, a job's catalog among them: redacted by the project's own rule.
             else {
                 "spark.ui.enabled": "true",
                 "spark.ui.port": str(self.ui_port),
                 "spark.ui.killEnabled": "false",
+                "spark.redaction.regex": SENSITIVE_REGEX,
             }
         )
         return {

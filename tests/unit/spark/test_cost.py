@@ -4,6 +4,7 @@ server's REST status API (``spark/connect/cost.py``) against a real HTTP server 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -197,3 +198,12 @@ def test_the_connect_server_serves_its_status_api_read_only_when_asked() -> None
         "false",
     )
     assert ServerSpec(connect_jar="/j/c.jar", port=15010).settings()["spark.ui.enabled"] == "false"
+    # Its SQL pages show each session's settings: a catalog's secrets are redacted by the project's rule.
+    redact = re.compile(on["spark.redaction.regex"])
+    for key in (
+        "spark.sql.catalog.lake.credential",
+        "spark.sql.catalog.lake.s3.secret-access-key",
+        "jdbc.password",
+    ):
+        assert redact.search(key), key
+    assert not redact.search("spark.sql.catalog.lake.warehouse")
