@@ -86,10 +86,13 @@ class Attempt(AttemptState):
         of the peer that holds it for this very attempt. Raises :class:`LeaseUnavailable` (the row
         stays PENDING) while another holder's lease is live."""
         store, req, process = self.store, self.req, self.process
-        if self.needs_lease:  # a lapsed lease's Spark Connect job must be seen ended before it is taken over
-            ensure_ended(self.settings, req.table_id, self.holder)
+        # A lapsed lease's Spark Connect job must be seen ended before it is taken over; one still live under
+        # such a holder is not tried now (it could lapse before the acquire, unobserved).
+        live_connect = self.needs_lease and ensure_ended(self.settings, req.table_id, self.holder)
         self.lease_taken_at = time.monotonic()  # before the call: the watchdog errs early
-        if self.needs_lease and not store.leases.acquire(req.table_id, self.holder, self.settings.lease_ttl):
+        if self.needs_lease and (
+            live_connect or not store.leases.acquire(req.table_id, self.holder, self.settings.lease_ttl)
+        ):
             lease = store.leases.get(req.table_id)
             if lease is not None and lease.holder.startswith(attempt_prefix(process)):
                 # Another worker took the lease for this very attempt and is about to claim it.
@@ -134,7 +137,9 @@ class Attempt(AttemptState):
             # A Connect job's commits carry no mark: record the commit it starts from, so a recovery
             # without its result file can credit its commit by the table's lineage (table_marks.py).
             resolve = self.settings.resolve_catalog
-            based = with_connect_base(table, resolve(catalog) if resolve is not None else catalog, self.process)
+            based = with_connect_base(
+                table, resolve(catalog) if resolve is not None else catalog, self.process
+            )
             if based is not None:
                 self.process = replace(self.process, parameters=based)
         claimed = self.claim(job)

@@ -76,19 +76,27 @@ def end_applications(apps: list[str], bound_s: float, url: str | None = None) ->
     return [app for app in apps if not end_connect_application(app, bound_s, url)]
 
 
-def ensure_ended(runner: RunSettings, table_id: str, holder: str) -> None:
+def ensure_ended(runner: RunSettings, table_id: str, holder: str) -> bool:
     """Before this attempt takes the table's lease: if the lease lapsed under another holder whose job
     ran on Spark Connect, interrupt that job and wait until its server reports it ended. Raises
     :class:`LeaseUnavailable` when the server does not within :data:`END_WAIT_S`: the lapsed lease is
-    then left as it is (its holder named), so the next look, by any worker, checks again."""
+    then left as it is (its holder named), so the next look, by any worker, checks again.
+
+    Returns True when the lease is still live under another holder whose job runs on Spark Connect: the
+    caller must not try to take it on this look. The lease may lapse between this look and the acquire,
+    and the acquire would then take it over with nobody having seen that job end (measured: a PostgreSQL
+    store's round trips left that window open, and the next job started beside an operation the server
+    was slow to interrupt); the next look sees it lapsed and ends the job first."""
     store = runner.store
     lease = store.leases.get(table_id)
-    if lease is None or lease.holder == holder or not lease.expired(store.leases.now()):
-        return  # nobody's, ours, or live (the acquire is refused anyway)
+    if lease is None or lease.holder == holder:
+        return False  # nobody's, or ours
     prior = holder_process(runner, lease.holder)
     apps = recorded(prior[0], prior[1]) if prior is not None else []
+    if not lease.expired(store.leases.now()):
+        return bool(apps)  # live: refused now; a Connect holder's lapse is observed on the next look
     if not apps:
-        return
+        return False
     url = runner.submitter.url if isinstance(runner.submitter, NamesConnectServer) else None
     left = end_applications(apps, END_WAIT_S, url if isinstance(url, str) else None)
     if left:
@@ -104,6 +112,7 @@ def ensure_ended(runner: RunSettings, table_id: str, holder: str) -> None:
         table_id,
         ", ".join(apps),
     )
+    return False
 
 
 def interrupt_reaped(processes: list[Process]) -> list[str]:

@@ -126,3 +126,31 @@ def test_the_reaper_interrupts_the_connect_jobs_it_closes(
     monkeypatch.setattr(predecessor, "end_applications", server.end)
     reaped = reap_processes(store, stale_after=timedelta(seconds=90))
     assert [r.status for r in reaped] == ["FAILED"] and server.asked == [(APP, 0.0)]
+
+
+def test_a_connect_lease_that_lapses_between_the_look_and_the_acquire_is_not_taken_unobserved(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race measured on PostgreSQL (tests/faults/test_connect_frozen.py): the look found the Connect
+    holder's lease live, the lease lapsed before the acquire's statement, and the acquire took it over with
+    nobody having seen the holder's job end. Here the lease lapses right after the look (the store's clock
+    is what the look reads): this look must not take it, and the next one ends the job first."""
+    holder = connect_job_lost(store, instant(5), timedelta(milliseconds=300))
+    server = Server(ends=True)
+    monkeypatch.setattr(predecessor, "end_applications", server.end)
+    looked = store.leases.now
+
+    def look_then_lapse() -> datetime:
+        now = looked()
+        time.sleep(0.4)  # the lease lapses between the look and the acquire
+        return now
+
+    monkeypatch.setattr(store.leases, "now", look_then_lapse)
+    sub = StandInSubmitter()
+    with pytest.raises(LeaseUnavailable, match="is leased by"):
+        runner(store, sub, tmp_path).run(RunRequest(TABLE, ACTION, instant(5)))
+    assert sub.jobs == [] and server.asked == [] and store.leases.get(TABLE).holder == holder
+    monkeypatch.setattr(store.leases, "now", looked)
+    outcome = runner(store, sub, tmp_path).run(RunRequest(TABLE, ACTION, instant(5)))
+    assert [a for a, _ in server.asked] == [APP]  # the next look saw it lapsed and ended the job first
+    assert outcome.process.status == S.SUCCESS and len(sub.jobs) == 1
