@@ -138,7 +138,10 @@ class Attempt(AttemptState):
             # without its result file can credit its commit by the table's lineage (table_marks.py).
             resolve = self.settings.resolve_catalog
             based = with_connect_base(
-                table, resolve(catalog) if resolve is not None else catalog, self.process
+                table,
+                resolve(catalog) if resolve is not None else catalog,
+                self.process,
+                self.store.processes.now(),
             )
             if based is not None:
                 self.process = replace(self.process, parameters=based)

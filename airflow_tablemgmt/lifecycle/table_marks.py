@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.formats import DEFAULT_FORMAT
@@ -85,7 +86,16 @@ def _format_function(table: TableSpec, name: str) -> Any:
     return getattr(importlib.import_module(fmt.marks.partition(":")[0]), name, None)
 
 
-def with_connect_base(table: TableSpec, catalog: CatalogSpec, process: Process) -> dict[str, Any] | None:
+def _base(entry: Any) -> tuple[Any, str | None]:
+    """A recorded base: ``(commit id, when it was read, by the store's clock; None when not recorded)``."""
+    if isinstance(entry, dict):
+        return entry.get("commit"), entry.get("at")
+    return entry, None
+
+
+def with_connect_base(
+    table: TableSpec, catalog: CatalogSpec, process: Process, at: datetime | None = None
+) -> dict[str, Any] | None:
     """``process``'s parameters with the commit its attempt starts from recorded under
     :data:`CONNECT_BASES` (a Spark Connect attempt, whose commits the format cannot mark: the lineage
     credits them, :func:`credited_connect_commit`); None when the format cannot tell or the table cannot
@@ -101,7 +111,7 @@ def with_connect_base(table: TableSpec, catalog: CatalogSpec, process: Process) 
         )
         return None
     bases = dict((process.parameters or {}).get(CONNECT_BASES) or {})
-    bases[str(process.attempt)] = base
+    bases[str(process.attempt)] = {"commit": base, "at": at.isoformat() if at is not None else None}
     return {**(process.parameters or {}), CONNECT_BASES: bases}
 
 
@@ -132,15 +142,20 @@ def credited_connect_commit(
     if not earlier or find is None:
         return None
     attempt = max(earlier)
-    found = find(table, catalog, bases[str(attempt)], process.action)
+    base, base_at = _base(bases[str(attempt)])
+    found = find(table, catalog, base, process.action)
     if found is None:
         return None
     summary, commit_id, ts, between = found
     for other in others:
         if other.id == process.id:
             continue
-        other_bases = ((other.parameters or {}).get(CONNECT_BASES) or {}).values()
-        if any(b in between for b in other_bases):
+        for entry in ((other.parameters or {}).get(CONNECT_BASES) or {}).values():
+            other_base, other_at = _base(entry)
+            if other_base not in between:
+                continue
+            if base_at is not None and other_at is not None and other_at < base_at:
+                continue  # it started (and ended: the lease) before this attempt did
             return None
     if process.created_at is not None and ts < int(process.created_at.timestamp() * 1000) - 1000:
         return None

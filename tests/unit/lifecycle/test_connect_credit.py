@@ -127,6 +127,22 @@ def test_a_marked_commit_of_the_attempt_still_wins(tmp_path: Path) -> None:
 def test_the_base_is_recorded_by_attempt_beside_the_earlier_ones(tmp_path: Path) -> None:
     table, catalog = _table(tmp_path, [(10, "append", {}), (12, "replace", {})])
     p = _process(attempt=3, bases={"1": 10})
-    params = with_connect_base(table, catalog, p)
-    assert params is not None and params[CONNECT_BASES] == {"1": 10, "3": 12}
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    params = with_connect_base(table, catalog, p, at)
+    assert params is not None and params[CONNECT_BASES] == {
+        "1": 10,
+        "3": {"commit": 12, "at": at.isoformat()},
+    }
     assert params["applications"] == {"1": APP}  # the rest kept
+
+
+def test_another_attempt_from_the_same_base_counts_only_when_it_came_later(tmp_path: Path) -> None:
+    """Measured: earlier processes on the table had started from the same snapshot and committed nothing
+    (their jobs ended before this attempt took the lease); they must not keep its commit from being credited."""
+    table, catalog = _table(tmp_path, [(10, "append", {}), (12, "replace", {})])
+    mine = {"1": {"commit": 10, "at": "2026-01-01T10:00:00+00:00"}}
+    before = _process(pid=5, attempt=1, bases={"1": {"commit": 10, "at": "2026-01-01T09:00:00+00:00"}})
+    found = committed_in_table(table, catalog, _process(bases=mine), others=[before])
+    assert found is not None and found["snapshot_id"] == 12
+    after = _process(pid=9, attempt=1, bases={"1": {"commit": 10, "at": "2026-01-01T11:00:00+00:00"}})
+    assert committed_in_table(table, catalog, _process(bases=mine), others=[before, after]) is None
