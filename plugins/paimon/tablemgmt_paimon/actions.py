@@ -13,7 +13,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from airflow_tablemgmt.formats.api import Action, ActionSettings, Duration, validate_identifier
+from airflow_tablemgmt.formats.api import (
+    Action,
+    ActionSettings,
+    ActionThresholds,
+    Duration,
+    Threshold,
+    validate_identifier,
+)
 
 PartitionValue = str | int
 
@@ -131,7 +138,21 @@ class RemoveOrphansSettings(ActionSettings):
     allow_below_floor: bool = Field(default=False, description="explicit, logged override of the 1-day floor")
 
 
-COMPACT = Action("compact", CompactSettings, True, "Paimon: compact (and optionally sort) data files")
+#: A compaction pays once enough APPEND commits piled up since the last one (the health hook's finding,
+#: health.py); a sorting or space-filling compaction rewrites by choice and is not gated (factory.py).
+COMPACT_THRESHOLDS = ActionThresholds.of(
+    "compact",
+    Threshold(
+        "min-commits",
+        5,
+        "APPEND commits since the last compaction before a compaction pays (Amoro's minor optimizing: 12 "
+        "small files or 1 hour; Paimon itself compacts a bucket at 5 sorted runs)",
+        minimum=1,
+    ),
+)
+COMPACT = Action(
+    "compact", CompactSettings, True, "Paimon: compact (and optionally sort) data files", COMPACT_THRESHOLDS
+)
 EXPIRE_SNAPSHOTS = Action("expire-snapshots", ExpireSnapshotsSettings, True, "Paimon: expire old snapshots")
 EXPIRE_PARTITIONS = Action(
     "expire-partitions", ExpirePartitionsSettings, True, "Paimon: drop partitions past their expiration time"

@@ -36,6 +36,11 @@ class PaimonProcessFactory(FormatFactory):
             return None
         return self._orphans_policy(table, action, options, context)
 
+    def gated(self, action: str, options: dict[str, Any]) -> bool:
+        """A sorting or space-filling compaction rewrites by choice: the commits finding does not decide it."""
+        sorting = action == COMPACT.name and options.get("order-strategy", "none") != "none"
+        return super().gated(action, options) and not sorting
+
     def resume(
         self, table: TableSpec, process: Process, options: dict[str, Any], context: TriggerContext
     ) -> dict[str, Any]:

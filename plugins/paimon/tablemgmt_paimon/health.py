@@ -1,7 +1,9 @@
 """Paimon's health hook (``Format.health`` of its descriptor, ``format.py``): a table's figures and findings read from its
 snapshot files and the data files on disk (``snapshots.py``), no JVM, against the table's own settings:
 
-* **uncompacted commits**: at least ``max(5, min-new-snapshots)`` APPEND commits since the last compaction;
+* **uncompacted commits**: at least ``max(min-commits, min-new-snapshots)`` APPEND commits since the last
+  compaction (``min-commits``: the compact action's threshold, 5 by default; the health gate runs ``compact``
+  exactly then);
   points = 30 × min(1, commits / 20) (at least 5), fixed by ``compact``;
 * **snapshots**: more snapshots than expire-snapshots' ``retain-max`` keeps (when set); 10 points, fixed by
   ``expire-snapshots``.
@@ -35,7 +37,12 @@ def table_health(catalog: Any, table: Any) -> FormatHealth:
     figures["data_bytes"] = figures.pop("data_bytes_on_disk")
     findings = []
     commits = state.commits_since_compaction()
-    threshold = max(MIN_COMMITS_FLAGGED, int(_setting(table, "compact", "min_new_snapshots", 1)))
+    min_commits = MIN_COMMITS_FLAGGED
+    if "compact" in table.actions:
+        min_commits = int(table.action_settings("compact").thresholds.get("min-commits", MIN_COMMITS_FLAGGED))
+    threshold = max(min_commits, int(_setting(table, "compact", "min_new_snapshots", 1)))
+    figures["commits_since_compaction"] = commits
+    figures["thresholds"] = {"min-commits": threshold}
     if commits >= threshold:
         findings.append(
             Finding(
