@@ -204,8 +204,8 @@ def _scenario(
     def phase(what: str) -> None:
         print(f"[{n} tables] {time.monotonic() - t0:6.1f} s: {what}", flush=True)
 
-    healthy = {f"lake.{NAMESPACES[i % 2]}.t{i:02d}" for i in range(0, n, 2)}
-    unhealthy = {f"lake.{NAMESPACES[i % 2]}.t{i:02d}" for i in range(1, n, 2)}
+    healthy = {f"lake.{NAMESPACES[(i // 2) % 2]}.t{i:02d}" for i in range(0, n, 2)}
+    unhealthy = {f"lake.{NAMESPACES[(i // 2) % 2]}.t{i:02d}" for i in range(1, n, 2)}
     declared, private, late = "lake.sales.declared", "lake.ops.private", "lake.ops.late"
 
     def make(table_id: str, appends: int, properties: dict[str, str] | None = None) -> None:
