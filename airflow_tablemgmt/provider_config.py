@@ -157,6 +157,20 @@ OPTIONS: dict[str, dict[str, Any]] = {
         '"kwargs": {"to": "data-platform@example.com"}}], '
         '"events": ["failed", "failing-streak", "suspended", "unhealthy"], "failing-streak": 3, "health-below": 50}',
     ),
+    "plan_batch_size": _option(
+        "integer",
+        "50",
+        "Tables per batch in a policy's planned (policy, action) run: each mapped task runs its batch's tables "
+        "one after another on one warm engine (docs/adr/0004-fleet-planning.md).",
+        "100",
+    ),
+    "plan_health_max_age": _option(
+        "string",
+        "1d",
+        "A policy table's stored health older than this (a duration: 30m, 6h, 1d) is measured again before "
+        "the planning step decides whether an action pays on it (docs/adr/0004-fleet-planning.md).",
+        "6h",
+    ),
 }
 
 SECTION: dict[str, Any] = {

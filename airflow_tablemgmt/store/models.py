@@ -36,7 +36,7 @@ VERSION_TABLE = "tms_alembic_version"
 #: The newest migration, i.e. the schema these models describe. Bump it with every migration
 #: (a test checks it against the migration scripts); it lets a process check the schema
 #: without importing Alembic.
-SCHEMA_REVISION = "0011"
+SCHEMA_REVISION = "0012"
 
 # Deterministic constraint names, so later migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -101,6 +101,8 @@ class TableRow:
         _optional("deleted_at", UtcDateTime()),
         _required("created_at", UtcDateTime()),
         _required("updated_at", UtcDateTime()),
+        # a policy's enrolled tables in table-id order: the planning step's read (store/planning.py; 0012)
+        Index("ix_tms_table_policy_table_id", "policy", "table_id"),
     )
 
 

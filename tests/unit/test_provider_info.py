@@ -105,6 +105,7 @@ def _effective() -> dict[str, Any]:
     from airflow_tablemgmt.dag_factory import build as dag_factory
     from airflow_tablemgmt.dag_factory import cache as dag_cache
     from airflow_tablemgmt.hooks import airflow_settings
+    from airflow_tablemgmt.services import planning
 
     return {
         "jvm_class_cache": airflow_settings.jvm_class_cache_settings(),
@@ -114,6 +115,7 @@ def _effective() -> dict[str, Any]:
         "triggerers": dag_factory.triggerer_slots()[1],
         "time_limits": _time_limits(dag_factory.DagConfigDefaults.from_airflow_config()),
         "user_sql_authors": user_sql.configured_rule(),
+        "plan": planning.plan_settings(),
     }
 
 
@@ -147,6 +149,8 @@ def test_a_non_default_value_is_seen_by_the_code(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__REFRESH_TIMEOUT_MAX", "1d")
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__MAINTENANCE_TIMEOUT", "8h")
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__USER_SQL_AUTHORS", "role:op")
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_BATCH_SIZE", "7")
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_HEALTH_MAX_AGE", "6h")
     effective = _effective()
     h = timedelta(hours=1)
     assert effective["time_limits"] == (h / 2, 24 * h, 8 * h)
@@ -154,6 +158,7 @@ def test_a_non_default_value_is_seen_by_the_code(monkeypatch: pytest.MonkeyPatch
     assert effective["triggerers"] == 3
     assert effective["artifacts"].offline is True
     assert effective["dag_cache_dir"] == tmp_path
+    assert effective["plan"] == (7, 6 * h)
 
 
 def test_the_asset_uri_normalizer_is_registered_and_checks_the_shape() -> None:
