@@ -195,10 +195,11 @@ def _record(reading: Reading) -> HealthRecord:
 
 
 def reading_of(document: dict[str, Any]) -> Reading:
-    """What a stored row's figures document holds: a format's health, or the file figures."""
-    if "format_health" in document:
-        return FormatHealth.from_dict(document["format_health"])
-    return figures_of(document)
+    """What a stored row's figures document holds: a format's health, or the file figures (one conversion,
+    the planning step's too: ``metadata/planning.py``)."""
+    from airflow_tablemgmt.metadata.planning import reading_of as stored_reading
+
+    return stored_reading(document)
 
 
 def remember(store: Store, table_id: str, files: Reading, *, cache: _Cache | None = None) -> None:
