@@ -639,13 +639,17 @@ async function renderTable(id, query, token, keepScroll = false) {
   setCrumb(id);
   const metaTab = ["details", "files", "snapshots"].includes(tab);
   const tableP = api(`/tables/${enc}`);
-  const [table, health, procsBody, meta, perms] = await Promise.all([
+  const details = tab === "details";
+  const [table, health, procsBody, meta, perms, effective, cost] = await Promise.all([
     tableP,
     settle(api(`/tables/${enc}/health`)),
     api(`/processes?${new URLSearchParams({ table: id, limit: "200" })}`),
     metaTab ? settle(api(`/tables/${enc}/${tab}`)) : Promise.resolve(null),
     // the buttons of the Maintenance and History tabs: disabled where the user may not use them
     ["maintenance", "history"].includes(tab) ? tableP.then((t) => permissionsFor(list(t.actions).map((a) => a.dag_id)), () => ({})) : Promise.resolve({}),
+    // Details: every effective setting with its source (a declaration, a policy, the defaults) and the cost per day
+    details ? settle(api(`/tables/${enc}/explain?read_properties=false`)) : Promise.resolve(null),
+    details ? settle(api(`/cost?${new URLSearchParams({ by: "day", table: id, days: "30" })}`)) : Promise.resolve(null),
   ]);
   if (token !== routeToken) return;
   const procs = list(procsBody, "processes").sort((a, b) => execTime(b) - execTime(a) || b.id - a.id);
@@ -653,7 +657,7 @@ async function renderTable(id, query, token, keepScroll = false) {
   const score = health && !health.error ? health.health : null;
   const tabs = h("nav", { class: "tabs", id: "tabs" }, TABS.map(([k, label]) => h("a", { href: tableHref(id, k, k === "maintenance" || k === "history" ? focus : ""), class: k === tab ? "active" : "", dataset: { tab: k } }, label)));
   const body = {
-    details: () => detailsTab(table, health, meta),
+    details: () => detailsTab(table, health, meta, effective, cost),
     files: () => filesTab(health, meta),
     snapshots: () => snapshotsTab(health, procs, meta),
     maintenance: () => maintenanceTab(id, actions, procs, focus, perms),
@@ -717,16 +721,47 @@ function viewFiguresBlock(figures) {
       h("tr", { dataset: { figure: k } }, h("th", {}, k.replaceAll("_", " ")), h("td", { class: "num" }, show(k, v)))))));
 }
 
-function detailsTab(table, health, meta) {
+function detailsTab(table, health, meta, effective, cost) {
   const s = table.spec || {};
   return h("div", {},
     kv([["Table", table.table], ["Catalog", s.catalog], ["Namespace", s.namespace], ["Format", s.format], ["Owner", s.owner || "–"], ["Queue", s.queue], ["Priority", s.priority], ["Managed by", table.policy ? `policy ${table.policy}` : table.managed_by]]),
     schemaBlock(meta),
     h("h3", {}, "Health score"),
     healthScoreBlock(health),
-    h("h3", {}, "Actions and options"),
+    h("h3", {}, "Effective settings"),
+    effectiveBlock(effective),
+    h("h3", {}, "Cost per day (last 30 days)"),
+    tableCostBlock(cost),
+    h("h3", {}, "Actions and options as declared"),
     h("pre", { class: "json" }, JSON.stringify(s.actions || {}, null, 2)),
   );
+}
+
+/** GET /tables/{id}/explain: each enabled action's settings, each with where it comes from (table, policy:<name>, default). */
+function effectiveBlock(ex) {
+  if (!ex || (ex.error && !ex.actions)) return h("p", { class: "muted", id: "effective" }, `Effective settings unavailable${ex && ex.error ? `: ${ex.error}` : ""}`);
+  const show = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : String(v ?? "–"));
+  const rows = Object.entries(ex.actions || {}).flatMap(([action, keys]) => Object.entries(keys).map(([key, st]) =>
+    h("tr", { dataset: { action, key, source: st.source } }, h("td", {}, action), h("td", {}, key), h("td", { class: "small" }, show(st.value)), h("td", { class: "small source" }, st.source))));
+  const policies = list(ex.policies).map((p) => (p.applies ? p.name : `${p.name} (does not apply)`));
+  return h("div", { id: "effective" },
+    h("p", { class: "small" }, `Enabled: ${list(ex.enabled).join(", ") || "none"} · matching policies, most specific first: ${policies.join(", ") || "none"}${ex["opted-out"] ? ` · opted out: ${ex["opted-out"]}` : ""}`),
+    list(ex.notes).map((n) => h("p", { class: "muted small" }, n)),
+    ex.error ? h("p", { class: "muted small" }, ex.error) : null,
+    rows.length ? h("table", { class: "grid" }, h("thead", {}, h("tr", {}, ["Action", "Setting", "Value", "Source"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)) : null,
+    h("p", { class: "muted small" }, "A table's own declaration wins over the most specific matching policy, then a catalog-wide one, then the defaults (docs/policies.md). The same as tablemgmt explain."));
+}
+
+/** GET /cost?by=day&table=…: what this table's maintenance cost per UTC day. */
+function tableCostBlock(c) {
+  const items = c && !c.error ? list(c, "items") : [];
+  if (!items.length) return h("p", { class: "muted", id: "table-cost" }, c && c.error ? `Cost unavailable: ${c.error}` : "No process finished in the last 30 days.");
+  return h("table", { class: "grid", id: "table-cost" },
+    h("thead", {}, h("tr", {}, ["Day", "Runs", "Measured", "Core-s", "CPU-s", "Read", "Written", "Files removed"].map((t) => h("th", {}, t)))),
+    h("tbody", {}, items.map((r) => h("tr", { dataset: { day: r.day, coreSeconds: String(r.core_seconds) } },
+      h("td", {}, r.day), h("td", { class: "num" }, fmtNum(r.n)), h("td", { class: "num" }, fmtNum(r.measured)),
+      h("td", { class: "num" }, fmtNum(Math.round(r.core_seconds * 10) / 10)), h("td", { class: "num" }, fmtNum(Math.round(r.cpu_seconds * 10) / 10)),
+      h("td", { class: "num" }, fmtBytes(r.bytes_read)), h("td", { class: "num" }, fmtBytes(r.bytes_written)), h("td", { class: "num" }, fmtNum(r.files_removed))))));
 }
 
 function healthScoreBlock(health) {

@@ -696,6 +696,15 @@ def test_page_inside_airflow_ui_runs_and_cancels(
             r.get_attribute("data-property") for r in drv.find_elements(By.CSS_SELECTOR, "#properties tr")
         }
         assert props == set(iceberg.properties)
+        # Details: every effective setting with its source (no policy matches this table: its declaration and
+        # the defaults), as GET /tables/{id}/explain gives them, and what its maintenance cost per day.
+        effective = {
+            (r.get_attribute("data-action"), r.get_attribute("data-key")): r.get_attribute("data-source")
+            for r in drv.find_elements(By.CSS_SELECTOR, "#effective tbody tr")
+        }
+        assert (ACTION, "enabled") in effective, effective
+        assert set(effective.values()) <= {"table", "default"}, effective
+        assert drv.find_elements(By.ID, "table-cost")
         _screenshot(drv, "table-details.png")
 
         def open_tab(name: str) -> None:
