@@ -173,3 +173,32 @@ def test_batches_worst_first_in_batch_size() -> None:
 def test_a_bad_batch_size_names_the_setting_and_what_is_allowed(size: Any) -> None:
     with pytest.raises(ValueError, match=r"plan_batch_size: .* allowed: a whole number >= 1"):
         plan([], "rewrite-files", now=NOW, batch_size=size)
+
+
+def test_expire_snapshots_decided_on_its_figures_and_measured_again_for_another_older_than() -> None:
+    old = replace(COMPACT, snapshots=40, expirable_snapshots=30, snapshot_max_age_s=5 * 86400.0)
+    none = replace(COMPACT, snapshots=2, expirable_snapshots=0, snapshot_max_age_s=5 * 86400.0)
+    other_age = replace(old, snapshot_max_age_s=86400.0)  # measured while older-than was 1d
+    rows = [
+        _row("lake.s.old", old, actions={"expire-snapshots": {}}),
+        _row("lake.s.none", none, actions={"expire-snapshots": {}}),
+        _row(
+            "lake.s.strict",
+            old,
+            actions={"expire-snapshots": {"thresholds": {"min-expirable-snapshots": 50}}},
+        ),
+        _row("lake.s.other_age", other_age, actions={"expire-snapshots": {}}),
+    ]
+    p = plan(rows, "expire-snapshots", now=NOW)
+    assert [t.table_id for t in p.pays] == ["lake.s.old"]
+    assert set(p.idle) == {"lake.s.none", "lake.s.strict"}
+    assert p.measure == {
+        "lake.s.other_age": "measured with other settings: snapshot_max_age_s 86400 (now 432000)"
+    }
+
+
+def test_a_row_whose_settings_no_longer_validate_is_left_out_with_why() -> None:
+    bad = _row("lake.s.bad", SMALL, actions={"rewrite-files": {"thresholds": {"min-files": 3}}})
+    p = plan([bad, _row("lake.s.ok", SMALL)], "rewrite-files", now=NOW)
+    assert [t.table_id for t in p.pays] == ["lake.s.ok"]
+    assert "unknown threshold 'min-files'" in p.not_enabled["lake.s.bad"]
