@@ -115,7 +115,14 @@ def get_policy(name: PolicyName, store: StoreDep) -> Any:
     return show_policy(store, name)
 
 
-@router.put("/policies/{name}", response_model=PolicyOut, response_model_by_alias=True)
+@router.put(
+    "/policies/{name}",
+    response_model=PolicyOut,
+    response_model_by_alias=True,
+    responses={
+        201: {"model": PolicyOut, "description": "the policy was created (200: an existing one replaced)"}
+    },
+)
 def put_policy(
     name: PolicyName,
     body: Annotated[
