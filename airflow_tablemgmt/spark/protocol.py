@@ -85,6 +85,7 @@ PHASES = (
     ("metrics_before", "metrics before"),
     ("procedure", "procedure"),
     ("metrics_after", "metrics after"),
+    ("cost", "cost (Spark's metrics read)"),
     ("maintainer_other", "maintainer other"),
     ("session_stop", "session stop"),
     ("jvm_exit", "JVM exit"),

@@ -272,6 +272,10 @@ def small_files_lake(tmp_path: Path) -> tuple[Any, Any]:
     return table, store
 
 
+#: Enough small files that they alone take the score below 50 (60 files: 59 removable, 59 points).
+SMALL_APPENDS = 60
+
+
 def _append_small_files(table: Any, n: int) -> None:
     import pyarrow as pa
 
@@ -285,16 +289,17 @@ def _append_small_files(table: Any, n: int) -> None:
 def test_a_health_crossing_mails_once_and_again_only_after_recovering(
     inbox: _Inbox, small_files_lake: tuple[Any, Any], tmp_path: Path
 ) -> None:
-    """Twelve small appends take the table to 48 (< 50, the default): two workers finishing a process of it
-    at the same moment measure it, and the server receives exactly one mail; measured again while still
-    below, none; rewritten into one file it recovers (none), and twelve appends later it crosses again: one."""
+    """Sixty small appends take the table below 50 (the default; the score's small-files points grow with the
+    files a compaction would remove, docs/health.md): two workers finishing a process of it at the same moment
+    measure it, and the server receives exactly one mail; measured again while still below, none; rewritten
+    into one file it recovers (none), and sixty appends later it crosses again: one."""
     import threading
 
     from airflow_tablemgmt.notifications.health import after_process, read_health
     from airflow_tablemgmt.store import Store
 
     table, store = small_files_lake
-    _append_small_files(table, 12)
+    _append_small_files(table, SMALL_APPENDS)
     spec = store.tables.get(HEALTH_TABLE)
     low = read_health(store, spec)
     assert low.score < 50 and {f.action for f in low.findings} >= {"rewrite-files"}, low
@@ -318,7 +323,7 @@ def test_a_health_crossing_mails_once_and_again_only_after_recovering(
     assert str(message["Subject"]) == f"[tablemgmt] {HEALTH_TABLE} health score {low.score} is below 50"
     body = inbox.bodies()[0]
     assert f"health score is {low.score} of 100, below 50" in body
-    assert "- rewrite-files, -" in body and "compaction would remove 11" in body
+    assert "- rewrite-files, -" in body and f"compaction would remove {SMALL_APPENDS - 1}" in body
     assert f"tablemgmt run {HEALTH_TABLE} rewrite-files" in body
     assert f"/plugin/tablemgmt#/tables/{HEALTH_TABLE}" in body
 
@@ -332,7 +337,7 @@ def test_a_health_crossing_mails_once_and_again_only_after_recovering(
     healthy = read_health(store, spec)
     assert healthy.score >= 50, healthy
     assert after_process(store, HEALTH_TABLE, "rewrite-files", process_id=44) == 0
-    _append_small_files(table, 12)
+    _append_small_files(table, SMALL_APPENDS)
     assert after_process(store, HEALTH_TABLE, "expire-snapshots", process_id=45) == 1
     assert len(inbox.messages) == 2
     print("\n" + str(inbox.messages[0][1]["Subject"]) + "\n\n" + body)  # what docs/notifications.md quotes
