@@ -1,4 +1,8 @@
-"""Declarations: catalogs and tables, validated the same way whether from YAML, REST or the CLI."""
+"""Declarations: catalogs and tables, validated the same way whether from YAML, REST or the CLI.
+
+(Just over 400 lines: catalogs and tables validated by one set of rules; the next split is the
+validation-error formatting into a module of its own.)
+"""
 
 from __future__ import annotations
 

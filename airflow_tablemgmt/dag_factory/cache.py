@@ -1,5 +1,8 @@
 """A per-host cache of built DAGs, per table, for the DAG file's full parse.
 
+(Just over 400 lines: the cache's key and its build are read together so a key that misses an input
+cannot go unnoticed; the next split is the key building (table, policies, code) into a module of its own.)
+
 Building a DAG is mostly Airflow's own constructors (``DAG``, the operators, the asset and its
 watcher): at 10,000 tables that is most of a full parse, and a dag-processor parses the file again
 and again with nothing changed. Unpickling the same DAGs costs a small fraction of building them,

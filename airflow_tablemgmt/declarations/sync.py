@@ -1,5 +1,8 @@
 """The one path from loaded declarations to the store: upsert, record, prune.
 
+(Just over 400 lines on purpose: the one sync/prune path, its four pruning rules stated once and
+applied in one place; the next split is the policies' part into declarations/policies.py beside its checks.)
+
 Both writers call :func:`sync`: the DAG file on every parse (:data:`PrunePolicy.PARSE`, with the
 registry it read and the sync records it writes) and ``tablemgmt apply`` (:meth:`PrunePolicy.apply`,
 one file, strict). Catalogs and tables written here are owned by code: REST and the CLI refuse to

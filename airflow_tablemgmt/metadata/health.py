@@ -3,6 +3,10 @@ REST API, the page, the CLI, the metrics and the gate before any Spark job (``fo
 is computed from :class:`~airflow_tablemgmt.metadata.files.FileStats` alone, measured against the table's
 own targets and thresholds (``metadata/files.py``, ``core/thresholds.py``).
 
+(Just over 400 lines on purpose: the score and the gate's decision are one computation on the same
+figures, which is what keeps them from disagreeing; the next split is the findings' table of points into a
+module of its own.)
+
 A table starts at 100 and loses points for each *finding*. A finding of an action exists exactly when the
 action's thresholds say a run pays (:func:`decide`: the gate runs the action then, and skips it else), so
 a table is **red** (``needs_attention``) when running an action would help, or when it is over-partitioned

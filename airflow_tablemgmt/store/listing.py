@@ -2,6 +2,9 @@
 SQL, and aggregates over processes, so a page of the list costs a handful of indexed queries whatever
 the number of tables. Nothing here writes.
 
+(Just over 400 lines: the list's filters and the overview's aggregates share their SQL fragments;
+the next split is the overview's aggregates into a module of their own, as store/fleet.py already is.)
+
 The health sort and the needs-attention filter join each table's last measurement
 (``tms_table_health``); the newest status of each (table, action) and the finished processes' figures
 come from the rollup that ``store/process_rollup.py`` keeps as processes change, so the overview never

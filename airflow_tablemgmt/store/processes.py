@@ -1,6 +1,7 @@
 """``ProcessRepository``: one row per (table, action, instant) and its guarded lifecycle.
 
-(Over 400 lines on purpose: every guarded transition of a process row in one place, so the legal
+(Over 400 lines on purpose (461 with the cost columns; the next split moves the cost and rollup writes
+into store/process_cost.py): every guarded transition of a process row in one place, so the legal
 transitions and the statements that enforce them are read together; the page's read-only listings
 live in ``store/listing.py``.)
 
