@@ -477,6 +477,11 @@ def test_dynamic_table_refresh_runs_on_the_spark_cluster(cluster: Cluster) -> No
     ).as_py()
 
 
+@pytest.mark.on_demand(
+    reason="a fault scenario on the cluster (≈ 3 min on 2 busy cores); CI kills workers on one host: "
+    "faults/test_kill9.py (kill -9 of the worker or its driver, nothing lost, the retry recovers) and "
+    "e2e/test_operator_worker_death.py (a killed worker takes its job with it)"
+)
 @pytest.mark.timeout(900)
 def test_killed_celery_worker_compaction_is_retried_on_the_other_worker(cluster: Cluster) -> None:
     t0 = time.monotonic()
@@ -538,8 +543,7 @@ def test_killed_celery_worker_compaction_is_retried_on_the_other_worker(cluster:
 
 @pytest.mark.on_demand(
     reason="a third cluster scenario (~170 s on 2 busy cores); the executor watchdog that fails the attempt is "
-    "tests/unit/spark/job/test_watchdog.py, and the retry after a lost attempt on the cluster is "
-    "test_killed_celery_worker_compaction_is_retried_on_the_other_worker"
+    "tests/unit/spark/job/test_watchdog.py, and the retry after a lost attempt is faults/test_kill9.py"
 )
 @pytest.mark.timeout(900)
 def test_spark_worker_lost_mid_job_fails_naming_the_cluster_and_the_retry_succeeds(cluster: Cluster) -> None:

@@ -13,7 +13,7 @@ table created afterwards is enrolled by the next discovery pass and maintained; 
 touched; ``tablemgmt explain`` shows the precedence for the declared table; the real runs' cost columns are non-
 zero and ``tablemgmt cost --by policy`` rolls them up.
 
-CI runs N = 4 (2 healthy, 2 not); ``TABLEMGMT_FULL=1`` also runs N = 50. Both print a per-table table."""
+On demand (``TABLEMGMT_FULL=1``): N = 4 (2 healthy, 2 not) and N = 50. Both print a per-table table."""
 
 from __future__ import annotations
 
@@ -169,13 +169,23 @@ def _snapshot(catalog: CatalogSpec, ident: tuple[str, ...]) -> int | None:
 @pytest.mark.parametrize(
     "n",
     [
-        pytest.param(4, id="4-tables"),
+        pytest.param(
+            4,
+            id="4-tables",
+            marks=pytest.mark.on_demand(
+                reason="the whole scenario (≈ 3 min at load 17); CI covers its parts: enrolment "
+                "(e2e/test_cli_discover.py, e2e/test_discovery_dag.py), policies on a declared table "
+                "(e2e/test_policy_declared_dag.py, e2e/test_cli_policies.py), the health gate "
+                "(e2e/test_cli.py::test_run_compacts_records_a_process_and_reuses_it_for_the_same_instant, "
+                "unit/formats/test_health_gate.py), the cost on Connect (integration/connect/test_connect_engine.py)"
+            ),
+        ),
         pytest.param(
             50,
             id="50-tables",
             marks=pytest.mark.on_demand(
-                reason="50 tables, 51 runs, 26 compactions on Spark Connect (≈ 20 min at load 20); CI runs the same "
-                "scenario on 4 tables (test_one_policy_keeps_a_catalog_healthy[4-tables])"
+                reason="50 tables, 51 runs, 26 compactions on Spark Connect (≈ 20 min at load 20); the same "
+                "scenario on 4 tables is test_one_policy_keeps_a_catalog_healthy[4-tables]"
             ),
         ),
     ],
