@@ -36,7 +36,7 @@ VERSION_TABLE = "tms_alembic_version"
 #: The newest migration, i.e. the schema these models describe. Bump it with every migration
 #: (a test checks it against the migration scripts); it lets a process check the schema
 #: without importing Alembic.
-SCHEMA_REVISION = "0012"
+SCHEMA_REVISION = "0013"
 
 # Deterministic constraint names, so later migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -96,7 +96,9 @@ class TableRow:
         _required("priority", Integer),
         _required("actions", json_document()),
         _required("spec", json_document()),  # TableSpec, by alias, mode=json
-        _optional("dynamic", json_document()),  # dynamic-table definition
+        _optional(
+            "dynamic", json_document()
+        ),  # dynamic-table definition (its refresh-mode upper-cased: 0013)
         _optional("policy", String(POLICY_NAME_LEN)),  # the policy that enrolled it (managed_by policy; 0010)
         _optional("deleted_at", UtcDateTime()),
         _required("created_at", UtcDateTime()),
