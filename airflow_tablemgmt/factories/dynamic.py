@@ -239,12 +239,13 @@ class DynamicTableProcessFactory:
         duration_seconds: float | None = None,
     ) -> dict[str, Any]:
         """Snowflake's refresh-history columns on the summary (which is also the task's XCom)."""
-        from airflow_tablemgmt.core.dynamic.refresh import format_schedule_time, trigger_of
+        from airflow_tablemgmt.core.dynamic.refresh import CREATION, format_schedule_time, trigger_of
 
         params = process.parameters
         out = dict(summary)
         out.setdefault("refresh_action", "FULL")
-        out["trigger"] = trigger_of(params)
+        # A job that created the table was a creation, whatever its parameters say (issue 41 item 6).
+        out["trigger"] = CREATION if summary.get("created") else trigger_of(params)
         out["schedule_time"] = params.get("schedule_time") or format_schedule_time(process.instant)
         out.setdefault("source_snapshots", {})
         out.setdefault("partitions_written", [])

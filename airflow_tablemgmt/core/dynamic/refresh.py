@@ -50,6 +50,12 @@ def format_schedule_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime(SCHEDULE_TIME_FORMAT)
 
 
+def requested_trigger(state: str) -> str:
+    """The trigger of a refresh a user asks for (CLI, REST): a table still CREATING is created by it
+    (``CREATION``, as :func:`run_parameters` records a DAG run on such a table), any other is ``MANUAL``."""
+    return CREATION if str(state) == "CREATING" else MANUAL
+
+
 def refresh_parameters(
     trigger: str,
     is_periodic: bool,
@@ -57,7 +63,10 @@ def refresh_parameters(
     static_partitions: Mapping[str, Any] | None,
     dynamic_options: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The process ``parameters`` (and the DAG run's conf) of a refresh."""
+    """The process ``parameters`` (and the DAG run's conf) of a refresh. A creation is never periodic:
+    it writes the whole table."""
+    if str(trigger) == CREATION:
+        is_periodic = False
     return {
         "trigger": str(trigger),
         "is_periodic": bool(is_periodic),

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.dynamic.refresh import (
-    MANUAL,
     REFRESH,
     format_schedule_time,
     refresh_conf,
     refresh_parameters,
+    requested_trigger,
 )
 from airflow_tablemgmt.core.errors import IllegalTransition
 from airflow_tablemgmt.core.instants import DAG_START_DATE, RUN_SKEW
@@ -185,7 +185,8 @@ def refresh(
     (the schedule time when periodic, else now), trigger the refresh DAG with the conf, return at once.
 
     The same periodic schedule time asked twice is the same process: the second call answers with it
-    and triggers nothing.
+    and triggers nothing. A table still CREATING is created by the run: its process records trigger
+    CREATION, not MANUAL.
     """
     dt = load_table(store, table_id)
     check_not_suspended(dt)
@@ -197,7 +198,7 @@ def refresh(
         dynamic_options=dynamic_options,
     )
     dag_id = dag_id_for(table_id, REFRESH)
-    params = refresh_parameters(MANUAL, is_periodic, instant, partitions, options)
+    params = refresh_parameters(requested_trigger(dt.state), is_periodic, instant, partitions, options)
     conf = refresh_conf(params)
     existing = store.processes.find(table_id, REFRESH, instant)
     if existing is not None and not _run_never_created(existing):
@@ -240,7 +241,8 @@ def refresh_now(
     spark_conn_id: str = "spark_default",
 ) -> Process:
     """Refresh here and now (the CLI's ``dt refresh``), validated exactly as :func:`refresh`, recorded
-    as the same process (the same periodic schedule time twice returns the first one's outcome)."""
+    as the same process (the same periodic schedule time twice returns the first one's outcome). A table
+    still CREATING is created by it, recorded with trigger CREATION (as by :func:`refresh`)."""
     dt = load_table(store, table_id)
     instant, partitions, options = check_refresh(
         dt,
@@ -249,5 +251,5 @@ def refresh_now(
         static_partitions=static_partitions,
         dynamic_options=dynamic_options,
     )
-    params = refresh_parameters(MANUAL, is_periodic, instant, partitions, options)
+    params = refresh_parameters(requested_trigger(dt.state), is_periodic, instant, partitions, options)
     return run_refresh_here(store, table_id, instant, params, runner, spark_conn_id)
