@@ -35,7 +35,7 @@ def test_bad_definitions_are_one_error_line_and_store_nothing() -> None:
             "--refresh-mode",
             "continuous",
         ),
-        "refresh-mode: 'continuous' is not supported: Spark batch refreshes are full; allowed: full",
+        "refresh-mode: 'continuous' is not a refresh mode; allowed: AUTO",
     )
     fails(
         tablemgmt("dt", "create", "clidt.db.bad", "--query", "SELECT 1", "--freshness", "7 HOUR"),

@@ -41,9 +41,19 @@ from airflow_tablemgmt.core.triggers import Freshness
 
 
 class RefreshMode(StrEnum):
-    """How a refresh rewrites the table. Spark batch refreshes are full (per partition or whole)."""
+    """How a dynamic table is refreshed (Snowflake's ``REFRESH_MODE``): ``AUTO`` (the default: incrementally
+    where the query allows it, else in full, recording why), ``FULL`` (the whole query every time) or
+    ``INCREMENTAL`` (only from the sources' changes; a query that cannot be maintained so is refused when
+    Spark analyses it, naming the construct: :mod:`.incremental`). Written in any case in a declaration."""
 
-    FULL = "full"
+    AUTO = "AUTO"
+    FULL = "FULL"
+    INCREMENTAL = "INCREMENTAL"
+
+
+REFRESH_MODE_RULE = (
+    "AUTO (the default: incremental where the query allows it, else full, recording why), FULL or INCREMENTAL"
+)
 
 
 class RefreshTrigger(StrEnum):
@@ -132,7 +142,16 @@ class DynamicTableSpec(_Model):
     name: str
     query: str = Field(description="one Spark SQL SELECT (or WITH ... SELECT) statement")
     freshness: FreshnessField
-    refresh_mode: RefreshMode = RefreshMode.FULL
+    refresh_mode: Annotated[
+        RefreshMode,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "enum": [*(m.value for m in RefreshMode), *(m.value.lower() for m in RefreshMode)],
+                "description": f"how the table is refreshed: {REFRESH_MODE_RULE}",
+            }
+        ),
+    ] = RefreshMode.AUTO
     partitioned_by: list[str] = Field(default_factory=list)
     partition_fields: dict[str, PartitionField] = Field(default_factory=dict)
     time_zone: str = Field(default="UTC", description="IANA time zone the partition values are formatted in")
@@ -232,12 +251,9 @@ class DynamicTableSpec(_Model):
     @field_validator("refresh_mode", mode="before")
     @classmethod
     def _mode(cls, v: Any) -> Any:
-        if isinstance(v, str) and v.strip().lower() == RefreshMode.FULL:
-            return RefreshMode.FULL
-        raise ValueError(
-            f"{v!r} is not supported: Spark batch refreshes are full; allowed: "
-            f"{', '.join(m.value for m in RefreshMode)}"
-        )
+        if isinstance(v, str) and v.strip().upper() in RefreshMode.__members__:
+            return RefreshMode[v.strip().upper()]
+        raise ValueError(f"{v!r} is not a refresh mode; allowed: {REFRESH_MODE_RULE}")
 
     @field_validator("partitioned_by")
     @classmethod

@@ -230,9 +230,7 @@ def test_unknown_table_is_not_found_with_a_hint(dstore: Store) -> None:
 
 
 def test_create_validates_before_anything_runs(dstore: Store) -> None:
-    with pytest.raises(
-        InvalidInput, match="refresh-mode: 'continuous' is not supported: Spark batch refreshes are full"
-    ):
+    with pytest.raises(InvalidInput, match="refresh-mode: 'continuous' is not a refresh mode; allowed: AUTO"):
         dynamic.create(
             dstore,
             {

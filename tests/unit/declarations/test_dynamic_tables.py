@@ -61,8 +61,9 @@ def test_parse_keeps_each_dynamic_table_with_its_view() -> None:
         ),
         (
             "  - {identifier: lake.db.bad, query: SELECT 1, freshness: 1 HOUR, refresh-mode: continuous}\n",
-            "t.yaml: dynamic-tables[1].refresh-mode (dynamic table lake.db.bad): 'continuous' is not supported: "
-            "Spark batch refreshes are full; allowed: full",
+            "t.yaml: dynamic-tables[1].refresh-mode (dynamic table lake.db.bad): 'continuous' is not a refresh "
+            "mode; allowed: AUTO (the default: incremental where the query allows it, else full, recording why), "
+            "FULL or INCREMENTAL",
         ),
         (
             "  - {identifier: lake.db.bad, query: 'SELECT 1; DROP TABLE x', freshness: 1 HOUR}\n",

@@ -34,7 +34,7 @@ def _spec(**over: object) -> dict[str, object]:
 
 
 def test_the_enums() -> None:
-    assert [m.value for m in RefreshMode] == ["full"]
+    assert [m.value for m in RefreshMode] == ["AUTO", "FULL", "INCREMENTAL"]
     assert [m.value for m in RefreshTrigger] == ["SCHEDULED", "MANUAL", "CREATION"]
     assert [m.value for m in RefreshAction] == ["FULL", "PARTITION", "NO_DATA"]
     assert [m.value for m in DynamicState] == ["CREATING", "ACTIVE", "SUSPENDED"]
@@ -71,7 +71,8 @@ def test_spec_round_trips_by_alias() -> None:
     [
         (
             {"refresh-mode": "continuous"},
-            "refresh-mode: 'continuous' is not supported: Spark batch refreshes are full; allowed: full",
+            r"refresh-mode: 'continuous' is not a refresh mode; allowed: AUTO \(the default: incremental where "
+            r"the query allows it, else full, recording why\), FULL or INCREMENTAL",
         ),
         (
             {"freshness": "7 MINUTE"},
@@ -134,8 +135,11 @@ def test_missing_fields() -> None:
 
 
 def test_refresh_mode_is_case_insensitive_and_flink_interval_spelling() -> None:
-    spec = parse_dynamic_table(_spec(**{"refresh-mode": "FULL", "freshness": "INTERVAL '5' MINUTE"}))
+    spec = parse_dynamic_table(_spec(**{"refresh-mode": "full", "freshness": "INTERVAL '5' MINUTE"}))
     assert spec.refresh_mode == RefreshMode.FULL and spec.cron == "*/5 * * * *"
+    assert parse_dynamic_table(_spec(**{"refresh-mode": " Incremental "})).refresh_mode == "INCREMENTAL"
+    assert parse_dynamic_table(_spec()).refresh_mode == RefreshMode.AUTO  # the default
+    assert parse_dynamic_table(_spec()).model_dump(by_alias=True, mode="json")["refresh-mode"] == "AUTO"
 
 
 # --- the maintenance view ----------------------------------------------------------------------
