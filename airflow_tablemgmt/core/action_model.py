@@ -51,7 +51,8 @@ class ActionSettings(BaseModel):
         default=timedelta(hours=1), description="how long to wait for the table lease"
     )
     poll_interval: Duration = Field(
-        default=timedelta(seconds=10), description="snapshot poll of an event-driven action, in the triggerer"
+        default=timedelta(seconds=1),
+        description="how often the triggerer checks the table for a new snapshot (event-driven actions)",
     )
     timeout: Duration | None = Field(
         default=None,

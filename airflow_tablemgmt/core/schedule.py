@@ -34,7 +34,7 @@ class SchedulePlan:
     interval: Interval
     gate: bool
     fallback: Interval | None = None
-    poll_interval: timedelta = timedelta(seconds=10)
+    poll_interval: timedelta = timedelta(seconds=1)
 
     @classmethod
     def resolve(cls, settings: ActionSettings, strategy: TriggerStrategy) -> SchedulePlan:

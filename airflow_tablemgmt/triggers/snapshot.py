@@ -24,6 +24,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.hooks.secrets import SecretResolutionError
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader, SnapshotState
+from airflow_tablemgmt.triggers.change_poller import Subscription, next_poll, poller_for
 from airflow_tablemgmt.triggers.readers import catalog_json, check_table_in_catalog, shared_reader
 from airflow_tablemgmt.triggers.snapshot_changed import TableSnapshotChangedTrigger  # noqa: F401 - persisted path
 from airflow_tablemgmt.triggers.throttle import (
@@ -34,6 +35,10 @@ from airflow_tablemgmt.triggers.throttle import (
     state_store_gate,
 )
 from airflow_tablemgmt.triggers.watch_state import UNSET, Unset, Watch
+
+#: The longest a steady watcher goes without a full read of its table (the shared poller's cheap check
+#: wakes it on every change; this bounds what a change the check cannot see would cost).
+FULL_READ_EVERY = 300.0
 
 
 class TableSnapshotTrigger(BaseEventTrigger):
@@ -63,6 +68,11 @@ class TableSnapshotTrigger(BaseEventTrigger):
     Airflow hands an event to every asset of the trigger, so the DAGs read that list to know whether
     the event is for them (:func:`airflow_tablemgmt.dag_factory.event_names_action`).
 
+    ``poll_interval``: how often the table is checked for a change, by its catalog's shared poller in
+    this triggerer (``change_poller.py``: one check of all the catalog's watched tables per tick, e.g. two
+    ``stat`` calls per hadoop table); the full read runs only when that check moves, while a change is
+    held back, while the table cannot be read, and every :data:`FULL_READ_EVERY` seconds.
+
     Event payload: ``{"table": "<catalog.namespace.table>", "snapshot_id": <int>,
     "previous_snapshot_id": <int | None>}`` (+ ``"actions"`` with ``actions``). Delivery is at least
     once: the new id is stored after the event is handed to the triggerer.
@@ -70,6 +80,8 @@ class TableSnapshotTrigger(BaseEventTrigger):
 
     #: The background task writing what changed to the asset state store (``run`` starts it).
     _writer: asyncio.Task[None] | None = None
+    #: This watcher's place in its catalog's shared poller while ``run`` runs.
+    _subscription: Subscription | None = None
 
     def __init__(
         self,
@@ -271,8 +283,11 @@ class TableSnapshotTrigger(BaseEventTrigger):
                 watch.remembered = self.last_snapshot_id
         baseline: int | None | Unset = UNSET
         problem: str | None = None
+        poller = poller_for(self.catalog, self.poll_interval, lambda: self.reader)
+        self._subscription = subscription = poller.subscribe(table)
         try:
             while True:
+                seen = subscription.generation  # before the read: a commit during it wakes us at once
                 try:
                     state = await asyncio.to_thread(self._current_state, table)
                 except (TableNotFound, OSError, SecretResolutionError) as e:
@@ -289,14 +304,14 @@ class TableSnapshotTrigger(BaseEventTrigger):
                         self._polling(baseline)
                     if not recall.done():
                         if state.snapshot_id == baseline:  # nothing new since this watcher started
-                            await asyncio.sleep(self.poll_interval)
+                            await next_poll(subscription, seen, None, FULL_READ_EVERY)
                             continue
                         state_store_gate().promote(recall_ticket)  # changed: its remembered state now
                     saved = await recall
                     recall = None
                     self._apply_saved(watches, saved, baseline)
                     self._schedule_write(watches, urgent=False)  # a first observation the store lacks
-                sleep = self.poll_interval
+                sleep: float | None = None  # nothing held back: until the poller sees a change
                 due: list[tuple[Watch, int | None]] = []
                 changed = False
                 for watch in watches:
@@ -306,7 +321,7 @@ class TableSnapshotTrigger(BaseEventTrigger):
                     if step is True:
                         changed = True
                     elif step > 0:
-                        sleep = min(sleep, step)
+                        sleep = min(self.poll_interval if sleep is None else sleep, step)
                     else:
                         assert not isinstance(watch.remembered, Unset)
                         due.append((watch, watch.remembered))
@@ -333,8 +348,9 @@ class TableSnapshotTrigger(BaseEventTrigger):
                 if due or changed:
                     # After the event was handed over: delivery is at least once.
                     self._schedule_write(watches, urgent=bool(due))
-                await asyncio.sleep(sleep)
+                await next_poll(subscription, seen, sleep, FULL_READ_EVERY)
         finally:
+            subscription.close()
             if recall is not None:
                 recall.cancel()
             if self._writer is not None and not self._write_ticket.urgent:

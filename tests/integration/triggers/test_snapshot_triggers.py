@@ -80,27 +80,43 @@ def roundtrip(trigger: BaseTrigger) -> BaseTrigger:
 
 class ObservedReader(SnapshotReader):
     """A real reader that also records each poll's outcome, so a test waits on "the watcher has
-    seen X" instead of sleeping for as long as that usually takes."""
+    seen X" instead of sleeping for as long as that usually takes.
+
+    A steady watcher reads its table only when its catalog's shared poller sees the table change
+    (``triggers/change_poller.py``); each of the poller's checks since the last read counts as one more
+    poll seeing what that read saw."""
 
     def __init__(self, catalog: CatalogSpec) -> None:
         super().__init__(catalog)
-        self.seen: list[int | None | str] = []  # snapshot id per poll, "missing" when the table was not found
+        self.seen: list[int | None | str] = []  # snapshot id per read, "missing" when the table was not found
+        self.trigger: TableSnapshotTrigger | None = None
+        self._checks_at_read = 0
+
+    def _checks(self) -> int:
+        sub = None if self.trigger is None else self.trigger._subscription
+        return 0 if sub is None or sub.closed else sub.poller.checks.get(sub.table, 0)
 
     def current_state(self, table: TableIdentifier) -> SnapshotState:
         try:
             state = super().current_state(table)
         except TableNotFound:
             self.seen.append("missing")
+            self._checks_at_read = self._checks()
             raise
         self.seen.append(state.snapshot_id)
+        self._checks_at_read = self._checks()
         return state
 
     def polls_seeing(self, value: int | None | str) -> int:
-        return sum(1 for v in self.seen if v == value)
+        reads = sum(1 for v in self.seen if v == value)
+        if self.seen and self.seen[-1] == value:
+            reads += max(0, self._checks() - self._checks_at_read)
+        return reads
 
 
 def observed(trigger: TableSnapshotTrigger, catalog: CatalogSpec) -> ObservedReader:
     reader = ObservedReader(catalog)
+    reader.trigger = trigger
     trigger._reader = reader
     return reader
 

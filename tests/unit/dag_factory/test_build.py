@@ -178,7 +178,7 @@ def _watcher_triggers(dags: Iterable[Any]) -> dict[int, tuple[str, dict[str, Any
 
 
 def test_one_watcher_trigger_per_table_however_many_actions_react() -> None:
-    actions = {name: {} for name in SNAPSHOT_DRIVEN}
+    actions = {name: {"poll-interval": "5s"} for name in SNAPSHOT_DRIVEN}
     actions["rewrite-files"] = {"poll-interval": "3s"}
     actions["compute-stats"] = {"poll-interval": "20s", "interval": "6h"}
     tables = [table(f"w{i}", {**actions, "expire-snapshots": {}}) for i in range(3)]

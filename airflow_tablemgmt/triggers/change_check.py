@@ -1,0 +1,134 @@
+"""The cheapest question a catalog answers about many tables at once: "did anything change?".
+
+A snapshot watcher's full read (:meth:`~airflow_tablemgmt.metadata.iceberg.SnapshotReader.current_state`)
+answers *what* changed; the shared poller (``change_poller.py``) asks this module only *whether* each of its
+tables changed, once per tick for all the tables of a catalog, and wakes the watchers whose answer moved.
+Each check returns a *token* per table: any hashable value that changes when the table commits (a false
+"changed" costs one full read; a missed change is what the watcher's periodic full read catches).
+
+* ``hadoop`` on local disk (:class:`LocalHadoopTokens`): two ``stat`` calls per table, no read: the
+  ``metadata/`` directory (a writer creates ``v<N+1>.metadata.json`` there before it moves the hint) and
+  ``version-hint.text`` (replaced by a rename on every commit: a new inode, size or mtime).
+* ``jdbc`` (:class:`JdbcListingTokens`): one query per tick for the whole catalog, the
+  ``metadata_location`` of every table in Iceberg's ``iceberg_tables`` table.
+* every other catalog and format (:class:`PerTableTokens`): the table's metadata pointer, one call per
+  table (REST/Hive/Glue: the catalog's load; ``hadoop`` on object storage: the hint's read; path-based
+  formats: their own pointer through the reader's cached state).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
+
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.tables import CatalogType
+from airflow_tablemgmt.metadata.iceberg import VERSION_HINT, SnapshotReader, local_warehouse_path
+
+#: A table that is not there (yet): its token until it appears.
+MISSING = "missing"
+
+
+class TokenSource(Protocol):
+    """Answers for many tables of one catalog at once; blocking I/O (the poller calls it in a thread)."""
+
+    #: True when one call costs the same for all tables (a listing, local stats): the poller then
+    #: checks every table on every tick. False: one catalog call per table, bounded per tick.
+    batched: bool
+
+    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]: ...
+
+
+class LocalHadoopTokens:
+    """``stat`` of each table's ``metadata/`` directory and its ``version-hint.text`` (≈ 2 syscalls)."""
+
+    batched = True
+
+    def __init__(self, reader: SnapshotReader) -> None:
+        self.reader = reader
+
+    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
+        out: dict[TableIdentifier, Hashable] = {}
+        stat = os.stat
+        for table in tables:
+            meta_dir = f"{self.reader.table_location(table)}/metadata"
+            try:
+                d = stat(meta_dir)
+            except FileNotFoundError:
+                out[table] = MISSING
+                continue
+            except OSError as e:
+                out[table] = ("error", e.errno)
+                continue
+            try:
+                h = stat(f"{meta_dir}/{VERSION_HINT}")
+                out[table] = (d.st_mtime_ns, h.st_ino, h.st_size, h.st_mtime_ns)
+            except OSError:  # no hint: Iceberg takes the newest listed version; the directory says it
+                out[table] = (d.st_mtime_ns, d.st_ino)
+        return out
+
+
+class JdbcListingTokens:
+    """One query for every table of a JDBC catalog: ``metadata_location`` per table, from the
+    ``iceberg_tables`` table pyiceberg's ``sql`` catalog reads (the same rows Iceberg's JdbcCatalog writes)."""
+
+    batched = True
+
+    def __init__(self, reader: SnapshotReader) -> None:
+        self.reader = reader
+
+    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
+        from pyiceberg.catalog.sql import IcebergTables
+        from sqlalchemy import select
+        from sqlalchemy.orm import Session
+
+        catalog: Any = self.reader.catalog_client()
+        query = select(
+            IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
+        ).where(IcebergTables.catalog_name == catalog.name)
+        with Session(catalog.engine) as session:
+            listed = {(ns, name): location for ns, name, location in session.execute(query)}
+        return {t: listed.get((t.namespace, t.name), MISSING) for t in tables}
+
+
+class PerTableTokens:
+    """One call per table: the reader's metadata pointer, or (a reader without one) its cached state."""
+
+    batched = False
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+
+    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
+        out: dict[TableIdentifier, Hashable] = {}
+        for table in tables:
+            try:
+                if isinstance(self.reader, SnapshotReader):
+                    out[table] = self.reader.metadata_pointer(table)
+                else:
+                    out[table] = self.reader.current_state(table).snapshot_id
+            except Exception as e:  # noqa: BLE001 - any failure is a change for the watcher to look at
+                out[table] = ("error", type(e).__name__, str(e))
+        return out
+
+
+def token_source(reader: Any) -> TokenSource:
+    """The cheapest check ``reader``'s catalog offers (see the module docstring)."""
+    if isinstance(reader, SnapshotReader):
+        catalog = reader.catalog
+        if catalog.type == CatalogType.HADOOP and local_warehouse_path(catalog.warehouse or "") is not None:
+            return LocalHadoopTokens(reader)
+        if catalog.type == CatalogType.JDBC:
+            return JdbcListingTokens(reader)
+    return PerTableTokens(reader)
+
+
+__all__ = [
+    "MISSING",
+    "JdbcListingTokens",
+    "LocalHadoopTokens",
+    "PerTableTokens",
+    "TokenSource",
+    "token_source",
+]
