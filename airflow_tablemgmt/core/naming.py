@@ -58,6 +58,25 @@ def discovery_policy_of(dag_id: str) -> str | None:
     return dag_id[len(DISCOVERY_PREFIX) :] or None
 
 
+#: A policy's planned (policy, action) DAG: ``tms__plan__<policy>__<action>`` (ADR 0004; never a table's either).
+PLAN_PREFIX = f"{DAG_PREFIX}plan__"
+
+
+def plan_dag_id(policy: str, action: str) -> str:
+    """``fleet``, ``rewrite-files`` -> ``tms__plan__fleet__rewrite-files``: the DAG that plans ``action`` over
+    the tables ``policy`` enrolled and runs them in mapped batches."""
+    return f"{PLAN_PREFIX}{policy}__{action}"
+
+
+def plan_of(dag_id: str) -> tuple[str, str] | None:
+    """(policy, action) of a planned DAG id, or None. An action name never holds ``__`` (kebab-case), so the
+    last ``__`` splits them even for a policy named ``a__b``."""
+    if not dag_id.startswith(PLAN_PREFIX) or parse_dag_id(dag_id) is not None:
+        return None
+    policy, sep, action = dag_id[len(PLAN_PREFIX) :].rpartition("__")
+    return (policy, action) if sep and policy and action else None
+
+
 def dag_id_length_problem(table_id: str, actions: Iterable[str]) -> str | None:
     """Why ``table_id`` cannot become DAGs (Airflow's DAG-id and tag limits), or None."""
     problems = []

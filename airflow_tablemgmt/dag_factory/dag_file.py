@@ -10,9 +10,10 @@ and an explicit ``tables: []`` is logged and prunes nothing. A task start builds
 one table row when every file is in sync.
 
 A declared table's DAGs are built from its declaration with the stored policies merged in
-(:mod:`airflow_tablemgmt.store.effective`), on both paths; a table a policy enrolled from its row as
-discovery wrote it. The policies matching a table are part of its DAG cache key, so a policy's change
-rebuilds the tables it matches.
+(:mod:`airflow_tablemgmt.store.effective`), on both paths. The policies matching a table are part of its
+DAG cache key, so a policy's change rebuilds the tables it matches. A table a policy enrolled has no DAGs of
+its own: its policy's planned (policy, action) DAGs run it (:mod:`airflow_tablemgmt.dag_factory.plan`, ADR
+0004), so the DAG count grows with policies × actions, not with enrolled tables.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.naming import discovery_policy_of, parse_dag_id
+from airflow_tablemgmt.core.naming import discovery_policy_of, parse_dag_id, plan_of
 from airflow_tablemgmt.core.tables import Owner, TableSpec
 from airflow_tablemgmt.dag_factory.build import BuildResult, build_dags, cyclic_gc_paused
 from airflow_tablemgmt.declarations.model import LoadedDeclarations
@@ -53,6 +54,13 @@ def load_registry_and_build(
         from airflow_tablemgmt.dag_factory.discovery import build_discovery_dags, stored_policies
 
         return BuildResult(dags=build_discovery_dags(stored_policies(store), only_dag_id))
+    if (
+        only_dag_id is not None and plan_of(only_dag_id) is not None
+    ):  # a policy's planned (policy, action) DAG
+        from airflow_tablemgmt.dag_factory.discovery import stored_policies
+        from airflow_tablemgmt.dag_factory.plan import build_plan_dags
+
+        return BuildResult(dags=build_plan_dags(stored_policies(store), only_dag_id))
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
     stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
     catalogs = {c.name: c for c in stored_catalogs}
@@ -62,10 +70,8 @@ def load_registry_and_build(
     enrolled: set[str] = set()  # tables a policy enrolled: their rows already hold the policies' settings
     if wanted is not None:
         errors, spec = one_table(tables_yaml, store, wanted[0], catalogs)
-        if spec is not None:
+        if spec is not None and not _enrolled_row(store, spec):  # an enrolled table has no DAG of its own
             specs[spec.id] = spec
-            if merge and _enrolled_row(store, spec):
-                enrolled.add(spec.id)
         files: list[LoadedDeclarations] = []
     else:
         with cyclic_gc_paused():  # thousands of long-lived specs, no garbage
@@ -87,6 +93,8 @@ def load_registry_and_build(
             for tid, r in registered.items()
             if r.managed_by == Owner.POLICY and tid in specs and specs[tid] is r.spec
         }
+        # Its policy's planned DAGs run an enrolled table (dag_factory/plan.py): no DAGs of its own.
+        specs = {tid: spec for tid, spec in specs.items() if tid not in enrolled}
         files = fs.files
     for f in files:
         catalogs.update({c.name: c for c in f.catalogs})
@@ -94,6 +102,7 @@ def load_registry_and_build(
     if wanted is None and only_dag_id is None:
         from airflow_tablemgmt.dag_factory.cache import build_with_cache
         from airflow_tablemgmt.dag_factory.discovery import build_discovery_dags, stored_policies
+        from airflow_tablemgmt.dag_factory.plan import build_plan_dags
 
         # Unchanged tables' DAGs come from the per-host cache of built DAGs; the others are built.
         result = build_with_cache(
@@ -105,7 +114,9 @@ def load_registry_and_build(
             merge=merge if merge else None,
             enrolled=enrolled,
         )
-        result.dags.update(build_discovery_dags(stored_policies(store)))  # one per policy, on its interval
+        policies = stored_policies(store)
+        result.dags.update(build_discovery_dags(policies))  # one per policy, on its interval
+        result.dags.update(build_plan_dags(policies))  # one per (policy, action), on the action's interval
         return result
     if merge:
         merged, merge_errors = merge.apply_all(specs.values(), enrolled)

@@ -11,13 +11,14 @@ Two settings, ``[tablemgmt]`` in Airflow's configuration (``provider_config.py``
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from airflow_tablemgmt.core.durations import to_timedelta
 from airflow_tablemgmt.metadata.planning import DEFAULT_BATCH_SIZE, DEFAULT_HEALTH_MAX_AGE, Plan, plan
 from airflow_tablemgmt.services.errors import InvalidInput
-from airflow_tablemgmt.store.planning import PlanningRepository
+from airflow_tablemgmt.store.planning import EnrolledHealth, PlanningRepository
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -56,15 +57,20 @@ def plan_action(
     *,
     batch_size: int | None = None,
     max_age: timedelta | None = None,
+    only: Collection[str] | None = None,
 ) -> Plan:
     """The plan of ``action`` over the tables ``policy`` enrolled (``metadata.planning.Plan``). Unset
     ``batch_size`` / ``max_age``: the settings above. Ages are judged by the database's clock, which stamped
-    the health rows."""
+    the health rows. ``only``: plan just these of the policy's tables (a run naming its tables, the tables
+    measured just now); the others are left out of the plan."""
     if batch_size is None or max_age is None:
         size, age = plan_settings()
         batch_size = size if batch_size is None else batch_size
         max_age = age if max_age is None else max_age
-    rows = PlanningRepository.of(store).rows(policy)
+    rows: Iterable[EnrolledHealth] = PlanningRepository.of(store).rows(policy)
+    if only is not None:
+        wanted = set(only)
+        rows = (r for r in rows if r.table_id in wanted)
     return plan(rows, action, now=store.processes.now(), max_age=max_age, batch_size=batch_size)
 
 

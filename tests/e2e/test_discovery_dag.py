@@ -1,8 +1,8 @@
 """The discovery DAG end to end: the project's DAG file parsed by Airflow's DagBag builds
 ``tms__discover__fleet`` for a stored policy, on the policy's discovery interval; ``dag.test()`` runs its pass
 over a real pyiceberg SQL catalog, enrolling its tables; a table created afterwards is enrolled by the next
-run (one interval later), and the DAG file then builds the enrolled table's maintenance DAG like any
-declared table's."""
+run (one interval later), and the DAG file then builds the policy's planned (policy, action) DAG that runs
+the enrolled tables (ADR 0004), not DAGs per enrolled table."""
 
 from __future__ import annotations
 
@@ -78,6 +78,8 @@ def test_a_table_created_afterwards_is_enrolled_by_the_next_run(
         ("lake.sales.returns", "enrolled"),
     ]
     again = DagBag(dag_folder=str(dags_folder))
-    assert "tms__lake.sales.returns__expire-snapshots" in again.dag_ids, again.import_errors
+    # an enrolled table is run by its policy's planned DAG (ADR 0004), not by DAGs of its own
+    assert "tms__plan__fleet__expire-snapshots" in again.dag_ids, again.import_errors
+    assert "tms__lake.sales.returns__expire-snapshots" not in again.dag_ids
     store.dispose()
     client.engine.dispose()

@@ -1,0 +1,188 @@
+"""The planning task of a policy's (policy, action) DAG run (ADR 0004, decision 2): the plan of
+``services/planning.py``, plus what a run needs around it.
+
+* **Measured first.** Tables the plan cannot decide from stored health (none yet, older than
+  ``plan_health_max_age``, measured with other settings) are measured now, without a JVM (the table's
+  metadata, ``services/health.py``, which also stores the reading), up to ``[tablemgmt]
+  plan_measure_budget`` tables a run (default 200, in the plan's order), and planned with their fresh figures in
+  the same run; the rest wait for the next run. Without this a newly enrolled table would never be planned.
+* **A run may name its tables** (``conf: {"tables": [...]}``, a run-now of enrolled tables): only those are
+  planned, by the same decision.
+* **At most** ``[core] max_map_length`` **batches** (Airflow fails a task whose XCom maps to more): the
+  worst-scored tables go first, the rest are left for the next run and counted (``left_over``).
+
+Reads only; never runs a job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.metadata.planning import Plan, batches
+from airflow_tablemgmt.services.errors import InvalidInput
+from airflow_tablemgmt.services.planning import plan_action
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.store import Store
+
+log = logging.getLogger(__name__)
+
+#: ``[tablemgmt] plan_measure_budget``: tables measured by one planning task at most.
+DEFAULT_MEASURE_BUDGET = 200
+#: ``[tablemgmt] plan_max_active_batches``: mapped batches of one (policy, action) DAG running at once.
+DEFAULT_MAX_ACTIVE_BATCHES = 4
+#: Airflow's own default of ``[core] max_map_length``.
+DEFAULT_MAX_MAP_LENGTH = 1024
+
+#: Measures one table now and stores its reading (raises when it cannot be read).
+Measure = Callable[["Store", str], None]
+
+
+def _whole(option: str, default: int, minimum: int) -> int:
+    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
+
+    text = (setting_or_airflow("tablemgmt", option) or "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise InvalidInput(
+            f"[tablemgmt] {option}: {text!r} is not allowed; allowed: a whole number >= {minimum}"
+        )
+    return value
+
+
+def measure_budget() -> int:
+    """``[tablemgmt] plan_measure_budget`` (0: the planning task measures nothing)."""
+    return _whole("plan_measure_budget", DEFAULT_MEASURE_BUDGET, 0)
+
+
+def max_active_batches() -> int:
+    """``[tablemgmt] plan_max_active_batches``: the mapped task's ``max_active_tis_per_dag``."""
+    return _whole("plan_max_active_batches", DEFAULT_MAX_ACTIVE_BATCHES, 1)
+
+
+def max_map_length() -> int:
+    """``[core] max_map_length``: the most mapped tasks one XCom may make."""
+    try:
+        from airflow.sdk.configuration import conf
+
+        return max(1, conf.getint("core", "max_map_length", fallback=DEFAULT_MAX_MAP_LENGTH))
+    except Exception:  # noqa: BLE001 - no Airflow configuration: Airflow's default
+        return DEFAULT_MAX_MAP_LENGTH
+
+
+def _measure(store: Store, table_id: str) -> None:
+    from airflow_tablemgmt.services.health import table_health
+
+    health = table_health(store, table_id, ttl=0)
+    if health.error is not None:
+        raise RuntimeError(health.error)
+
+
+@dataclass
+class PlannedRun:
+    """What the planning task decided: the batches to map over and what a person should see of the rest."""
+
+    plan: Plan
+    batches: list[list[str]]
+    measured: list[str] = field(default_factory=list)
+    unmeasured: dict[str, str] = field(default_factory=dict)  # table -> why it could not be measured
+    left_over: int = 0  # pay-worthy tables beyond max_map_length batches: the next run takes them
+    not_found: list[str] = field(default_factory=list)  # named tables this policy did not enrol
+
+    def to_dict(self, sample: int = 20) -> dict[str, Any]:
+        """The task's XCom of the plan (not the batches, which the mapped task gets): counts and a few of
+        each kind with their reasons."""
+        p = self.plan
+        return {
+            "action": p.action,
+            "counts": {
+                **p.counts(),
+                "batches": len(self.batches),
+                "measured": len(self.measured),
+                "left_over": self.left_over,
+            },
+            "pays": [{"table": t.table_id, "score": t.score, "reason": t.reason} for t in p.pays[:sample]],
+            "measure": dict(list(p.measure.items())[:sample]),
+            "idle": dict(list(p.idle.items())[:sample]),
+            "not_enabled": dict(list(p.not_enabled.items())[:sample]),
+            "unmeasured": dict(list(self.unmeasured.items())[:sample]),
+            "not_found": self.not_found[:sample],
+        }
+
+
+def plan_run(
+    store: Store,
+    policy: str,
+    action: str,
+    *,
+    tables: Sequence[str] | None = None,
+    budget: int | None = None,
+    max_batches: int | None = None,
+    measure: Measure = _measure,
+) -> PlannedRun:
+    """Plan one run of (``policy``, ``action``) (see the module docstring). ``tables``: only these (a run's
+    ``conf``); ``budget``/``max_batches``: unset, the settings."""
+    budget = measure_budget() if budget is None else budget
+    max_batches = max_map_length() if max_batches is None else max_batches
+    only = list(dict.fromkeys(tables)) if tables is not None else None
+    first = plan_action(store, policy, action, only=only)
+    measured: list[str] = []
+    unmeasured: dict[str, str] = {}
+    for table_id in list(first.measure)[:budget]:
+        try:
+            measure(store, table_id)
+            measured.append(table_id)
+        except Exception as e:  # noqa: BLE001 - an unreadable table waits; the others are planned
+            unmeasured[table_id] = f"{type(e).__name__}: {e}"
+    final = first
+    if measured:
+        again = plan_action(store, policy, action, batch_size=first.batch_size, only=measured)
+        final = _merged(first, again)
+    ids = [t.table_id for t in final.pays]
+    cut = ids[: max_batches * final.batch_size]
+    planned = PlannedRun(final, batches(cut, final.batch_size), measured, unmeasured, len(ids) - len(cut))
+    if only is not None:
+        seen = {*ids, *final.measure, *final.idle, *final.not_enabled}
+        planned.not_found = [t for t in only if t not in seen]
+    if planned.left_over:
+        log.warning(
+            "tablemgmt: %s of policy %s: %d table(s) beyond %d batches ([core] max_map_length) are left for the "
+            "next run",
+            action,
+            policy,
+            planned.left_over,
+            max_batches,
+        )
+    return planned
+
+
+def _merged(first: Plan, again: Plan) -> Plan:
+    """``first`` with the tables measured just now decided by ``again`` (their stale reasons dropped)."""
+    out = Plan(first.action, batch_size=first.batch_size)
+    redone = {p.table_id for p in again.pays} | set(again.measure) | set(again.idle) | set(again.not_enabled)
+    out.pays = sorted(
+        [p for p in first.pays if p.table_id not in redone] + again.pays, key=lambda p: (p.score, p.table_id)
+    )
+    out.measure = {**{k: v for k, v in first.measure.items() if k not in redone}, **again.measure}
+    out.idle = {**first.idle, **again.idle}
+    out.not_enabled = {**first.not_enabled, **again.not_enabled}
+    return out
+
+
+__all__ = [
+    "DEFAULT_MAX_ACTIVE_BATCHES",
+    "DEFAULT_MEASURE_BUDGET",
+    "PlannedRun",
+    "max_active_batches",
+    "max_map_length",
+    "measure_budget",
+    "plan_run",
+]

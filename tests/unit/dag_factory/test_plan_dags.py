@@ -1,0 +1,135 @@
+"""Planned DAGs (``dag_factory/plan.py``, ADR 0004 decision 1): one per (policy, action) for the tables a policy
+enrolled, not one per (enrolled table, action); declared tables keep theirs; a task start builds only its DAG;
+the mapped batch task carries the concurrency setting."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_tablemgmt.core.naming import parse_dag_id, plan_dag_id, plan_of
+from airflow_tablemgmt.core.policies import Policy, parse_policy
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+from airflow_tablemgmt.store import Store
+from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+from airflow_tablemgmt.store.policies import PolicyRepository
+
+ACTIONS = {"rewrite-files": {"interval": "2h"}, "expire-snapshots": {}}
+
+
+def _policy(
+    name: str = "fleet", namespace: str | None = None, actions: dict[str, Any] | None = None
+) -> Policy:
+    match: dict[str, Any] = {"catalog": "lake", "format": "iceberg"}
+    if namespace:
+        match["namespace"] = namespace
+    return parse_policy({"name": name, "match": match, "actions": ACTIONS if actions is None else actions})
+
+
+def _store(tmp_path: Path, enrolled: int, policies: list[Policy]) -> Store:
+    store = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
+    store.catalogs.upsert(
+        CatalogSpec(name="lake", type="jdbc", warehouse=str(tmp_path), properties={"uri": "jdbc:sqlite:x"}),
+        Owner.STORE,
+    )
+    repo = PolicyRepository.of(store)
+    for p in policies:
+        repo.upsert(p, Owner.STORE)
+    enrol = EnrolmentRepository.of(store)
+    for i in range(enrolled):
+        policy = policies[i % len(policies)]
+        spec = TableSpec(catalog="lake", namespace="s", name=f"t{i:03d}", actions=dict(policy.actions))
+        enrol.enrol(spec, policy.name, "matched")
+    declared = TableSpec(catalog="lake", namespace="own", name="declared", actions={"rewrite-files": {}})
+    store.tables.upsert(declared, Owner.STORE)
+    return store
+
+
+def test_the_ids_of_planned_dags() -> None:
+    assert plan_dag_id("fleet", "rewrite-files") == "tms__plan__fleet__rewrite-files"
+    assert plan_of("tms__plan__fleet__rewrite-files") == ("fleet", "rewrite-files")
+    assert plan_of("tms__plan__a__b__expire-snapshots") == ("a__b", "expire-snapshots")
+    assert parse_dag_id("tms__plan__fleet__rewrite-files") is None  # never a table's DAG
+    assert plan_of("tms__plan.db.t__rewrite-files") is None  # a table of catalog 'plan'
+    assert plan_of("tms__discover__fleet") is None
+
+
+def test_the_dag_count_is_policies_times_actions_not_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
+
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__DAG_CACHE_DIR", "off")
+    policies = [_policy("fleet"), _policy("eu", namespace="eu")]
+    store = _store(tmp_path, 40, policies)
+    dags = load_registry_and_build(None, store=store).dags
+    planned = sorted(d for d in dags if plan_of(d))
+    assert planned == [
+        plan_dag_id(p, a) for p in ("eu", "fleet") for a in ("expire-snapshots", "rewrite-files")
+    ]  # 2 policies x 2 actions, for 40 enrolled tables
+    tables = sorted({parse_dag_id(d)[0] for d in dags if parse_dag_id(d)})  # type: ignore[index]
+    assert tables == ["lake.own.declared"]  # the declared table keeps its own DAG, no enrolled table has one
+    assert "tms__lake.own.declared__rewrite-files" in dags
+    # planned, discovery, the declared table's two (its own rewrite-files, expire-snapshots from the policy)
+    assert len(dags) == 4 + 2 + 2
+    store.dispose()
+
+
+def test_a_task_start_builds_only_its_planned_dag(tmp_path: Path) -> None:
+    from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
+
+    store = _store(tmp_path, 3, [_policy()])
+    dag_id = plan_dag_id("fleet", "rewrite-files")
+    one = load_registry_and_build(None, only_dag_id=dag_id, store=store)
+    assert list(one.dags) == [dag_id]
+    # an enrolled table's old per-table DAG id builds nothing (its policy's planned DAG runs it)
+    gone = load_registry_and_build(None, only_dag_id="tms__lake.s.t000__rewrite-files", store=store)
+    assert gone.dags == {}
+    store.dispose()
+
+
+def test_the_shape_schedule_and_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_tablemgmt.dag_factory.plan import BATCH_TASK, PLAN_TASK, build_plan_dags
+
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_MAX_ACTIVE_BATCHES", "3")
+    catalog_wide = _policy("all", actions={"rewrite-files": {"interval": "30m"}, "delete-orphans": {}})
+    dags = build_plan_dags([_policy("fleet"), catalog_wide])
+    # fleet's tables may take delete-orphans from the catalog-wide policy that also matches them
+    assert sorted(dags) == [
+        plan_dag_id("all", "delete-orphans"),
+        plan_dag_id("all", "expire-snapshots"),
+        plan_dag_id("all", "rewrite-files"),
+        plan_dag_id("fleet", "delete-orphans"),
+        plan_dag_id("fleet", "expire-snapshots"),
+        plan_dag_id("fleet", "rewrite-files"),
+    ]
+    dag = dags[plan_dag_id("fleet", "rewrite-files")]
+    assert dag.timetable.delta == timedelta(hours=2)  # the policy's own interval for the action
+    # an action fleet does not name: the interval of the policies that do (none here), else its default
+    orphans = dags[plan_dag_id("fleet", "delete-orphans")]
+    assert orphans.timetable.delta == timedelta(days=1), orphans.timetable
+    assert dags[plan_dag_id("all", "rewrite-files")].timetable.delta == timedelta(minutes=30)
+    assert dags[plan_dag_id("fleet", "rewrite-files")].timetable.delta == timedelta(hours=2)
+    assert dag.max_active_runs == 1 and not dag.catchup and "policy:fleet" in dag.tags
+    plan, batch = dag.get_task(PLAN_TASK), dag.get_task(BATCH_TASK)
+    assert batch.upstream_task_ids == {PLAN_TASK} and plan.downstream_task_ids == {BATCH_TASK}
+    assert batch.max_active_tis_per_dag == 3
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    assert isinstance(batch, MappedOperator)  # run_batch.expand(batch=plan)
+
+
+def test_a_bad_concurrency_setting_names_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_tablemgmt.services.errors import InvalidInput
+    from airflow_tablemgmt.services.plan_runs import max_active_batches
+
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_MAX_ACTIVE_BATCHES", "0")
+    with pytest.raises(
+        InvalidInput, match=r"plan_max_active_batches: '0' is not allowed; allowed: a whole number >= 1"
+    ):
+        max_active_batches()
+    monkeypatch.delenv("AIRFLOW__TABLEMGMT__PLAN_MAX_ACTIVE_BATCHES")
+    assert max_active_batches() == 4
