@@ -6,8 +6,9 @@
   metadata, ``services/health.py``, which also stores the reading), up to ``[tablemgmt]
   plan_measure_budget`` tables a run (default 200, in the plan's order), and planned with their fresh figures in
   the same run; the rest wait for the next run. Without this a newly enrolled table would never be planned.
-* **A run may name its tables** (``conf: {"tables": [...]}``, a run-now of enrolled tables): only those are
-  planned, by the same decision.
+* **A run may name its tables** (``conf: {"tables": [...]}``, a run-now of enrolled tables): those of them the
+  policy enrolled with the action enabled are run whatever their stored health says, as a run-now of a
+  declared table runs; the health gate, reading each table right before its job, still decides.
 * **At most** ``[core] max_map_length`` **batches** (Airflow fails a task whose XCom maps to more): the
   worst-scored tables go first, the rest are left for the next run and counted (``left_over``).
 
@@ -134,6 +135,8 @@ def plan_run(
     max_batches = max_map_length() if max_batches is None else max_batches
     only = list(dict.fromkeys(tables)) if tables is not None else None
     first = plan_action(store, policy, action, only=only)
+    if only is not None:
+        return _named(first, only)
     measured: list[str] = []
     unmeasured: dict[str, str] = {}
     for table_id in list(first.measure)[:budget]:
@@ -149,9 +152,6 @@ def plan_run(
     ids = [t.table_id for t in final.pays]
     cut = ids[: max_batches * final.batch_size]
     planned = PlannedRun(final, batches(cut, final.batch_size), measured, unmeasured, len(ids) - len(cut))
-    if only is not None:
-        seen = {*ids, *final.measure, *final.idle, *final.not_enabled}
-        planned.not_found = [t for t in only if t not in seen]
     if planned.left_over:
         log.warning(
             "tablemgmt: %s of policy %s: %d table(s) beyond %d batches ([core] max_map_length) are left for the "
@@ -162,6 +162,14 @@ def plan_run(
             max_batches,
         )
     return planned
+
+
+def _named(plan: Plan, named: list[str]) -> PlannedRun:
+    """A run naming its tables: each the policy enrolled with the action enabled, in the order named."""
+    enabled = {p.table_id for p in plan.pays} | set(plan.measure) | set(plan.idle)
+    runs = [t for t in named if t in enabled]
+    known = enabled | set(plan.not_enabled)
+    return PlannedRun(plan, batches(runs, plan.batch_size), not_found=[t for t in named if t not in known])
 
 
 def _merged(first: Plan, again: Plan) -> Plan:

@@ -1,0 +1,130 @@
+"""The planning task of a planned DAG run (``services/plan_runs.py``) on a real SQLite store: the tables it cannot
+decide are measured within the budget and planned in the same run, a run naming its tables runs those, the
+batches stay within Airflow's ``max_map_length``, the settings name themselves when wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_tablemgmt.core.tables import Owner, TableSpec
+from airflow_tablemgmt.metadata.files import FileStats
+from airflow_tablemgmt.services import health
+from airflow_tablemgmt.services.errors import InvalidInput
+from airflow_tablemgmt.services.plan_runs import measure_budget, plan_run
+from airflow_tablemgmt.store import Store
+from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+
+MIB = 1024 * 1024
+SMALL = FileStats(
+    snapshot_id=1,
+    snapshots=1,
+    data_files=60,
+    small_data_files=60,
+    small_file_threshold_bytes=384 * MIB,
+    delete_files=0,
+    data_bytes=60 * MIB,
+    delete_bytes=0,
+    records=6000,
+    compacted_data_files=1,
+    partitions=1,
+    removable_data_files=59,
+)
+COMPACT = replace(
+    SMALL, data_files=4, small_data_files=4, compacted_data_files=4, partitions=4, removable_data_files=0
+)
+ACTION = "rewrite-files"
+
+
+def _id(name: str) -> str:
+    return f"lake.s.{name}"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
+    enrol = EnrolmentRepository.of(s)
+    for name in ("p1", "p2", "p3", "p4", "p5", "idle", "new1", "new2", "new3", "broken"):
+        enrol.enrol(TableSpec(catalog="lake", namespace="s", name=name, actions={ACTION: {}}), "fleet", "m")
+    enrol.enrol(
+        TableSpec(catalog="lake", namespace="s", name="off", actions={"expire-snapshots": {}}), "fleet", "m"
+    )
+    s.tables.upsert(
+        TableSpec(catalog="lake", namespace="s", name="declared", actions={ACTION: {}}), Owner.STORE
+    )
+    cache = health._Cache(lambda: 0.0)
+    for name in ("p1", "p2", "p3", "p4", "p5"):
+        health.remember(s, _id(name), SMALL, cache=cache)
+    health.remember(s, _id("idle"), COMPACT, cache=cache)
+    yield s
+    s.dispose()
+
+
+def _measure(readings: dict[str, FileStats]) -> Any:
+    measured: list[str] = []
+
+    def measure(store: Store, table_id: str) -> None:
+        measured.append(table_id)
+        if table_id not in readings:
+            raise RuntimeError(f"table {table_id}: its metadata cannot be read")
+        health.remember(store, table_id, readings[table_id], cache=health._Cache(lambda: 0.0))
+
+    measure.calls = measured  # type: ignore[attr-defined]
+    return measure
+
+
+def test_undecided_tables_are_measured_within_the_budget_and_planned_in_the_same_run(store: Store) -> None:
+    measure = _measure({_id("new1"): SMALL, _id("new2"): COMPACT})
+    run = plan_run(store, "fleet", ACTION, budget=3, max_batches=100, measure=measure)
+    assert measure.calls == [_id("broken"), _id("new1"), _id("new2")]  # 3 of the 4, in the plan's order
+    assert run.measured == [_id("new1"), _id("new2")]
+    assert run.unmeasured == {
+        _id("broken"): f"RuntimeError: table {_id('broken')}: its metadata cannot be read"
+    }
+    plan = run.plan
+    assert sorted(p.table_id for p in plan.pays) == sorted(
+        [*(_id(f"p{i}") for i in range(1, 6)), _id("new1")]
+    )
+    assert set(plan.idle) == {_id("idle"), _id("new2")}
+    assert set(plan.measure) == {_id("broken"), _id("new3")}  # the next run measures them
+    assert plan.measure[_id("new3")] == "no health measured"
+    assert [t for b in run.batches for t in b] == [p.table_id for p in plan.pays]
+    counts = run.to_dict()["counts"]
+    assert (counts["pays"], counts["measured"], counts["measure"], counts["batches"]) == (6, 2, 2, 1)
+
+
+def test_batches_stay_within_max_map_length_worst_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_BATCH_SIZE", "2")
+    run = plan_run(store, "fleet", ACTION, budget=0, max_batches=2)
+    assert len(run.batches) == 2 and [len(b) for b in run.batches] == [2, 2]
+    assert run.left_over == 1
+    assert [t for b in run.batches for t in b] == [p.table_id for p in run.plan.pays][:4]
+
+
+def test_a_run_naming_its_tables_runs_those_whatever_their_stored_health(store: Store) -> None:
+    named = [_id("idle"), _id("new1"), _id("p2"), _id("off"), _id("declared"), "lake.s.nope", _id("idle")]
+    run = plan_run(store, "fleet", ACTION, tables=named, budget=10, max_batches=10, measure=_measure({}))
+    assert run.batches == [[_id("idle"), _id("new1"), _id("p2")]]  # a healthy one too: the gate decides
+    assert run.measured == []
+    assert run.not_found == [
+        _id("declared"),
+        "lake.s.nope",
+    ]  # not this policy's (off: its action is not enabled)
+
+
+def test_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AIRFLOW__TABLEMGMT__PLAN_MEASURE_BUDGET", raising=False)
+    assert measure_budget() == 200
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_MEASURE_BUDGET", "0")
+    assert measure_budget() == 0
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_MEASURE_BUDGET", "-1")
+    with pytest.raises(
+        InvalidInput, match=r"plan_measure_budget: '-1' is not allowed; allowed: a whole number >= 0"
+    ):
+        measure_budget()
