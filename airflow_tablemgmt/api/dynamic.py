@@ -40,6 +40,7 @@ from airflow_tablemgmt.api.dynamic_schemas import (
     DynamicTableSummaryOut,
     RefreshIn,
     RefreshJobOut,
+    RefreshModeOut,
     RefreshOut,
     ResumeIn,
 )
@@ -142,6 +143,7 @@ def summary_out(view: Any) -> DynamicTableSummaryOut:
         freshness=view.freshness,
         cron=view.cron,
         managed_by=str(dt.managed_by),
+        refresh_mode=RefreshModeOut(**view.refresh_mode),
         last_refresh=refresh_out(view.last_refresh) if view.last_refresh is not None else None,
     )
 
@@ -345,16 +347,17 @@ def resume(
 
 @router.patch("/{table_id}", response_model=DynamicTableOut)
 def alter(table_id: TableId, body: AlterIn, store: StoreDep, airflow: AirflowDep) -> DynamicTableOut:
-    """Change the freshness (the DAG is rescheduled) and/or the timeout (one refresh's limit, checked as
-    at create). A new query is a 422: the api-server never runs
+    """Change the freshness (the DAG is rescheduled), the timeout (one refresh's limit, checked as at
+    create) and/or the refresh mode (INCREMENTAL checked against the analysis the last refresh recorded:
+    no Spark here). A new query is a 422: the api-server never runs
     Spark on user SQL (``tablemgmt dt alter --query`` on a worker host does). A table declared in
     tables.yaml answers 409. Needs a match of ``[tablemgmt] user_sql_authors``: an alter changes how
     often (and for how long) user SQL runs."""
     _svc().get(store, table_id)
     airflow.authorize("PUT", refresh_dag_id(table_id), False)
     airflow.authorize_user_sql(f"altering dynamic table {table_id}")
-    if body.freshness is None and body.query is None and body.timeout is None:
-        raise ApiError(422, "body", "body: give freshness, timeout or both; nothing to alter")
+    if body.freshness is None and body.query is None and body.timeout is None and body.refresh_mode is None:
+        raise ApiError(422, "body", "body: give freshness, timeout and/or refresh_mode; nothing to alter")
     if body.query is not None:  # Spark would analyse it here, in the api-server: user SQL runs on workers
         raise ApiError(
             422,
@@ -363,7 +366,9 @@ def alter(table_id: TableId, body: AlterIn, store: StoreDep, airflow: AirflowDep
             "refreshes run, never in the api-server); drop the table and POST it again with the new query, "
             "or run `tablemgmt dt alter --query` on a worker host",
         )
-    _svc().alter(store, table_id, freshness=body.freshness, timeout=body.timeout)
+    _svc().alter(
+        store, table_id, freshness=body.freshness, timeout=body.timeout, refresh_mode=body.refresh_mode
+    )
     return table_out(store, table_id, airflow, "altered")
 
 

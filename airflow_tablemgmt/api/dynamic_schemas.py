@@ -43,7 +43,12 @@ class DynamicTableIn(BaseModel):
     freshness: str | None = Field(
         default=None, description="e.g. '5 MINUTE', '1 HOUR', '1 DAY', 'downstream'"
     )
-    refresh_mode: str | None = Field(default=None, alias="refresh-mode", description="only 'full'")
+    refresh_mode: str | None = Field(
+        default=None,
+        alias="refresh-mode",
+        description="AUTO (default: incremental where the query allows it, else full, recording why), FULL or "
+        "INCREMENTAL (refused, naming the construct, for a query that cannot be maintained incrementally)",
+    )
     partitioned_by: list[str] | None = Field(default=None, alias="partitioned-by")
     partition_fields: dict[str, dict[str, str]] | None = Field(
         default=None, alias="partition-fields", description='col -> {"date-formatter": "yyyy-MM-dd"}'
@@ -76,6 +81,15 @@ class RefreshOut(BaseModel):
     reason: str | None = Field(description="why it failed (or was canceled)")
     trigger: str | None = Field(description="SCHEDULED, MANUAL or CREATION")
     refresh_action: str | None = Field(description="FULL, PARTITION or NO_DATA; null until it ran")
+    refresh_mode: str | None = Field(
+        default=None,
+        description="the mode it ran in (FULL or INCREMENTAL); null until it ran, and for NO_DATA",
+    )
+    refresh_mode_reason: str | None = Field(
+        default=None,
+        description="why it was not incremental (e.g. 'incremental refresh not enabled in this version', "
+        "'… it uses a window function (row_number)', 'no previous state …')",
+    )
     schedule_time: str | None
     source_snapshots: dict[str, str | None] = Field(
         default_factory=dict, description="source table -> Iceberg snapshot id read (as a string)"
@@ -90,12 +104,28 @@ class RefreshOut(BaseModel):
     dag_run_id: str | None
 
 
+class RefreshModeOut(BaseModel):
+    """A dynamic table's refresh mode: declared, the mode its refreshes get and why (issue 41)."""
+
+    declared: str = Field(description="the table's refresh-mode: AUTO, FULL or INCREMENTAL")
+    mode: str | None = Field(
+        description="the mode its refreshes get (FULL in this version); null when the declared INCREMENTAL "
+        "is not possible for its query (reason says why; its refreshes fail with it)"
+    )
+    reason: str = Field(description="why that mode")
+    incremental: dict[str, Any] | None = Field(
+        description="the last refresh's analysis of the query: incremental, strategy, reason, construct, "
+        "sources, notes; null until a refresh analysed the current query"
+    )
+
+
 class DynamicTableSummaryOut(BaseModel):
     table: str
     state: str = Field(description="CREATING, ACTIVE or SUSPENDED")
     freshness: str
     cron: str | None = Field(description="the refresh DAG's cron (UTC); null for freshness downstream")
     managed_by: str
+    refresh_mode: RefreshModeOut
     last_refresh: RefreshOut | None
 
 
@@ -146,6 +176,11 @@ class AlterIn(Body):
         default=None,
         description="a new limit for one refresh, e.g. '30m' (as at create; at most [tablemgmt] "
         "refresh_timeout_max); the refresh task takes it when Airflow next parses the DAG",
+    )
+    refresh_mode: str | None = Field(
+        default=None,
+        description="AUTO, FULL or INCREMENTAL; INCREMENTAL is checked against the analysis the table's last "
+        "refresh recorded (422 naming the construct when its query cannot be maintained incrementally)",
     )
 
 

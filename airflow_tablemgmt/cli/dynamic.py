@@ -13,6 +13,11 @@ from airflow_tablemgmt import services
 from airflow_tablemgmt.cli.common import logs_to_stderr, open_store, pairs
 from airflow_tablemgmt.cli.output import Output, add_output_option
 
+REFRESH_MODE_HELP = (
+    "AUTO (default: incremental where the query allows it, else full, recording why), FULL, or INCREMENTAL "
+    "(refused, naming the construct, for a query that cannot be maintained incrementally)"
+)
+
 
 def _pauser(dag_id: str, paused: bool) -> None:
     """Airflow's pause flag through its metadata DB. If Airflow is not reachable from here the table's
@@ -31,6 +36,13 @@ def _pauser(dag_id: str, paused: bool) -> None:
         )
 
 
+def _mode_text(mode: dict[str, Any]) -> str:
+    """``AUTO -> FULL``: the declared mode and the one its refreshes get (``refused`` when INCREMENTAL is
+    not possible for the query)."""
+    got = mode.get("mode") or "refused"
+    return mode["declared"] if got == mode["declared"] else f"{mode['declared']} -> {got}"
+
+
 def _dt_row(v: Any) -> list[Any]:
     last = v.last_refresh
     return [
@@ -38,6 +50,7 @@ def _dt_row(v: Any) -> list[Any]:
         v.table.state,
         v.freshness,
         v.cron or "(after upstream)",
+        _mode_text(v.refresh_mode),
         str(v.table.managed_by),
         f"{last.id} {last.status}" if last else "",
         v.table.consecutive_failures,
@@ -81,9 +94,11 @@ def cmd_dt_create(args: argparse.Namespace) -> int:
         Output(args).one({"table": dt.to_dict(), "process": dynamic.history_row(process)})
     else:
         summary = process.summary or {}
+        mode = dynamic.refresh_mode_view(dt)
         print(
             f"{dt.id}: created ({dt.state}); first refresh: process {process.id} {process.status}, "
-            f"{summary.get('rows_written', 0)} rows"
+            f"{summary.get('rows_written', 0)} rows\n"
+            f"refresh mode {_mode_text(mode)}: {mode['reason']}"
         )
     return 0
 
@@ -95,7 +110,7 @@ def cmd_dt_list(args: argparse.Namespace) -> int:
     Output(args).listing(
         [v.to_dict() for v in views],
         [_dt_row(v) for v in views],
-        ["TABLE", "STATE", "FRESHNESS", "CRON", "MANAGED BY", "LAST REFRESH", "FAILURES"],
+        ["TABLE", "STATE", "FRESHNESS", "CRON", "MODE", "MANAGED BY", "LAST REFRESH", "FAILURES"],
     )
     return 0
 
@@ -125,11 +140,13 @@ def cmd_dt_history(args: argparse.Namespace) -> int:
                 r["trigger"] or "",
                 r["state"],
                 r["refresh_action"] or "",
+                r["refresh_mode"] or "",
                 r["rows_written"] if r["rows_written"] is not None else "",
                 parts[:40],
                 dur,
                 r["application_id"] or "",
-                (r["reason"] or "").splitlines()[0][:60] if r["reason"] else "",
+                # why it failed, else why it was not incremental
+                _first_line(r["reason"] or r["refresh_mode_reason"]),
             ]
         )
     Output(args).listing(
@@ -141,6 +158,7 @@ def cmd_dt_history(args: argparse.Namespace) -> int:
             "TRIGGER",
             "STATE",
             "ACTION",
+            "MODE",
             "ROWS",
             "PARTITIONS",
             "DURATION",
@@ -149,6 +167,10 @@ def cmd_dt_history(args: argparse.Namespace) -> int:
         ],
     )
     return 0
+
+
+def _first_line(text: str | None, width: int = 60) -> str:
+    return text.splitlines()[0][:width] if text else ""
 
 
 def cmd_dt_suspend(args: argparse.Namespace) -> int:
@@ -180,6 +202,7 @@ def cmd_dt_alter(args: argparse.Namespace) -> int:
             recreate=args.recreate,
             spark_conn_id=args.spark_conn_id,
             timeout=args.timeout,
+            refresh_mode=args.refresh_mode,
         )
     print(
         f"{result.table.id}: altered {', '.join(result.changed)}"
@@ -237,7 +260,7 @@ def add_parsers(sub: Any) -> None:
     cr.add_argument("--file", help="a YAML/JSON definition (as under dynamic-tables: in tables.yaml)")
     cr.add_argument("--query", help="one Spark SQL SELECT over tables of registered catalogs")
     cr.add_argument("--freshness", help="'5 MINUTE', '1 HOUR', '1 DAY' or 'downstream'")
-    cr.add_argument("--refresh-mode", help="full (the only mode: Spark batch refreshes are full)")
+    cr.add_argument("--refresh-mode", help=REFRESH_MODE_HELP)
     cr.add_argument(
         "--partitioned-by", action="append", metavar="COLUMN", help="a partition column (repeat, or a,b)"
     )
@@ -287,11 +310,14 @@ def add_parsers(sub: Any) -> None:
     )
     re_.set_defaults(func=cmd_dt_resume)
 
-    al = dsub.add_parser("alter", help="change the freshness (reschedules), the query or the timeout")
+    al = dsub.add_parser(
+        "alter", help="change the freshness (reschedules), the query, the timeout or the refresh mode"
+    )
     al.add_argument("table")
     al.add_argument("--freshness")
     al.add_argument("--query")
     al.add_argument("--timeout", help="how long one refresh may take, e.g. 30m")
+    al.add_argument("--refresh-mode", help=REFRESH_MODE_HELP)
     al.add_argument(
         "--recreate",
         action="store_true",

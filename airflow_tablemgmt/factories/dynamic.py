@@ -74,6 +74,7 @@ def job_options(
         "recreate": bool(recreate),
         "source_tables": list(definition.source_tables or []),
         "dynamic_options": dict(dynamic_options or {}),
+        "refresh_mode": str(definition.refresh_mode),
     }
 
 
@@ -286,6 +287,8 @@ class DynamicTableProcessFactory:
             if dt.state == CREATING or doc != _definition_doc(dt.definition):
                 definition = type(dt.definition).model_validate(doc)
                 store.dynamic.upsert(definition, dt.managed_by)
+        if summary is not None and isinstance(summary.get("incremental"), dict):
+            store.dynamic.set_analysis(process.table_id, summary["incremental"])
         recorded = store.dynamic.record_result(
             process.table_id, success=error is None, scheduled=is_scheduled(process), reason=error
         )

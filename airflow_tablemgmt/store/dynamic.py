@@ -9,6 +9,7 @@ column::
 
     {"definition": <DynamicTableSpec by alias, mode=json>, "state": "CREATING|ACTIVE|SUSPENDED",
      "consecutive_failures": n, "suspended_reason": str | null, "dynamic_options": {...},
+     "incremental": <the last refresh's analysis of the query, core.dynamic.incremental.Analysis> | absent,
      "version": n}
 
 The spec and the definition are written in one statement, so a reader never sees one without the
@@ -63,6 +64,9 @@ class DynamicTable:
     suspended_reason: str | None = None
     dynamic_options: dict[str, Any] = field(default_factory=dict)
     managed_by: Owner = Owner.STORE
+    # Whether the query can be maintained incrementally and why, as the last refresh's Spark analysis found
+    # (``Analysis.to_dict()``); None until a refresh analysed the current query.
+    incremental: dict[str, Any] | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
@@ -78,6 +82,7 @@ class DynamicTable:
             "consecutive_failures": self.consecutive_failures,
             "suspended_reason": self.suspended_reason,
             "dynamic_options": dict(self.dynamic_options),
+            "incremental": dict(self.incremental) if self.incremental is not None else None,
             "managed_by": str(self.managed_by),
             "created_at": self.created_at.isoformat() if self.created_at else None,
             "updated_at": self.updated_at.isoformat() if self.updated_at else None,
@@ -281,6 +286,16 @@ class DynamicTableRepository:
 
         return self._modify(table_id, change)
 
+    def set_analysis(self, table_id: str, analysis: dict[str, Any]) -> DynamicTable:
+        """Record the incremental analysis of the table's current query (a refresh's Spark analysis). A
+        runtime field: like the state, it changes no DAG and leaves ``updated_at`` alone."""
+
+        def change(doc: dict[str, Any]) -> dict[str, Any]:
+            doc["incremental"] = dict(analysis)
+            return doc
+
+        return self._modify(table_id, change)
+
     def set_options(self, table_id: str, dynamic_options: dict[str, Any]) -> DynamicTable:
         def change(doc: dict[str, Any]) -> dict[str, Any]:
             doc["dynamic_options"] = dict(dynamic_options)
@@ -377,6 +392,8 @@ def _plan(
             if state is None or current.get("state") == state:
                 return _Plan("unchanged")
         new_doc = {**current, "definition": doc, "version": int(current.get("version", 0)) + 1}
+        if (current.get("definition") or {}).get("query") != doc.get("query"):
+            new_doc.pop("incremental", None)  # the analysis was of the old query
         if state is not None:
             new_doc["state"] = state
     else:
@@ -421,6 +438,7 @@ def _to_dynamic(row: Row[Any]) -> DynamicTable:
         suspended_reason=doc.get("suspended_reason"),
         dynamic_options=dict(doc.get("dynamic_options") or {}),
         managed_by=Owner(row.managed_by),
+        incremental=dict(doc["incremental"]) if isinstance(doc.get("incremental"), dict) else None,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )

@@ -1025,21 +1025,28 @@ async function renderDynamic(id, token) {
     dt.suspended_reason ? h("p", { class: "notice denied" }, dt.suspended_reason) : "",
     h("h3", {}, "Definition"),
     kv([["Query", h("pre", { class: "json" }, def.query || "")], ["Sources", (history[0] && Object.keys(history[0].source_snapshots || {}).join(", ")) || "–"], ["Partitioned by", (def["partitioned-by"] || []).join(", ") || "–"],
-        ["Partition formatters", formatters(def["partition-fields"])], ["Time zone", def["time-zone"] || "UTC"], ["Refresh mode", def["refresh-mode"] || "full"], ["Dynamic options", pairsText(dt.dynamic_options)]]),
+        ["Partition formatters", formatters(def["partition-fields"])], ["Time zone", def["time-zone"] || "UTC"], ["Refresh mode", h("span", { id: "dt-refresh-mode" }, refreshModeText(dt.refresh_mode, def["refresh-mode"]))], ["Dynamic options", pairsText(dt.dynamic_options)]]),
     h("h3", {}, "Refresh (FLIP-435)"),
     refreshForm(id, allowed(perms, dt.dag_id || dagId, "run", {})),
     h("h3", {}, "Refresh history"),
     history.length
-      ? h("table", { class: "grid", id: "refreshes" }, h("thead", {}, h("tr", {}, ["Id", "State", "Trigger", "Refresh", "Schedule time", "Rows", "Partitions", "Duration", "Started", "Application", "Reason"].map((c) => h("th", {}, c)))),
+      ? h("table", { class: "grid", id: "refreshes" }, h("thead", {}, h("tr", {}, ["Id", "State", "Trigger", "Refresh", "Mode", "Schedule time", "Rows", "Partitions", "Duration", "Started", "Application", "Reason"].map((c) => h("th", {}, c)))),
           h("tbody", {}, history.map((r) => h("tr", { dataset: { process: String(r.process_id), status: r.state } },
             h("td", { class: "num" }, String(r.process_id)), h("td", {}, h("span", { class: `status ${r.state}` }, r.state)), h("td", {}, r.trigger || "–"),
-            h("td", {}, r.refresh_action || "–"), h("td", {}, r.schedule_time || "–"), h("td", { class: "num" }, fmtNum(r.rows_written)),
+            h("td", {}, r.refresh_action || "–"), h("td", {}, r.refresh_mode || "–"), h("td", {}, r.schedule_time || "–"), h("td", { class: "num" }, fmtNum(r.rows_written)),
             h("td", { class: "num" }, fmtNum((r.partitions_written || []).length)),
             h("td", { class: "num" }, r.refresh_action === "NO_DATA" ? "no data: skipped" : fmtSec(r.duration_seconds)),
-            h("td", {}, when(r.started_at)), h("td", { class: "small" }, r.application_id || "–"), h("td", { class: "reason" }, r.reason || "")))))
+            h("td", {}, when(r.started_at)), h("td", { class: "small" }, r.application_id || "–"), h("td", { class: "reason" }, r.reason || r.refresh_mode_reason || "")))))
       : h("p", { class: "muted" }, "No refresh yet."),
   );
   stamp();
+}
+
+// "AUTO → FULL: <why>": the declared refresh mode, the one its refreshes get and why (issue 41).
+function refreshModeText(mode, declared) {
+  if (!mode) return declared || "AUTO";
+  const got = mode.mode || "refused";
+  return `${got === mode.declared ? got : `${mode.declared} → ${got}`}: ${mode.reason}`;
 }
 
 // Shown as text, never as JSON: a key without a value reads "none", not a literal null.

@@ -35,6 +35,7 @@ from airflow_tablemgmt.services.dynamic.views import (
     list_,
     parse_definition,
     parse_schedule_time,
+    refresh_mode_view,
 )
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "queue_creation",
     "refresh",
     "refresh_now",
+    "refresh_mode_view",
     "refresh_parameters",
     "resume",
     "suspend",

@@ -103,10 +103,15 @@ def alter(
     *,
     spark_conn_id: str = "spark_default",
     timeout: str | None = None,
+    refresh_mode: str | None = None,
 ) -> AlterResult:
-    """Change the freshness (the DAG is rescheduled on the next parse), the query and/or the timeout
+    """Change the freshness (the DAG is rescheduled on the next parse), the query, the timeout
     (how long one refresh may take: the refresh task's limit from the DAG's next parse, checked as at
-    create, so a bad value names the field and what is allowed).
+    create, so a bad value names the field and what is allowed) and/or the refresh mode.
+
+    ``INCREMENTAL`` is checked against the analysis of the query — a new query's, by Spark now, else the
+    one its last refresh recorded (no Spark: REST's alter runs none) — and refused naming the construct
+    that prevents it; a query never analysed yet is refused too, saying to refresh it first.
 
     A new query is analysed by Spark now: a query that fails, that no longer produces a partition
     column, or whose schema differs from the table's is an error unless ``recreate`` (then the table
@@ -114,8 +119,8 @@ def alter(
     """
     dt = load_table(store, table_id)
     check_store_owned(dt)
-    if freshness is None and query is None and timeout is None:
-        raise InvalidInput("alter: give --freshness, --query and/or --timeout")
+    if freshness is None and query is None and timeout is None and refresh_mode is None:
+        raise InvalidInput("alter: give --freshness, --query, --timeout and/or --refresh-mode")
     current = dt.definition.model_dump(mode="json", by_alias=True)
     data = dict(current)
     changed: list[str] = []
@@ -128,12 +133,17 @@ def alter(
     if timeout is not None:
         data["timeout"] = timeout
         changed.append("timeout")
+    if refresh_mode is not None:
+        data["refresh-mode"] = refresh_mode
+        changed.append("refresh-mode")
     new = parse_definition(data, f"dynamic table {table_id}")
     if query is not None:
         check_upstreams(store, new)
     process: Process | None = None
+    if query is None or new.query == dt.definition.query:
+        _check_mode(new, dt.incremental, refresh_mode is not None)
     if query is not None and (new.query != dt.definition.query or recreate):
-        analysis = _analyse(store, new, runner, spark_conn_id)
+        analysis = _analyse(store, new, runner, spark_conn_id)  # INCREMENTAL it cannot have: refused there
         old_schema = [_column_key(c) for c in (current.get("schema") or [])]
         new_schema = [_column_key(c) for c in analysis.get("schema") or []]
         if old_schema and new_schema != old_schema and not recreate:
@@ -153,6 +163,7 @@ def alter(
             # The table is replaced in one commit by a refresh with the new query (recreate: the
             # job's CREATE OR REPLACE ... AS SELECT); until it succeeds the old definition stays.
             store.dynamic.upsert(new, dt.managed_by)
+            _record_analysis(store, table_id, analysis)
             instant = datetime.now(UTC).replace(microsecond=0)
             params = refresh_parameters(MANUAL, False, instant, {}, {})
             params["recreate"] = True
@@ -162,8 +173,41 @@ def alter(
                 store.dynamic.upsert(dt.definition, dt.managed_by)
                 raise
             return AlterResult(store.dynamic.get(table_id), changed, process)
+        store.dynamic.upsert(new, dt.managed_by)
+        _record_analysis(store, table_id, analysis)
+        return AlterResult(store.dynamic.get(table_id), changed, process)
     store.dynamic.upsert(new, dt.managed_by)
     return AlterResult(store.dynamic.get(table_id), changed, process)
+
+
+def _check_mode(definition: DynamicTableSpec, analysis: Mapping[str, Any] | None, asked: bool) -> None:
+    """Refuse ``INCREMENTAL`` (when it is what the alter asks for) unless the recorded analysis of the
+    table's query says it can be maintained incrementally."""
+    from airflow_tablemgmt.core.dynamic.incremental import (
+        INCREMENTAL,
+        Analysis,
+        IncrementalNotPossible,
+        check_declared,
+    )
+
+    if not asked or str(definition.refresh_mode) != INCREMENTAL:
+        return
+    if analysis is None:
+        raise InvalidInput(
+            f"refresh-mode: INCREMENTAL needs the analysis of the query of {definition.id}, which its refreshes "
+            "record and none has yet; refresh it first (tablemgmt dt refresh), or give AUTO (refreshes "
+            "incrementally where the query allows it, saying why not) or FULL"
+        )
+    try:
+        check_declared(INCREMENTAL, Analysis.from_dict(analysis), definition.id)
+    except IncrementalNotPossible as e:
+        raise InvalidInput(str(e)) from None
+
+
+def _record_analysis(store: Store, table_id: str, analysis: Mapping[str, Any]) -> None:
+    """Keep the new query's incremental analysis (Spark's, from the alter's job) on the table."""
+    if isinstance(analysis.get("incremental"), dict):
+        store.dynamic.set_analysis(table_id, analysis["incremental"])
 
 
 def _column_key(c: Any) -> tuple[str, str]:

@@ -56,15 +56,39 @@ class DynamicTableView:
     cron: str | None
     last_refresh: Process | None
 
+    @property
+    def refresh_mode(self) -> dict[str, Any]:
+        """The declared mode, the mode its refreshes get and why (:func:`refresh_mode_view`)."""
+        return refresh_mode_view(self.table)
+
     def to_dict(self) -> dict[str, Any]:
         out = self.table.to_dict()
         out.update(
             dag_id=self.dag_id,
             freshness=self.freshness,
             cron=self.cron,
+            refresh_mode=self.refresh_mode,
             last_refresh=history_row(self.last_refresh) if self.last_refresh else None,
         )
         return out
+
+
+def refresh_mode_view(dt: DynamicTable) -> dict[str, Any]:
+    """``{"declared", "mode", "reason", "incremental"}``: the table's ``refresh-mode``, the mode its
+    refreshes get from the last analysis of its query and why (``core.dynamic.incremental.plan_mode``),
+    and that analysis (null until a refresh analysed the current query). ``INCREMENTAL`` declared on a
+    query the analysis found cannot be maintained so: mode null, the refusal as the reason (its next
+    refresh fails with it)."""
+    from airflow_tablemgmt.core.dynamic.incremental import Analysis, IncrementalNotPossible, plan_mode
+
+    declared = str(dt.definition.refresh_mode)
+    analysis = Analysis.from_dict(dt.incremental) if dt.incremental is not None else None
+    try:
+        planned = plan_mode(declared, analysis)
+        mode, reason = planned.mode, planned.reason
+    except IncrementalNotPossible as e:
+        mode, reason = None, str(e)
+    return {"declared": declared, "mode": mode, "reason": reason, "incremental": dt.incremental}
 
 
 @dataclass(frozen=True)
@@ -107,6 +131,10 @@ def history_row(p: Process) -> dict[str, Any]:
         "reason": p.failure_reason or s.get("reason"),
         "trigger": s.get("trigger") or params.get("trigger"),
         "refresh_action": s.get("refresh_action"),
+        # The mode the refresh ran in and why it was not incremental (issue 41); null before it ran, and
+        # for a NO_DATA refresh, which ran nothing.
+        "refresh_mode": s.get("refresh_mode"),
+        "refresh_mode_reason": s.get("refresh_mode_reason"),
         "schedule_time": s.get("schedule_time") or params.get("schedule_time") or p.instant.isoformat(),
         "source_snapshots": s.get("source_snapshots") or {},
         "partitions_written": s.get("partitions_written") or [],

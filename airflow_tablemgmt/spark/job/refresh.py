@@ -52,11 +52,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core.dynamic.incremental import FULL as FULL_MODE
+from airflow_tablemgmt.core.dynamic.incremental import ModePlan
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.core.query_policy import FORCED_SESSION
 from airflow_tablemgmt.spark.errors import SchemaDrift, TableExists
-from airflow_tablemgmt.spark.job import lease_guard, literals, query_policy, wall_clock
+from airflow_tablemgmt.spark.job import lease_guard, literals, query_policy, refresh_plan, wall_clock
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metadata_table, snapshot_summary
 from airflow_tablemgmt.spark.job.refresh_query import (
     FULL,
@@ -82,6 +84,9 @@ log = logging.getLogger(__name__)
 # create that finds its own 'creating' leftover (a job killed in between) replaces it; any other table
 # with the name is an error.
 CREATION_PROPERTY = "tablemgmt.dynamic-table"
+# Why a creation's and a recreation's refresh is FULL whatever the mode: there is nothing to maintain yet.
+NO_PREVIOUS_STATE = "no previous state: the table's first refresh computes the whole query"
+RECREATED = "the table is recreated from its query: no previous state to maintain"
 # The partitions_written list of a full refresh is cut here (the count is always exact).
 MAX_PARTITIONS_LISTED = 1000
 
@@ -90,7 +95,14 @@ def analyse(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]
     job = parse_options({**options, "mode": "analyse"})
     df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
     partition_fields(df, job.partitioned_by)
-    return {"schema": schema_of(df), "source_tables": source_tables_of(df)}
+    analysis, mode = refresh_plan.refresh_mode(df, job.refresh_mode, str(table))
+    return {
+        "schema": schema_of(df),
+        "source_tables": source_tables_of(df),
+        "incremental": analysis.to_dict(),
+        "refresh_mode": mode.mode,
+        "refresh_mode_reason": mode.reason,
+    }
 
 
 # -- writes ---------------------------------------------------------------------------------------
@@ -162,6 +174,7 @@ def overwrite(
     df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
     fields = partition_fields(df, job.partitioned_by)
     schema = schema_of(df)
+    analysis, mode = refresh_plan.refresh_mode(df, job.refresh_mode, str(table))
     sources = source_tables_of(df)  # the plan's, not the declaration's: an altered query may read others
     # The table is what the rows go into: its schema is the reference. The stored one (expected_schema)
     # only explains a difference the table does not have (the table was replaced meanwhile).
@@ -197,11 +210,18 @@ def overwrite(
     else:
         log.info("overwriting all of %s", table)
         writer.overwrite(F.lit(True))
+    if created:
+        mode = ModePlan(FULL_MODE, NO_PREVIOUS_STATE)
+    elif recreate:
+        mode = ModePlan(FULL_MODE, RECREATED)
     snapshot_id, rows = _written(spark, table, before)
     partitions = [written_values] if condition else _all_partitions(spark, table, job.partitioned_by)
     log.info("%s refresh of %s wrote %d rows in snapshot %s", action, table, rows, snapshot_id)
     return {
         "refresh_action": action,
+        "refresh_mode": mode.mode,
+        "refresh_mode_reason": mode.reason,
+        "incremental": analysis.to_dict(),
         "source_snapshots": snapshots,
         "partitions_written": partitions[:MAX_PARTITIONS_LISTED],
         "partitions_written_count": len(partitions),
@@ -219,6 +239,7 @@ def create(spark: SparkSession, table: TableIdentifier, job: RefreshJob) -> dict
     """Create the table from the query, then refresh it; drop it again if anything fails."""
     df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
     partition_fields(df, job.partitioned_by)
+    refresh_plan.refresh_mode(df, job.refresh_mode, str(table))  # INCREMENTAL refused before anything is made
     if spark.catalog.tableExists(str(table)):
         if _creation_state(spark, table) != "creating":
             raise TableExists(

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core.dynamic.incremental import AUTO, INCREMENTAL
+from airflow_tablemgmt.core.dynamic.incremental import FULL as FULL_MODE
 from airflow_tablemgmt.core.identifiers import quote, validate_identifier
 from airflow_tablemgmt.core.query_policy import TIMEOUT_OPTION, parse_timeout, session_option_refusal
 from airflow_tablemgmt.spark.errors import InvalidJobSpec, InvalidQuery
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("analyse", "create", "refresh", "drop")
+REFRESH_MODES = (AUTO, FULL_MODE, INCREMENTAL)
 # dynamic_options keys with this prefix are session settings for the one refresh; the others are
 # Iceberg write options of its overwrite (``write-format``, ``target-file-size-bytes``, ...).
 SESSION_PREFIX = "spark.sql."
@@ -50,6 +53,8 @@ class RefreshJob:
     dynamic_options: dict[str, str]
     # The job's wall clock in seconds (``timeout_seconds``; None: no limit): ``spark/job/wall_clock.py``.
     timeout_seconds: float | None = None
+    # The table's declared refresh-mode (AUTO, FULL, INCREMENTAL): ``refresh_plan.refresh_mode``.
+    refresh_mode: str = "AUTO"
 
     @property
     def write_options(self) -> dict[str, str]:
@@ -119,6 +124,12 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
             )
         if refusal := session_option_refusal(key, "refresh.dynamic_options"):
             raise InvalidJobSpec(refusal)
+    refresh_mode = str(options.get("refresh_mode") or "AUTO").upper()
+    if refresh_mode not in REFRESH_MODES:
+        raise InvalidJobSpec(
+            f"refresh.refresh_mode: {options.get('refresh_mode')!r} is not a refresh mode; allowed: "
+            f"{', '.join(REFRESH_MODES)}"
+        )
     try:
         timeout = parse_timeout(options.get(TIMEOUT_OPTION), f"refresh.{TIMEOUT_OPTION}")
     except ValueError as e:
@@ -133,6 +144,7 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
         source_tables=tuple(sources),
         dynamic_options={k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in dynamic.items()},
         timeout_seconds=timeout,
+        refresh_mode=refresh_mode,
     )
 
 
