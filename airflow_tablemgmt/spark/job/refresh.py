@@ -40,6 +40,15 @@ scan can only make the next NO_DATA check see a newer snapshot and refresh once 
 the limit its Spark jobs are cancelled and it fails naming the limit (``wall_clock.py``); a creation
 stopped there still drops the table it created.
 
+Refresh modes (issue 41): every mode walks the analysed plan once more (``refresh_plan.py``) and decides
+with ``core.dynamic.incremental`` whether the query could be maintained incrementally. A declared
+``INCREMENTAL`` the query cannot have fails the job naming the construct — in ``analyse`` and ``create``
+before anything is created. This version still writes every refresh as above (``FULL`` or ``PARTITION``),
+so the summary records ``refresh_mode: FULL`` with its reason: no previous state (a creation, a
+recreation), ``refresh-mode is FULL``, the construct that prevents an incremental refresh, or, where the
+query could be maintained incrementally, ``incremental refresh not enabled in this version``; and the
+analysis itself (``incremental``), which the table keeps.
+
 Schema drift — the query's columns (names, types as Iceberg keeps them; order and nullability aside)
 differ from the table's — fails the refresh unless ``recreate``, which replaces the table in one commit
 (``DataFrameWriterV2.createOrReplace``, Iceberg's atomic replace) with what this refresh writes.

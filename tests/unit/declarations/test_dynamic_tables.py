@@ -99,6 +99,21 @@ def test_one_bad_entry_names_file_and_table_and_the_others_load(entry: str, mess
     assert not loaded.may_prune()
 
 
+def test_refresh_mode_in_tables_yaml_defaults_to_auto_and_takes_any_case() -> None:
+    loaded = parse_declarations_text(
+        CATALOG
+        + "dynamic-tables:\n"
+        + DAILY
+        + WEEKLY.replace("freshness:", "refresh-mode: incremental\n    freshness:"),
+        "t.yaml",
+    )
+    assert not loaded.errors, loaded.errors
+    assert {d.id: str(d.refresh_mode) for d in loaded.dynamic_tables} == {
+        "lake.db.daily": "AUTO",
+        "lake.db.weekly": "INCREMENTAL",
+    }
+
+
 def test_dynamic_tables_must_be_a_list() -> None:
     loaded = parse_declarations_text(CATALOG + "dynamic-tables: {a: 1}\n", "t.yaml")
     assert loaded.errors[0].message == "t.yaml: dynamic-tables: expected a list of dynamic tables, got dict"
