@@ -171,6 +171,22 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "the planning step decides whether an action pays on it (docs/adr/0004-fleet-planning.md).",
         "6h",
     ),
+    "plan_max_active_batches": _option(
+        "integer",
+        "4",
+        "Batches of one policy's planned (policy, action) DAG running at once (the mapped run_batch task's "
+        "max_active_tis_per_dag): each runs its tables one after another, so this bounds that DAG's jobs at "
+        "once; a Spark Connect server's own slots bound them further (docs/planning.md).",
+        "8",
+    ),
+    "plan_measure_budget": _option(
+        "integer",
+        "200",
+        "Tables a planning task measures at most (their metadata, no JVM) when their stored health is missing, "
+        "too old or measured with other settings; the rest wait for the next run; 0 measures none "
+        "(docs/planning.md).",
+        "1000",
+    ),
 }
 
 SECTION: dict[str, Any] = {

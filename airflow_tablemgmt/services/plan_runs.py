@@ -42,10 +42,8 @@ DEFAULT_MAX_MAP_LENGTH = 1024
 Measure = Callable[["Store", str], None]
 
 
-def _whole(option: str, default: int, minimum: int) -> int:
-    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
-
-    text = (setting_or_airflow("tablemgmt", option) or "").strip()
+def _whole(option: str, text: str | None, default: int, minimum: int) -> int:
+    text = (text or "").strip()
     if not text:
         return default
     try:
@@ -61,12 +59,18 @@ def _whole(option: str, default: int, minimum: int) -> int:
 
 def measure_budget() -> int:
     """``[tablemgmt] plan_measure_budget`` (0: the planning task measures nothing)."""
-    return _whole("plan_measure_budget", DEFAULT_MEASURE_BUDGET, 0)
+    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
+
+    text = setting_or_airflow("tablemgmt", "plan_measure_budget")
+    return _whole("plan_measure_budget", text, DEFAULT_MEASURE_BUDGET, 0)
 
 
 def max_active_batches() -> int:
     """``[tablemgmt] plan_max_active_batches``: the mapped task's ``max_active_tis_per_dag``."""
-    return _whole("plan_max_active_batches", DEFAULT_MAX_ACTIVE_BATCHES, 1)
+    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
+
+    text = setting_or_airflow("tablemgmt", "plan_max_active_batches")
+    return _whole("plan_max_active_batches", text, DEFAULT_MAX_ACTIVE_BATCHES, 1)
 
 
 def max_map_length() -> int:

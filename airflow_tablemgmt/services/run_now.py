@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Protocol
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
 from airflow_tablemgmt.core.naming import dag_id_for as dag_id_for  # re-exported: the services and api use it
+from airflow_tablemgmt.core.naming import plan_dag_id
 from airflow_tablemgmt.core.process import Process
+from airflow_tablemgmt.core.tables import Owner
 from airflow_tablemgmt.services.errors import DuplicateRun, InvalidInput
 from airflow_tablemgmt.store.effective import effective_table
 
@@ -50,6 +52,14 @@ def check_runnable(store: Store, table_id: str, action: str) -> str:
     if action not in enabled:
         raise InvalidInput(
             f"action: {action!r} is not enabled on table {table_id}; enabled: {', '.join(enabled) or '(none)'}"
+        )
+    row = store.tables.get_registered(table_id)
+    if row.managed_by == Owner.POLICY and row.policy:  # no DAG of its own (ADR 0004, docs/planning.md)
+        planned = plan_dag_id(row.policy, action)
+        raise InvalidInput(
+            f"table_id: {table_id} is enrolled by policy {row.policy} and has no DAG of its own; its policy's "
+            f'planned DAG {planned} runs it: trigger {planned} with conf {{"tables": ["{table_id}"]}}, '
+            f"or run it with `tablemgmt run {table_id} {action}`"
         )
     return dag_id_for(table_id, action)
 

@@ -128,3 +128,12 @@ def test_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         InvalidInput, match=r"plan_measure_budget: '-1' is not allowed; allowed: a whole number >= 0"
     ):
         measure_budget()
+
+
+def test_run_now_through_the_scheduler_names_the_planned_dag_of_an_enrolled_table(store: Store) -> None:
+    from airflow_tablemgmt.services.run_now import check_runnable
+
+    with pytest.raises(InvalidInput, match=r"tms__plan__fleet__rewrite-files runs it: trigger .*conf") as e:
+        check_runnable(store, _id("p1"), ACTION)
+    assert "tablemgmt run lake.s.p1 rewrite-files" in str(e.value)
+    assert check_runnable(store, _id("declared"), ACTION) == "tms__lake.s.declared__rewrite-files"
