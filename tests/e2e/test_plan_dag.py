@@ -125,5 +125,14 @@ def test_the_plan_selects_from_stored_health_and_the_batches_skip_what_the_gate_
     rows = {r.table_id: r for r in PlanningRepository.of(store).rows("fleet")}
     assert rows["lake.db.t_unmeasured"].figures is not None
     assert all((rows[f"lake.db.{n}"].figures or {}).get("data_files") == 1 for n in stale)
+
+    # so the next run has nothing to do: no batch is mapped and no process opened
+    quiet = dag.test()
+    assert quiet.state == "success"
+    assert {ti.task_id: str(ti.state) for ti in _task_instances(DAG_ID, quiet.run_id)} == {
+        "plan": "success",
+        "run_batch": "skipped",
+    }
+    assert len(store.processes.list(action=ACTION, limit=100)) == len(stale)
     store.dispose()
     client.engine.dispose()
