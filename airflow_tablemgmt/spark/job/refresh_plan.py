@@ -10,6 +10,7 @@ are tested without a JVM, and this module only translates.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from airflow_tablemgmt.spark.job import query_policy
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+log = logging.getLogger(__name__)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -122,6 +124,15 @@ def analysed_tree(df: DataFrame) -> PlanNode:
 def refresh_mode(df: DataFrame, declared: str, table_id: str) -> tuple[Analysis, ModePlan]:
     """The query's incremental analysis and the mode this refresh runs in; ``INCREMENTAL`` declared on a
     query that cannot be maintained incrementally raises ``IncrementalNotPossible`` naming the construct."""
-    analysis = analyse(analysed_tree(df))
+    try:
+        tree = analysed_tree(df)
+    except Exception as e:  # noqa: BLE001 - an advisory walk never fails a FULL or AUTO refresh
+        log.warning(
+            "the incremental analysis of %s's plan failed; it refreshes in full", table_id, exc_info=True
+        )
+        construct = f"a plan the incremental analysis could not read ({type(e).__name__})"
+        analysis = Analysis(False, f"it uses {construct}", construct=construct)
+    else:
+        analysis = analyse(tree)
     check_declared(declared, analysis, table_id)
     return analysis, plan_mode(declared, analysis)

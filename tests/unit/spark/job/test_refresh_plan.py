@@ -159,3 +159,22 @@ def test_distinct_window_join_type_and_the_own_non_deterministic_expression() ->
     assert (
         analyse(today).construct == "the function current_date, whose value depends on when the refresh runs"
     )
+
+
+def test_a_plan_the_walk_cannot_read_refreshes_in_full_but_is_no_ground_for_incremental(
+    monkeypatch: Any,
+) -> None:
+    import pytest
+
+    from airflow_tablemgmt.core.dynamic.incremental import IncrementalNotPossible
+    from airflow_tablemgmt.spark.job import refresh_plan
+
+    def broken(df: Any) -> Any:
+        raise AttributeError("no such accessor on this Spark")
+
+    monkeypatch.setattr(refresh_plan, "analysed_tree", broken)
+    analysis, mode = refresh_plan.refresh_mode(object(), "AUTO", "lake.db.t")  # type: ignore[arg-type]
+    assert not analysis.incremental and mode.mode == "FULL"
+    assert mode.reason.endswith("it uses a plan the incremental analysis could not read (AttributeError)")
+    with pytest.raises(IncrementalNotPossible, match="could not read"):
+        refresh_plan.refresh_mode(object(), "INCREMENTAL", "lake.db.t")  # type: ignore[arg-type]
