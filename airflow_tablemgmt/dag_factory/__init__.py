@@ -1,9 +1,12 @@
-"""Registry -> Airflow DAG objects: one DAG per (table, enabled action).
+"""Registry -> Airflow DAG objects: one DAG per (declared table, enabled action), one planned DAG per
+(policy, action) for the tables policies enrolled (``plan``), one discovery DAG per policy (``discovery``).
 
 * ``build``: the DAGs of a registry (``build_dags``), one table's (``build_dag``);
 * ``assets``: the watched snapshot asset of a table, a dynamic table's refresh asset;
 * ``cache``: the per-host cache of built DAGs that a full parse reads;
-* ``dag_file``: what the DAG file in the dags folder calls (``register_dags``).
+* ``dag_file``: what the DAG file in the dags folder calls (``register_dags``);
+* ``plan``: the planned (policy, action) DAGs, their plan task and mapped batches (ADR 0004);
+* ``discovery``: a policy's discovery DAG.
 
 The plans it renders are pure and live in core: DAG ids in ``core.naming``, schedules in
 ``core.schedule``. The names below are resolved on first use, so importing the package loads no
@@ -32,6 +35,8 @@ _EXPORTS = {
     "build_with_cache": "dag_factory.cache",
     "load_registry_and_build": "dag_factory.dag_file",
     "register_dags": "dag_factory.dag_file",
+    "build_plan_dags": "dag_factory.plan",
+    "plan_dag_id": "core.naming",
     "BROKEN_DAG_ID": "core.naming",
     "DAG_PREFIX": "core.naming",
     "dag_id_for": "core.naming",
