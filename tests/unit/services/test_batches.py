@@ -204,3 +204,78 @@ def test_a_table_no_longer_this_policys_or_gated_opens_no_process(store: Store) 
     assert reasons[1] == "now managed by its store declaration, whose own DAGs run it"
     assert reasons[2] == "still at snapshot 7, which process 1 already handled"
     assert engine.jobs == [] and store.processes.list(limit=10) == []
+
+
+def test_a_table_past_its_time_limit_fails_alone(store: Store) -> None:
+    """Each table has its own limit (Airflow's timer around its run, the job killed at it): the next table runs."""
+    import time
+
+    from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter
+    from airflow_tablemgmt.services.batch_wiring import table_time_limit, time_limit_for
+
+    spec = TableSpec(catalog="lake", namespace="db", name="a_small", actions={ACTION: {"timeout": "2s"}})
+    assert EnrolmentRepository.of(store).enrol(spec, "fleet", "its timeout changed") == "updated"
+    killed: list[str] = []
+
+    class Slow:
+        def __init__(self, table_id: str) -> None:
+            self.table_id = table_id
+
+        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+            if on_started is not None:
+                on_started(f"local-{job.table['name']}")
+            if job.table["name"] == "a_small":
+                time.sleep(30)  # interrupted at the table's 2 s limit
+            return JobResult(status="SUCCESS", summary={"rewritten_data_files_count": 8})
+
+        def kill(self) -> None:
+            killed.append(self.table_id)
+
+    def runner_for(table_id: str) -> ProcessRunner:
+        limited = TimeLimitedSubmitter(Slow(table_id), table_time_limit(store, table_id, ACTION))
+        return ProcessRunner(store, default_factories(), limited)
+
+    started = time.monotonic()
+    result = run_batch(
+        store,
+        _run(),
+        ["lake.db.a_small", "lake.db.e_small"],
+        runner_for=runner_for,
+        limit_for=time_limit_for(store, ACTION),
+    )
+    assert time.monotonic() - started < 20
+    assert [t.outcome for t in result.tables] == [Outcome.FAILED, Outcome.SUCCESS]
+    assert "time limit" in result.tables[0].reason and "2s" in result.tables[0].reason, result.tables[
+        0
+    ].reason
+    failed = store.processes.get(result.tables[0].process_id)  # type: ignore[arg-type]
+    assert failed.status == ProcessStatus.FAILED and "2s" in (failed.failure_reason or "")
+    assert killed == ["lake.db.a_small"]
+
+
+def test_the_snapshot_gate_skips_a_table_its_last_success_left_at_the_same_snapshot(store: Store) -> None:
+    from airflow_tablemgmt.services import health
+    from airflow_tablemgmt.services.batch_wiring import snapshot_gate
+
+    tid = "lake.db.a_small"
+    assert snapshot_gate(store, tid, ACTION) is None  # rewrite-files is snapshot-driven; never handled yet
+    current = health.read_file_stats(store.catalogs.get("lake"), store.tables.get(tid)).snapshot_id  # type: ignore[union-attr]
+
+    class Leaves:
+        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+            return JobResult(status="SUCCESS", summary={"snapshot_id": current})
+
+        def kill(self) -> None:
+            pass
+
+    def runner(table_id: str) -> ProcessRunner:
+        return ProcessRunner(store, default_factories(), Leaves())
+
+    first = run_batch(store, _run(), [tid], runner_for=runner, snapshot_gate=snapshot_gate)
+    assert first.tables[0].outcome == Outcome.SUCCESS
+    later = run_batch(
+        store, _run(instant=AT + timedelta(hours=1)), [tid], runner_for=runner, snapshot_gate=snapshot_gate
+    )
+    (skipped,) = later.tables
+    assert skipped.outcome == Outcome.SKIPPED and skipped.process_id is None
+    assert f"is still at snapshot {current}, which process {first.tables[0].process_id}" in skipped.reason
