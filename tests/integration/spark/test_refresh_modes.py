@@ -1,0 +1,143 @@
+"""Refresh modes (issue 41) on real Spark + Iceberg (the shared in-process session; the job runs through
+``job_main.run`` as spark-submit's driver runs it): the analysed plan's translation decides as the pure
+rules say for the query shapes Spark really produces, ``dt create`` with ``INCREMENTAL`` on a window query
+is refused naming the window function and leaves nothing behind, and ``AUTO`` on a GROUP BY query records
+the mode and the reason on each refresh and on the table."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from airflow_tablemgmt.core.dynamic.incremental import APPEND, JOIN, MERGE_BY_KEY, NOT_ENABLED
+from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner
+from airflow_tablemgmt.services import dynamic
+from airflow_tablemgmt.services.errors import InvalidInput
+from airflow_tablemgmt.spark.job.refresh_plan import refresh_mode
+from airflow_tablemgmt.spark.job.refresh_query import query_frame
+from airflow_tablemgmt.store import Store
+from tests.integration.spark.test_dynamic_lifecycle import SessionJobs, insert, source
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.integration
+_names = itertools.count()
+
+
+@pytest.fixture
+def store(tmp_path: Path, catalog: CatalogSpec) -> Store:
+    s = Store(f"sqlite:///{tmp_path / 'tablemgmt.db'}")
+    s.catalogs.upsert(catalog, Owner.STORE)
+    return s
+
+
+@pytest.fixture(scope="module")
+def tables(spark: SparkSession) -> tuple[str, str]:
+    orders = source(spark, [(1, "2026-02-01"), (2, "2026-02-02")])
+    days = source(spark, [(1, "2026-02-01")])
+    return orders, days
+
+
+SHAPES = [
+    ("SELECT id, upper(day) AS d FROM {o} WHERE id > 0", APPEND, None),
+    (
+        "SELECT day, count(*) AS n, sum(id) AS s, avg(id) AS a, max(id) AS m FROM {o} GROUP BY day",
+        MERGE_BY_KEY,
+        None,
+    ),
+    ("SELECT DISTINCT day FROM {o}", MERGE_BY_KEY, None),
+    ("SELECT o.id, d.day FROM {o} o JOIN {d} d ON o.id = d.id", JOIN, None),
+    ("SELECT id FROM {o} UNION ALL SELECT id FROM {d}", APPEND, None),
+    (
+        "WITH x AS (SELECT * FROM {o} WHERE id > 0) SELECT day, count(*) AS n FROM x GROUP BY day",
+        MERGE_BY_KEY,
+        None,
+    ),
+    ("SELECT day, count(DISTINCT id) AS n FROM {o} GROUP BY day", None, "count(DISTINCT …)"),
+    ("SELECT day, collect_list(id) AS ids FROM {o} GROUP BY day", None, "the aggregate collect_list"),
+    ("SELECT o.id, d.day FROM {o} o LEFT JOIN {d} d ON o.id = d.id", None, "a LEFT OUTER join"),
+    (
+        "SELECT id, row_number() OVER (PARTITION BY day ORDER BY id) AS r FROM {o}",
+        None,
+        "a window function (row_number)",
+    ),
+    ("SELECT id, rand() AS r FROM {o}", None, "the non-deterministic function rand"),
+    ("SELECT id FROM {o} WHERE day < current_date()", None, "the function current_date"),
+    ("SELECT id FROM {o} LIMIT 5", None, "LIMIT"),
+    ("SELECT id FROM {o} UNION SELECT id FROM {d}", None, "UNION (without ALL)"),
+    ("SELECT id FROM {o} EXCEPT SELECT id FROM {d}", None, "EXCEPT"),
+    ("SELECT id FROM {o} WHERE id IN (SELECT id FROM {d})", None, "a subquery inside an expression"),
+    (
+        "SELECT day, n FROM (SELECT day, count(*) AS n FROM {o} GROUP BY day) GROUP BY day, n",
+        None,
+        "an aggregate over another",
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "strategy", "construct"), SHAPES, ids=[s[0][:40] for s in SHAPES])
+def test_the_analysed_plan_decides_as_the_rules_say(
+    spark: SparkSession, tables: tuple[str, str], query: str, strategy: str | None, construct: str | None
+) -> None:
+    orders, days = tables
+    df = query_frame(spark, query.format(o=orders, d=days), catalogs=frozenset({"lake"}))
+    analysis, mode = refresh_mode(df, "AUTO", "lake.db.t")
+    assert (analysis.strategy, mode.mode) == (strategy, "FULL"), analysis
+    if construct is None:
+        assert analysis.incremental and mode.reason == NOT_ENABLED
+    else:
+        assert analysis.construct is not None and analysis.construct.startswith(construct), analysis
+        assert mode.reason == f"the query cannot be maintained incrementally: it uses {analysis.construct}"
+
+
+def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mode_and_reason(
+    spark: SparkSession, store: Store, tables: tuple[str, str]
+) -> None:
+    orders, _ = tables
+    jobs = SessionJobs(spark)
+    ranked = f"lake.db.ranked_{next(_names)}"
+    window = f"SELECT id, row_number() OVER (PARTITION BY day ORDER BY id) AS r FROM {orders}"
+    definition = {"identifier": ranked, "query": window, "freshness": "1 HOUR", "refresh-mode": "INCREMENTAL"}
+    with pytest.raises(Exception) as refused:
+        dynamic.create(store, definition, jobs)
+    assert "refresh-mode: INCREMENTAL is not possible for the query of" in str(refused.value)
+    assert "it uses a window function (row_number)" in str(refused.value)
+    assert store.dynamic.find(ranked) is None and not spark.catalog.tableExists(ranked)
+    [failed] = dynamic.history(store, ranked)
+    assert failed.status == ProcessStatus.FAILED and "window function (row_number)" in (
+        failed.failure_reason or ""
+    )
+
+    daily = f"lake.db.daily_{next(_names)}"
+    group_by = f"SELECT day, count(*) AS n FROM {orders} GROUP BY day"
+    dt, created = dynamic.create(store, {"identifier": daily, "query": group_by, "freshness": "1 HOUR"}, jobs)
+    assert jobs.jobs[-1].options["refresh_mode"] == "AUTO"
+    first = dynamic.history_row(created)
+    assert (first["trigger"], first["refresh_mode"]) == ("CREATION", "FULL")
+    assert (
+        first["refresh_mode_reason"]
+        == "no previous state: the table's first refresh computes the whole query"
+    )
+    view = dynamic.get(store, daily).refresh_mode
+    assert (view["declared"], view["mode"], view["reason"]) == ("AUTO", "FULL", NOT_ENABLED)
+    assert view["incremental"]["strategy"] == MERGE_BY_KEY
+    assert view["incremental"]["reason"].startswith("GROUP BY day with count of ")
+
+    insert(spark, orders, [(9, "2026-02-03")])
+    refreshed = dynamic.refresh_now(store, daily, runner=jobs)
+    row = dynamic.history_row(refreshed)
+    assert (row["trigger"], row["refresh_action"], row["refresh_mode"], row["refresh_mode_reason"]) == (
+        "MANUAL",
+        "FULL",
+        "FULL",
+        NOT_ENABLED,
+    )
+    with pytest.raises(InvalidInput, match="refresh-mode: 'SOMETIMES' is not a refresh mode"):
+        dynamic.alter(store, daily, refresh_mode="SOMETIMES")
+    dynamic.alter(store, daily, refresh_mode="INCREMENTAL")  # the recorded analysis allows it
+    assert dynamic.get(store, daily).refresh_mode["declared"] == "INCREMENTAL"
