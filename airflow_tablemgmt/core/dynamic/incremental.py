@@ -256,10 +256,14 @@ class _Walk:
                 raise _NotIncremental("a reference to a CTE defined outside the query")
             return self.ctes[node.cte_id]
         if kind == "WithCTE":
-            *definitions, body = node.children
-            for d in definitions:
-                self.shape(d)
-            return self.shape(body)
+            # Its definitions first (in the order written: one may read an earlier one), then the query.
+            body = [c for c in node.children if c.kind != "CTERelationDef"]
+            for d in node.children:
+                if d.kind == "CTERelationDef":
+                    self.shape(d)
+            if len(body) != 1:
+                raise _NotIncremental(f"a WITH of {len(body)} queries")
+            return self.shape(body[0])
         if kind == "CTERelationDef":
             out = self._only_child(node)
             if node.cte_id is not None:
