@@ -4,8 +4,8 @@ A triggerer carrying 10,000 watchers that each slept, woke, hopped to a worker t
 table every second would spend more than its cores on the hops alone (≈ 220 µs per poll measured, most of
 it the thread hand-off). Here each watcher of a table registers with the :class:`ChangePoller` of its
 catalog and interval and awaits a *generation* change; the poller runs one worker-thread call per tick
-that checks every registered table with the catalog's cheapest question (``change_check.py``: two
-``stat`` calls per hadoop table on local disk, one listing query for a JDBC catalog) and wakes only the
+that checks every registered table with the catalog's cheapest question (``change_check.py``: one
+``stat`` per hadoop table on local disk, one listing query for a JDBC catalog) and wakes only the
 watchers whose table's token moved. An idle table then costs its share of one batched check per tick and
 nothing in the event loop.
 

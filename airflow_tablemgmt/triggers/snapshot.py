@@ -69,8 +69,8 @@ class TableSnapshotTrigger(BaseEventTrigger):
     the event is for them (:func:`airflow_tablemgmt.dag_factory.event_names_action`).
 
     ``poll_interval``: how often the table is checked for a change, by its catalog's shared poller in
-    this triggerer (``change_poller.py``: one check of all the catalog's watched tables per tick, e.g. two
-    ``stat`` calls per hadoop table); the full read runs only when that check moves, while a change is
+    this triggerer (``change_poller.py``: one check of all the catalog's watched tables per tick, e.g. one
+    ``stat`` per hadoop table); the full read runs only when that check moves, while a change is
     held back, while the table cannot be read, and every :data:`FULL_READ_EVERY` seconds.
 
     Event payload: ``{"table": "<catalog.namespace.table>", "snapshot_id": <int>,
