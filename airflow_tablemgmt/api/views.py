@@ -60,12 +60,18 @@ def actions_of(store: Store, reg: RegisteredTable) -> list[ActionOut]:
 
     spec = effective_of(reg, PolicyMerge.load(store))  # the DAGs it has: the policies' actions included
     pairs = spec.enabled_action_settings()
-    states = dag_states(dag_id_for(spec.id, a) for a, _ in pairs)
+    planned = _planned(store, reg)  # an enrolled table: its policy's planned DAGs run it (docs/planning.md)
+    dag_ids = {a: planned[a][0] if a in planned else dag_id_for(spec.id, a) for a, _ in pairs}
+    states = dag_states(dag_ids.values())
     out = []
     for action, settings in pairs:
         factory = default_factories().for_action(spec.format, action)
         plan = SchedulePlan.resolve(settings, factory.trigger_strategy(spec.format, action))
-        dag_id = dag_id_for(spec.id, action)
+        trigger, interval, schedule = plan.trigger, str(plan.interval), plan.describe()
+        if action in planned:
+            trigger, interval = "schedule", planned[action][1]
+            schedule = f"planned with policy {reg.policy}'s tables every {interval}; run where it pays"
+        dag_id = dag_ids[action]
         paused, next_run = states.get(dag_id, (None, None))
         last = store.processes.list(table_id=spec.id, action=action, limit=1)
         out.append(
@@ -73,14 +79,35 @@ def actions_of(store: Store, reg: RegisteredTable) -> list[ActionOut]:
                 action=action,
                 dag_id=dag_id,
                 options=settings.options(),
-                trigger=plan.trigger,
-                interval=str(plan.interval),
-                schedule=plan.describe(),
+                trigger=trigger,
+                interval=interval,
+                schedule=schedule,
                 paused=paused,
                 next_run=next_run,
                 last_process=process_out(last[0]) if last else None,
             )
         )
+    return out
+
+
+def _planned(store: Store, reg: RegisteredTable) -> dict[str, tuple[str, str]]:
+    """Action -> (its planned DAG id, that DAG's interval) for a table a policy enrolled; {} for another."""
+    from airflow_tablemgmt.core.naming import plan_dag_id
+    from airflow_tablemgmt.core.tables import Owner
+    from airflow_tablemgmt.services.enrolment import load_policies
+    from airflow_tablemgmt.services.plan_runs import plan_interval
+
+    if reg.managed_by != Owner.POLICY or not reg.policy:
+        return {}
+    policies = load_policies(store)
+    policy = next((p for p in policies if p.name == reg.policy), None)
+    out: dict[str, tuple[str, str]] = {}
+    for action in reg.spec.enabled_actions():
+        try:
+            every = str(plan_interval(policy, action, policies)) if policy is not None else "?"
+        except Exception:  # noqa: BLE001 - a policy that no longer gives the action: the DAG id still holds
+            every = "?"
+        out[action] = (plan_dag_id(reg.policy, action), every)
     return out
 
 

@@ -31,10 +31,8 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
 from airflow_tablemgmt.core.naming import plan_dag_id
 from airflow_tablemgmt.core.policies import Policy
-from airflow_tablemgmt.core.triggers import Interval
 from airflow_tablemgmt.dag_factory.build import START_DATE, _timetable
 
 log = logging.getLogger(__name__)
@@ -117,32 +115,11 @@ def plan_actions(policy: Policy, policies: Iterable[Policy]) -> list[str]:
     return sorted(a for a in named if policy.formats_for(a))
 
 
-def _settings(policy: Policy, action: str) -> ActionSettings:
-    fmt = policy.formats_for(action)[0]
-    return ACTIONS.get(action, fmt).settings(policy.actions.get(action) or {})
-
-
-def plan_interval(policy: Policy, action: str, policies: Iterable[Policy]) -> Interval:
-    """The DAG's interval: ``policy``'s own for ``action``, else the shortest of the policies naming it,
-    else the action's default (its factory's strategy for the policy's first format that has it)."""
-    from airflow_tablemgmt.factories.discovery import default_factories
-
-    own = policy.actions.get(action)
-    sources = (
-        [policy]
-        if own is not None
-        else [p for p in policies if action in p.actions and p.formats_for(action)]
-    )
-    intervals = [Interval.parse(s) for s in (_settings(p, action).interval for p in sources) if s]
-    if intervals:
-        return min(intervals, key=lambda i: i.min_spacing())
-    fmt = policy.formats_for(action)[0]
-    return default_factories().for_action(fmt, action).trigger_strategy(fmt, action).interval
-
-
 def build_plan_dag(policy: Policy, action: str, policies: Sequence[Policy], *, batches_at_once: int) -> DAG:
+    from airflow_tablemgmt.services.plan_runs import plan_interval, policy_action_settings
+
     interval = plan_interval(policy, action, policies)
-    settings = _settings(policy, action) if action in policy.actions else None
+    settings = policy_action_settings(policy, action) if action in policy.actions else None
     retries = settings.retries if settings is not None else 1
     retry_delay = settings.retry_delay if settings is not None else None
     task_args: dict[str, Any] = {"retries": retries}

@@ -18,10 +18,13 @@ Reads only; never runs a job.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
+from airflow_tablemgmt.core.policies import Policy
+from airflow_tablemgmt.core.triggers import Interval
 from airflow_tablemgmt.metadata.planning import Plan, batches
 from airflow_tablemgmt.services.errors import InvalidInput
 from airflow_tablemgmt.services.planning import plan_action
@@ -81,6 +84,31 @@ def max_map_length() -> int:
         return max(1, conf.getint("core", "max_map_length", fallback=DEFAULT_MAX_MAP_LENGTH))
     except Exception:  # noqa: BLE001 - no Airflow configuration: Airflow's default
         return DEFAULT_MAX_MAP_LENGTH
+
+
+def policy_action_settings(policy: Policy, action: str) -> ActionSettings:
+    """``policy``'s block for ``action`` as the action's settings (for the first format the policy gives it to)."""
+    fmt = policy.formats_for(action)[0]
+    return ACTIONS.get(action, fmt).settings(policy.actions.get(action) or {})
+
+
+def plan_interval(policy: Policy, action: str, policies: Iterable[Policy]) -> Interval:
+    """How often ``policy``'s planned DAG of ``action`` runs: the policy's own interval for the action, else
+    the shortest of the policies naming it (no table waits longer than its own settings say), else the
+    action's default (its factory's strategy for the policy's first format that has it)."""
+    from airflow_tablemgmt.factories.discovery import default_factories
+
+    policies = list(policies)
+    if action in policy.actions:
+        sources = [policy]
+    else:
+        sources = [p for p in policies if action in p.actions and p.formats_for(action)]
+    texts = [policy_action_settings(p, action).interval for p in sources]
+    intervals = [Interval.parse(t) for t in texts if t]
+    if intervals:
+        return min(intervals, key=lambda i: i.min_spacing())
+    fmt = policy.formats_for(action)[0]
+    return default_factories().for_action(fmt, action).trigger_strategy(fmt, action).interval
 
 
 def _measure(store: Store, table_id: str) -> None:
@@ -196,5 +224,7 @@ __all__ = [
     "max_active_batches",
     "max_map_length",
     "measure_budget",
+    "plan_interval",
     "plan_run",
+    "policy_action_settings",
 ]

@@ -133,3 +133,29 @@ def test_a_bad_concurrency_setting_names_itself(monkeypatch: pytest.MonkeyPatch)
         max_active_batches()
     monkeypatch.delenv("AIRFLOW__TABLEMGMT__PLAN_MAX_ACTIVE_BATCHES")
     assert max_active_batches() == 4
+
+
+def test_rest_names_an_enrolled_tables_planned_dags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_tablemgmt.api import airflow_side
+    from airflow_tablemgmt.api.views import actions_of
+
+    seen: list[str] = []
+
+    def states(dag_ids: Any) -> dict[str, Any]:  # no Airflow database here
+        seen.extend(dag_ids)
+        return {}
+
+    monkeypatch.setattr(airflow_side, "dag_states", states)
+    store = _store(tmp_path, 1, [_policy()])
+    out = {a.action: a for a in actions_of(store, store.tables.get_registered("lake.s.t000"))}
+    assert {a: o.dag_id for a, o in out.items()} == {
+        "expire-snapshots": "tms__plan__fleet__expire-snapshots",
+        "rewrite-files": "tms__plan__fleet__rewrite-files",
+    }
+    assert sorted(seen) == sorted(o.dag_id for o in out.values())
+    files = out["rewrite-files"]
+    assert (files.trigger, files.interval) == ("schedule", "2h"), files  # the policy's interval for it
+    assert files.schedule == "planned with policy fleet's tables every 2h; run where it pays"
+    declared = actions_of(store, store.tables.get_registered("lake.own.declared"))
+    assert "tms__lake.own.declared__rewrite-files" in [a.dag_id for a in declared]
+    store.dispose()
