@@ -51,23 +51,65 @@ def table_asset(table: TableSpec, catalog: CatalogSpec, plans: dict[str, Schedul
     Built from the table's whole action set, never from one action, so a task start (which builds
     one DAG) produces the same asset as the DAG processor's full parse.
     """
+    return Asset(
+        name=f"tablemgmt.{table.id}",
+        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}",
+        group="tablemgmt",
+        watchers=[table_watcher(table, catalog, plans)],
+    )
+
+
+def table_watcher(table: TableSpec, catalog: CatalogSpec, plans: dict[str, SchedulePlan]) -> AssetWatcher:
+    """The one snapshot watcher of a table (see :func:`table_asset`), on whichever asset carries it."""
     from airflow_tablemgmt.triggers.format_readers import watched_catalog
     from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
 
-    table_id = table.id
     trigger = TableSnapshotTrigger(
-        table_id=table_id,
+        table_id=table.id,
         catalog=watched_catalog(catalog, table.format),
         poll_interval=min(plan.poll_interval for plan in plans.values()).total_seconds(),
         actions={action: plan.interval.min_spacing().total_seconds() for action, plan in plans.items()},
         data_changes_only=True,
     )
-    return Asset(
-        name=f"tablemgmt.{table_id}",
-        uri=f"tablemgmt://{table.catalog}/{table.namespace}/{table.name}",
-        group="tablemgmt",
-        watchers=[AssetWatcher(name=f"tablemgmt-snapshot-{table_id}", trigger=trigger)],
-    )
+    return AssetWatcher(name=f"tablemgmt-snapshot-{table.id}", trigger=trigger)
+
+
+def policy_asset(
+    policy: str, watched: Iterable[tuple[TableSpec, CatalogSpec, dict[str, SchedulePlan]]]
+) -> Asset | None:
+    """The asset a policy's event-driven planned DAGs (``tms__plan__<policy>__<action>``) are scheduled on:
+    one watcher per enrolled table with event-driven actions, the same trigger a declared table gets
+    (so the same shared per-catalog poll, throttles and remembered state), each event naming its table and
+    the actions it is due for. ``watched``: (table, catalog, :func:`event_plans` of the table) per
+    enrolled table; None when no table has an event-driven action. A plan run started by events plans
+    only the tables they name for its action (:func:`tables_of_events`).
+
+    One asset per policy, not per (policy, action): a table's watcher then has exactly one asset (its
+    remembered state stays in that asset's store), and Airflow coalesces the events that arrive while a
+    plan run is active into the next run."""
+    watchers = [table_watcher(t, c, plans) for t, c, plans in watched if plans]
+    if not watchers:
+        return None
+    # No ``tablemgmt://`` URI: that scheme names one table (assets/uri.py); the name is the URI.
+    return Asset(name=f"tablemgmt.policy.{policy}", group="tablemgmt", watchers=watchers)
+
+
+def tables_of_events(triggering_asset_events: Mapping[Any, Iterable[Any]], action: str) -> list[str] | None:
+    """The tables a plan run's snapshot events ask ``action`` for, sorted; None for a run without events
+    (its time-based schedule, a manual run: plan every table). An event without ``actions`` is for all."""
+    tables: set[str] = set()
+    seen = False
+    for events in triggering_asset_events.values():
+        for event in events:
+            seen = True
+            extra = getattr(event, "extra", None) or {}
+            payload = extra.get("payload") if isinstance(extra, dict) else None
+            if not isinstance(payload, dict) or not isinstance(payload.get("table"), str):
+                continue
+            actions = payload.get("actions")
+            if actions is None or action in actions:
+                tables.add(payload["table"])
+    return sorted(tables) if seen else None
 
 
 def refresh_asset(table_id: str) -> Asset:
