@@ -49,7 +49,7 @@ tables:
     name: events
     owner: e2e-team
     actions:
-      rewrite-files: {{poll-interval: 2s, min-input-files: 2}}
+      rewrite-files: {{min-input-files: 2}}  # the default poll-interval: the shared per-catalog check
 """
 
 COMMIT_SNAPSHOT = """
@@ -397,7 +397,7 @@ def _run_scenario(dep: AirflowDeployment, tmp_path: Path, t0: float) -> None:
     rewritten = read_state(table.metadata_dir).snapshot_id
     assert rewritten != snapshot_id
     _wait_for("the watcher to record the rewrite", lambda: str(watcher_recorded()) == str(rewritten), 60)
-    time.sleep(6)  # three more polls
+    time.sleep(6)  # six more checks of the table at the default 1 s poll
     later = dep.query(
         "SELECT run_id, run_type FROM dag_run WHERE dag_id = :dag_id AND id > :last AND run_id != :ours",
         dag_id=DAG_ID,
