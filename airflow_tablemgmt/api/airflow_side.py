@@ -36,10 +36,13 @@ def authorize_dags(
         requires_access_dag(method, entity, param_dag_id=dag_id)(request, user)  # type: ignore[arg-type]
 
 
-def trigger_run(dag_id: str, logical_date: datetime, user_name: str) -> str:
+def trigger_run(
+    dag_id: str, logical_date: datetime, user_name: str, conf: Mapping[str, Any] | None = None
+) -> str:
     """A manual DAG run at ``logical_date``; its run id is derived from the instant, so a second
-    request for the same instant is found as a duplicate (:class:`DuplicateRun`) instead of queued."""
-    return _trigger(dag_id, logical_date, user_name, conf=None)
+    request for the same instant is found as a duplicate (:class:`DuplicateRun`) instead of queued.
+    ``conf``: the run's (a policy's planned DAG run naming its table, docs/planning.md)."""
+    return _trigger(dag_id, logical_date, user_name, conf=conf, refresh=False)
 
 
 def trigger_refresh_run(dag_id: str, logical_date: datetime, conf: Mapping[str, Any], user_name: str) -> str:
@@ -50,12 +53,13 @@ def trigger_refresh_run(dag_id: str, logical_date: datetime, conf: Mapping[str, 
     same periodic schedule time is one refresh (FLIP-435), so its run id is returned and nothing new
     is queued.
     """
-    return _trigger(dag_id, logical_date, user_name, conf=conf)
+    return _trigger(dag_id, logical_date, user_name, conf=conf, refresh=True)
 
 
-def _trigger(dag_id: str, logical_date: datetime, user_name: str, conf: Mapping[str, Any] | None) -> str:
+def _trigger(
+    dag_id: str, logical_date: datetime, user_name: str, conf: Mapping[str, Any] | None, refresh: bool
+) -> str:
     """One trigger for both kinds of run; only the run id, the note and the error answers differ."""
-    refresh = conf is not None
     run_id = f"tablemgmt__{'refresh__' if refresh else ''}{logical_date.isoformat()}"
     field = "scheduleTime" if refresh else "instant"
     try:

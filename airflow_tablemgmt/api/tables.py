@@ -246,7 +246,9 @@ def run_now(
     authorize_dags(request, user, "POST", [dag_id], run=True)
     instant = body.instant if body is not None and body.instant is not None else datetime.now(UTC)
     who = user_name(user)
-    done = request_run(store, table_id, action, instant, lambda d, when: trigger_run(d, when, who))
+    done = request_run(
+        store, table_id, action, instant, lambda d, when, conf=None: trigger_run(d, when, who, conf)
+    )
     return RunOut(
         process_id=done.process.id,
         status=done.process.status,

@@ -6,15 +6,20 @@ cannot (an api-server must not run Spark), so it asks Airflow for a DAG run of t
 task that runs later opens the same key and resumes that row, so the caller gets the process id at
 once and never a second process for the same instant.
 
+A table a policy enrolled has no DAG of its own: its run is a run of its policy's planned DAG
+(``tms__plan__<policy>__<action>``) whose ``conf`` names the table, which runs it whatever its stored health
+(docs/planning.md); the process opened here is the one that run's batch resumes.
+
 How the DAG run is created is the caller's part (a :class:`DagTrigger`): this module imports no
 Airflow.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_tablemgmt.core.actions import ACTIONS
 from airflow_tablemgmt.core.instants import InvalidInstant, check_run_instant
@@ -30,8 +35,8 @@ if TYPE_CHECKING:
 
 
 class DagTrigger(Protocol):
-    def __call__(self, dag_id: str, logical_date: datetime) -> str:
-        """Create a DAG run at ``logical_date`` and return its run id.
+    def __call__(self, dag_id: str, logical_date: datetime, conf: Mapping[str, Any] | None = None) -> str:
+        """Create a DAG run at ``logical_date`` (with ``conf``, when given) and return its run id.
 
         Raises :class:`DuplicateRun` when that DAG already has a run at that instant.
         """
@@ -53,15 +58,16 @@ def check_runnable(store: Store, table_id: str, action: str) -> str:
         raise InvalidInput(
             f"action: {action!r} is not enabled on table {table_id}; enabled: {', '.join(enabled) or '(none)'}"
         )
-    row = store.tables.get_registered(table_id)
-    if row.managed_by == Owner.POLICY and row.policy:  # no DAG of its own (ADR 0004, docs/planning.md)
-        planned = plan_dag_id(row.policy, action)
-        raise InvalidInput(
-            f"table_id: {table_id} is enrolled by policy {row.policy} and has no DAG of its own; its policy's "
-            f'planned DAG {planned} runs it: trigger {planned} with conf {{"tables": ["{table_id}"]}}, '
-            f"or run it with `tablemgmt run {table_id} {action}`"
-        )
+    policy = _enrolled_by(store, table_id)
+    if policy is not None:  # no DAG of its own: its policy's planned DAG runs it (ADR 0004, docs/planning.md)
+        return plan_dag_id(policy, action)
     return dag_id_for(table_id, action)
+
+
+def _enrolled_by(store: Store, table_id: str) -> str | None:
+    """The policy that enrolled ``table_id``, or None for a declared table."""
+    row = store.tables.get_registered(table_id)
+    return row.policy if row.managed_by == Owner.POLICY and row.policy else None
 
 
 def request_run(
@@ -85,7 +91,10 @@ def request_run(
             f"instant: {action} of {table_id} at {instant.isoformat()} exists already as process "
             f"{existing.id} ({existing.status}); give another instant to run again"
         )
-    run_id = trigger(dag_id, instant)
+    if _enrolled_by(store, table_id) is not None:  # a run of its policy's planned DAG for this table alone
+        run_id = trigger(dag_id, instant, {"tables": [table_id]})
+    else:
+        run_id = trigger(dag_id, instant)
     process, created = store.processes.open(table_id, action, instant, dag_id=dag_id, run_id=run_id)
     if not created and process.run_id not in (None, run_id):
         raise DuplicateRun(

@@ -279,3 +279,25 @@ def test_the_snapshot_gate_skips_a_table_its_last_success_left_at_the_same_snaps
     (skipped,) = later.tables
     assert skipped.outcome == Outcome.SKIPPED and skipped.process_id is None
     assert f"is still at snapshot {current}, which process {first.tables[0].process_id}" in skipped.reason
+
+
+def test_a_run_now_of_an_enrolled_table_is_resumed_by_its_planned_runs_batch(store: Store) -> None:
+    """REST's run-now opens the process up front (PENDING) and triggers the planned DAG naming the table; the
+    batch of that run opens the same key and runs that very process."""
+    from airflow_tablemgmt.services.run_now import request_run
+
+    dag_id = "tms__plan__fleet__rewrite-files"
+    done = request_run(store, "lake.db.a_small", ACTION, AT, lambda d, when, conf=None: "manual__run-now")
+    engine = Engine()
+    run = _run(run_id="manual__run-now")
+    result = run_batch(store, run, ["lake.db.a_small"], runner_for=_runner(store, engine))
+    (table,) = result.tables
+    assert table.outcome == Outcome.SUCCESS and table.process_id == done.process.id
+    p = store.processes.get(done.process.id)
+    assert (p.status, p.dag_id, p.run_id, p.task_id) == (
+        ProcessStatus.SUCCESS,
+        dag_id,
+        "manual__run-now",
+        "run_batch",
+    )
+    assert engine.jobs == ["a_small"]

@@ -130,10 +130,23 @@ def test_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         measure_budget()
 
 
-def test_run_now_through_the_scheduler_names_the_planned_dag_of_an_enrolled_table(store: Store) -> None:
-    from airflow_tablemgmt.services.run_now import check_runnable
+def test_run_now_of_an_enrolled_table_is_a_run_of_its_policys_planned_dag_naming_it(store: Store) -> None:
+    from datetime import UTC, datetime
 
-    with pytest.raises(InvalidInput, match=r"tms__plan__fleet__rewrite-files runs it: trigger .*conf") as e:
-        check_runnable(store, _id("p1"), ACTION)
-    assert "tablemgmt run lake.s.p1 rewrite-files" in str(e.value)
+    from airflow_tablemgmt.services.run_now import check_runnable, request_run
+
+    assert check_runnable(store, _id("p1"), ACTION) == "tms__plan__fleet__rewrite-files"
     assert check_runnable(store, _id("declared"), ACTION) == "tms__lake.s.declared__rewrite-files"
+    asked: list[tuple[str, datetime, Any]] = []
+
+    def trigger(dag_id: str, logical_date: datetime, conf: Any = None) -> str:
+        asked.append((dag_id, logical_date, conf))
+        return f"tablemgmt__{logical_date.isoformat()}"
+
+    at = datetime(2026, 3, 1, 2, tzinfo=UTC)
+    done = request_run(store, _id("p1"), ACTION, at, trigger)
+    assert asked == [("tms__plan__fleet__rewrite-files", at, {"tables": [_id("p1")]})]
+    p = store.processes.get(done.process.id)
+    assert (p.status, p.dag_id, p.run_id) == ("PENDING", "tms__plan__fleet__rewrite-files", done.run_id)
+    request_run(store, _id("declared"), ACTION, at, trigger)
+    assert asked[-1] == ("tms__lake.s.declared__rewrite-files", at, None)
