@@ -233,6 +233,10 @@ def _analyse(
     catalog = store.catalogs.get(definition.catalog)
     result = runner.submit(analyse_job(definition, catalog))
     if not result.ok:
+        if result.error_class == "IncrementalNotPossible":  # the job's own message names the construct
+            raise InvalidInput(
+                result.error or f"refresh-mode: INCREMENTAL is not possible for {definition.id}"
+            )
         raise InvalidInput(f"query: Spark rejected the query of {definition.id}: {result.error}")
     return dict(result.summary or {})
 

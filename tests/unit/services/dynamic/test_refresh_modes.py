@@ -131,6 +131,30 @@ def test_alter_to_incremental_is_checked_against_the_recorded_analysis(store: St
         dynamic.alter(store, T, refresh_mode="sometimes")
 
 
+def test_alter_to_a_query_incremental_cannot_have_answers_with_the_jobs_refusal(store: Store) -> None:
+    from airflow_tablemgmt.core.dynamic.incremental import IncrementalNotPossible
+
+    dynamic.declare(
+        store, {"identifier": T, "query": QUERY, "freshness": "1 DAY", "refresh-mode": "INCREMENTAL"}
+    )
+    refusal = (
+        f"refresh-mode: INCREMENTAL is not possible for the query of {T}: it uses LIMIT; allowed: AUTO (refreshes "
+        "in full and records why), FULL, or a query without LIMIT"
+    )
+
+    class Refusing(Job):
+        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+            self.jobs.append(job)
+            return JobResult(status="FAILED", error_class=IncrementalNotPossible.__name__, error=refusal)
+
+    job = Refusing(CANNOT)
+    with pytest.raises(InvalidInput) as e:
+        dynamic.alter(store, T, query=f"SELECT day FROM {SOURCE} LIMIT 3", runner=job)
+    assert str(e.value) == refusal
+    assert job.jobs[0].options["mode"] == "analyse" and job.jobs[0].options["refresh_mode"] == "INCREMENTAL"
+    assert store.dynamic.get(T).definition.query == QUERY  # nothing changed
+
+
 def test_a_new_query_forgets_the_analysis_of_the_old_one(store: Store) -> None:
     from airflow_tablemgmt.core.dynamic import DynamicTableSpec
 
