@@ -172,7 +172,7 @@ async def child(
         await asyncio.sleep(0.1)
     all_read = time.monotonic() - started
     if mode == "shared":
-        while not running_pollers() or min(running_pollers()[0].checks.values(), default=0) < 2:
+        while not running_pollers() or running_pollers()[0].ticks < 2:
             await asyncio.sleep(0.1)
     await asyncio.sleep(2 * poll)  # past every watcher's start-up reads
 

@@ -30,13 +30,20 @@ MISSING = "missing"
 
 
 class TokenSource(Protocol):
-    """Answers for many tables of one catalog at once; blocking I/O (the poller calls it in a thread)."""
+    """Answers for many tables of one catalog at once; blocking I/O (the poller calls it in a thread).
+
+    :meth:`probe` turns a table into what :meth:`tokens` takes for it, once per watched table (a path, the
+    table itself), so a tick over 10,000 tables neither formats paths nor hashes identifiers again."""
 
     #: True when one call costs the same for all tables (a listing, local stats): the poller then
     #: checks every table on every tick. False: one catalog call per table, bounded per tick.
     batched: bool
 
-    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]: ...
+    def probe(self, table: TableIdentifier) -> Any: ...
+
+    def tokens(self, probes: Sequence[Any]) -> list[Hashable]:
+        """One token per probe, in order."""
+        ...
 
 
 class LocalHadoopTokens:
@@ -49,34 +56,30 @@ class LocalHadoopTokens:
 
     def __init__(self, reader: SnapshotReader) -> None:
         self.reader = reader
-        self._hints: dict[TableIdentifier, str] = {}
 
-    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
-        out: dict[TableIdentifier, Hashable] = {}
-        stat = os.stat
-        hints = self._hints
-        for table in tables:
-            hint = hints.get(table)
-            if hint is None:
-                hint = hints[table] = f"{self.reader.table_location(table)}/metadata/{VERSION_HINT}"
+    def probe(self, table: TableIdentifier) -> str:
+        return f"{self.reader.table_location(table)}/metadata/{VERSION_HINT}"
+
+    def tokens(self, probes: Sequence[Any]) -> list[Hashable]:
+        out: list[Hashable] = []
+        append, stat = out.append, os.stat
+        for hint in probes:
             try:
                 h = stat(hint)
-                out[table] = (h.st_ino, h.st_size, h.st_mtime_ns)
+                append((h.st_ino, h.st_size, h.st_mtime_ns))
                 continue
             except FileNotFoundError:
                 pass
             except OSError as e:
-                out[table] = ("error", e.errno)
+                append(("error", e.errno))
                 continue
             try:
                 d = stat(hint[: -len(VERSION_HINT) - 1])
-                out[table] = ("listed", d.st_ino, d.st_mtime_ns)
+                append(("listed", d.st_ino, d.st_mtime_ns))
             except FileNotFoundError:
-                out[table] = MISSING
+                append(MISSING)
             except OSError as e:
-                out[table] = ("error", e.errno)
-        if len(hints) > 2 * len(tables) + 1024:  # tables no longer watched
-            self._hints = {t: hints[t] for t in tables if t in hints}
+                append(("error", e.errno))
         return out
 
 
@@ -89,7 +92,10 @@ class JdbcListingTokens:
     def __init__(self, reader: SnapshotReader) -> None:
         self.reader = reader
 
-    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
+    def probe(self, table: TableIdentifier) -> tuple[str, str]:
+        return (table.namespace, table.name)
+
+    def tokens(self, probes: Sequence[Any]) -> list[Hashable]:
         from pyiceberg.catalog.sql import IcebergTables
         from sqlalchemy import select
         from sqlalchemy.orm import Session
@@ -100,7 +106,7 @@ class JdbcListingTokens:
         ).where(IcebergTables.catalog_name == catalog.name)
         with Session(catalog.engine) as session:
             listed = {(ns, name): location for ns, name, location in session.execute(query)}
-        return {t: listed.get((t.namespace, t.name), MISSING) for t in tables}
+        return [listed.get(key, MISSING) for key in probes]
 
 
 class PerTableTokens:
@@ -111,16 +117,19 @@ class PerTableTokens:
     def __init__(self, reader: Any) -> None:
         self.reader = reader
 
-    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
-        out: dict[TableIdentifier, Hashable] = {}
-        for table in tables:
+    def probe(self, table: TableIdentifier) -> TableIdentifier:
+        return table
+
+    def tokens(self, probes: Sequence[Any]) -> list[Hashable]:
+        out: list[Hashable] = []
+        for table in probes:
             try:
                 if isinstance(self.reader, SnapshotReader):
-                    out[table] = self.reader.metadata_pointer(table)
+                    out.append(self.reader.metadata_pointer(table))
                 else:
-                    out[table] = self.reader.current_state(table).snapshot_id
+                    out.append(self.reader.current_state(table).snapshot_id)
             except Exception as e:  # noqa: BLE001 - any failure is a change for the watcher to look at
-                out[table] = ("error", type(e).__name__, str(e))
+                out.append(("error", type(e).__name__, str(e)))
         return out
 
 

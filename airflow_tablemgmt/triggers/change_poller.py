@@ -25,7 +25,7 @@ import itertools
 import json
 import logging
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from typing import Any, Final
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier
@@ -42,33 +42,37 @@ PER_TABLE_THREADS: Final = 4
 class Subscription:
     """One watcher's registration for one table: its place to wait for the table's next change."""
 
-    __slots__ = ("poller", "table", "closed")
+    __slots__ = ("poller", "table", "key", "closed")
 
     def __init__(self, poller: ChangePoller, table: TableIdentifier) -> None:
         self.poller = poller
         self.table = table
+        self.key = str(table)
         self.closed = False
 
     @property
     def generation(self) -> int:
         """The table's generation now; take it before a full read and pass it to :meth:`wait`."""
-        return self.poller.generation(self.table)
+        return self.poller.generation(self.key)
 
     async def wait(self, seen: int, timeout: float) -> bool:
         """Until the table's generation is past ``seen`` (True) or ``timeout`` seconds (False)."""
-        return await self.poller.wait(self.table, seen, timeout)
+        return await self.poller.wait(self.key, seen, timeout)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.poller.unsubscribe(self.table)
+            self.poller.unsubscribe(self.key)
 
 
 class ChangePoller:
     """Checks the registered tables of one catalog every ``interval`` seconds, in one worker-thread call
-    per tick (per-table catalogs: a bounded slice per tick), and moves a table's generation when its
-    token changes. Runs while it has subscribers; ``checks`` counts each table's checks (for tests and
-    the benchmark)."""
+    per tick (per-table catalogs: a bounded slice per tick, over a few threads), and moves a table's
+    generation when its token changes. Runs while it has subscribers.
+
+    Tables are keyed by their id (a string: its hash is cached, a ``TableIdentifier``'s is not), and the
+    tokens are compared in the worker thread, so the event loop's share of a tick is the list of tables
+    that changed. :meth:`checks_of` counts a table's checks (tests and the benchmark read it)."""
 
     def __init__(
         self, key: Hashable, interval: float, source: Callable[[], TokenSource], name: str = "catalog"
@@ -78,33 +82,47 @@ class ChangePoller:
         self.interval = interval
         self._make_source = source
         self._source: TokenSource | None = None
-        self._subscribers: dict[TableIdentifier, int] = {}
-        self._tokens: dict[TableIdentifier, Hashable] = {}
-        self._generations: dict[TableIdentifier, int] = {}
-        self._waiters: dict[TableIdentifier, list[asyncio.Future[None]]] = {}
+        self._subscribers: dict[str, int] = {}
+        self._tables: dict[str, TableIdentifier] = {}
+        self._probes: dict[str, Any] = {}
+        self._tokens: dict[str, Hashable] = {}
+        self._generations: dict[str, int] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._first_tick: dict[str, int] = {}  # batched: a table's checks are the ticks since its first
+        self._checks: dict[str, int] = {}  # per-table sources: counted per table
         self._cursor = 0
         self._task: asyncio.Task[None] | None = None
         self._problem: str | None = None
-        self.checks: dict[TableIdentifier, int] = {}
         self.ticks = 0
 
     def subscribe(self, table: TableIdentifier) -> Subscription:
-        self._subscribers[table] = self._subscribers.get(table, 0) + 1
-        self._generations.setdefault(table, 0)
+        subscription = Subscription(self, table)
+        key = subscription.key
+        self._subscribers[key] = self._subscribers.get(key, 0) + 1
+        self._tables.setdefault(key, table)
+        self._generations.setdefault(key, 0)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(
                 self._run(), name=f"tablemgmt-poll-{self.name}"
             )
-        return Subscription(self, table)
+        return subscription
 
-    def unsubscribe(self, table: TableIdentifier) -> None:
-        left = self._subscribers.get(table, 0) - 1
+    def unsubscribe(self, key: str) -> None:
+        left = self._subscribers.get(key, 0) - 1
         if left > 0:
-            self._subscribers[table] = left
+            self._subscribers[key] = left
             return
-        for mapping in (self._subscribers, self._tokens, self._generations, self.checks):
-            mapping.pop(table, None)  # type: ignore[attr-defined]
-        for future in self._waiters.pop(table, []):
+        for mapping in (
+            self._subscribers,
+            self._tables,
+            self._probes,
+            self._tokens,
+            self._generations,
+            self._first_tick,
+            self._checks,
+        ):
+            mapping.pop(key, None)  # type: ignore[attr-defined]
+        for future in self._waiters.pop(key, []):
             if not future.done():
                 future.cancel()
         if not self._subscribers:
@@ -112,83 +130,123 @@ class ChangePoller:
             if self._task is not None:
                 self._task.cancel()
 
-    def generation(self, table: TableIdentifier) -> int:
-        return self._generations.get(table, 0)
+    def generation(self, key: str) -> int:
+        return self._generations.get(key, 0)
 
-    async def wait(self, table: TableIdentifier, seen: int, timeout: float) -> bool:
-        if self.generation(table) > seen:
+    def checks_of(self, table: TableIdentifier | str) -> int:
+        """How many times ``table`` has been checked since it was first."""
+        key = str(table)
+        if key in self._checks:
+            return self._checks[key]
+        first = self._first_tick.get(key)
+        return 0 if first is None else self.ticks - first + 1
+
+    @property
+    def tables(self) -> int:
+        return len(self._subscribers)
+
+    async def wait(self, key: str, seen: int, timeout: float) -> bool:
+        if self.generation(key) > seen:
             return True
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(table, []).append(future)
+        self._waiters.setdefault(key, []).append(future)
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout)
             return True
         except TimeoutError:
-            return self.generation(table) > seen
+            return self.generation(key) > seen
         finally:
-            waiters = self._waiters.get(table)
+            waiters = self._waiters.get(key)
             if waiters is not None and future in waiters:
                 waiters.remove(future)
 
-    def _bump(self, table: TableIdentifier) -> None:
-        self._generations[table] = self._generations.get(table, 0) + 1
-        for future in self._waiters.pop(table, []):
+    def _bump(self, key: str) -> None:
+        self._generations[key] = self._generations.get(key, 0) + 1
+        for future in self._waiters.pop(key, []):
             if not future.done():
                 future.set_result(None)
 
-    def _due(self) -> list[TableIdentifier]:
+    def _due(self) -> list[str]:
         """This tick's tables: all of them for a batched check, else the next slice, round-robin."""
-        tables = list(self._subscribers)
+        keys = list(self._subscribers)
         if self._source is None or self._source.batched:
-            return tables
+            return keys
         per_tick = max(1, int(PER_TABLE_CALLS_PER_SECOND * self.interval))
-        if len(tables) <= per_tick:
-            return tables
-        start = self._cursor % len(tables)
+        if len(keys) <= per_tick:
+            return keys
+        start = self._cursor % len(keys)
         self._cursor = start + per_tick
-        return list(itertools.islice(itertools.cycle(tables), start, start + per_tick))
+        return list(itertools.islice(itertools.cycle(keys), start, start + per_tick))
 
-    def _check(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
+    def _check(self, keys: list[str], tables: list[TableIdentifier]) -> list[str]:
+        """In a worker thread: the keys whose token changed (a table's first token counts as a change)."""
+        source = self._source
+        assert source is not None
+        probes, tokens_now = self._probes, self._tokens
+        for key, table in zip(keys, tables, strict=True):
+            if key not in probes:
+                probes[key] = source.probe(table)
+        tokens = source.tokens([probes[k] for k in keys])
+        changed = []
+        subscribed = self._subscribers
+        for key, token in zip(keys, tokens, strict=True):
+            if key in subscribed and tokens_now.get(key, _NEVER) != token:
+                tokens_now[key] = token
+                changed.append(key)
+        return changed
+
+    async def _changed(self, keys: list[str]) -> list[str]:
+        tables = [self._tables[k] for k in keys]
         assert self._source is not None
-        return self._source.tokens(tables)
-
-    async def _tokens_of(self, tables: list[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
-        if self._source is None or self._source.batched or len(tables) < 2 * PER_TABLE_THREADS:
-            return await asyncio.to_thread(self._check, tables)
-        step = -(-len(tables) // PER_TABLE_THREADS)
+        if self._source.batched or len(keys) < 2 * PER_TABLE_THREADS:
+            return await asyncio.to_thread(self._check, keys, tables)
+        step = -(-len(keys) // PER_TABLE_THREADS)
         parts = await asyncio.gather(
-            *(asyncio.to_thread(self._check, tables[i : i + step]) for i in range(0, len(tables), step))
+            *(
+                asyncio.to_thread(self._check, keys[i : i + step], tables[i : i + step])
+                for i in range(0, len(keys), step)
+            )
         )
-        return {t: token for part in parts for t, token in part.items()}
+        return [k for part in parts for k in part]
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while self._subscribers:
             started = loop.time()
+            keys: list[str] = []
             try:
                 if self._source is None:  # in a worker thread: it may resolve the catalog's secrets
                     self._source = await asyncio.to_thread(self._make_source)
-                tables = self._due()
-                tokens = await self._tokens_of(tables)
+                keys = self._due()
+                changed = await self._changed(keys)
             except Exception as e:  # noqa: BLE001 - the watchers read for themselves and report it
                 if str(e) != self._problem:
                     self._problem = str(e)
                     log.warning(
                         "change check of catalog %s failed; its watchers read their tables: %s", self.name, e
                     )
-                tables = list(self._subscribers)
-                tokens = {t: ("error", str(e)) for t in tables}
+                keys = list(self._subscribers)
+                for key in keys:
+                    self._tokens[key] = ("error", str(e))
+                changed = keys
             else:
                 self._problem = None
             self.ticks += 1
-            for table, token in tokens.items():
-                if table not in self._subscribers:
-                    continue  # left while the check ran
-                self.checks[table] = self.checks.get(table, 0) + 1
-                if table not in self._tokens or self._tokens[table] != token:
-                    self._tokens[table] = token
-                    self._bump(table)
+            if self._source is not None and not self._source.batched:
+                for key in keys:
+                    if key in self._subscribers:
+                        self._checks[key] = self._checks.get(key, 0) + 1
+            elif len(self._first_tick) != len(self._subscribers):
+                for key in keys:
+                    if key in self._subscribers:
+                        self._first_tick.setdefault(key, self.ticks)
+            for key in changed:
+                if key in self._subscribers:  # not left while the check ran
+                    self._bump(key)
             await asyncio.sleep(max(0.0, self.interval - (loop.time() - started)))
+
+
+_NEVER = object()
 
 
 _pollers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Hashable, ChangePoller]] = (

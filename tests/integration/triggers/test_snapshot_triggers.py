@@ -94,7 +94,7 @@ class ObservedReader(SnapshotReader):
 
     def _checks(self) -> int:
         sub = None if self.trigger is None else self.trigger._subscription
-        return 0 if sub is None or sub.closed else sub.poller.checks.get(sub.table, 0)
+        return 0 if sub is None or sub.closed else sub.poller.checks_of(sub.table)
 
     def current_state(self, table: TableIdentifier) -> SnapshotState:
         try:

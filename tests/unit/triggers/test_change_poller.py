@@ -92,13 +92,18 @@ def test_local_hadoop_tokens_move_on_a_commit_only(tmp_path: Path) -> None:
     source = token_source(SnapshotReader(catalog(tmp_path)))
     assert isinstance(source, LocalHadoopTokens) and source.batched
     t, absent = TableIdentifier("lake", "db", "t"), TableIdentifier("lake", "db", "absent")
-    first = source.tokens([t, absent])
-    assert first[absent] == MISSING
-    assert source.tokens([t]) == {t: first[t]}  # nothing committed: the same token
+    pt, pa = source.probe(t), source.probe(absent)
+    first, missing = source.tokens([pt, pa])
+    assert missing == MISSING
+    assert source.tokens([pt]) == [first]  # nothing committed: the same token
     commit(tmp_path, "t")
-    assert source.tokens([t])[t] != first[t]
+    [second] = source.tokens([pt])
+    assert second != first
+    (tmp_path / "db" / "t" / "metadata" / "version-hint.text").unlink()  # no hint: the directory decides
+    [listed] = source.tokens([pt])
+    assert listed not in (second, MISSING)
     commit(tmp_path, "absent")
-    assert source.tokens([absent])[absent] != MISSING  # a table that appears moves too
+    assert source.tokens([pa]) != [MISSING]  # a table that appears moves too
 
 
 def test_other_catalogs_get_a_per_table_check(tmp_path: Path) -> None:
@@ -129,9 +134,10 @@ def test_a_jdbc_catalog_is_checked_with_one_listing(tmp_path: Path) -> None:
     row(f"INSERT INTO iceberg_tables {columns} VALUES ('jc', 'db', 'a', 'file:///a/v1.metadata.json')")
     row(f"INSERT INTO iceberg_tables {columns} VALUES ('other', 'db', 'b', 'file:///b/v1.metadata.json')")
     a, b = TableIdentifier("jc", "db", "a"), TableIdentifier("jc", "db", "b")
-    assert source.tokens([a, b]) == {a: "file:///a/v1.metadata.json", b: MISSING}  # b is another catalog's
+    probes = [source.probe(a), source.probe(b)]
+    assert source.tokens(probes) == ["file:///a/v1.metadata.json", MISSING]  # b is another catalog's
     row("UPDATE iceberg_tables SET metadata_location = 'file:///a/v2.metadata.json' WHERE table_name = 'a'")
-    assert source.tokens([a])[a] == "file:///a/v2.metadata.json"
+    assert source.tokens(probes[:1]) == ["file:///a/v2.metadata.json"]
 
 
 def test_a_watcher_fires_on_a_commit_and_reads_its_table_only_when_the_check_moves(tmp_path: Path) -> None:
@@ -147,9 +153,9 @@ def test_a_watcher_fires_on_a_commit_and_reads_its_table_only_when_the_check_mov
         await until(lambda: trigger._subscription is not None)
         poller = trigger._subscription.poller  # type: ignore[union-attr]
         table = TableIdentifier("lake", "db", "t")
-        await until(lambda: poller.checks.get(table, 0) >= 3)
+        await until(lambda: poller.checks_of(table) >= 3)
         reads = reader.reads["t"]
-        await until(lambda: poller.checks.get(table, 0) >= 20)  # ≈ 1 s of polls, nothing committed
+        await until(lambda: poller.checks_of(table) >= 20)  # ≈ 1 s of polls, nothing committed
         idle_reads = reader.reads["t"] - reads
         assert not waiting.done()
         new = commit(tmp_path, "t")
@@ -176,7 +182,9 @@ def test_watchers_of_one_catalog_share_one_poll_and_only_the_committed_table_is_
         waiting = [asyncio.ensure_future(anext(s)) for s in streams]
         await until(lambda: all(t._subscription is not None for t in triggers))
         [poller] = running_pollers()  # one loop for the 200 watchers of the catalog
-        await until(lambda: len(poller.checks) == 200 and min(poller.checks.values()) >= 3)
+        await until(
+            lambda: poller.tables == 200 and min(poller.checks_of(f"lake.db.{n}") for n in names) >= 3
+        )
         before = dict(reader.reads)
         ticks = poller.ticks
         new = commit(tmp_path, "t7")
@@ -205,11 +213,14 @@ class FakeSource:
         self.calls: list[list[TableIdentifier]] = []
         self.fail: Exception | None = None
 
-    def tokens(self, tables: Sequence[TableIdentifier]) -> dict[TableIdentifier, Hashable]:
-        self.calls.append(list(tables))
+    def probe(self, table: TableIdentifier) -> TableIdentifier:
+        return table
+
+    def tokens(self, probes: Sequence[Any]) -> list[Hashable]:
+        self.calls.append(list(probes))
         if self.fail is not None:
             raise self.fail
-        return {t: self.values.get(t, 0) for t in tables}
+        return [self.values.get(t, 0) for t in probes]
 
 
 def table(i: int) -> TableIdentifier:
@@ -222,10 +233,10 @@ def test_a_change_between_a_read_and_the_wait_is_not_lost() -> None:
     async def scenario() -> bool:
         poller = ChangePoller("k", 0.01, lambda: source)
         sub = poller.subscribe(table(0))
-        await until(lambda: poller.generation(table(0)) >= 1)  # the first check moves it
+        await until(lambda: sub.generation >= 1)  # the first check moves it
         seen = sub.generation  # taken before the watcher's read ...
         source.values[table(0)] = 1  # ... a commit lands while it reads ...
-        await until(lambda: poller.generation(table(0)) > seen)
+        await until(lambda: sub.generation > seen)
         woke = await sub.wait(seen, timeout=5.0)  # ... and the wait returns at once
         sub.close()
         return woke
@@ -242,7 +253,7 @@ def test_a_per_table_catalog_is_checked_in_bounded_slices_round_robin(
     async def scenario() -> ChangePoller:
         poller = ChangePoller("k", 0.05, lambda: source)  # at most 5 calls per tick
         subs = [poller.subscribe(table(i)) for i in range(12)]
-        await until(lambda: len(poller.checks) == 12 and min(poller.checks.values()) >= 2)
+        await until(lambda: min(poller.checks_of(table(i)) for i in range(12)) >= 2)
         for sub in subs:
             sub.close()
         return poller
@@ -259,7 +270,7 @@ def test_a_failed_check_wakes_every_watcher_to_read_for_itself() -> None:
     async def scenario() -> list[bool]:
         poller = ChangePoller("k", 0.01, lambda: source)
         subs = [poller.subscribe(table(i)) for i in range(3)]
-        await until(lambda: all(poller.generation(table(i)) >= 1 for i in range(3)))
+        await until(lambda: all(s.generation >= 1 for s in subs))
         seen = [s.generation for s in subs]
         source.fail = OSError("catalog unreachable")
         woke = await asyncio.gather(*(s.wait(g, timeout=5.0) for s, g in zip(subs, seen, strict=True)))
