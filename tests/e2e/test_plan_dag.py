@@ -107,6 +107,8 @@ def test_the_plan_selects_from_stored_health_and_the_batches_skip_what_the_gate_
     tis = _task_instances(DAG_ID, run.run_id)
     batches = sorted(ti.map_index for ti in tis if ti.task_id == "run_batch")
     assert batches == [0, 1, 2]  # 5 selected tables in batches of 2: three mapped tasks
+    labels = sorted(ti.rendered_map_index for ti in tis if ti.task_id == "run_batch")
+    assert labels == ["lake.db.t1 +1", "lake.db.t3 +1", "lake.db.t_leased"], labels  # the grid's names
     assert {ti.task_id: str(ti.state) for ti in tis} == {"plan": "success", "run_batch": "success"}
 
     processes = {p.table_id: p for p in store.processes.list(action=ACTION, limit=100)}
