@@ -40,6 +40,14 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "snapshot watchers exceed [triggerer] capacity times this number.",
         "3",
     ),
+    "watcher_catalog_calls_per_second": _option(
+        "float",
+        "200",
+        "Snapshot watchers of a catalog without a batched change check (REST, Hive, Glue, hadoop on object "
+        "storage, path-based formats): the most per-table catalog calls per second one triggerer makes for "
+        "that catalog and poll interval; a table is then checked every max(poll-interval, tables / this).",
+        "500",
+    ),
     "jvm_class_cache": _option(
         "boolean",
         "True",

@@ -33,7 +33,8 @@ from airflow_tablemgmt.triggers.change_check import TokenSource, token_source
 
 log = logging.getLogger(__name__)
 
-#: Per-table catalog calls per second one poller makes at most (REST loads, object-store hint reads).
+#: Per-table catalog calls per second one poller makes at most (REST loads, object-store hint reads):
+#: ``[tablemgmt] watcher_catalog_calls_per_second``, read when a poller starts.
 PER_TABLE_CALLS_PER_SECOND: Final = 200.0
 #: Worker threads one per-table poller spreads a tick's calls over (the event loop's default executor).
 PER_TABLE_THREADS: Final = 4
@@ -94,6 +95,7 @@ class ChangePoller:
         self._task: asyncio.Task[None] | None = None
         self._problem: str | None = None
         self.ticks = 0
+        self.calls_per_second = PER_TABLE_CALLS_PER_SECOND
 
     def subscribe(self, table: TableIdentifier) -> Subscription:
         subscription = Subscription(self, table)
@@ -171,7 +173,7 @@ class ChangePoller:
         keys = list(self._subscribers)
         if self._source is None or self._source.batched:
             return keys
-        per_tick = max(1, int(PER_TABLE_CALLS_PER_SECOND * self.interval))
+        per_tick = max(1, int(self.calls_per_second * self.interval))
         if len(keys) <= per_tick:
             return keys
         start = self._cursor % len(keys)
@@ -217,6 +219,8 @@ class ChangePoller:
             try:
                 if self._source is None:  # in a worker thread: it may resolve the catalog's secrets
                     self._source = await asyncio.to_thread(self._make_source)
+                    if not self._source.batched:
+                        self.calls_per_second = calls_per_second()
                 keys = self._due()
                 changed = await self._changed(keys)
             except Exception as e:  # noqa: BLE001 - the watchers read for themselves and report it
@@ -252,6 +256,32 @@ _NEVER = object()
 _pollers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Hashable, ChangePoller]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+def calls_per_second() -> float:
+    """``[tablemgmt] watcher_catalog_calls_per_second``; a value that is not a positive number is logged,
+    naming it, and the default applies (a bad setting must not stop the watchers)."""
+    try:
+        from airflow.configuration import conf
+
+        value = conf.getfloat(
+            "tablemgmt", "watcher_catalog_calls_per_second", fallback=PER_TABLE_CALLS_PER_SECOND
+        )
+    except Exception as e:  # noqa: BLE001 - reported below with the default that applies
+        log.error(
+            "[tablemgmt] watcher_catalog_calls_per_second: %s; the default %g applies",
+            e,
+            PER_TABLE_CALLS_PER_SECOND,
+        )
+        return PER_TABLE_CALLS_PER_SECOND
+    if not value > 0:
+        log.error(
+            "[tablemgmt] watcher_catalog_calls_per_second: %r is not allowed (a number > 0); the default %g applies",
+            value,
+            PER_TABLE_CALLS_PER_SECOND,
+        )
+        return PER_TABLE_CALLS_PER_SECOND
+    return value
 
 
 def _forget(poller: ChangePoller) -> None:

@@ -247,13 +247,14 @@ def test_a_change_between_a_read_and_the_wait_is_not_lost() -> None:
 def test_a_per_table_catalog_is_checked_in_bounded_slices_round_robin(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(change_poller, "PER_TABLE_CALLS_PER_SECOND", 100.0)
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__WATCHER_CATALOG_CALLS_PER_SECOND", "100")
     source = FakeSource(batched=False)
 
     async def scenario() -> ChangePoller:
         poller = ChangePoller("k", 0.05, lambda: source)  # at most 5 calls per tick
         subs = [poller.subscribe(table(i)) for i in range(12)]
         await until(lambda: min(poller.checks_of(table(i)) for i in range(12)) >= 2)
+        assert poller.calls_per_second == 100.0
         for sub in subs:
             sub.close()
         return poller
@@ -262,6 +263,14 @@ def test_a_per_table_catalog_is_checked_in_bounded_slices_round_robin(
     per_tick = [len(call) for call in source.calls]
     assert max(per_tick) <= 5  # one tick's slice, spread over the worker threads
     assert {t for call in source.calls for t in call} == {table(i) for i in range(12)}
+
+
+def test_a_bad_calls_per_second_setting_is_named_and_the_default_applies(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__WATCHER_CATALOG_CALLS_PER_SECOND", "0")
+    assert change_poller.calls_per_second() == change_poller.PER_TABLE_CALLS_PER_SECOND
+    assert "watcher_catalog_calls_per_second: 0.0 is not allowed (a number > 0)" in caplog.text
 
 
 def test_a_failed_check_wakes_every_watcher_to_read_for_itself() -> None:
