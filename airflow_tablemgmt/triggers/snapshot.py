@@ -1,6 +1,6 @@
 """The asset watcher's trigger: wait for a new Iceberg snapshot, checked with pyiceberg in the triggerer.
-(Just over 400 lines: one trigger class, whose serialized form is stored in Airflow's trigger table, so its
-path and kwargs stay put; its state-store writer is the part to move out next.)
+(Its class path and kwargs are stored in Airflow's trigger table, so they stay put; its calls to the asset
+state store are in ``watch_store.py``, its table checks in ``change_poller.py``.)
 
 :class:`TableSnapshotTrigger` is a :class:`~airflow.triggers.base.BaseEventTrigger` for ``AssetWatcher``:
 it runs for as long as the asset is watched and emits one event per new snapshot, so a DAG scheduled on
@@ -35,13 +35,14 @@ from airflow_tablemgmt.triggers.throttle import (
     state_store_gate,
 )
 from airflow_tablemgmt.triggers.watch_state import UNSET, Unset, Watch
+from airflow_tablemgmt.triggers.watch_store import StateStoreCalls
 
 #: The longest a steady watcher goes without a full read of its table (the shared poller's cheap check
 #: wakes it on every change; this bounds what a change the check cannot see would cost).
 FULL_READ_EVERY = 300.0
 
 
-class TableSnapshotTrigger(BaseEventTrigger):
+class TableSnapshotTrigger(StateStoreCalls, BaseEventTrigger):
     """Emit an event when ``table_id`` gets a new current snapshot (for ``AssetWatcher``).
 
     The last handled snapshot id is remembered in the watched asset's ``asset_state_store`` (injected
@@ -78,8 +79,6 @@ class TableSnapshotTrigger(BaseEventTrigger):
     once: the new id is stored after the event is handed to the triggerer.
     """
 
-    #: The background task writing what changed to the asset state store (``run`` starts it).
-    _writer: asyncio.Task[None] | None = None
     #: This watcher's place in its catalog's shared poller while ``run`` runs.
     _subscription: Subscription | None = None
 
@@ -168,9 +167,6 @@ class TableSnapshotTrigger(BaseEventTrigger):
         and a triggerer carrying 10,000 tables starts 10,000 of these at once)."""
         return f"tablemgmt.watch.{self.table_id}"
 
-    def _store(self) -> Any:
-        return getattr(self, "asset_state_store", None) if self._store_usable else None
-
     def _keys(self) -> tuple[str, ...]:
         return (self.state_key, self.fired_at_key) if self.actions is None else (self.watch_key,)
 
@@ -190,10 +186,6 @@ class TableSnapshotTrigger(BaseEventTrigger):
             if not isinstance(watch.remembered, Unset)
         }
         return {self.watch_key: state} if state else {}
-
-    async def _read_saved(self, ticket: Ticket) -> dict[str, object]:
-        """The store's answer for every key of this watcher (one call per key, through the gate)."""
-        return {key: await self._recall_value(key, ticket) for key in self._keys()}
 
     def _apply_saved(self, watches: list[Watch], saved: dict[str, object], baseline: int | None) -> None:
         """Set each watch from what the store remembered. A watch with nothing remembered starts from
@@ -219,43 +211,6 @@ class TableSnapshotTrigger(BaseEventTrigger):
         for watch in watches:
             if isinstance(watch.remembered, Unset):
                 watch.remembered = baseline if self.last_snapshot_id is None else self.last_snapshot_id
-
-    def _schedule_write(self, watches: list[Watch], urgent: bool) -> None:
-        """Write what changed, without holding up polling: one writer task per watcher, which writes
-        the latest state when its turn comes (so changes queued behind the gate coalesce) and only
-        keys whose value differs from what the store holds. ``urgent``: after an event (ahead of
-        every start-up call); otherwise a first observation or a rewrite recorded without an event."""
-        if self._store() is None:
-            return
-        self._dirty = True
-        if self._writer is None or self._writer.done():
-            self._write_ticket = Ticket(urgent)
-            self._writer = asyncio.create_task(self._write_loop(watches))
-        elif urgent:
-            state_store_gate().promote(self._write_ticket)
-
-    async def _write_loop(self, watches: list[Watch]) -> None:
-        while self._dirty:
-            self._dirty = False
-            for key in self._keys():
-                await self._store_latest(key, watches)
-
-    async def _store_latest(self, key: str, watches: list[Watch]) -> None:
-        store = self._store()
-        if store is None or self._saved_form(watches).get(key, UNSET) == self._stored.get(key, UNSET):
-            return
-        gate = state_store_gate()
-        await gate.acquire(self._write_ticket)
-        try:
-            value = self._saved_form(watches).get(key, UNSET)  # the latest, computed in our turn
-            if isinstance(value, Unset) or value == self._stored.get(key, UNSET):
-                return
-            await store.aset(key, value)
-            self._stored[key] = value
-        except Exception as e:  # noqa: BLE001 - the store is an optimisation, never a reason to stop
-            self.log.warning("asset_state_store write failed for %s: %s", self.table_id, e)
-        finally:
-            gate.release()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Poll from the start. With a state store, what it remembers is read in the background (at
@@ -404,22 +359,3 @@ class TableSnapshotTrigger(BaseEventTrigger):
         # One log line per table and observation, not one per action: at 10,000 tables the
         # triggerer log is read by people.
         return self.actions is None or watch.action == next(iter(self.actions))
-
-    async def _recall_value(self, key: str, ticket: Ticket) -> object:
-        store = self._store()
-        if store is None:
-            return None
-        gate = state_store_gate()
-        await gate.acquire(ticket)
-        try:
-            return await store.aget(key)
-        except ValueError as e:  # several watched assets: the single-asset accessors refuse
-            self._store_usable = False
-            self.log.warning(
-                "asset_state_store not usable for %s (%s); remembering in memory", self.table_id, e
-            )
-        except Exception as e:  # noqa: BLE001 - the store is an optimisation, never a reason to stop
-            self.log.warning("asset_state_store read failed for %s: %s", self.table_id, e)
-        finally:
-            gate.release()
-        return None

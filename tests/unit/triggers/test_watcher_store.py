@@ -1,0 +1,73 @@
+"""A watcher on the shared poll still remembers through Airflow's asset state store (``watch_store.py``): its
+first observation is stored, a commit made while no triggerer ran is reported once after a restart with the
+remembered previous snapshot, and nothing is reported twice. Synthetic hadoop tables on local disk, no JVM
+(``tests/integration/triggers`` has the same with Spark's commits)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from airflow.triggers.base import TriggerEvent
+
+from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
+from tests.unit.triggers.test_change_poller import WAIT, catalog_json, commit, until
+
+ACTIONS = {"rewrite-files": 0.0, "compute-stats": 0.0}
+
+
+class DictStore:
+    """Stands in for the triggerer-injected accessors of one watched asset (``aget``/``aset``)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    async def aset(self, key: str, value: Any) -> None:
+        self.values[key] = value
+
+
+def watcher(warehouse: Path, store: DictStore) -> TableSnapshotTrigger:
+    trigger = TableSnapshotTrigger(
+        table_id="lake.db.t", catalog=catalog_json(warehouse), poll_interval=0.05, actions=ACTIONS
+    )
+    trigger.asset_state_store = store  # type: ignore[assignment]
+    return trigger
+
+
+def remembered(store: DictStore) -> dict[str, Any]:
+    return {a: e["snapshot_id"] for a, e in store.values.get("tablemgmt.watch.lake.db.t", {}).items()}
+
+
+def test_a_restart_reports_a_commit_made_while_down_once_and_nothing_twice(tmp_path: Path) -> None:
+    first = commit(tmp_path, "t")
+    store = DictStore()
+
+    async def run_until_stored(expected: int) -> list[TriggerEvent]:
+        events: list[TriggerEvent] = []
+        gen = watcher(tmp_path, store).run()
+
+        async def collect() -> None:
+            async for event in gen:
+                events.append(event)
+
+        task = asyncio.ensure_future(collect())
+        await until(lambda: set(remembered(store).values()) == {expected}, WAIT)
+        await asyncio.sleep(0.3)  # several more checks: nothing else to report
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return events
+
+    assert asyncio.run(run_until_stored(first)) == []  # the first observation is stored, not reported
+    while_down = commit(tmp_path, "t")
+    [event] = asyncio.run(run_until_stored(while_down))
+    assert event.payload == {
+        "table": "lake.db.t",
+        "snapshot_id": while_down,
+        "previous_snapshot_id": first,
+        "actions": {"compute-stats": first, "rewrite-files": first},
+    }
+    assert asyncio.run(run_until_stored(while_down)) == []  # reported once, not again after a restart
