@@ -21,6 +21,7 @@ check also moves its generation (the watcher's first read may predate the poller
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import json
 import logging
@@ -104,8 +105,10 @@ class ChangePoller:
         self._tables.setdefault(key, table)
         self._generations.setdefault(key, 0)
         if self._task is None or self._task.done():
+            # A context of its own, not the first subscriber's (Airflow binds a trigger's id to its task's
+            # context and routes the log lines made there to that trigger's log).
             self._task = asyncio.get_running_loop().create_task(
-                self._run(), name=f"tablemgmt-poll-{self.name}"
+                self._run(), name=f"tablemgmt-poll-{self.name}", context=contextvars.Context()
             )
         return subscription
 
