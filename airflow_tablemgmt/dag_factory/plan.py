@@ -8,7 +8,7 @@ of two tasks:
   cannot decide yet (within a budget), and returns the tables where the action pays, in batches of
   ``[tablemgmt] plan_batch_size`` (``services/plan_runs.py``);
 * ``run_batch``, mapped over those batches with Airflow's dynamic task mapping
-  (``run_batch.partial(...).expand(batch=plan)``), runs each batch's tables one after another, each through
+  (``RunBatchOperator.partial(...).expand(batch=plan)``), runs each batch's tables one after another, each through
   the lifecycle with its own lease and process row (``services/batches.py``); at most ``[tablemgmt]
   plan_max_active_batches`` batches of the DAG run at once (``max_active_tis_per_dag``). A run with nothing
   to do maps zero batches: Airflow marks ``run_batch`` skipped.
@@ -29,7 +29,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from airflow.sdk import DAG, get_current_context, task
+from airflow.sdk import DAG, BaseOperator, get_current_context, task
 
 from airflow_tablemgmt.core.naming import plan_dag_id
 from airflow_tablemgmt.core.policies import Policy
@@ -62,44 +62,74 @@ def plan_tables(policy: str, action: str) -> list[list[str]]:
     return planned.batches
 
 
-def run_batch(batch: list[str], policy: str, action: str) -> dict[str, Any]:
+class RunBatchOperator(BaseOperator):
     """A mapped ``run_batch`` task: ``batch``'s tables one after another (``services/batches.py``). Fails at
-    the end, naming them, when a table failed; the others ran."""
-    from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
-    from airflow_tablemgmt.operators.maintenance import run_instant
-    from airflow_tablemgmt.services import batch_wiring as wiring
-    from airflow_tablemgmt.services.batches import BatchRun
-    from airflow_tablemgmt.services.batches import run_batch as run_tables
+    the end, naming them, when a table failed; the others ran. An operator rather than a decorated function
+    for :meth:`on_kill`: a batch killed by Airflow (marked failed, a timeout) kills the job of the table it
+    is running and records that process KILLED, as a table's own task does."""
 
-    context = get_current_context()
-    ti = context["ti"]
-    context["batch_label"] = batch_label(batch)  # type: ignore[typeddict-unknown-key]  # map_index_template
-    store = TableMgmtHook().get_store()
-    retries = getattr(ti.task, "retries", 0) or 0
-    run = BatchRun(
-        policy=policy,
-        action=action,
-        instant=run_instant(context),
-        dag_id=ti.dag_id,
-        run_id=ti.run_id,
-        task_id=ti.task_id,
-        map_index=ti.map_index,
-        try_number=ti.try_number,
-        last_try=ti.try_number is None or ti.try_number > retries,
-    )
-    wiring.reap(store)
-    result = run_tables(
-        store,
-        run,
-        batch,
-        runner_for=wiring.runner_for(store, action, context),
-        snapshot_gate=wiring.snapshot_gate,
-        limit_for=wiring.time_limit_for(store, action),
-        after_table=wiring.after_table(context),
-    )
-    log.info("tablemgmt: batch %s of %s (policy %s): %s", ti.map_index, action, policy, result.counts())
-    result.raise_if_failed()
-    return result.to_dict()
+    template_fields: Sequence[str] = ()
+    ui_color = "#d6eaf8"
+    _runner: Any = None  # the running table's ProcessRunner, for on_kill
+
+    def __init__(self, *, batch: list[str], policy: str, action: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.batch = batch
+        self.policy = policy
+        self.action = action
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+        from airflow_tablemgmt.operators.maintenance import run_instant
+        from airflow_tablemgmt.services import batch_wiring as wiring
+        from airflow_tablemgmt.services.batches import BatchRun, run_batch
+
+        ti = context["ti"]
+        context["batch_label"] = batch_label(self.batch)  # the grid's name of this batch (map_index_template)
+        store = TableMgmtHook().get_store()
+        run = BatchRun(
+            policy=self.policy,
+            action=self.action,
+            instant=run_instant(context),
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+            task_id=ti.task_id,
+            map_index=ti.map_index,
+            try_number=ti.try_number,
+            last_try=ti.try_number is None or ti.try_number > (self.retries or 0),
+        )
+        wiring.reap(store)
+        make = wiring.runner_for(store, self.action, context)
+
+        def runner_for(table_id: str) -> Any:
+            self._runner = make(table_id)
+            return self._runner
+
+        try:
+            result = run_batch(
+                store,
+                run,
+                self.batch,
+                runner_for=runner_for,
+                snapshot_gate=wiring.snapshot_gate,
+                limit_for=wiring.time_limit_for(store, self.action),
+                after_table=wiring.after_table(context),
+            )
+        finally:
+            self._runner = None
+        log.info(
+            "tablemgmt: batch %s of %s (policy %s): %s",
+            ti.map_index,
+            self.action,
+            self.policy,
+            result.counts(),
+        )
+        result.raise_if_failed()
+        return result.to_dict()
+
+    def on_kill(self) -> None:
+        if self._runner is not None:
+            self._runner.kill()
 
 
 def batch_label(batch: Sequence[str]) -> str:
@@ -143,13 +173,14 @@ def build_plan_dag(policy: Policy, action: str, policies: Sequence[Policy], *, b
         auto_register=False,
     ) as dag:
         planned = task(task_id=PLAN_TASK, **task_args)(plan_tables)(policy=policy.name, action=action)
-        mapped = task(
+        RunBatchOperator.partial(
             task_id=BATCH_TASK,
+            policy=policy.name,
+            action=action,
             max_active_tis_per_dag=batches_at_once,
             map_index_template="{{ batch_label }}",
             **task_args,
-        )(run_batch)
-        mapped.partial(policy=policy.name, action=action).expand(batch=planned)
+        ).expand(batch=planned)
     return dag
 
 

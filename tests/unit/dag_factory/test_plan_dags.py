@@ -159,3 +159,24 @@ def test_rest_names_an_enrolled_tables_planned_dags(tmp_path: Path, monkeypatch:
     declared = actions_of(store, store.tables.get_registered("lake.own.declared"))
     assert "tms__lake.own.declared__rewrite-files" in [a.dag_id for a in declared]
     store.dispose()
+
+
+def test_a_killed_batch_kills_the_job_of_the_table_it_is_running() -> None:
+    from airflow_tablemgmt.dag_factory.plan import RunBatchOperator, batch_label
+
+    op = RunBatchOperator(
+        task_id="run_batch", batch=["lake.s.a", "lake.s.b"], policy="fleet", action="rewrite-files"
+    )
+    op.on_kill()  # between tables: nothing to kill
+
+    class Runner:
+        killed = 0
+
+        def kill(self) -> None:
+            self.killed += 1
+
+    running = Runner()
+    op._runner = running
+    op.on_kill()
+    assert running.killed == 1
+    assert batch_label(["lake.s.a", "lake.s.b", "lake.s.c"]) == "lake.s.a +2" and batch_label(["x"]) == "x"
