@@ -311,15 +311,26 @@ def poller_for(catalog: dict[str, Any], interval: float, reader: Callable[[], An
 
 
 async def next_poll(
-    subscription: Subscription, seen: int, sleep: float | None, full_read_every: float
+    subscription: Subscription,
+    seen: int,
+    sleep: float | None,
+    full_read_every: float,
+    until: asyncio.Future[Any] | None = None,
 ) -> None:
     """A watcher's wait before its next full read: ``sleep`` seconds when it has its own reason to look
     again soon (a change held back by its throttle, a table it could not read), else until the poller
-    sees its table change, or ``full_read_every`` seconds at the latest (what a missed token would cost)."""
+    sees its table change, or ``full_read_every`` seconds at the latest (what a missed token would cost),
+    or ``until`` is done (the watcher's remembered state arriving from the state store)."""
     if sleep is not None:
         await asyncio.sleep(sleep)
-    else:
+    elif until is None:
         await subscription.wait(seen, full_read_every)
+    else:
+        waiter = asyncio.ensure_future(subscription.wait(seen, full_read_every))
+        try:
+            await asyncio.wait({waiter, until}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
 
 
 def running_pollers() -> list[ChangePoller]:

@@ -259,7 +259,8 @@ class TableSnapshotTrigger(StateStoreCalls, BaseEventTrigger):
                         self._polling(baseline)
                     if not recall.done():
                         if state.snapshot_id == baseline:  # nothing new since this watcher started
-                            await next_poll(subscription, seen, None, FULL_READ_EVERY)
+                            # Until the table changes or the store answers (then: compare with it).
+                            await next_poll(subscription, seen, None, FULL_READ_EVERY, until=recall)
                             continue
                         state_store_gate().promote(recall_ticket)  # changed: its remembered state now
                     saved = await recall

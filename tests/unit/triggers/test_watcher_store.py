@@ -71,3 +71,44 @@ def test_a_restart_reports_a_commit_made_while_down_once_and_nothing_twice(tmp_p
         "actions": {"compute-stats": first, "rewrite-files": first},
     }
     assert asyncio.run(run_until_stored(while_down)) == []  # reported once, not again after a restart
+
+
+class HeldStore(DictStore):
+    """Answers reads only once released: a triggerer's supervisor busy with thousands of start-up calls."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        super().__init__()
+        self.values = values
+        self.released = asyncio.Event()
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        await self.released.wait()
+        return await super().aget(key, default)
+
+
+def test_a_watcher_whose_state_arrives_late_reports_the_commit_made_while_down_at_once(
+    tmp_path: Path,
+) -> None:
+    """The table does not change after the restart, so the poller never wakes the watcher: the store's late
+    answer must (it waited for the next change or the periodic full read before)."""
+    first = commit(tmp_path, "t")
+    saved = {a: {"snapshot_id": first, "event_at": None} for a in ACTIONS}
+    store = HeldStore({"tablemgmt.watch.lake.db.t": saved})
+    while_down = commit(tmp_path, "t")
+
+    async def scenario() -> TriggerEvent:
+        trigger = watcher(tmp_path, store)
+        events = trigger.run()
+        waiting = asyncio.ensure_future(anext(events))
+        await until(lambda: trigger._subscription is not None)
+        sub = trigger._subscription
+        assert sub is not None
+        await until(lambda: sub.poller.checks_of(sub.table) >= 3, WAIT)  # polling, the read held
+        assert not waiting.done()
+        store.released.set()
+        event = await asyncio.wait_for(waiting, WAIT)
+        await events.aclose()
+        return event
+
+    event = asyncio.run(scenario())
+    assert (event.payload["snapshot_id"], event.payload["previous_snapshot_id"]) == (while_down, first)
