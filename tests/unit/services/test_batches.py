@@ -197,7 +197,12 @@ def test_a_table_no_longer_this_policys_or_gated_opens_no_process(store: Store) 
         )
 
     tables = ["lake.db.a_small", "lake.db.e_small", "lake.db.c_leased"]
-    result = run_batch(store, _run(), tables, runner_for=_runner(store, engine), snapshot_gate=gate)
+    from airflow_tablemgmt.services.batch_wiring import time_limit_for
+
+    limits = time_limit_for(store, ACTION)  # the real wiring's, which reads each table's own limit
+    result = run_batch(
+        store, _run(), tables, runner_for=_runner(store, engine), snapshot_gate=gate, limit_for=limits
+    )
     assert [(t.outcome, t.process_id) for t in result.tables] == [(Outcome.SKIPPED, None)] * 3
     reasons = [t.reason for t in result.tables]
     assert reasons[0].startswith("no longer registered")
