@@ -143,6 +143,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.on_demand(
+    reason="a third start of the whole UI stack (≈ 70 s); CI's first start from nothing with the same checks is "
+    "tests/e2e/test_make_ui.py::test_make_ui_runs_on_postgresql (the SQLite home: its other test)"
+)
 @pytest.mark.timeout(420)
 def test_make_ui_starts_airflow_on_the_demo_home_and_prints_url_and_login(tmp_path: Path) -> None:
     demo = tmp_path / "demo"

@@ -341,7 +341,8 @@ def pg_database() -> Iterator[str]:
 
 @pytest.mark.timeout(600)
 def test_make_ui_runs_on_postgresql(tmp_path: Path, pg_database: str) -> None:
-    """docs/ui.md: AIRFLOW__DATABASE__SQL_ALCHEMY_CONN and TABLEMGMT_STORE_URL name PostgreSQL."""
+    """docs/ui.md: AIRFLOW__DATABASE__SQL_ALCHEMY_CONN and TABLEMGMT_STORE_URL name PostgreSQL; the home is
+    made by this first start (the README's `make ui` on a fresh machine)."""
     from airflow_tablemgmt.store import Store
 
     Store.for_url(pg_database).upgrade()
@@ -352,8 +353,20 @@ def test_make_ui_runs_on_postgresql(tmp_path: Path, pg_database: str) -> None:
     res = subprocess.run(
         ["bash", str(ROOT / "scripts" / "ui.sh")], env=env, capture_output=True, text=True, timeout=540
     )
-    assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
-    assert "api-server answers" in res.stdout
+    out = res.stdout
+    assert res.returncode == 0, f"stdout:\n{out[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
+    # A first start from nothing (the home is made here): the page's address and the login it prints.
+    assert f"http://127.0.0.1:{port}/plugin/tablemgmt" in out
+    password = json.loads((demo / "airflow" / "ui-passwords.json").read_text())["admin"]
+    assert f"login: admin / {password}" in out
+    assert "api-server answers" in out and '"version"' in out
+    for component in COMPONENTS:
+        assert f"started {component}" in out, component
+    assert "stopped" in out
+    cfg = (demo / "airflow" / "airflow.cfg").read_text()
+    assert re.search(r"^load_examples = False$", cfg, re.M)
+    with socket.socket() as s:  # every component was stopped: nothing listens on the port any more
+        assert s.connect_ex(("127.0.0.1", port)) != 0
     assert not (demo / "airflow" / "airflow.db").exists()  # Airflow's DB is the PostgreSQL one
     from sqlalchemy import create_engine, inspect
 
