@@ -138,3 +138,184 @@ def test_the_plan_selects_from_stored_health_and_the_batches_skip_what_the_gate_
     assert len(store.processes.list(action=ACTION, limit=100)) == len(stale)
     store.dispose()
     client.engine.dispose()
+
+
+@pytest.mark.on_demand(
+    reason="two spark-submit compactions (≈ 2-4 min under load); CI runs the planned DAG's whole path without a "
+    "JVM (the test above: plan, mapped batches, the gate, the lease) and the compaction job itself in "
+    "e2e/test_cli.py"
+)
+def test_the_mapped_batch_compacts_the_unhealthy_tables_with_local_spark(
+    airflow_db: str, dags_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three pyiceberg tables in a JDBC catalog on the suite's PostgreSQL, enrolled by discovery: the plan
+    measures them (none has stored health), selects the two with 8 small files, and one mapped batch compacts
+    them one after another with the default engine (spark-submit, local Spark); the healthy one is not
+    selected."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    from airflow_tablemgmt.core.identifiers import TableIdentifier
+    from airflow_tablemgmt.core.process import ProcessStatus
+    from airflow_tablemgmt.services.enrolment import discover
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.policies import PolicyRepository
+    from tests.integration.catalogs.conftest import postgres_database
+    from tests.support.catalogs import content, seed
+
+    monkeypatch.setenv("TABLEMGMT_HEALTH_GATE", "1")
+    monkeypatch.setenv("TMS_TEST_PG_PASSWORD", "unused")  # the catalog's password reference (trust auth)
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__DAG_CACHE_DIR", "off")
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("TABLEMGMT_STORE_URL", url)
+    with postgres_database("tms_plan") as database:
+        catalog = CatalogSpec(
+            name="lake",
+            type=CatalogType.JDBC,
+            warehouse=f"file://{tmp_path / 'warehouse'}",
+            properties={
+                "uri": f"jdbc:postgresql://127.0.0.1:5432/{database}",
+                "jdbc.user": "postgres",
+                "jdbc.password": "env:TMS_TEST_PG_PASSWORD",
+            },
+        )
+        tables = {"u1": 8, "u2": 8, "healthy": 1}
+        before = {n: content(catalog, seed(catalog, n, appends=k)) for n, k in tables.items()}
+        assert {n: c[2] for n, c in before.items()} == {"u1": 8, "u2": 8, "healthy": 1}  # data files
+        store = Store.for_url(url)
+        store.catalogs.upsert(catalog, Owner.STORE)
+        policy = {"name": "fleet", "match": {"catalog": "lake", "format": "iceberg"}, "actions": {ACTION: {}}}
+        PolicyRepository.of(store).upsert(parse_policy(policy), Owner.STORE)
+        assert discover(store, policy="fleet").count("enrolled") == 3
+
+        bag = DagBag(dag_folder=str(dags_folder))
+        dag = bag.get_dag(DAG_ID)
+        assert dag is not None, (bag.import_errors, sorted(bag.dag_ids))
+        run = dag.test()
+        assert run.state == "success"
+        tis = _task_instances(DAG_ID, run.run_id)
+        assert sorted(ti.map_index for ti in tis if ti.task_id == "run_batch") == [0]  # one batch of two
+
+        processes = {p.table_id: p for p in store.processes.list(action=ACTION, limit=100)}
+        assert sorted(processes) == ["lake.db.u1", "lake.db.u2"]  # the healthy table was not selected
+        for name in ("u1", "u2"):
+            p = processes[f"lake.db.{name}"]
+            assert p.status == ProcessStatus.SUCCESS and not (p.summary or {}).get("skipped"), p
+            assert p.parameters["plan"]["map_index"] == 0 and p.run_id == run.run_id
+            rows, ids, files, _ = content(catalog, TableIdentifier("lake", "db", name))
+            assert (rows, ids) == before[name][:2] and files == 1, (name, rows, ids, files)
+        assert content(catalog, TableIdentifier("lake", "db", "healthy")) == before["healthy"]
+        store.dispose()
+
+
+SCHEDULED_TABLES = 200  # 199 with stale health, one of them leased elsewhere
+
+
+@pytest.mark.on_demand(
+    reason="a real Airflow deployment (api-server, scheduler, dag-processor) over 200 tables (≈ 2-3 min); CI runs "
+    "the same DAG with dag.test() (the first test) and the scheduler path of task code in e2e/test_real_scheduler.py"
+)
+@pytest.mark.timeout(600)
+def test_a_real_scheduler_runs_the_planned_dag_over_a_few_hundred_tables(tmp_path: Path) -> None:
+    """The planned DAG under a real scheduler (LocalExecutor: task code through the Task SDK, no metadata-DB
+    access), its batches expanded by the scheduler: 200 enrolled pyiceberg tables whose stored health is stale,
+    one leased elsewhere. The plan selects all 200, four mapped batches of 50 run them; the health gate skips
+    each as it reads it again, the leased one is a recorded skip naming its holder."""
+    import subprocess
+    import time
+
+    from airflow_tablemgmt.core.process import ProcessStatus
+    from airflow_tablemgmt.services import health
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+    from airflow_tablemgmt.store.policies import PolicyRepository
+    from tests.e2e.conftest import BIN, ROOT
+    from tests.e2e.test_real_scheduler import _wait_for, local_deployment
+
+    t0 = time.monotonic()
+    dep = local_deployment(
+        tmp_path / "airflow",
+        AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
+        AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC="1",
+        AIRFLOW__TABLEMGMT__DAG_CACHE_DIR="off",
+        TABLEMGMT_HEALTH_GATE="1",
+    )
+    try:
+        migrate = subprocess.Popen(
+            [str(BIN / "airflow"), "db", "migrate"],
+            env=dep.env,
+            stdout=dep.log("db-migrate").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        client, catalog = _lake(tmp_path)
+        store = Store.for_url(dep.env["TABLEMGMT_STORE_URL"])
+        store.catalogs.upsert(catalog, Owner.STORE)
+        policy = {"name": "fleet", "match": {"catalog": "lake", "format": "iceberg"}, "actions": {ACTION: {}}}
+        PolicyRepository.of(store).upsert(parse_policy(policy), Owner.STORE)
+        _table(client, "other.small", 8)
+        small = health.read_file_stats(catalog, TableSpec(catalog="lake", namespace="other", name="small"))
+        enrol = EnrolmentRepository.of(store)
+        names = [f"t{i:03d}" for i in range(SCHEDULED_TABLES - 1)] + ["t_leased"]
+        for name in names:
+            _table(client, f"db.{name}", 1)
+            spec = TableSpec(catalog="lake", namespace="db", name=name, actions={ACTION: {}})
+            enrol.enrol(spec, "fleet", "matched")
+        health.remember_many(store, {f"lake.db.{n}": small for n in names})
+        assert store.leases.acquire("lake.db.t_leased", ELSEWHERE, timedelta(minutes=30))
+        (dep.home / "dags" / "tablemgmt_dags.py").write_bytes(
+            (ROOT / "dags" / "tablemgmt_dags.py").read_bytes()
+        )
+        assert migrate.wait(timeout=300) == 0, dep.log("db-migrate").read_text()[-3000:]
+        print(f"\nsetup ({len(names)} tables + db migrate): {time.monotonic() - t0:.1f} s")
+
+        dep.start("api-server", "api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")
+        dep.start("scheduler", "scheduler")
+        dep.start("dag-processor", "dag-processor")
+
+        def dag_active() -> bool:
+            dep.check_alive()
+            rows = dep.query("SELECT is_paused, is_stale FROM dag WHERE dag_id = :d", d=DAG_ID)
+            return bool(rows) and rows[0] == (False, False)
+
+        _wait_for(f"{DAG_ID} registered and unpaused", dag_active, timeout=180)
+        enrolled_dags = dep.query("SELECT count(*) FROM dag WHERE dag_id LIKE 'tms__lake.db.%'")
+        assert enrolled_dags == [(0,)]  # no DAG per enrolled table
+
+        def a_run_finished() -> Any:
+            dep.check_alive()
+            rows = dep.query("SELECT run_id, state FROM dag_run WHERE dag_id = :d ORDER BY id", d=DAG_ID)
+            if not rows:
+                trigger = dep.cli("dags", "trigger", DAG_ID)
+                assert trigger.returncode == 0, trigger.stderr[-2000:]
+                return None
+            return rows[0] if rows[0][1] in ("success", "failed") else None
+
+        run_id, state = _wait_for("the first planned run to finish", a_run_finished, timeout=420, every=3)
+        print(f"first run {run_id} {state}: {time.monotonic() - t0:.1f} s")
+        tis = dep.query(
+            "SELECT task_id, map_index, state FROM task_instance WHERE dag_id = :d AND run_id = :r",
+            d=DAG_ID,
+            r=run_id,
+        )
+        assert state == "success", tis
+        assert sorted(m for t, m, _ in tis if t == "run_batch") == [0, 1, 2, 3]  # 200 tables, batches of 50
+        assert {s for _, _, s in tis} == {"success"}
+
+        processes = {
+            p.table_id: p for p in store.processes.list(action=ACTION, limit=1000) if p.run_id == run_id
+        }
+        assert sorted(processes) == sorted(f"lake.db.{n}" for n in names)
+        leased = processes.pop("lake.db.t_leased")
+        assert leased.status == ProcessStatus.SUCCESS and (leased.summary or {})["gate"] == "lease"
+        assert ELSEWHERE in (leased.summary or {})["reason"]
+        assert {(p.status, (p.summary or {}).get("gate")) for p in processes.values()} == {
+            (ProcessStatus.SUCCESS, "health")
+        }
+        assert {p.parameters["plan"]["map_index"] for p in processes.values()} == {0, 1, 2, 3}
+        store.dispose()
+        client.engine.dispose()
+    except BaseException:
+        dep.print_log_tails()
+        raise
+    finally:
+        dep.stop()
+    print(f"total: {time.monotonic() - t0:.1f} s")
