@@ -141,7 +141,7 @@ def test_the_plan_selects_from_stored_health_and_the_batches_skip_what_the_gate_
 
 
 @pytest.mark.on_demand(
-    reason="two spark-submit compactions (≈ 2-4 min under load); CI runs the planned DAG's whole path without a "
+    reason="two spark-submit compactions (≈ 3 min at load 6-16); CI runs the planned DAG's whole path without a "
     "JVM (the test above: plan, mapped batches, the gate, the lease) and the compaction job itself in "
     "e2e/test_cli.py"
 )
@@ -211,7 +211,8 @@ SCHEDULED_TABLES = 200  # 199 with stale health, one of them leased elsewhere
 
 
 @pytest.mark.on_demand(
-    reason="a real Airflow deployment (api-server, scheduler, dag-processor) over 200 tables (≈ 2-3 min); CI runs "
+    reason="a real Airflow deployment (api-server, scheduler, dag-processor) over 200 tables (≈ 4.5 min at load "
+    "16-20); CI runs "
     "the same DAG with dag.test() (the first test) and the scheduler path of task code in e2e/test_real_scheduler.py"
 )
 @pytest.mark.timeout(600)
