@@ -77,6 +77,12 @@ def test_create_refresh_validation_suspend_resume_history(airflow_db: str, tmp_p
     assert out["process"]["trigger"] == "CREATION" and out["process"]["state"] == "SUCCESS"
     assert out["process"]["rows_written"] == 4  # one row per day
     assert out["process"]["application_id"]
+    # issue 41: the creation's mode and why, and the analysis spark-submit's driver made of the query
+    assert (out["process"]["refresh_mode"], out["process"]["refresh_mode_reason"]) == (
+        "FULL",
+        "no previous state: the table's first refresh computes the whole query",
+    )
+    assert out["table"]["incremental"]["strategy"] == "MERGE_BY_KEY"
 
     [listed] = [t for t in json.loads(ok(tablemgmt("dt", "list", "--json")).stdout) if t["table"] == tid]
     assert (listed["cron"], listed["freshness"], listed["managed_by"]) == ("0 0 * * *", "1 DAY", "store")
@@ -103,6 +109,11 @@ def test_create_refresh_validation_suspend_resume_history(airflow_db: str, tmp_p
     ok(tablemgmt("dt", "alter", tid, "--freshness", "1 HOUR"))
     shown = json.loads(ok(tablemgmt("dt", "show", tid, "--json")).stdout)
     assert (shown["cron"], shown["dynamic_options"]) == ("0 * * * *", {"spark.sql.shuffle.partitions": "4"})
+    assert {k: shown["refresh_mode"][k] for k in ("declared", "mode", "reason")} == {
+        "declared": "AUTO",
+        "mode": "FULL",
+        "reason": "incremental refresh not enabled in this version",
+    }
 
     assert "dropped" in ok(tablemgmt("dt", "drop", tid)).stdout
     fails(tablemgmt("dt", "show", tid), "removed")
