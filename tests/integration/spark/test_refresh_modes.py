@@ -7,6 +7,7 @@ the mode and the reason on each refresh and on the table."""
 from __future__ import annotations
 
 import itertools
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.integration
-_names = itertools.count()
+# Unique per run: the session's warehouse is shared by every module of this pytest process, whose own
+# counters name tables daily_<n> too.
+_names = (uuid.uuid4().hex[:8] for _ in itertools.count())
 
 
 @pytest.fixture
