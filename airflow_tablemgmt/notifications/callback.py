@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.core.notify import NotifyEvent, NotifySpec
 from airflow_tablemgmt.core.outcomes import TableHalted
 from airflow_tablemgmt.core.process import Process, ProcessStatus
-from airflow_tablemgmt.notifications.dispatch import Route, global_notify, routes, send
+from airflow_tablemgmt.notifications.dispatch import Route, global_notify, routes, send_routed
 from airflow_tablemgmt.notifications.events import Notification
 from airflow_tablemgmt.notifications.health import after_process
 
@@ -172,14 +172,7 @@ def on_task_failure(context: Mapping[str, Any]) -> None:
     except Exception:  # noqa: BLE001 - a notification problem must not hide the task's own failure
         log.exception("tablemgmt: could not decide the notifications of %s %s", table_id, action)
         return
-    for route, notification in decided:
-        sent = send(route.notifiers, notification, context)
-        log.info(
-            "tablemgmt: %s sent through %d of %d notifier(s)",
-            notification.subject,
-            sent,
-            len(route.notifiers),
-        )
+    send_routed(decided, context)
     # The table is measured after a failed process too: writers may have made it worse since the last one.
     process_id = next((n.process_id for _, n in decided if n.process_id is not None), None)
     after_process(store, table_id, action, context, process_id=process_id)

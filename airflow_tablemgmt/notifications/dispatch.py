@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,3 +93,15 @@ def send(notifiers: tuple[NotifierSpec, ...], notification: Notification, contex
         except Exception:  # noqa: BLE001 - one broken notifier must not silence the others
             log.exception("tablemgmt: notifier %s failed to send %s", spec.class_path, notification.subject)
     return sent
+
+
+def send_routed(decided: Iterable[tuple[Route, Notification]], context: Mapping[str, Any]) -> None:
+    """Send each decided notification through its route's notifiers, and say in the task's log how many took it."""
+    for route, notification in decided:
+        sent = send(route.notifiers, notification, context)
+        log.info(
+            "tablemgmt: %s sent through %d of %d notifier(s)",
+            notification.subject,
+            sent,
+            len(route.notifiers),
+        )

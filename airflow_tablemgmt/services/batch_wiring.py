@@ -167,7 +167,7 @@ def _failure_alerts(
     """The failure callback's notifications for one table (``notifications/callback.py``): the batch's task
     has no one table, so its own callback cannot send them."""
     from airflow_tablemgmt.notifications.callback import decide
-    from airflow_tablemgmt.notifications.dispatch import global_notify, send
+    from airflow_tablemgmt.notifications.dispatch import global_notify, send_routed
 
     spec = store.tables.get(done.table_id)
     decided = decide(
@@ -180,14 +180,7 @@ def _failure_alerts(
         dag_id=run.dag_id,
         run_id=run.run_id,
     )
-    for route, notification in decided:
-        sent = send(route.notifiers, notification, context)
-        log.info(
-            "tablemgmt: %s sent through %d of %d notifier(s)",
-            notification.subject,
-            sent,
-            len(route.notifiers),
-        )
+    send_routed(decided, context)
 
 
 __all__ = ["after_table", "reap", "runner_for", "snapshot_gate", "table_time_limit", "time_limit_for"]
