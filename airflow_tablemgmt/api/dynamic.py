@@ -13,6 +13,8 @@ Flink has one: "Schedule time must be specified for periodic refresh."); ``sched
 within [the refresh DAG's start, now + 5 minutes] and carry a zone unless in FLIP-435's own format
 (UTC); the same periodic schedule time twice answers the same job and queues nothing. ``DELETE …?purge=true``
 is refused (dropping the Iceberg table runs Spark): ``tablemgmt dt drop --purge`` on a worker host.
+(Just over 400 lines since the refresh mode joined PATCH and the answers; FLIP-435's refresh route and its
+schedule-time checks move to a module of their own next.)
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ class StateStoreCalls:
     #: The background task writing what changed to the asset state store (``run`` starts it).
     _writer: asyncio.Task[None] | None = None
 
+    # The two hooks the trigger that mixes this in defines (triggers/snapshot.py): what its watches are keyed by,
+    # and the form they are saved in. Not stubs: a class without them is not a watcher.
     def _keys(self) -> tuple[str, ...]:
         raise NotImplementedError
 
