@@ -23,5 +23,9 @@ bash "$ROOT/scripts/services.sh" || {
 # (--dist loadfile: a module's fixtures, e.g. the distributed cluster, are made once), and files are
 # handed out in collection order (--no-loadscope-reorder), so tests/distributed and tests/e2e, the
 # longest, start first and the many short unit files fill in at the end. TEST_WORKERS=0: one process.
-"$BIN/pytest" -q -p no:cacheprovider --durations=25 -n "${TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
+# Each run's JUnit report (every test's time) is kept outside the clone, for finding the slow ones later.
+REPORTS="${TEST_REPORTS:-${TMPDIR:-/tmp}/tablemgmt-test-reports}"
+mkdir -p "$REPORTS"
+"$BIN/pytest" -q -p no:cacheprovider --durations=25 --junitxml "$REPORTS/junit-$(date -u +%Y%m%dT%H%M%SZ).xml" \
+  -n "${TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
   "$@" tests plugins/paimon/tests

@@ -223,6 +223,10 @@ def test_a_session_that_fails_to_start_while_the_table_is_read_gives_one_failure
     assert parse_result(log.splitlines()).status == "FAILED"
 
 
+@pytest.mark.on_demand(
+    reason="tests/integration/spark/test_spark_submit.py::test_rewrite_files_via_spark_submit checks the "
+    "spark-submit run's early read (no table_load, the metadata tables' figures) in its own JVM"
+)
 def test_a_spark_submit_run_reads_its_table_early(
     make_table: TableFactory, tables: Tables, catalog: CatalogSpec, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.formats.iceberg.marks import commits
 from airflow_tablemgmt.spark.job.commit_mark import ACTION, ATTEMPT, PROCESS
+from airflow_tablemgmt.spark.job.metrics import _metrics_from_metadata_tables
 from airflow_tablemgmt.spark.launch.submit import run_local
 from airflow_tablemgmt.spark.protocol import describe_exception
 from tests.integration.spark.spark_tables import TableFactory, Tables, job_spec
@@ -32,6 +33,7 @@ def test_rewrite_files_via_spark_submit(
     tables.small_files(table, files=12)
     before = tables.content(table)
     old_files = {p.name for p in (tables.dir(table) / "data").rglob("*.parquet")}
+    expected = _metrics_from_metadata_tables(tables.spark, table)
 
     job = replace(_job(table, catalog, "rewrite-files", {"min-input-files": 2}), process_id=41, attempt=2)
     result = run_local(job, tmp_path, timeout=300)
@@ -44,6 +46,10 @@ def test_rewrite_files_via_spark_submit(
     assert result.application_id and result.application_id.startswith("local-")
     summary = result.summary
     assert summary["before"]["data_files"] == 24
+    # Read early, while the session started (no table_load phase), and the same figures Spark's own
+    # metadata tables give.
+    assert "table_load" not in summary["timings"] and summary["timings"]["session"] > 0
+    assert summary["before"] == expected
     assert summary["after"]["data_files"] == 2
     assert summary["after"]["files_per_partition_max"] == 1
     assert summary["rewritten_data_files_count"] == 24
