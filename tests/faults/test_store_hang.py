@@ -10,18 +10,29 @@ task would, and takes it over as soon as A's lease lapses. A must have killed it
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from airflow_tablemgmt.core.errors import LeaseUnavailable
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.lifecycle import RunOutcome, RunRequest
-from airflow_tablemgmt.store.timeouts import PG_CONNECT_DEFAULTS, PG_STATEMENT_TIMEOUT_MS
+from airflow_tablemgmt.lifecycle.model import LEASE_TTL as LEASE_TTL_DEFAULT
+from airflow_tablemgmt.store import Store
+from airflow_tablemgmt.store.timeouts import (
+    PG_CONNECT_DEFAULTS,
+    PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    PG_STATEMENT_TIMEOUT_MS,
+)
 from tests.faults.conftest import ROUNDS, Figures, PgStores
 from tests.faults.workers import WAIT, CommitLog, SteeredJob, register, runner, wait_until
+from tests.support.postgres import PG_URL
 from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.faults
@@ -153,7 +164,10 @@ def test_the_store_engine_bounds_every_wait(pg: PgStores) -> None:
         timeout = conn.exec_driver_sql("SHOW statement_timeout").scalar()
         path = conn.exec_driver_sql("SHOW search_path").scalar()
         dsn = conn.connection.dbapi_connection.get_dsn_parameters()  # type: ignore[union-attr]
+        idle = conn.exec_driver_sql("SHOW idle_in_transaction_session_timeout").scalar()
     assert timeout == f"{PG_STATEMENT_TIMEOUT_MS // 1000}s", timeout
+    assert idle == f"{PG_IDLE_IN_TRANSACTION_TIMEOUT_MS // 1000}s", idle
+    assert PG_IDLE_IN_TRANSACTION_TIMEOUT_MS < LEASE_TTL_DEFAULT.total_seconds() * 1000
     assert path == pg.schema
     for key in (
         "keepalives",
@@ -164,3 +178,74 @@ def test_the_store_engine_bounds_every_wait(pg: PgStores) -> None:
     ):
         assert dsn.get(key) == str(PG_CONNECT_DEFAULTS[key]), (key, dsn)
     assert dsn.get("connect_timeout") == "3"  # the caller's own value wins over the default
+
+
+# A worker that freezes between its renewal's UPDATE and its COMMIT: the real ``LeaseRepository.renew``,
+# stopped by an engine event right after the UPDATE ran. The store's idle-transaction bound is lowered in
+# this child only (the default, 30 s, is checked above), so the test waits seconds, not half a minute.
+_FROZEN_RENEWAL = """
+import os, signal, sys
+from datetime import timedelta
+from sqlalchemy import event
+from airflow_tablemgmt.store import Store, timeouts
+timeouts.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS = 2000
+url, schema, table, holder = sys.argv[1:5]
+store = Store(url, engine_kwargs={"connect_args": {"options": f"-csearch_path={schema}"}})
+@event.listens_for(store.engine, "after_cursor_execute")
+def freeze(conn, cursor, statement, *args):
+    if statement.lstrip().upper().startswith("UPDATE"):
+        print("frozen", os.getpid(), flush=True)
+        os.kill(os.getpid(), signal.SIGSTOP)
+try:
+    renewed = store.leases.renew(table, holder, timedelta(seconds=60))
+except Exception as e:
+    print("renewal failed:", type(e).__name__, flush=True)
+    sys.exit(3)
+print("renewed", renewed, flush=True)
+"""
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_worker_frozen_inside_a_lease_renewal_does_not_hold_the_lease_past_its_expiry(pg: PgStores) -> None:
+    """The frozen transaction holds the lease row's lock; the server ends it (idle in transaction), the
+    renewal is rolled back, and another worker takes the lapsed lease over while the first is still frozen."""
+    store = pg.direct()
+    assert store.leases.acquire(TABLE, "frozen", timedelta(seconds=2))
+    child = subprocess.Popen(
+        [sys.executable, "-c", _FROZEN_RENEWAL, PG_URL, pg.schema, TABLE, "frozen"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until("the renewal frozen after its UPDATE", lambda: _stopped(child.pid))
+        frozen_at = time.monotonic()
+        taken = wait_until(
+            "the lapsed lease taken over",
+            lambda: _try_acquire(store, TABLE, "next"),
+            timeout=PG_STATEMENT_TIMEOUT_MS / 1000,
+        )
+        waited = time.monotonic() - frozen_at
+        assert taken and waited < 15, (
+            waited
+        )  # the 2 s bound plus the lease's own 2 s, not the freeze's length
+        assert _stopped(child.pid)  # still frozen: the server, not the worker, let go
+        lease = store.leases.get(TABLE)
+        assert lease is not None and lease.holder == "next"
+    finally:
+        child.send_signal(signal.SIGCONT)
+        out, _ = child.communicate(timeout=60)
+    # Woken, the frozen worker learns its renewal never happened: it no longer holds the lease.
+    assert child.returncode == 3 and "renewal failed" in out, out
+    assert store.leases.get(TABLE).holder == "next"  # type: ignore[union-attr]
+
+
+def _try_acquire(store: Store, table: str, holder: str) -> bool:
+    try:
+        return store.leases.acquire(table, holder, timedelta(seconds=60))
+    except OperationalError:  # blocked on the frozen lock until the statement timeout: try again
+        return False
