@@ -69,8 +69,7 @@ def actions_of(store: Store, reg: RegisteredTable) -> list[ActionOut]:
         plan = SchedulePlan.resolve(settings, factory.trigger_strategy(spec.format, action))
         trigger, interval, schedule = plan.trigger, str(plan.interval), plan.describe()
         if action in planned:
-            trigger, interval = "schedule", planned[action][1]
-            schedule = f"planned with policy {reg.policy}'s tables every {interval}; run where it pays"
+            _, trigger, interval, schedule = planned[action]
         dag_id = dag_ids[action]
         paused, next_run = states.get(dag_id, (None, None))
         last = store.processes.list(table_id=spec.id, action=action, limit=1)
@@ -90,24 +89,32 @@ def actions_of(store: Store, reg: RegisteredTable) -> list[ActionOut]:
     return out
 
 
-def _planned(store: Store, reg: RegisteredTable) -> dict[str, tuple[str, str]]:
-    """Action -> (its planned DAG id, that DAG's interval) for a table a policy enrolled; {} for another."""
+def _planned(store: Store, reg: RegisteredTable) -> dict[str, tuple[str, str, str, str]]:
+    """Action -> (its planned DAG id, that DAG's trigger, interval and schedule in words) for a table a policy
+    enrolled; {} for another."""
     from airflow_tablemgmt.core.naming import plan_dag_id
     from airflow_tablemgmt.core.tables import Owner
     from airflow_tablemgmt.services.enrolment import load_policies
-    from airflow_tablemgmt.services.plan_runs import plan_interval
+    from airflow_tablemgmt.services.plan_runs import describe_plan_schedule, plan_schedule
 
     if reg.managed_by != Owner.POLICY or not reg.policy:
         return {}
     policies = load_policies(store)
     policy = next((p for p in policies if p.name == reg.policy), None)
-    out: dict[str, tuple[str, str]] = {}
+    out: dict[str, tuple[str, str, str, str]] = {}
     for action in reg.spec.enabled_actions():
+        trigger, every, words = "schedule", "?", f"planned with policy {reg.policy}'s tables"
         try:
-            every = str(plan_interval(policy, action, policies)) if policy is not None else "?"
+            if policy is not None:
+                plan = plan_schedule(policy, action, policies)
+                trigger, every, words = (
+                    plan.trigger,
+                    str(plan.interval),
+                    describe_plan_schedule(reg.policy, plan),
+                )
         except Exception:  # noqa: BLE001 - a policy that no longer gives the action: the DAG id still holds
-            every = "?"
-        out[action] = (plan_dag_id(reg.policy, action), every)
+            pass
+        out[action] = (plan_dag_id(reg.policy, action), trigger, every, words)
     return out
 
 

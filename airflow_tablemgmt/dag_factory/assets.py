@@ -91,7 +91,12 @@ def policy_asset(
     if not watchers:
         return None
     # No ``tablemgmt://`` URI: that scheme names one table (assets/uri.py); the name is the URI.
-    return Asset(name=f"tablemgmt.policy.{policy}", group="tablemgmt", watchers=watchers)
+    return Asset(name=policy_asset_name(policy), group="tablemgmt", watchers=watchers)
+
+
+def policy_asset_name(policy: str) -> str:
+    """The name (and URI) of :func:`policy_asset`."""
+    return f"tablemgmt.policy.{policy}"
 
 
 def tables_of_events(triggering_asset_events: Mapping[Any, Iterable[Any]], action: str) -> list[str] | None:

@@ -68,6 +68,7 @@ def load_registry_and_build(
     errors: list[str] = []
     merge = PolicyMerge.load(store)
     enrolled: set[str] = set()  # tables a policy enrolled: their rows already hold the policies' settings
+    enrolled_rows: list[Any] = []  # their rows (the full parse): the policies' assets watch them
     if wanted is not None:
         errors, spec = one_table(tables_yaml, store, wanted[0], catalogs)
         if spec is not None and not _enrolled_row(store, spec):  # an enrolled table has no DAG of its own
@@ -93,6 +94,7 @@ def load_registry_and_build(
             for tid, r in registered.items()
             if r.managed_by == Owner.POLICY and tid in specs and specs[tid] is r.spec
         }
+        enrolled_rows = [registered[tid] for tid in sorted(enrolled)]
         # Its policy's planned DAGs run an enrolled table (dag_factory/plan.py): no DAGs of its own.
         specs = {tid: spec for tid, spec in specs.items() if tid not in enrolled}
         files = fs.files
@@ -102,7 +104,7 @@ def load_registry_and_build(
     if wanted is None and only_dag_id is None:
         from airflow_tablemgmt.dag_factory.cache import build_with_cache
         from airflow_tablemgmt.dag_factory.discovery import build_discovery_dags, stored_policies
-        from airflow_tablemgmt.dag_factory.plan import build_plan_dags
+        from airflow_tablemgmt.dag_factory.plan import build_plan_dags, policy_watched
 
         # Unchanged tables' DAGs come from the per-host cache of built DAGs; the others are built.
         result = build_with_cache(
@@ -116,7 +118,9 @@ def load_registry_and_build(
         )
         policies = stored_policies(store)
         result.dags.update(build_discovery_dags(policies))  # one per policy, on its interval
-        result.dags.update(build_plan_dags(policies))  # one per (policy, action), on the action's interval
+        # One per (policy, action); an event-driven one on its policy's asset, watching the rows read above.
+        watched = policy_watched(enrolled_rows, catalogs, default_factories())
+        result.dags.update(build_plan_dags(policies, watched=watched))
         return result
     if merge:
         merged, merge_errors = merge.apply_all(specs.values(), enrolled)

@@ -16,8 +16,16 @@ of two tasks:
 Which actions: every action a policy gives that this policy's formats support, not only the policy's own: a
 table is enrolled by its most specific policy and may take an action from a less specific one that also
 matches it (``core/policies.py``). The interval: the policy's own for the action, else the shortest of the
-policies that name it, else the action's default; an event-driven action is planned on that interval too
-(per-(policy, action) events are not built, ADR 0004 decision 5).
+policies that name it, else the action's default.
+
+**Events** (ADR 0004 decision 5). An action that runs on new snapshots (``trigger: event``, the default of the
+snapshot-gated actions) is scheduled on the policy's asset (:func:`~airflow_tablemgmt.dag_factory.assets.policy_asset`:
+each enrolled table's own watcher, the shared per-catalog poll, each table's events at most once per its
+interval) or on its fallback interval (a full plan). A run its events started plans the tables they name
+for its action (``services/plan_runs.py``). The full parse builds the watchers from the table rows it has
+read already (:func:`policy_watched`, no read of its own); a task start, which needs no schedule, carries
+the asset by name only, so it reads no table row (a task's DAG is never serialized: the DAG processor's
+full parse is the one the scheduler and triggerer use).
 
 Declared tables keep their DAGs (``dag_factory/build.py``). Few DAGs (policies × actions): built on every
 parse, never cached; a task start builds only its own.
@@ -25,15 +33,31 @@ parse, never cached; a task start builds only its own.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import DAG, BaseOperator, get_current_context, task
+from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, BaseOperator, get_current_context, task
 
 from airflow_tablemgmt.core.naming import plan_dag_id
 from airflow_tablemgmt.core.policies import Policy
+from airflow_tablemgmt.core.schedule import SchedulePlan
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+from airflow_tablemgmt.dag_factory.assets import (
+    event_plans,
+    policy_asset,
+    policy_asset_name,
+    tables_of_events,
+)
 from airflow_tablemgmt.dag_factory.build import START_DATE, _timetable
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.factories.discovery import FactoryRegistry
+    from airflow_tablemgmt.store.tables import RegisteredTable
+
+#: Per policy, its enrolled tables with event-driven actions: (table, its catalog, :func:`event_plans`).
+Watched = Mapping[str, list[tuple[TableSpec, CatalogSpec, dict[str, SchedulePlan]]]]
 
 log = logging.getLogger(__name__)
 
@@ -43,20 +67,29 @@ BATCH_TASK = "run_batch"
 
 def plan_tables(policy: str, action: str) -> list[list[str]]:
     """The ``plan`` task: the batches to map over (its XCom); the plan's counts and samples go to the log and
-    to the XCom key ``plan``. A run's ``conf`` may name its tables (``{"tables": [...]}``)."""
+    to the XCom key ``plan`` (:func:`plan_in_context`)."""
     from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+
+    return plan_in_context(TableMgmtHook().get_store(), get_current_context(), policy, action)
+
+
+def plan_in_context(store: Any, context: Any, policy: str, action: str) -> list[list[str]]:
+    """Plan the run of ``context``: a run's ``conf`` may name its tables (``{"tables": [...]}``); a run started
+    by snapshot events plans the tables they name for ``action`` (``triggering_asset_events``); any other
+    run plans every table of the policy."""
     from airflow_tablemgmt.services.plan_runs import plan_run
 
-    context = get_current_context()
     conf = getattr(context.get("dag_run"), "conf", None) or {}
     named = conf.get("tables")
     if named is not None and (not isinstance(named, list) or not all(isinstance(t, str) for t in named)):
         raise ValueError(f"conf.tables: {named!r} is not allowed; allowed: a list of table ids")
-    planned = plan_run(TableMgmtHook().get_store(), policy, action, tables=named)
+    events = context.get("triggering_asset_events")
+    changed = tables_of_events(events, action) if events else None
+    planned = plan_run(store, policy, action, tables=named, changed=changed)
     summary = planned.to_dict()
     log.info("tablemgmt: plan of %s for policy %s: %s", action, policy, summary["counts"])
-    for kind in ("pays", "measure", "idle", "not_enabled", "unmeasured", "not_found"):
-        if summary[kind]:
+    for kind in ("changed", "pays", "measure", "idle", "not_enabled", "unmeasured", "not_found"):
+        if summary.get(kind):
             log.info("tablemgmt:   %s (first %d): %s", kind, len(summary[kind]), summary[kind])
     context["ti"].xcom_push(key="plan", value=summary)
     return planned.batches
@@ -145,10 +178,61 @@ def plan_actions(policy: Policy, policies: Iterable[Policy]) -> list[str]:
     return sorted(a for a in named if policy.formats_for(a))
 
 
-def build_plan_dag(policy: Policy, action: str, policies: Sequence[Policy], *, batches_at_once: int) -> DAG:
-    from airflow_tablemgmt.services.plan_runs import plan_interval, policy_action_settings
+def policy_watched(
+    rows: Iterable[RegisteredTable], catalogs: Mapping[str, CatalogSpec], factories: FactoryRegistry
+) -> dict[str, list[tuple[TableSpec, CatalogSpec, dict[str, SchedulePlan]]]]:
+    """Per policy, its enrolled tables that have event-driven actions (what its asset's watchers serve), from
+    the rows the full parse has read already: no store read here. A policy's tables mostly share one actions
+    block, so the plans are resolved once per (format, actions block). A table whose catalog is unknown or
+    whose settings no longer validate has no watcher (its plan reports it)."""
+    out: dict[str, list[tuple[TableSpec, CatalogSpec, dict[str, SchedulePlan]]]] = {}
+    resolved: dict[tuple[str, str], dict[str, SchedulePlan] | None] = {}
+    for row in rows:
+        spec = row.spec
+        catalog = catalogs.get(spec.catalog)
+        if row.managed_by != Owner.POLICY or not row.policy or catalog is None:
+            continue
+        key = (str(spec.format), json.dumps(spec.actions, sort_keys=True, default=str))
+        if key not in resolved:
+            try:
+                resolved[key] = event_plans(spec, factories)
+            except Exception:  # noqa: BLE001 - the plan reports a table whose settings do not validate
+                resolved[key] = None
+        plans = resolved[key]
+        if plans:
+            out.setdefault(row.policy, []).append((spec, catalog, plans))
+    return out
 
-    interval = plan_interval(policy, action, policies)
+
+def _schedule(plan: SchedulePlan, asset: Asset | None) -> Any:
+    """An event-driven action on the policy's asset or its fallback interval; else (or with nothing to
+    watch yet) every interval."""
+    if plan.trigger == "event" and asset is not None:
+        assert plan.fallback is not None
+        return AssetOrTimeSchedule(timetable=_timetable(plan.fallback), assets=asset)
+    return _timetable(plan.interval)
+
+
+def build_plan_dag(
+    policy: Policy,
+    action: str,
+    policies: Sequence[Policy],
+    *,
+    batches_at_once: int,
+    asset: Asset | None = None,
+) -> DAG:
+    """``asset``: the policy's (:func:`~airflow_tablemgmt.dag_factory.assets.policy_asset`), for an
+    event-driven action; None: a time schedule on the interval."""
+    from airflow_tablemgmt.services.plan_runs import plan_schedule, policy_action_settings
+
+    plan = plan_schedule(policy, action, policies)
+    interval = plan.interval
+    evented = plan.trigger == "event" and asset is not None
+    when = (
+        f"on its tables' new data snapshots, each at most every {interval}, and all of them every {plan.fallback}"
+        if evented
+        else f"every {interval}"
+    )
     settings = policy_action_settings(policy, action) if action in policy.actions else None
     retries = settings.retries if settings is not None else 1
     retry_delay = settings.retry_delay if settings is not None else None
@@ -157,14 +241,14 @@ def build_plan_dag(policy: Policy, action: str, policies: Sequence[Policy], *, b
         task_args["retry_delay"] = retry_delay
     with DAG(
         dag_id=plan_dag_id(policy.name, action),
-        schedule=_timetable(interval),
+        schedule=_schedule(plan, asset),
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
         tags=["tablemgmt", "plan", f"policy:{policy.name}", action],
-        description=f"{action} on the tables policy {policy.name} enrolled, planned every {interval}",
+        description=f"{action} on the tables policy {policy.name} enrolled, planned {when}",
         doc_md=(
-            f"**{action}** on the tables policy `{policy.name}` enrolled, every {interval}: `plan` selects the "
+            f"**{action}** on the tables policy `{policy.name}` enrolled, {when}: `plan` selects the "
             "tables where it pays from their stored health (no JVM), `run_batch` runs each batch's tables one "
             f"after another, each under its own lease and process; at most {batches_at_once} batches at once "
             "(docs/planning.md)."
@@ -184,9 +268,15 @@ def build_plan_dag(policy: Policy, action: str, policies: Sequence[Policy], *, b
     return dag
 
 
-def build_plan_dags(policies: Sequence[Policy], only_dag_id: str | None = None) -> dict[str, DAG]:
+def build_plan_dags(
+    policies: Sequence[Policy], only_dag_id: str | None = None, watched: Watched | None = None
+) -> dict[str, DAG]:
     """A planned DAG per (policy, action) (only ``only_dag_id``'s when given); a policy whose DAGs cannot be
-    built is logged by name and the others still build."""
+    built is logged by name and the others still build.
+
+    ``watched`` (:func:`policy_watched`, the full parse): each policy's asset gets its tables' watchers, and
+    a policy without watched tables plans its event-driven actions on their interval. None (a task start):
+    the asset by name only, no table read."""
     from airflow_tablemgmt.services.plan_runs import DEFAULT_MAX_ACTIVE_BATCHES, max_active_batches
 
     try:
@@ -196,12 +286,20 @@ def build_plan_dags(policies: Sequence[Policy], only_dag_id: str | None = None) 
         at_once = DEFAULT_MAX_ACTIVE_BATCHES
     out: dict[str, DAG] = {}
     for policy in policies:
+        if watched is None:
+            asset: Asset | None = Asset(name=policy_asset_name(policy.name), group="tablemgmt")
+        else:
+            try:
+                asset = policy_asset(policy.name, watched.get(policy.name, ()))
+            except Exception as e:  # noqa: BLE001 - its DAGs still run on their intervals
+                log.error("policy %s: its tables' snapshot watchers could not be built: %s", policy.name, e)
+                asset = None
         for action in plan_actions(policy, policies):
             dag_id = plan_dag_id(policy.name, action)
             if only_dag_id is not None and dag_id != only_dag_id:
                 continue
             try:
-                out[dag_id] = build_plan_dag(policy, action, policies, batches_at_once=at_once)
+                out[dag_id] = build_plan_dag(policy, action, policies, batches_at_once=at_once, asset=asset)
             except Exception as e:  # noqa: BLE001 - one broken policy must not hide the others' DAGs
                 log.error("policy %s: its %s DAG could not be built: %s", policy.name, action, e)
     return out

@@ -9,6 +9,12 @@
 * **A run may name its tables** (``conf: {"tables": [...]}``, a run-now of enrolled tables): those of them the
   policy enrolled with the action enabled are run whatever their stored health says, as a run-now of a
   declared table runs; the health gate, reading each table right before its job, still decides.
+* **A run started by snapshot events** (an event-driven action, ADR 0004 decision 5) plans the tables its
+  events name (``changed``): those the policy enrolled with the action enabled are measured now (their stored
+  figures predate the commit that moved them), within the same budget, and planned from the fresh figures;
+  one the budget did not reach or that could not be measured is run anyway, its health gate deciding right
+  before its job, so a commit is never lost to a stale reading. The policy's other tables wait for a
+  scheduled run.
 * **At most** ``[core] max_map_length`` **batches** (Airflow fails a task whose XCom maps to more): the
   worst-scored tables go first, the rest are left for the next run and counted (``left_over``).
 
@@ -19,11 +25,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
 from airflow_tablemgmt.core.policies import Policy
+from airflow_tablemgmt.core.schedule import SchedulePlan
 from airflow_tablemgmt.core.triggers import Interval
 from airflow_tablemgmt.metadata.planning import Plan, batches
 from airflow_tablemgmt.services.errors import InvalidInput
@@ -111,6 +118,40 @@ def plan_interval(policy: Policy, action: str, policies: Iterable[Policy]) -> In
     return default_factories().for_action(fmt, action).trigger_strategy(fmt, action).interval
 
 
+def plan_schedule(policy: Policy, action: str, policies: Iterable[Policy]) -> SchedulePlan:
+    """How ``policy``'s planned DAG of ``action`` is scheduled: the action's trigger as the policy's block for it
+    (else the first policy naming it, else the action's default) resolves it for a table, on
+    :func:`plan_interval`. ``event``: on the snapshots of the policy's tables (their watchers, one asset per
+    policy), each table's events at most once per that interval, plus a full plan every ``fallback``;
+    ``schedule``: a full plan every interval."""
+    from airflow_tablemgmt.factories.discovery import default_factories
+
+    policies = list(policies)
+    interval = plan_interval(policy, action, policies)
+    if action in policy.actions:
+        source: Policy | None = policy
+    else:
+        source = next((p for p in policies if action in p.actions and p.formats_for(action)), None)
+    fmt = (source or policy).formats_for(action)[0]
+    settings = ACTIONS.get(action, fmt).settings((source.actions.get(action) if source else None) or {})
+    strategy = default_factories().for_action(fmt, action).trigger_strategy(fmt, action)
+    resolved = SchedulePlan.resolve(settings, strategy)
+    if resolved.trigger == "event":
+        return replace(resolved, interval=interval)
+    return SchedulePlan("schedule", interval, resolved.gate)
+
+
+def describe_plan_schedule(policy: str, plan: SchedulePlan) -> str:
+    """What REST and the page say of a planned DAG's schedule."""
+    if plan.trigger == "event":
+        return (
+            f"planned with policy {policy}'s tables on their new data snapshots (polled every "
+            f"{Interval(every=plan.poll_interval)}), each at most every {plan.interval}; all of them every "
+            f"{plan.fallback}; run where it pays"
+        )
+    return f"planned with policy {policy}'s tables every {plan.interval}; run where it pays"
+
+
 def _measure(store: Store, table_id: str) -> None:
     from airflow_tablemgmt.services.health import table_health
 
@@ -129,6 +170,7 @@ class PlannedRun:
     unmeasured: dict[str, str] = field(default_factory=dict)  # table -> why it could not be measured
     left_over: int = 0  # pay-worthy tables beyond max_map_length batches: the next run takes them
     not_found: list[str] = field(default_factory=list)  # named tables this policy did not enrol
+    changed: list[str] | None = None  # an event-started run: the tables its events named
 
     def to_dict(self, sample: int = 20) -> dict[str, Any]:
         """The task's XCom of the plan (not the batches, which the mapped task gets): counts and a few of
@@ -148,6 +190,7 @@ class PlannedRun:
             "not_enabled": dict(list(p.not_enabled.items())[:sample]),
             "unmeasured": dict(list(self.unmeasured.items())[:sample]),
             "not_found": self.not_found[:sample],
+            **({"changed": self.changed[:sample]} if self.changed is not None else {}),
         }
 
 
@@ -157,18 +200,28 @@ def plan_run(
     action: str,
     *,
     tables: Sequence[str] | None = None,
+    changed: Sequence[str] | None = None,
     budget: int | None = None,
     max_batches: int | None = None,
     measure: Measure = _measure,
 ) -> PlannedRun:
     """Plan one run of (``policy``, ``action``) (see the module docstring). ``tables``: only these (a run's
-    ``conf``); ``budget``/``max_batches``: unset, the settings."""
+    ``conf``, which wins over ``changed``); ``changed``: the tables a run's snapshot events named;
+    ``budget``/``max_batches``: unset, the settings."""
     budget = measure_budget() if budget is None else budget
     max_batches = max_map_length() if max_batches is None else max_batches
     only = list(dict.fromkeys(tables)) if tables is not None else None
-    first = plan_action(store, policy, action, only=only)
+    events = sorted(set(changed)) if changed is not None and only is None else None
+    if events == []:  # events, none for this action (the watcher throttles each action on its own)
+        return PlannedRun(Plan(action), [], changed=[])
+    first = plan_action(store, policy, action, only=only if only is not None else events)
     if only is not None:
         return _named(first, only)
+    if events is not None:  # every named table's stored figures are stale: measure them all first
+        enabled = {p.table_id for p in first.pays} | set(first.measure) | set(first.idle)
+        stale = [t for t in events if t in enabled]
+        first.measure = {t: "changed: a new snapshot since its health was read" for t in stale}
+        first.pays, first.idle = [], {}
     measured: list[str] = []
     unmeasured: dict[str, str] = {}
     for table_id in list(first.measure)[:budget]:
@@ -182,8 +235,13 @@ def plan_run(
         again = plan_action(store, policy, action, batch_size=first.batch_size, only=measured)
         final = _merged(first, again)
     ids = [t.table_id for t in final.pays]
+    if events is not None:  # not decided from fresh figures: run, the health gate decides before the job
+        ids += [t for t in first.measure if t not in measured or t in final.measure]
     cut = ids[: max_batches * final.batch_size]
     planned = PlannedRun(final, batches(cut, final.batch_size), measured, unmeasured, len(ids) - len(cut))
+    if events is not None:
+        planned.changed = events
+        planned.not_found = [t for t in events if t not in first.measure and t not in first.not_enabled]
     if planned.left_over:
         log.warning(
             "tablemgmt: %s of policy %s: %d table(s) beyond %d batches ([core] max_map_length) are left for the "
@@ -224,7 +282,9 @@ __all__ = [
     "max_active_batches",
     "max_map_length",
     "measure_budget",
+    "describe_plan_schedule",
     "plan_interval",
     "plan_run",
+    "plan_schedule",
     "policy_action_settings",
 ]

@@ -320,3 +320,103 @@ def test_a_real_scheduler_runs_the_planned_dag_over_a_few_hundred_tables(tmp_pat
     finally:
         dep.stop()
     print(f"total: {time.monotonic() - t0:.1f} s")
+
+
+def test_a_commit_to_an_enrolled_table_starts_the_planned_dag_which_plans_that_table(
+    dags_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events for policy tables (ADR 0004 decision 5), without a JVM or a triggerer process: the project's DAG
+    file, parsed by Airflow's DagBag, schedules the event-driven planned DAG on its policy's asset, whose
+    watchers are the enrolled tables' own; the real watcher of one table, rebuilt as the triggerer stores it,
+    reports a commit of 8 small files to it; the run's ``plan`` task, given that event as Airflow hands it over
+    (``triggering_asset_events``), measures that table now (its stored figures predate the commit) and maps it
+    in a batch, and plans no other table (a stale one whose stored figures would pay waits for a scheduled run)."""
+    import asyncio
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk import AssetOrTimeSchedule
+    from airflow.sdk.api.datamodels._generated import AssetReferenceAssetEventDagRun
+    from airflow.sdk.execution_time.comms import AssetEventDagRunReferenceResult
+    from airflow.sdk.execution_time.context import TriggeringAssetEventsAccessor
+
+    from airflow_tablemgmt.dag_factory.plan import plan_in_context
+    from airflow_tablemgmt.services import health
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+    from airflow_tablemgmt.store.policies import PolicyRepository
+    from tests.integration.triggers.test_snapshot_triggers import DictAssetStateStore, next_event, roundtrip
+
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__DAG_CACHE_DIR", "off")
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("TABLEMGMT_STORE_URL", url)
+    client, catalog = _lake(tmp_path)
+    store = Store.for_url(url)
+    store.catalogs.upsert(catalog, Owner.STORE)
+    policy = {"name": "fleet", "match": {"catalog": "lake", "format": "iceberg"}, "actions": {ACTION: {}}}
+    PolicyRepository.of(store).upsert(parse_policy(policy), Owner.STORE)
+    _table(client, "other.small", 8)
+    small = health.read_file_stats(catalog, TableSpec(catalog="lake", namespace="other", name="small"))
+    enrol = EnrolmentRepository.of(store)
+    for name in ("changed", "quiet", "stale"):
+        _table(client, f"db.{name}", 1)
+        enrol.enrol(TableSpec(catalog="lake", namespace="db", name=name, actions={ACTION: {}}), "fleet", "m")
+        health.table_health(store, f"lake.db.{name}", ttl=0)  # measured: 1 file, nothing to compact
+    health.remember(store, "lake.db.stale", small)  # stored figures that would pay
+
+    bag = DagBag(dag_folder=str(dags_folder))
+    dag = bag.dags.get(DAG_ID)  # the parse only: no Airflow database needed
+    assert dag is not None, (bag.import_errors, sorted(bag.dag_ids))
+    assert isinstance(dag.timetable, AssetOrTimeSchedule), dag.timetable
+    asset = dag.timetable.asset_condition
+    watchers = {w.trigger.table_id: w.trigger for w in asset.watchers}
+    assert sorted(watchers) == ["lake.db.changed", "lake.db.quiet", "lake.db.stale"]
+
+    trigger = roundtrip(watchers["lake.db.changed"])  # as the triggerer builds it from its stored row
+    state = DictAssetStateStore()
+    seen = client.load_table("db.changed").current_snapshot().snapshot_id
+    state.values[trigger.watch_key] = {ACTION: {"snapshot_id": seen, "event_at": None}}
+    trigger.asset_state_store = state
+    table = client.load_table("db.changed")
+    for i in range(8):  # someone's streaming job: 8 small commits
+        table.append(pa.table({"id": [100 + i], "v": ["y"]}, schema=SCHEMA))
+
+    async def first_event() -> Any:
+        events = trigger.run()
+        try:
+            return await next_event(events)
+        finally:
+            await events.aclose()
+
+    event = asyncio.run(first_event())
+    assert event.payload["table"] == "lake.db.changed" and ACTION in event.payload["actions"]
+
+    reference = AssetEventDagRunReferenceResult(
+        asset=AssetReferenceAssetEventDagRun(name=asset.name, uri=asset.uri, extra={}),
+        extra={"from_trigger": True, "payload": event.payload},  # what Airflow's trigger handling stores
+        source_task_id=None,
+        source_dag_id=None,
+        source_run_id=None,
+        source_map_index=None,
+        source_aliases=[],
+        timestamp=datetime.now(UTC),
+    )
+    pushed: dict[str, Any] = {}
+    context = {
+        "dag_run": SimpleNamespace(conf={}),
+        "ti": SimpleNamespace(xcom_push=lambda key, value: pushed.__setitem__(key, value)),
+        "triggering_asset_events": TriggeringAssetEventsAccessor.build([reference]),
+    }
+    batches = plan_in_context(store, context, "fleet", ACTION)
+    assert batches == [["lake.db.changed"]]  # measured now: 9 small files, it pays
+    summary = pushed["plan"]
+    assert summary["changed"] == ["lake.db.changed"] and summary["counts"]["measured"] == 1
+    assert [p["table"] for p in summary["pays"]] == ["lake.db.changed"]
+    # a run without events (the fallback schedule, a manual run) plans every table from stored health
+    pushed.clear()
+    everything = plan_in_context(store, {**context, "triggering_asset_events": {}}, "fleet", ACTION)
+    # (the changed table's figures, measured by the event's run, pay; stale's stored ones too; quiet's do not)
+    assert sorted(t for b in everything for t in b) == ["lake.db.changed", "lake.db.stale"]
+    store.dispose()
+    client.engine.dispose()

@@ -95,7 +95,9 @@ def test_the_shape_schedule_and_concurrency(monkeypatch: pytest.MonkeyPatch) -> 
     from airflow_tablemgmt.dag_factory.plan import BATCH_TASK, PLAN_TASK, build_plan_dags
 
     monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_MAX_ACTIVE_BATCHES", "3")
-    catalog_wide = _policy("all", actions={"rewrite-files": {"interval": "30m"}, "delete-orphans": {}})
+    catalog_wide = _policy(
+        "all", actions={"rewrite-files": {"interval": "30m", "trigger": "schedule"}, "delete-orphans": {}}
+    )
     dags = build_plan_dags([_policy("fleet"), catalog_wide])
     # fleet's tables may take delete-orphans from the catalog-wide policy that also matches them
     assert sorted(dags) == [
@@ -106,13 +108,17 @@ def test_the_shape_schedule_and_concurrency(monkeypatch: pytest.MonkeyPatch) -> 
         plan_dag_id("fleet", "expire-snapshots"),
         plan_dag_id("fleet", "rewrite-files"),
     ]
-    dag = dags[plan_dag_id("fleet", "rewrite-files")]
-    assert dag.timetable.delta == timedelta(hours=2)  # the policy's own interval for the action
+    dag = dags[plan_dag_id("fleet", "expire-snapshots")]
+    assert dag.timetable.delta == timedelta(days=1)  # the action's default interval
     # an action fleet does not name: the interval of the policies that do (none here), else its default
     orphans = dags[plan_dag_id("fleet", "delete-orphans")]
     assert orphans.timetable.delta == timedelta(days=1), orphans.timetable
-    assert dags[plan_dag_id("all", "rewrite-files")].timetable.delta == timedelta(minutes=30)
-    assert dags[plan_dag_id("fleet", "rewrite-files")].timetable.delta == timedelta(hours=2)
+    assert dags[plan_dag_id("all", "rewrite-files")].timetable.delta == timedelta(minutes=30)  # 'schedule'
+    # fleet's rewrite-files runs on new snapshots (its default): on the policy's asset, by name only here (no
+    # table rows given, as at a task start), or a full plan on the fallback interval
+    events = dags[plan_dag_id("fleet", "rewrite-files")].timetable
+    assert events.asset_condition.name == "tablemgmt.policy.fleet" and not events.asset_condition.watchers
+    assert events.timetable.delta == timedelta(days=1)
     assert dag.max_active_runs == 1 and not dag.catchup and "policy:fleet" in dag.tags
     plan, batch = dag.get_task(PLAN_TASK), dag.get_task(BATCH_TASK)
     assert batch.upstream_task_ids == {PLAN_TASK} and plan.downstream_task_ids == {BATCH_TASK}
@@ -154,8 +160,14 @@ def test_rest_names_an_enrolled_tables_planned_dags(tmp_path: Path, monkeypatch:
     }
     assert sorted(seen) == sorted(o.dag_id for o in out.values())
     files = out["rewrite-files"]
-    assert (files.trigger, files.interval) == ("schedule", "2h"), files  # the policy's interval for it
-    assert files.schedule == "planned with policy fleet's tables every 2h; run where it pays"
+    assert (files.trigger, files.interval) == ("event", "2h"), files  # the policy's interval for it
+    assert files.schedule == (
+        "planned with policy fleet's tables on their new data snapshots (polled every 1s), each at most every "
+        "2h; all of them every 1d; run where it pays"
+    )
+    expiry = out["expire-snapshots"]
+    assert (expiry.trigger, expiry.interval) == ("schedule", "1d"), expiry
+    assert expiry.schedule == "planned with policy fleet's tables every 1d; run where it pays"
     declared = actions_of(store, store.tables.get_registered("lake.own.declared"))
     assert "tms__lake.own.declared__rewrite-files" in [a.dag_id for a in declared]
     store.dispose()
@@ -180,3 +192,55 @@ def test_a_killed_batch_kills_the_job_of_the_table_it_is_running() -> None:
     op.on_kill()
     assert running.killed == 1
     assert batch_label(["lake.s.a", "lake.s.b", "lake.s.c"]) == "lake.s.a +2" and batch_label(["x"]) == "x"
+
+
+def _statements(store: Store) -> list[str]:
+    from sqlalchemy import event
+
+    seen: list[str] = []
+    event.listen(store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    return seen
+
+
+def test_an_event_driven_action_is_planned_on_its_policys_asset_watching_each_enrolled_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.sdk import AssetOrTimeSchedule
+
+    from airflow_tablemgmt.dag_factory.dag_file import load_registry_and_build
+
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__DAG_CACHE_DIR", "off")
+    policies = [_policy("fleet"), _policy("eu", namespace="eu")]
+    counts: dict[int, tuple[int, int]] = {}
+    for enrolled in (4, 40):
+        store = _store(tmp_path / str(enrolled), enrolled, policies)
+        statements = _statements(store)
+        dags = load_registry_and_build(None, store=store).dags
+        full = len(statements)
+        one = load_registry_and_build(None, only_dag_id=plan_dag_id("fleet", "rewrite-files"), store=store)
+        counts[enrolled] = (full, len(statements) - full)
+        store.dispose()
+        # rewrite-files runs on new snapshots by default: on the policy's asset, one watcher per enrolled table
+        timetable = dags[plan_dag_id("fleet", "rewrite-files")].timetable
+        assert isinstance(timetable, AssetOrTimeSchedule)
+        asset = timetable.asset_condition
+        assert asset.name == "tablemgmt.policy.fleet"
+        watched = [w.trigger.table_id for w in asset.watchers]
+        assert watched == [f"lake.s.t{i:03d}" for i in range(0, enrolled, 2)]  # fleet's half, sorted
+        assert all(w.trigger.actions == {"rewrite-files": 7200.0} for w in asset.watchers)  # its interval
+        assert timetable.timetable.delta == timedelta(days=1)  # and a full plan every fallback interval
+        eu = dags[plan_dag_id("eu", "rewrite-files")].timetable.asset_condition
+        assert [w.trigger.table_id for w in eu.watchers] == [
+            f"lake.s.t{i:03d}" for i in range(1, enrolled, 2)
+        ]
+        assert dags[plan_dag_id("fleet", "expire-snapshots")].timetable.delta == timedelta(
+            days=1
+        )  # not evented
+        # the declared table keeps its own asset; no enrolled table is watched twice
+        own = dags["tms__lake.own.declared__rewrite-files"].timetable.asset_condition
+        assert [w.trigger.table_id for w in own.watchers] == ["lake.own.declared"]
+        # a task start builds the same DAG id on the same asset, by name only: no table row read
+        started = one.dags[plan_dag_id("fleet", "rewrite-files")].timetable.asset_condition
+        assert started.name == asset.name and not started.watchers
+    # the parse reads the table rows it read before, no read per enrolled table; a task start none of them
+    assert counts[4] == counts[40], counts

@@ -118,6 +118,27 @@ def test_a_run_naming_its_tables_runs_those_whatever_their_stored_health(store: 
     ]  # not this policy's (off: its action is not enabled)
 
 
+def test_a_run_started_by_events_measures_the_changed_tables_and_plans_only_them(store: Store) -> None:
+    # idle's stored figures say compact, but its commit made it small: measured now, it pays. p2 (no event)
+    # is not planned although its stored figures say it pays: a scheduled run takes it.
+    measure = _measure({_id("idle"): SMALL, _id("new2"): COMPACT, _id("p1"): COMPACT})
+    changed = [_id("idle"), _id("p1"), _id("new1"), _id("new2"), _id("off"), "lake.s.nope", _id("idle")]
+    run = plan_run(store, "fleet", ACTION, changed=changed, budget=3, max_batches=10, measure=measure)
+    assert measure.calls == [_id("idle"), _id("new1"), _id("new2")]  # the budget: 3 of the 4 changed
+    # idle pays now, new2 is idle; new1 cannot be read and p1 is beyond the budget: both run, their gate decides
+    assert run.batches == [[_id("idle"), _id("new1"), _id("p1")]]
+    assert run.changed == sorted({*changed})
+    assert run.not_found == ["lake.s.nope"]  # off is the policy's, without the action
+    assert run.to_dict()["changed"] == run.changed
+    assert _id("p2") not in run.plan.measure and _id("p2") not in run.plan.idle  # not planned at all
+    # events, none for this action: nothing read, nothing mapped
+    quiet = plan_run(store, "fleet", ACTION, changed=[], budget=3, max_batches=10, measure=measure)
+    assert quiet.batches == [] and quiet.changed == []
+    # a run naming its tables wins over its events
+    named = plan_run(store, "fleet", ACTION, tables=[_id("p2")], changed=[_id("p1")], measure=measure)
+    assert named.batches == [[_id("p2")]]
+
+
 def test_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AIRFLOW__TABLEMGMT__PLAN_MEASURE_BUDGET", raising=False)
     assert measure_budget() == 200
