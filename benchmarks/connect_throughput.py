@@ -15,13 +15,22 @@ N tables of 40 small files each, ``rewrite-files``, three ways, in one run:
   defaults (a new session per task, as (n));
 - **(p) forked tasks side by side** — (f) with ``--parallel`` tasks at once (default 2), as an executor
   with that parallelism runs them against the one server (its slots bound the jobs);
+- **(B) batched** — a planned DAG's mapped batch (issue 40, ``benchmarks/connect_batched.py``): the tables
+  enrolled by a policy, cut into batches of ``--batch-size`` (default 50, ``[tablemgmt] plan_batch_size``'s
+  default); a parent that imported ``warm`` forks one child per batch, which runs ``RunBatchOperator.execute``
+  (``services/batches.py`` with ``services/batch_wiring.py``'s real parts: each table's own process row,
+  lease, Connect slot, time limit, gates, and its health measured and stored after its job) on the child's
+  one warm Connect client; one batch at a time;
+- **(P) batches side by side** — (B) with ``--parallel`` batches at once (as ``plan_max_active_batches``
+  lets a planned DAG run them);
 - **(c) warm** — the physical limit: one Connect session on that same server running
   ``CALL <catalog>.system.rewrite_data_files(table => ...)`` table after table, no orchestration;
 - **(q) warm, side by side** — (c) with ``--parallel`` procedures at once on that session (threads): what the
   server itself gains from running jobs side by side, so that (p) is also compared with a limit that runs
   as many at once.
 
-(p) and (q) are timed from the first task's start to the last one's end; the others by the sum of their tasks.
+(p), (P) and (q) are timed from the first task's start to the last one's end; the others by the sum of their
+tasks (for (B): of its batches).
 
 Printed per way: seconds per table, tables per minute, the per-table overhead over (c), and the peak RSS
 of the task's process tree (the largest single process of it, from ``wait4``: for (a) that is the driver
@@ -37,7 +46,14 @@ catalog (the warehouse is the local file system); the server's own memory (one J
 printed apart); a host's first spark-submit (one warm-up run of (a) before the clock).
 
     .venv/bin/python benchmarks/connect_throughput.py [--tables 20] [--tables-a 6] [--files 40] [--master local[2]]
-        [--ways a b f p c q] [--parallel 2] [--rounds 1]
+        [--ways a b f p B P c q] [--parallel 2] [--rounds 1] [--batch-size 50]
+
+Issue 40's figure (the batched path against the warm session, one batch at a time and two side by side):
+
+    .venv/bin/python benchmarks/connect_throughput.py --tables 100 --ways B c P q --batch-size 25 --rounds 2
+
+(B)/(P) leave out, besides the above: Airflow's task start and the scheduler's expansion of the mapped task
+(the child starts as a fork of a warm parent, as (f)), the planning task, and XCom.
 """
 
 from __future__ import annotations
@@ -65,6 +81,10 @@ def _load() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "?"
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -175,6 +195,48 @@ def _run_forked(
     return result, [_phases(r["wall"], r["summary"]) for r in runs], forked
 
 
+#: The ways that run planned batches (connect_batched.py), over tables a policy enrolled.
+BATCHED = ("B", "P")
+POLICY = "bench"
+
+
+def _enrol(store_url: str, names: list[str]) -> None:
+    """``names`` enrolled by one policy (``bench``, rewrite-files), as discovery enrols them: a planned
+    batch runs only its policy's tables."""
+    from airflow_tablemgmt.core.policies import parse_policy
+    from airflow_tablemgmt.core.tables import Owner, TableSpec
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+    from airflow_tablemgmt.store.policies import PolicyRepository
+
+    store = Store(store_url)
+    match = {"catalog": CATALOG, "namespace": NAMESPACE, "name": ["batch_*", "batchpar_*"]}
+    policy = {"name": POLICY, "match": match, "actions": {"rewrite-files": {}}}
+    PolicyRepository.of(store).upsert(parse_policy(policy), Owner.STORE)
+    enrol = EnrolmentRepository.of(store)
+    for name in names:
+        spec = TableSpec(catalog=CATALOG, namespace=NAMESPACE, name=name, actions={"rewrite-files": {}})
+        enrol.enrol(spec, POLICY, "matched")
+    store.dispose()
+
+
+def _run_batched(batches: list[list[str]], env: dict[str, str], work: Path, log: Path, parallel: int) -> dict:
+    """Ways (B)/(P): ``connect_batched.py`` in a process of its own."""
+    spec = {
+        "batches": batches,
+        "policy": POLICY,
+        "action": "rewrite-files",
+        "dag_id": f"tms__plan__{POLICY}__rewrite-files",
+        "out": str(work / "batched.json"),
+        "log": str(log),
+        "parallel": parallel,
+    }
+    (work / "batched-spec.json").write_text(json.dumps(spec))
+    script = Path(__file__).with_name("connect_batched.py")
+    subprocess.run([sys.executable, str(script), str(work / "batched-spec.json")], env=env, check=True)
+    return json.loads((work / "batched.json").read_text())
+
+
 def _import_probe(rounds: int = 3) -> dict[str, float]:
     """Median seconds of ``import pyspark.sql.connect.session`` in a fresh interpreter: as pyspark does it
     (setuptools' distutils shim imports setuptools) and as ``session.import_client`` does it."""
@@ -228,8 +290,9 @@ def main() -> None:
         "--ways",
         nargs="+",
         default=["a", "b", "f", "p", "c", "q"],
-        choices=["a", "b", "n", "f", "p", "c", "q"],
+        choices=["a", "b", "n", "f", "p", "B", "P", "c", "q"],
     )
+    p.add_argument("--batch-size", type=int, default=50, help="(B)/(P): tables per batch (plan_batch_size)")
     p.add_argument("--parallel", type=int, default=2, help="tasks (p) and procedures (q) at once")
     p.add_argument(
         "--rounds", type=int, default=1, help="split each way's tables into rounds, ways interleaved"
@@ -255,7 +318,7 @@ def main() -> None:
     print(
         f"# connect throughput: {args.tables} tables x {args.files} files, master {args.master}, work {work}"
     )
-    print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}", flush=True)
+    print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, uptime: {_uptime()}", flush=True)
     server = start_server(server_spec(port=port, master=args.master), work / "server.log")
     try:
         t0 = time.perf_counter()
@@ -266,7 +329,9 @@ def main() -> None:
             spark.conf.set(key, value)
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{NAMESPACE}").collect()
         count = {w: (args.tables_a or args.tables) if w == "a" else args.tables for w in args.ways}
-        names = {w: [f"{w}_{i}" for i in range(count[w])] for w in args.ways}
+        prefix = {"B": "batch", "P": "batchpar"}
+        names = {w: [f"{prefix.get(w, w)}_{i}" for i in range(count[w])] for w in args.ways}
+        enrolled = [n for w in args.ways if w in BATCHED for n in names[w]]
         all_names = [n for w in args.ways for n in names[w]] + ["warmup", "warmup_server"]
         t0 = time.perf_counter()
 
@@ -286,7 +351,7 @@ def main() -> None:
         tablemgmt = str(Path(sys.executable).parent / "tablemgmt")
         store = f"sqlite:///{work / 'tablemgmt.db'}"
         decl = work / "tables.yaml"
-        decl.write_text(_declarations(warehouse, all_names))
+        decl.write_text(_declarations(warehouse, [n for n in all_names if n not in enrolled]))
         base_env = {
             **os.environ,
             "JAVA_HOME": resolve_java_home(),
@@ -297,6 +362,8 @@ def main() -> None:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         _run([tablemgmt, "--store-url", store, "apply", str(decl)], base_env)
+        if enrolled:
+            _enrol(store, enrolled)
 
         def connect_env(extra: dict) -> dict[str, str]:
             conn = {"conn_type": "spark_connect", "host": url, "extra": {"slots": args.slots, **extra}}
@@ -339,6 +406,28 @@ def main() -> None:
                     rss.append(peak)
                     ph.append(_phases(wall, summary))
                 return time.perf_counter() - t0, walls, max(rss), ph
+            if way in BATCHED:
+                size = max(args.batch_size, 1)
+                batched = _run_batched(
+                    [ids[i : i + size] for i in range(0, len(ids), size)],
+                    {**connect_env({}), "TABLEMGMT_STORE_URL": store},
+                    work,
+                    log,
+                    args.parallel if way == "P" else 1,
+                )
+                runs = batched["runs"]
+                for r in runs:
+                    if r["error"] or r["counts"].get("success") != r["tables"]:
+                        print(f"# way {way} batch {r['batch']}: {r['counts']} {r['error'] or ''}", flush=True)
+                for r in runs:
+                    print(
+                        f"# way {way} batch {r['batch']}: {r['tables']} tables in {r['wall']:.1f} s "
+                        f"(task imports {r['imports_s']:.1f} s, execute {r['execute_s']:.1f} s), {r['counts']}",
+                        flush=True,
+                    )
+                total = sum(r["wall"] for r in runs) if way == "B" else batched["elapsed"]
+                walls = [r["wall"] / r["tables"] for r in runs for _ in range(r["tables"])]
+                return total, walls, max(r["rss_mb"] for r in runs), []
             if way in "fp":
                 parallel = args.parallel if way == "p" else 1
                 res, ph, forked = _run_forked(
@@ -394,7 +483,7 @@ def main() -> None:
         "\nClient import in a fresh interpreter (median of 3): "
         + ", ".join(f"{k} {v:.2f}s" for k, v in probe.items())
     )
-    print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}")
+    print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, uptime: {_uptime()}")
 
 
 def _rss_of_tree(pid: int) -> float:
@@ -420,6 +509,8 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
         "n": "(n) Connect, one task per table, new session per task",
         "f": "(f) Connect, one forked task per table (Airflow's path, warm pre-import)",
         "p": "(p) as (f), tasks side by side",
+        "B": "(B) planned batches on Connect, one batch at a time (RunBatchOperator, warm client per batch)",
+        "P": "(P) as (B), batches side by side",
         "c": "(c) one warm session",
         "q": "(q) one warm session, procedures side by side",
     }
@@ -431,13 +522,15 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
         "| x (c)'s throughput | peak RSS per task (MB) |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for way in ("a", "b", "n", "f", "p", "c", "q"):
+    for way in ("a", "b", "n", "f", "p", "B", "P", "c", "q"):
         if way not in results:
             continue
         r = results[way]
         over = f"{per[way] - limit:.2f}" if limit is not None else "-"
         ratio = f"{limit / per[way]:.2f}" if limit is not None else "-"
         rss = f"{r['rss']:.0f}" if way not in "cq" else f"{r['rss']:.0f} (this Python, not a task)"
+        if way in BATCHED:
+            rss = f"{r['rss']:.0f} (per batch)"
         print(
             f"| {labels[way]} | {r['n']:.0f} | {per[way]:.2f} | {r['median']:.2f} | {60 / per[way]:.1f} "
             f"| {over} | {ratio} | {rss} |"
@@ -447,6 +540,19 @@ def _report(results: dict[str, dict[str, float]], server_rss: float) -> None:
             print(f"\n({way})/(a) throughput: {per['a'] / per[way]:.1f}x", end="")
     if "p" in per and "q" in per:
         print(f"\n(p)/(q) throughput (both side by side): {per['q'] / per['p']:.2f}x", end="")
+    if "B" in per and "c" in per:
+        ok = "met" if per["c"] / per["B"] >= 0.9 else "NOT met"
+        print(
+            f"\n(B)/(c) throughput (one batch at a time; issue 40: >= 0.9x): {per['c'] / per['B']:.2f}x, {ok}",
+            end="",
+        )
+    if "P" in per and "B" in per:
+        print(
+            f"\n(P)/(B) throughput (batches side by side against one at a time): {per['B'] / per['P']:.2f}x",
+            end="",
+        )
+    if "P" in per and "q" in per:
+        print(f"\n(P)/(q) throughput (both side by side): {per['q'] / per['P']:.2f}x", end="")
     print(f"\nConnect server JVM RSS at the end: {server_rss:.0f} MB (shared by every task)")
 
 
