@@ -1,0 +1,210 @@
+"""``scheduler_load.py --scheduler``: the planned shape's event runs against a real Airflow scheduler.
+
+A LocalExecutor deployment (``tests/e2e/test_real_scheduler.local_deployment``: SQLite metadata DB,
+api-server, scheduler, dag-processor; no triggerer) with one policy (``fleet``, rewrite-files, event-driven
+by default) over ``tables`` real Iceberg tables written by pyiceberg (a SQL catalog on SQLite, one data file
+each, their health stored: no plan finds work, so no Spark job starts). Once the planned DAG's first run
+is done, ``events`` asset events naming the tables in turn (the watcher's payload) are put on the policy's
+asset through Airflow's asset manager (what the triggerer does with a watcher's event), ``rate`` per second.
+Then, when no run is left: the asset-triggered ``dag_run`` rows, the events each consumed, their
+``task_instance`` rows and the runs' durations. One DAG per (table, action) would have made one run per event.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DAG_ID = "tms__plan__fleet__rewrite-files"
+
+INJECT = r"""
+import json, sys, time
+from airflow.assets.manager import AssetManager
+from airflow.models.asset import AssetModel
+from airflow.utils.session import create_session
+from sqlalchemy import select
+
+name, events, rate, tables = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+start = time.monotonic()
+for i in range(events):
+    time.sleep(max(0.0, start + i / rate - time.monotonic()))
+    table = tables[i % len(tables)]
+    extra = {"from_trigger": True, "payload": {"table": table, "snapshot_id": i + 1, "previous_snapshot_id": i,
+                                               "actions": {"rewrite-files": i}}}
+    for attempt in range(20):
+        try:
+            with create_session() as session:
+                asset = session.scalar(select(AssetModel).where(AssetModel.name == name))
+                AssetManager.register_asset_change(asset=asset, extra=extra, session=session)
+            break
+        except Exception as e:  # SQLite busy under the scheduler: try again
+            time.sleep(0.2)
+    else:
+        raise SystemExit(f"event {i} not registered: {e}")
+print(json.dumps({"seconds": time.monotonic() - start}))
+"""
+
+
+def check(tables: int, events: int, rate: float) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from airflow_tablemgmt.core.policies import parse_policy
+    from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, Owner, TableSpec
+    from airflow_tablemgmt.services import health
+    from airflow_tablemgmt.store import Store
+    from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+    from airflow_tablemgmt.store.policies import PolicyRepository
+    from tests.e2e.conftest import BIN
+    from tests.e2e.test_real_scheduler import _wait_for, local_deployment
+
+    work = Path(tempfile.mkdtemp(prefix="tms-sched-check-"))
+    dep = local_deployment(
+        work / "airflow",
+        AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
+        AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC="1",
+        AIRFLOW__TABLEMGMT__DAG_CACHE_DIR="off",
+    )
+    try:
+        migrate = subprocess.Popen(
+            [str(BIN / "airflow"), "db", "migrate"],
+            env=dep.env,
+            stdout=dep.log("db-migrate").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        db, warehouse = work / "catalog.db", work / "warehouse"
+        warehouse.mkdir()
+        client = SqlCatalog("lake", uri=f"sqlite:///{db}", warehouse=f"file://{warehouse}")
+        client.create_namespace("db")
+        catalog = CatalogSpec(
+            name="lake",
+            type=CatalogType.JDBC,
+            warehouse=f"file://{warehouse}",
+            properties={"uri": f"jdbc:sqlite:{db}"},
+        )
+        store = Store.for_url(dep.env["TABLEMGMT_STORE_URL"])
+        store.catalogs.upsert(catalog, Owner.STORE)
+        policy = {
+            "name": "fleet",
+            "match": {"catalog": "lake", "format": "iceberg"},
+            "actions": {"rewrite-files": {}},
+        }
+        PolicyRepository.of(store).upsert(parse_policy(policy), Owner.STORE)
+        schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+        enrol = EnrolmentRepository.of(store)
+        ids = []
+        for i in range(tables):
+            name = f"t{i:03d}"
+            t = client.create_table(f"db.{name}", schema=schema)
+            t.append(pa.table({"id": list(range(10)), "v": ["x"] * 10}, schema=schema))
+            spec = TableSpec(catalog="lake", namespace="db", name=name, actions={"rewrite-files": {}})
+            enrol.enrol(spec, "fleet", "matched")
+            ids.append(spec.id)
+            health.remember(store, spec.id, health.read_file_stats(catalog, spec))
+        (dep.home / "dags" / "tablemgmt_dags.py").write_bytes(
+            (ROOT / "dags" / "tablemgmt_dags.py").read_bytes()
+        )
+        assert migrate.wait(timeout=300) == 0, dep.log("db-migrate").read_text()[-3000:]
+        dep.start("api-server", "api-server", "--port", str(dep.api_port), "--host", "127.0.0.1")
+        dep.start("scheduler", "scheduler")
+        dep.start("dag-processor", "dag-processor")
+
+        def registered() -> bool:
+            dep.check_alive()
+            rows = dep.query("SELECT is_paused, is_stale FROM dag WHERE dag_id = :d", d=DAG_ID)
+            return bool(rows) and rows[0] == (False, False)
+
+        _wait_for(f"{DAG_ID} registered", registered, timeout=300)
+
+        def idle() -> bool:
+            dep.check_alive()
+            busy = dep.query(
+                "SELECT count(*) FROM dag_run WHERE dag_id = :d AND state IN ('queued', 'running')", d=DAG_ID
+            )[0][0]
+            return (
+                busy == 0 and dep.query("SELECT count(*) FROM dag_run WHERE dag_id = :d", d=DAG_ID)[0][0] > 0
+            )
+
+        _wait_for("the first (time-based) run to finish", idle, timeout=300, every=2)
+        before = dep.query("SELECT max(id) FROM dag_run WHERE dag_id = :d", d=DAG_ID)[0][0]
+        t0 = time.monotonic()
+        inject = subprocess.run(
+            [sys.executable, "-c", INJECT, "tablemgmt.policy.fleet", str(events), str(rate), *ids],
+            env=dep.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert inject.returncode == 0, inject.stderr[-3000:]
+        injected_s = time.monotonic() - t0
+        time.sleep(3)
+        _wait_for("every asset-triggered run to finish", idle, timeout=900, every=2)
+        drained_s = time.monotonic() - t0
+        runs = dep.query(
+            "SELECT r.id, r.run_type, r.state, r.start_date, r.end_date, "
+            "(SELECT count(*) FROM dagrun_asset_event e WHERE e.dag_run_id = r.id) "
+            "FROM dag_run r WHERE r.dag_id = :d AND r.id > :b ORDER BY r.id",
+            d=DAG_ID,
+            b=before,
+        )
+        tis = dep.query(
+            "SELECT ti.task_id, ti.state, count(*) FROM task_instance ti JOIN dag_run r "
+            "ON r.dag_id = ti.dag_id AND r.run_id = ti.run_id WHERE r.dag_id = :d AND r.id > :b "
+            "GROUP BY ti.task_id, ti.state",
+            d=DAG_ID,
+            b=before,
+        )
+        store.dispose()
+        client.engine.dispose()
+    except BaseException:
+        dep.print_log_tails(30)
+        raise
+    finally:
+        dep.stop()
+    from tests.e2e.test_real_scheduler import _utc
+
+    asset_runs = [r for r in runs if r[1] == "asset_triggered"]
+    durations = [(_utc(r[4]) - _utc(r[3])).total_seconds() for r in asset_runs if r[3] and r[4]]
+    consumed = [r[5] for r in asset_runs]
+    ti_count = sum(c for _, _, c in tis)
+    out = {
+        "events": events,
+        "rate": rate,
+        "injected_s": injected_s,
+        "drained_s": drained_s,
+        "runs": len(runs),
+        "asset_runs": len(asset_runs),
+        "states": sorted({r[2] for r in runs}),
+        "consumed": consumed,
+        "durations": durations,
+        "tis": tis,
+        "ti_count": ti_count,
+    }
+    print(
+        f"\nReal scheduler: {events} asset events on the policy's asset at {rate:g}/s over {tables} tables:\n"
+    )
+    print(
+        "| events | injected in | last run done after | asset-triggered runs (others) | events per run median / max "
+        "| run duration median / max | task instances (by task, state) | per run |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---|---:|")
+    ti_text = ", ".join(f"{t} {s}: {c}" for t, s, c in sorted(tis))
+    print(
+        f"| {events} | {injected_s:.0f} s | {drained_s:.0f} s | {len(asset_runs)} ({len(runs) - len(asset_runs)}) "
+        f"| {statistics.median(consumed) if consumed else 0:g} / {max(consumed, default=0)} "
+        f"| {statistics.median(durations) if durations else 0:.1f} / {max(durations, default=0):.1f} s "
+        f"| {ti_text} | {ti_count / len(runs) if runs else 0:.2f} |"
+    )
+    print(f"\nOne DAG per (table, action): {events} runs and {events} task instances for the same events.")
+    return out
+
+
+if __name__ == "__main__":
+    check(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]))
