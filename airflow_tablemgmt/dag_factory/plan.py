@@ -87,12 +87,38 @@ def plan_in_context(store: Any, context: Any, policy: str, action: str) -> list[
     changed = tables_of_events(events, action) if events else None
     planned = plan_run(store, policy, action, tables=named, changed=changed)
     summary = planned.to_dict()
+    summary["counts"]["skips_recorded"] = _record_skips(store, context, policy, planned)
     log.info("tablemgmt: plan of %s for policy %s: %s", action, policy, summary["counts"])
     for kind in ("changed", "pays", "measure", "idle", "not_enabled", "unmeasured", "not_found"):
         if summary.get(kind):
             log.info("tablemgmt:   %s (first %d): %s", kind, len(summary[kind]), summary[kind])
     context["ti"].xcom_push(key="plan", value=summary)
     return planned.batches
+
+
+def _record_skips(store: Any, context: Any, policy: str, planned: Any) -> int:
+    """The skipped processes of the tables this run left out whose reason changed (``services/plan_skips.py``);
+    how many were written. Never fails the plan: the batches run whatever the history says."""
+    from airflow_tablemgmt.operators.maintenance import run_instant
+    from airflow_tablemgmt.services.plan_skips import record_skips
+
+    ti = context["ti"]
+    try:
+        done = record_skips(
+            store,
+            policy,
+            planned,
+            instant=run_instant(context),
+            dag_id=getattr(ti, "dag_id", None),
+            run_id=getattr(ti, "run_id", None),
+            task_id=getattr(ti, "task_id", None) or PLAN_TASK,
+        )
+    except Exception:  # noqa: BLE001 - the history's note, not the plan
+        log.exception("tablemgmt: the skipped processes of this plan could not be recorded")
+        return 0
+    if done.deferred:
+        log.info("tablemgmt: %d skipped process(es) left for the next plan", done.deferred)
+    return done.written
 
 
 class RunBatchOperator(BaseOperator):

@@ -111,8 +111,15 @@ def test_the_plan_selects_from_stored_health_and_the_batches_skip_what_the_gate_
     assert labels == ["lake.db.t1 +1", "lake.db.t3 +1", "lake.db.t_leased"], labels  # the grid's names
     assert {ti.task_id: str(ti.state) for ti in tis} == {"plan": "success", "run_batch": "success"}
 
-    processes = {p.table_id: p for p in store.processes.list(action=ACTION, limit=100)}
+    everything = store.processes.list(action=ACTION, limit=100)
+    processes = {p.table_id: p for p in everything if p.task_id == "run_batch"}
     assert sorted(processes) == sorted(f"lake.db.{n}" for n in stale)  # the unmeasured table was not selected
+    # ... and its history says why: the plan's skip, its reason the health gate's (measured by the plan)
+    plan_skips = {p.table_id: p for p in everything if p.task_id == "plan"}
+    assert sorted(plan_skips) == ["lake.db.t_unmeasured"] and len(everything) == len(stale) + 1
+    left_out = plan_skips["lake.db.t_unmeasured"]
+    assert left_out.status == ProcessStatus.SUCCESS and (left_out.summary or {})["gate"] == "plan"
+    assert (left_out.summary or {})["reason"].startswith("not planned: ") and left_out.run_id == run.run_id
     for table_id, p in processes.items():
         assert p.status == ProcessStatus.SUCCESS and (p.summary or {}).get("skipped"), (table_id, p)
         assert p.run_id == run.run_id and p.dag_id == DAG_ID and p.task_id == "run_batch"
@@ -135,7 +142,13 @@ def test_the_plan_selects_from_stored_health_and_the_batches_skip_what_the_gate_
         "plan": "success",
         "run_batch": "skipped",
     }
-    assert len(store.processes.list(action=ACTION, limit=100)) == len(stale)
+    # the tables the batches ran are left out now: each recorded once with why (their newest process was the
+    # batch's); the unmeasured one's reason did not change: nothing new for it
+    again = [p for p in store.processes.list(action=ACTION, limit=100) if p.run_id == quiet.run_id]
+    assert sorted(p.table_id for p in again) == sorted(f"lake.db.{n}" for n in stale)
+    assert {(p.task_id, (p.summary or {})["gate"]) for p in again} == {("plan", "plan")}
+    third = dag.test()  # nothing changed since: no row at all
+    assert [p for p in store.processes.list(action=ACTION, limit=100) if p.run_id == third.run_id] == []
     store.dispose()
     client.engine.dispose()
 
@@ -195,8 +208,11 @@ def test_the_mapped_batch_compacts_the_unhealthy_tables_with_local_spark(
         tis = _task_instances(DAG_ID, run.run_id)
         assert sorted(ti.map_index for ti in tis if ti.task_id == "run_batch") == [0]  # one batch of two
 
-        processes = {p.table_id: p for p in store.processes.list(action=ACTION, limit=100)}
+        everything = store.processes.list(action=ACTION, limit=100)
+        processes = {p.table_id: p for p in everything if p.task_id == "run_batch"}
         assert sorted(processes) == ["lake.db.u1", "lake.db.u2"]  # the healthy table was not selected
+        skipped = [p for p in everything if p.task_id == "plan"]  # and its history says why
+        assert [(p.table_id, (p.summary or {}).get("gate")) for p in skipped] == [("lake.db.healthy", "plan")]
         for name in ("u1", "u2"):
             p = processes[f"lake.db.{name}"]
             assert p.status == ProcessStatus.SUCCESS and not (p.summary or {}).get("skipped"), p
