@@ -334,6 +334,12 @@ def main() -> None:
             f"| {action} | {p['pays']:,} | {p['measure']:,} | {p['idle']:,} | {100 * p['pays'] / enabled:.1f} % "
             f"| {p['batches']:,} | {min(p['batches'], MAX_MAP):,} | {left:,} | {p['cpu_s']:.2f} |"
         )
+    if any(p["pays"] > MAX_MAP * BATCH for p in plan.values()):
+        print(
+            f"\nBeyond {MAX_MAP:,} batches of {BATCH} a run maps the worst-scored tables first; an action without "
+            "thresholds scores every table alike (100), so equal scores order by table id: every run takes the "
+            f"same first {MAX_MAP * BATCH:,} and the others are never run (services/plan_runs.py's cut)."
+        )
     print("\nSchedules of the built DAGs (time-based runs per day from Airflow's timetables):\n")
     print(
         "| action | per-table DAG: tasks / events / runs per day / a table's event spacing | planned DAG: tasks / events / runs per day |"
