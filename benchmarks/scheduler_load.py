@@ -324,7 +324,7 @@ def main() -> None:
         f"\n{n:,} tables enrolled by one policy, 7 actions; synthetic stored health (written in {fill_s:.0f} s): {mix}\n"
     )
     print(
-        "| action | pays | measure first | idle | share needing work (of enabled) | batches of 50 | run's batches (max 1,024) | left for the next run | plan CPU (s) |"
+        "| action | pays | measure first | idle | share needing work (of enabled) | batches of 50 | run's batches (max 1,024) | beyond them (never run, see below) | plan CPU (s) |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for action, p in plan.items():
