@@ -363,6 +363,21 @@ class ProcessRepository:
         found = self.list(table_id=table_id, action=action, status=ProcessStatus.SUCCESS, limit=1)
         return found[0] if found else None
 
+    def last_finished_success(self, table_id: str, action: str) -> Process | None:
+        """The SUCCESS process of (table_id, action) that finished last, whatever its instant: runs of one
+        table are serialized by its lease, so it is the last one that committed (an incremental refresh
+        adds to what that one left; a backfilled instant can be older)."""
+        stmt = (
+            select(_T)
+            .where(_T.c.table_id == table_id, _T.c.action == action)
+            .where(_T.c.status == str(ProcessStatus.SUCCESS), _T.c.finished_at.is_not(None))
+            .order_by(_T.c.finished_at.desc(), _T.c.id.desc())
+            .limit(1)
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(stmt).first()
+        return None if row is None else _to_process(row)
+
     def active(self, table_id: str | None = None) -> builtins.list[Process]:
         """Processes not yet finished (PENDING, SUBMITTED, RUNNING, CANCELING), oldest instant first."""
         stmt = select(_T).where(_T.c.status.in_([str(s) for s in ACTIVE])).order_by(_T.c.instant, _T.c.id)
