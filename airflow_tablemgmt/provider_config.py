@@ -187,6 +187,14 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "once; a Spark Connect server's own slots bound them further (docs/planning.md).",
         "8",
     ),
+    "plan_shared_driver": _option(
+        "boolean",
+        "True",
+        "Whether a planned batch on spark-submit runs its tables one after another in ONE driver (one JVM and "
+        "session per batch, each table still under its own lease, process and time limit); False: each table "
+        "is a spark-submit application of its own (docs/planning.md).",
+        "False",
+    ),
     "plan_measure_budget": _option(
         "integer",
         "200",

@@ -176,6 +176,7 @@ class RunBatchOperator(BaseOperator):
             )
         finally:
             self._runner = None
+            make.close()  # the batch's shared spark-submit driver, if one ran, ends
         log.info(
             "tablemgmt: batch %s of %s (policy %s): %s",
             ti.map_index,

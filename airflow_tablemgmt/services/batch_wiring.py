@@ -5,7 +5,8 @@ Each is what ``TableMaintenanceOperator`` does for its one table, per table of t
 
 * :func:`runner_for`: a :class:`ProcessRunner` per table with the table's own engine (spark-submit, or the
   Spark Connect server ``[tablemgmt] spark_connect_conn_id`` names for it, which leases one of the
-  server's slots), its time limit, and the parent run's lineage conf;
+  server's slots), its time limit, and the parent run's lineage conf; the batch's spark-submit tables run
+  in one driver (``hooks/spark_batch.py``, ``[tablemgmt] plan_shared_driver``), each its own submitter;
 * :func:`time_limit_for`: the table's time limit (its action's ``timeout``, else ``[tablemgmt]
   maintenance_timeout``, else 4 h) enforced around its run: Airflow's own per-task timeout would bound the
   whole batch, not each table;
@@ -27,7 +28,7 @@ from airflow_tablemgmt.core.errors import TableMgmtError
 from airflow_tablemgmt.core.schedule import SchedulePlan
 from airflow_tablemgmt.core.time_limits import TimeLimit, maintenance_time_limit
 from airflow_tablemgmt.lifecycle import ProcessRunner, TakesJobConf, UsesStore
-from airflow_tablemgmt.services.batches import BatchRun, LimitFor, Outcome, RunnerFor, TableRun
+from airflow_tablemgmt.services.batches import BatchRun, LimitFor, Outcome, TableRun
 from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
@@ -57,29 +58,69 @@ def table_time_limit(store: Store, table_id: str, action: str) -> TimeLimit:
     return maintenance_time_limit(timeout, setting)
 
 
+def shared_driver() -> bool:
+    """``[tablemgmt] plan_shared_driver`` (default True): a batch's spark-submit tables share one driver."""
+    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
+
+    text = (setting_or_airflow("tablemgmt", "plan_shared_driver") or "").strip().lower()
+    if text in ("", "true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    log.warning("tablemgmt: [tablemgmt] plan_shared_driver %r is not a boolean; True applies", text)
+    return True
+
+
+class BatchRunners:
+    """Makes each table's runner, as the operator makes its one (a callable, :data:`RunnerFor`). With a
+    shared driver (``hooks/spark_batch.py``) the tables whose engine is spark-submit run in the batch's one
+    driver, each still its own submitter to the lifecycle; :meth:`close` ends that driver after the batch."""
+
+    def __init__(
+        self,
+        store: Store,
+        action: str,
+        context: Mapping[str, Any] | None = None,
+        spark_conn_id: str = "spark_default",
+        shared: bool | None = None,
+    ) -> None:
+        from airflow_tablemgmt.factories.discovery import default_factories
+        from airflow_tablemgmt.hooks.spark_batch import BatchDriver
+        from airflow_tablemgmt.lineage.spark import parent_job_conf
+
+        self.store, self.action, self.spark_conn_id = store, action, spark_conn_id
+        self.factories = default_factories()
+        self.lineage = parent_job_conf(context) if context else {}
+        self.driver = BatchDriver(spark_conn_id) if (shared_driver() if shared is None else shared) else None
+
+    def __call__(self, table_id: str) -> ProcessRunner:
+        from airflow_tablemgmt.hooks.engine import submitter_for
+        from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+        from airflow_tablemgmt.hooks.spark_batch import BatchTableSubmitter
+        from airflow_tablemgmt.hooks.spark_job import SparkJobHook
+        from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter
+
+        submitter: Any = submitter_for(table_id, self.action, self.spark_conn_id, store=self.store)
+        if self.driver is not None and type(submitter) is SparkJobHook:
+            submitter = BatchTableSubmitter(self.driver, submitter)
+        if isinstance(submitter, UsesStore):
+            submitter.use_store(self.store)
+        if self.lineage and isinstance(submitter, TakesJobConf) and isinstance(submitter.extra_conf, dict):
+            submitter.extra_conf.update(self.lineage)
+        limited = TimeLimitedSubmitter(submitter, table_time_limit(self.store, table_id, self.action))
+        return ProcessRunner(self.store, self.factories, limited, resolve_catalog=resolve_catalog_spec)
+
+    def close(self) -> None:
+        """The batch is over: its driver, if one runs, stops its session and exits."""
+        if self.driver is not None:
+            self.driver.close()
+
+
 def runner_for(
     store: Store, action: str, context: Mapping[str, Any] | None = None, spark_conn_id: str = "spark_default"
-) -> RunnerFor:
-    """A function making each table's runner, as the operator makes its one."""
-    from airflow_tablemgmt.factories.discovery import default_factories
-    from airflow_tablemgmt.hooks.engine import submitter_for
-    from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
-    from airflow_tablemgmt.lineage.spark import parent_job_conf
-    from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter
-
-    factories = default_factories()
-    lineage = parent_job_conf(context) if context else {}
-
-    def make(table_id: str) -> ProcessRunner:
-        submitter: Any = submitter_for(table_id, action, spark_conn_id, store=store)
-        if isinstance(submitter, UsesStore):
-            submitter.use_store(store)
-        if lineage and isinstance(submitter, TakesJobConf) and isinstance(submitter.extra_conf, dict):
-            submitter.extra_conf.update(lineage)
-        limited = TimeLimitedSubmitter(submitter, table_time_limit(store, table_id, action))
-        return ProcessRunner(store, factories, limited, resolve_catalog=resolve_catalog_spec)
-
-    return make
+) -> BatchRunners:
+    """A function making each table's runner (:class:`BatchRunners`; close it after the batch)."""
+    return BatchRunners(store, action, context, spark_conn_id)
 
 
 def reap(store: Store) -> None:
@@ -183,4 +224,13 @@ def _failure_alerts(
     send_routed(decided, context)
 
 
-__all__ = ["after_table", "reap", "runner_for", "snapshot_gate", "table_time_limit", "time_limit_for"]
+__all__ = [
+    "BatchRunners",
+    "after_table",
+    "reap",
+    "runner_for",
+    "shared_driver",
+    "snapshot_gate",
+    "table_time_limit",
+    "time_limit_for",
+]

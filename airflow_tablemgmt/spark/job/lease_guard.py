@@ -204,6 +204,15 @@ def start_beside(spec_path: Path) -> LeaseGuard | None:
     return guard
 
 
+def stop_active() -> None:
+    """Stop this driver's guard (a batch's driver, ``batch.py``, when a table's job has ended: the next
+    table runs under its own lease and guard)."""
+    global _ACTIVE
+    if _ACTIVE is not None:
+        _ACTIVE.stop()
+        _ACTIVE = None
+
+
 def fence(where: str) -> None:
     """:meth:`LeaseGuard.fence` of this driver's guard; nothing without one (no lease, Spark Connect)."""
     if _ACTIVE is not None:

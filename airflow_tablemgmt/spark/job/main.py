@@ -361,9 +361,16 @@ def _where(catalog: CatalogSpec) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="main.py", description="Run one table-maintenance action")
-    parser.add_argument("--spec", required=True, type=Path, help="path of the JSON JobSpec")
+    parser.add_argument("--spec", type=Path, help="path of the JSON JobSpec")
+    parser.add_argument("--batch", type=Path, help="a batch's directory: each table's job in turn (batch.py)")
     args = parser.parse_args(argv)
     configure_logging()
+    if args.batch is not None:  # a planned batch's tables in this one driver
+        from airflow_tablemgmt.spark.job.batch import run_batch_dir
+
+        return run_batch_dir(args.batch, execute=_execute, load_spec=load_spec)
+    if args.spec is None:
+        parser.error("one of --spec or --batch is required")
     # The worker's lease confirmation beside the spec: the driver stops itself when it runs out.
     lease_guard.start_beside(args.spec)
     try:

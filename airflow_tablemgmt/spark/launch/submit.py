@@ -154,6 +154,28 @@ def build_submit_spec(
     )
 
 
+def build_batch_submit_spec(
+    job: JobSpec, batch_dir: Path, *, local: bool = True, artifacts: ArtifactSettings | None = None
+) -> SubmitSpec:
+    """The submission of one driver that runs a batch's jobs in turn (``spark/job/batch.py``), from the first
+    table's ``job``: that job's own launch conf, jars and environment (every table the driver runs shares
+    them, :func:`driver_key`), the batch's directory instead of a spec."""
+    spec = build_submit_spec(job, Path(batch_dir) / "job.json", local=local, artifacts=artifacts)
+    spec.application_args = ["--batch", str(Path(batch_dir).resolve())]
+    t = job.table
+    spec.name = f"tms-{job.action}-batch-{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}"
+    return spec
+
+
+def driver_key(job: JobSpec, spec: SubmitSpec) -> str:
+    """What two jobs must share to run in one driver: the catalog (the driver's session is built with the
+    first job's catalog), the session's launch conf, the jars and packages on its class path, and the
+    environment."""
+    return json.dumps(
+        [job.catalog, spec.conf, spec.jars, spec.packages, spec.env], sort_keys=True, default=str
+    )
+
+
 def write_spec(job: JobSpec, path: Path) -> Path:
     """Write ``job`` as JSON to ``path``, readable and writable by this user only (0600).
 

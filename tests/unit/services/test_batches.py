@@ -306,3 +306,53 @@ def test_a_run_now_of_an_enrolled_table_is_resumed_by_its_planned_runs_batch(sto
         "run_batch",
     )
     assert engine.jobs == ["a_small"]
+
+
+def test_a_batch_on_spark_submit_runs_its_tables_in_one_driver_each_under_its_own_lease_and_process(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch's real wiring for spark-submit tables (``BatchRunners``: one ``BatchDriver`` for the batch,
+    each table its own ``BatchTableSubmitter``, the real ``ProcessRunner``), spark-submit being a stand-in that
+    runs the real driver loop without a JVM (``tests/support/batch_driver.py``): the jobs of the tables the
+    gates let through run in ONE driver, each with its own process row, lease (confirmed to the driver's guard
+    for that table) and result; the failing one fails alone; the driver ends with the batch."""
+    from airflow_tablemgmt.hooks.spark_submit_direct import SparkConnection
+    from airflow_tablemgmt.services.batch_wiring import BatchRunners
+    from tests.support.batch_driver import install
+
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__JVM_CLASS_CACHE", "false")
+    runners = BatchRunners(store, ACTION, shared=True)
+    assert runners.driver is not None
+    runners.driver.workdir = str(tmp_path)
+    connection = SparkConnection(master="local[1]", spark_binary=str(install(tmp_path)))
+    monkeypatch.setattr(runners.driver, "_direct_connection", lambda: connection)
+    other = "tms__lake.db.c_leased__rewrite-files/manual/maintain/1"
+    assert store.leases.acquire("lake.db.c_leased", other, timedelta(minutes=5))
+    tables = [f"lake.db.{n}" for n in TABLES]
+    try:
+        result = run_batch(store, _run(), tables, runner_for=runners)
+    finally:
+        runners.close()
+
+    outcome = {t.table_id.rpartition(".")[2]: t for t in result.tables}
+    assert {n: t.outcome for n, t in outcome.items()} == {
+        "a_small": Outcome.SUCCESS,
+        "b_healthy": Outcome.SKIPPED,
+        "c_leased": Outcome.SKIPPED,
+        "d_fails": Outcome.FAILED,
+        "e_small": Outcome.SUCCESS,
+    }
+    drivers = (tmp_path / "drivers.log").read_text().split()
+    assert len(drivers) == 1 and runners.driver.tables_run == 3  # a_small, d_fails, e_small: one driver
+    done = {n: store.processes.get(outcome[n].process_id) for n in ("a_small", "d_fails", "e_small")}  # type: ignore[arg-type]
+    for name in ("a_small", "e_small"):
+        p = done[name]
+        assert p.status == ProcessStatus.SUCCESS and p.summary["driver_pid"] == int(drivers[0])  # type: ignore[index]
+        assert p.summary["process_id"] == p.id  # the job was this table's process's own
+        assert p.external_id == f"local-{drivers[0]}"
+    assert done["d_fails"].status == ProcessStatus.FAILED
+    assert "the stand-in job failed d_fails" in (done["d_fails"].failure_reason or "")
+    assert all(store.leases.get(f"lake.db.{n}") is None for n in ("a_small", "d_fails", "e_small"))
+    assert store.leases.get("lake.db.c_leased").holder == other  # type: ignore[union-attr]
+    pid = int(drivers[0])
+    assert not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text()  # ended
