@@ -75,6 +75,36 @@ class NotBatchable(Exception):
     """This job cannot run in a shared driver (see the module docstring); it runs as a job of its own."""
 
 
+class _Driver:
+    """One started driver's own state, so a killed driver's thread, still ending, touches nothing of the
+    next one: its result lines, its output's tail, its application id and whether it has exited."""
+
+    def __init__(self) -> None:
+        self.results: queue.Queue[str] = queue.Queue()
+        self.exited = threading.Event()
+        self.exit_error: str | None = None
+        self.lines: deque[str] = deque(maxlen=2000)
+        self.app_id: str | None = None
+        self.waiting: list[Callable[[str], None]] = []  # on_started callbacks before the id was seen
+        self.abandoned = False  # killed: never handed another table
+
+    def on_line(self, line: str) -> None:
+        self.lines.append(line)
+        if self.app_id is None:
+            m = _APP_ID.search(line)
+            if m:
+                self.app_id = m.group(1)
+                waiting, self.waiting = self.waiting, []
+                for callback in waiting:
+                    callback(self.app_id)
+        if RESULT_MARKER in line and line.strip().startswith("{"):
+            self.results.put(line)
+
+    @property
+    def running(self) -> bool:
+        return not self.exited.is_set() and not self.abandoned
+
+
 class BatchDriver:
     """The one driver of a batch (see the module docstring). Not thread-safe: one table at a time."""
 
@@ -84,20 +114,20 @@ class BatchDriver:
         self.extra_conf: dict[str, str] = {}
         self.drivers_started = 0
         self.tables_run = 0
-        self.app_id: str | None = None
-        self.lines: deque[str] = deque(maxlen=2000)
+        self._d: _Driver | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._key: str | None = None
         self._index = 0
         self._hook: Any = None
         self._thread: threading.Thread | None = None
-        self._results: queue.Queue[str] = queue.Queue()
-        self._exited = threading.Event()
-        self._exit_error: str | None = None
         self._slot: Path | None = None
         self._kill_requested = False
         self._killed_pids: list[int] = []
-        self._started_callbacks: list[Callable[[str], None]] = []
+
+    @property
+    def app_id(self) -> str | None:
+        """The running (or last) driver's Spark application id."""
+        return self._d.app_id if self._d is not None else None
 
     # -- one table -------------------------------------------------------------------------------------
     def run(
@@ -116,10 +146,13 @@ class BatchDriver:
         if self._running() and key != self._key:
             log.info("tablemgmt: %s needs another driver (other catalog or jars): ending this one", job.table)
             self.close()
+        if self._d is not None and not self._d.running:  # killed or ended: its directory goes
+            self._forget()
         self._kill_requested, self._killed_pids = False, []
         if not self._running():
             self._start(job, key)
-        assert self._tmp is not None
+        d = self._d
+        assert d is not None and self._tmp is not None
         slot = Path(self._tmp.name) / f"{self._index:05d}"
         self._index += 1
         slot.mkdir(mode=0o700)
@@ -132,32 +165,32 @@ class BatchDriver:
 
         staged = write_spec(replace(job, catalog=resolve_catalog(job.catalog)), slot / f".{JOB_FILE}")
         if on_started is not None:
-            if self.app_id is not None:
-                on_started(self.app_id)
+            if d.app_id is not None:
+                on_started(d.app_id)
             else:
-                self._started_callbacks.append(on_started)
+                d.waiting.append(on_started)
         os.replace(staged, slot / JOB_FILE)  # the driver takes the table now
         self.tables_run += 1
-        return self._result(slot)
+        return self._result(d, slot)
 
-    def _result(self, slot: Path) -> JobResult:
+    def _result(self, d: _Driver, slot: Path) -> JobResult:
         while True:
             try:
-                line = self._results.get(timeout=0.2)
+                line = d.results.get(timeout=0.2)
             except queue.Empty:
-                if self._exited.is_set() and self._results.empty():
+                if d.exited.is_set() and d.results.empty():
                     break
                 continue
             self._slot = None  # its lease no longer bounds anything the driver runs
             return parse_result([line])
         # The driver ended without this table's result line.
+        self._slot = None
         stopped = guard_stop_reason(slot / JOB_FILE)
-        self._forget()
         if stopped is not None:  # its lease guard killed the driver
             return JobResult(status="FAILED", error=stopped, error_class="LeaseNotConfirmed")
         return JobResult(
             status="FAILED",
-            error=failure_reason(list(self.lines), self._exit_error),
+            error=failure_reason(list(d.lines), d.exit_error),
             error_class="SparkSubmitFailed",
         )
 
@@ -174,13 +207,14 @@ class BatchDriver:
 
     # -- the driver --------------------------------------------------------------------------------------
     def _running(self) -> bool:
-        return self._thread is not None and not self._exited.is_set()
+        return self._d is not None and self._d.running
 
     def _start(self, job: JobSpec, key: str) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="tms-batch-", dir=self.workdir)
         root = Path(self._tmp.name)
         os.chmod(root, 0o700)
         spec = build_batch_submit_spec(job, root, artifacts=artifact_settings())
+        d = _Driver()
         kwargs: dict[str, Any] = {
             "conf": {**self.extra_conf, **spec.conf},
             "jars": ",".join(spec.jars) or None,
@@ -188,7 +222,7 @@ class BatchDriver:
             "name": spec.name,
             "application_args": spec.application_args,
             "env_vars": spec.env,
-            "on_line": self._on_line,
+            "on_line": d.on_line,
         }
         direct = self._direct_connection()
         if direct is not None:
@@ -207,22 +241,18 @@ class BatchDriver:
             self._tmp.cleanup()
             self._tmp = None
             raise NotBatchable("a cluster-mode driver cannot see this worker's files")
-        self._hook, self._key, self._index, self.app_id = hook, key, 0, None
-        self._results = queue.Queue()
-        self._exited = threading.Event()
-        self._exit_error = None
-        self.lines.clear()
+        self._hook, self._key, self._index, self._d = hook, key, 0, d
         preexec = die_with_parent()
 
         def drive() -> None:
             try:
                 hook.submit(application=spec.application, preexec_fn=preexec)
             except failed as e:
-                self._exit_error = str(e)
+                d.exit_error = str(e)
             except BaseException as e:  # noqa: BLE001 - the table waiting for its result fails with it
-                self._exit_error = f"{type(e).__name__}: {e}"
+                d.exit_error = f"{type(e).__name__}: {e}"
             finally:
-                self._exited.set()
+                d.exited.set()
 
         self._thread = threading.Thread(target=drive, name="tablemgmt-batch-driver", daemon=True)
         self._thread.start()
@@ -235,24 +265,15 @@ class BatchDriver:
             return None
         return connection_from_environment(self.spark_conn_id)
 
-    def _on_line(self, line: str) -> None:
-        self.lines.append(line)
-        if self.app_id is None:
-            m = _APP_ID.search(line)
-            if m:
-                self.app_id = m.group(1)
-                callbacks, self._started_callbacks = self._started_callbacks, []
-                for callback in callbacks:
-                    callback(self.app_id)
-        if RESULT_MARKER in line and line.strip().startswith("{"):
-            self._results.put(line)
-
     def kill(self) -> None:
-        """Kill the driver and the table it runs (:meth:`job_stopped` says when its processes are gone)."""
-        hook = self._hook
-        if hook is None or not self._running():
+        """Kill the driver and the table it runs (:meth:`job_stopped` says when its processes are gone). The
+        driver is done with: the next table starts a new one, even while this one's exit is still being
+        noticed (a time limit interrupts the wait for the result before the driver's thread sees it end)."""
+        hook, d = self._hook, self._d
+        if hook is None or d is None or not d.running:
             return
         self._kill_requested = True
+        d.abandoned = True
         proc = getattr(hook, "_proc", None) or getattr(hook, "_submit_sp", None)
         tree = process_tree(proc.pid) if proc is not None and proc.poll() is None else []
         self._killed_pids = tree
@@ -267,12 +288,15 @@ class BatchDriver:
 
     def close(self) -> None:
         """No more tables: the driver stops its session and exits (killed after :data:`CLOSE_WAIT_S`)."""
-        if self._tmp is None:
+        d = self._d
+        if self._tmp is None or d is None:
+            self._forget()
             return
-        root = Path(self._tmp.name)
-        if self._running():
-            (root / END_FILE).touch()
-            if not self._exited.wait(CLOSE_WAIT_S):
+        if d.abandoned:
+            self.job_stopped()
+        elif d.running:
+            (Path(self._tmp.name) / END_FILE).touch()
+            if not d.exited.wait(CLOSE_WAIT_S):
                 log.warning("tablemgmt: the batch driver did not end in %.0fs: killing it", CLOSE_WAIT_S)
                 self.kill()
                 self.job_stopped()
@@ -287,7 +311,7 @@ class BatchDriver:
                 self._tmp.cleanup()
             except OSError:
                 log.debug("batch directory cleanup", exc_info=True)
-        self._tmp, self._key, self._slot = None, None, None
+        self._tmp, self._key, self._slot, self._d = None, None, None, None
 
 
 class BatchTableSubmitter:

@@ -155,3 +155,29 @@ def test_tables_of_another_catalog_get_a_driver_of_their_own_and_a_refresh_runs_
     refresh = submitter.submit(_job(tmp_path, "dyn", 3, action="refresh"))
     assert refresh.summary == {"alone": "dyn"} and driver.drivers_started == 2
     driver.close()
+
+
+def test_a_table_past_its_time_limit_is_killed_and_the_next_table_runs_at_once_in_a_new_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Airflow's timer (the batch's per-table limit) interrupts the wait for the table's result: the driver
+    is killed with that table and never handed another, even before its thread has seen it end."""
+    from datetime import timedelta
+
+    from airflow.sdk.execution_time.timeout import timeout
+
+    from airflow_tablemgmt.core.time_limits import maintenance_time_limit
+    from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLimitExceeded
+
+    driver = _driver(tmp_path, monkeypatch)
+    limited = TimeLimitedSubmitter(
+        BatchTableSubmitter(driver, SparkJobHook()), maintenance_time_limit(timedelta(seconds=1))
+    )
+    with pytest.raises(TimeLimitExceeded, match="ran past its time limit of 1s"):
+        with timeout(1, "limit"):
+            limited.submit(_job(tmp_path, "a_slow", 1))
+    assert limited.job_stopped()
+    after = driver.run(_job(tmp_path, "b", 2), lease=None)  # at once: no wait for the old driver's thread
+    assert after.status == "SUCCESS" and len(_drivers(tmp_path)) == 2
+    assert _gone(_drivers(tmp_path)[0])
+    driver.close()
