@@ -23,6 +23,9 @@ from airflow_tablemgmt.store.planning import EnrolledHealth, PlanningRepository
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
 
+#: Up to this many named tables are read by id (an ``IN`` list); more: the policy's rows, filtered here.
+ONLY_IN_QUERY = 1000
+
 
 def plan_settings() -> tuple[int, timedelta]:
     """``[tablemgmt] plan_batch_size`` and ``plan_health_max_age``, their defaults when unset; a bad value
@@ -67,10 +70,15 @@ def plan_action(
         size, age = plan_settings()
         batch_size = size if batch_size is None else batch_size
         max_age = age if max_age is None else max_age
-    rows: Iterable[EnrolledHealth] = PlanningRepository.of(store).rows(policy)
-    if only is not None:
-        wanted = set(only)
-        rows = (r for r in rows if r.table_id in wanted)
+    repo = PlanningRepository.of(store)
+    rows: Iterable[EnrolledHealth]
+    if only is not None and len(only) <= ONLY_IN_QUERY:  # a few tables: just their rows
+        rows = repo.rows(policy, only)
+    else:
+        rows = repo.rows(policy)
+        if only is not None:
+            wanted = set(only)
+            rows = (r for r in rows if r.table_id in wanted)
     return plan(rows, action, now=store.processes.now(), max_age=max_age, batch_size=batch_size)
 
 

@@ -5,7 +5,7 @@ query per table. Plain rows out; what they mean is ``metadata/planning.py``'s.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -45,8 +45,9 @@ class PlanningRepository:
         store._ensure_schema()
         return cls(store.engine)
 
-    def rows(self, policy: str) -> Iterator[EnrolledHealth]:
-        """Every live table ``policy`` enrolled, by table id, with its stored health (None when unmeasured)."""
+    def rows(self, policy: str, only: Collection[str] | None = None) -> Iterator[EnrolledHealth]:
+        """Every live table ``policy`` enrolled, by table id, with its stored health (None when unmeasured);
+        ``only``: just those of these table ids (a run naming its tables, an event-started run)."""
         stmt = (
             select(_T.c.table_id, _T.c.format, _T.c.actions, _H.c.figures, _H.c.measured_at)
             .select_from(_T.outerjoin(_H, _H.c.table_id == _T.c.table_id))
@@ -57,6 +58,8 @@ class PlanningRepository:
             )
             .order_by(_T.c.table_id)
         )
+        if only is not None:
+            stmt = stmt.where(_T.c.table_id.in_(sorted(set(only))))
         with self._engine.connect() as conn:
             result = conn.execution_options(yield_per=_FETCH).execute(stmt)
             for table_id, format, actions, figures, measured_at in result:
