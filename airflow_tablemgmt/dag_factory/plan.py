@@ -231,6 +231,17 @@ def policy_watched(
     return out
 
 
+def _warn_capacity(watchers: int) -> None:
+    """The capacity warning for the policies' watchers (one per enrolled table with event-driven actions),
+    which the declared tables' watchers (warned about by ``build.py``) add to."""
+    from airflow_tablemgmt.dag_factory.assets import watcher_capacity_warning
+    from airflow_tablemgmt.dag_factory.build import triggerer_slots
+
+    warning = watcher_capacity_warning(watchers, *triggerer_slots())
+    if warning:
+        log.warning("%s (the policies' enrolled tables alone)", warning)
+
+
 def _schedule(plan: SchedulePlan, asset: Asset | None) -> Any:
     """An event-driven action on the policy's asset or its fallback interval; else (or with nothing to
     watch yet) every interval."""
@@ -312,6 +323,8 @@ def build_plan_dags(
         log.error("tablemgmt: %s; the default %d applies", e, DEFAULT_MAX_ACTIVE_BATCHES)
         at_once = DEFAULT_MAX_ACTIVE_BATCHES
     out: dict[str, DAG] = {}
+    if watched is not None:
+        _warn_capacity(sum(len(tables) for tables in watched.values()))
     for policy in policies:
         if watched is None:
             asset: Asset | None = Asset(name=policy_asset_name(policy.name), group="tablemgmt")

@@ -163,8 +163,8 @@ def test_the_mapped_batch_compacts_the_unhealthy_tables_with_local_spark(
 ) -> None:
     """Three pyiceberg tables in a JDBC catalog on the suite's PostgreSQL, enrolled by discovery: the plan
     measures them (none has stored health), selects the two with 8 small files, and one mapped batch compacts
-    them one after another with the default engine (spark-submit, local Spark); the healthy one is not
-    selected."""
+    them one after another with the default engine (spark-submit, local Spark) in one driver; the healthy one
+    is not selected (a plan skip says why)."""
     from airflow.dag_processing.dagbag import DagBag
 
     from airflow_tablemgmt.core.identifiers import TableIdentifier
@@ -220,6 +220,8 @@ def test_the_mapped_batch_compacts_the_unhealthy_tables_with_local_spark(
             rows, ids, files, _ = content(catalog, TableIdentifier("lake", "db", name))
             assert (rows, ids) == before[name][:2] and files == 1, (name, rows, ids, files)
         assert content(catalog, TableIdentifier("lake", "db", "healthy")) == before["healthy"]
+        # one spark-submit driver ran the batch's two tables, each its own process (plan_shared_driver)
+        assert len({processes[f"lake.db.{n}"].external_id for n in ("u1", "u2")}) == 1
         store.dispose()
 
 

@@ -244,3 +244,20 @@ def test_an_event_driven_action_is_planned_on_its_policys_asset_watching_each_en
         assert started.name == asset.name and not started.watchers
     # the parse reads the table rows it read before, no read per enrolled table; a task start none of them
     assert counts[4] == counts[40], counts
+
+
+def test_the_policies_watchers_past_the_triggerers_capacity_are_warned_about(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from airflow_tablemgmt.dag_factory.assets import event_plans
+    from airflow_tablemgmt.dag_factory.plan import build_plan_dags
+    from airflow_tablemgmt.factories.discovery import default_factories
+
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__CAPACITY", "2")
+    lake = CatalogSpec(name="lake", warehouse="/tmp/lake")
+    tables = [TableSpec(catalog="lake", namespace="s", name=f"t{i}", actions=dict(ACTIONS)) for i in range(3)]
+    watched = {"fleet": [(t, lake, event_plans(t, default_factories())) for t in tables]}
+    with caplog.at_level("WARNING"):
+        dags = build_plan_dags([_policy()], watched=watched)
+    assert "3 snapshot watchers" in caplog.text and "the policies' enrolled tables alone" in caplog.text
+    assert len(dags[plan_dag_id("fleet", "rewrite-files")].timetable.asset_condition.watchers) == 3
