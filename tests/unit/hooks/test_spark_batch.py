@@ -181,3 +181,15 @@ def test_a_table_past_its_time_limit_is_killed_and_the_next_table_runs_at_once_i
     assert after.status == "SUCCESS" and len(_drivers(tmp_path)) == 2
     assert _gone(_drivers(tmp_path)[0])
     driver.close()
+
+
+def test_a_finished_tables_guard_is_stopped_so_its_lease_running_out_later_stops_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = _driver(tmp_path, monkeypatch)
+    first = driver.run(_job(tmp_path, "a", 1), lease=(time.monotonic(), 1.0))  # done well within its 1 s
+    time.sleep(1.5)  # a's confirmation has run out now; its lease was given back long ago
+    second = driver.run(_job(tmp_path, "b", 2), lease=(time.monotonic(), 60.0))
+    assert (first.status, second.status) == ("SUCCESS", "SUCCESS")
+    assert first.summary["driver_pid"] == second.summary["driver_pid"]  # the same driver lived on
+    driver.close()
