@@ -80,15 +80,17 @@ class RefreshOut(BaseModel):
     state: ProcessStatus
     reason: str | None = Field(description="why it failed (or was canceled)")
     trigger: str | None = Field(description="SCHEDULED, MANUAL or CREATION")
-    refresh_action: str | None = Field(description="FULL, PARTITION or NO_DATA; null until it ran")
+    refresh_action: str | None = Field(
+        description="FULL, PARTITION, INCREMENTAL or NO_DATA; null until it ran"
+    )
     refresh_mode: str | None = Field(
         default=None,
         description="the mode it ran in (FULL or INCREMENTAL); null until it ran, and for NO_DATA",
     )
     refresh_mode_reason: str | None = Field(
         default=None,
-        description="why it was not incremental (e.g. 'incremental refresh not enabled in this version', "
-        "'… it uses a window function (row_number)', 'no previous state …')",
+        description="why it ran in that mode (e.g. 'MERGE_BY_KEY: <source>: 1 append snapshot(s) since …', "
+        "'… it uses a window function (row_number)', '<source>: snapshot … is a delete …', 'no previous state …')",
     )
     schedule_time: str | None
     source_snapshots: dict[str, str | None] = Field(

@@ -164,6 +164,7 @@ class DynamicTableProcessFactory:
         A recovering attempt gets the same job: a refresh overwrites atomically, so running it again
         is safe; a creation drops what it created on failure and runs again from scratch.
         """
+        from airflow_tablemgmt.core.dynamic.incremental_decision import previous_of
         from airflow_tablemgmt.core.dynamic.refresh import CREATION, SCHEDULED, schedule_time_of, trigger_of
         from airflow_tablemgmt.store.dynamic import CREATING
 
@@ -193,15 +194,15 @@ class DynamicTableProcessFactory:
             no_data = self._no_data(store, dt, context)
             if no_data is not None:
                 return no_data
-        return _job(
-            definition,
-            context.catalog,
-            job_options(definition, "refresh", partition_values=values, dynamic_options=options),
-        )
+        refresh = job_options(definition, "refresh", partition_values=values, dynamic_options=options)
+        last = store.processes.last_finished_success(table.id, REFRESH)  # the last commit, not instant
+        previous = None if last is None else previous_of(last.summary, last.id)
+        return _job(definition, context.catalog, {**refresh, "previous": previous})
 
     def _no_data(self, store: Store, dt: DynamicTable, context: TriggerContext) -> dict[str, Any] | None:
-        """The NO_DATA summary when no source table changed since the last successful refresh."""
-        last = context.last_success
+        """The NO_DATA summary when no source table changed since the last successful refresh (the last to
+        finish: a refresh at an older instant may have run after a newer one)."""
+        last = store.processes.last_finished_success(dt.id, REFRESH) or context.last_success
         sources = list(dt.definition.source_tables or [])
         if last is None or not sources or not isinstance((last.summary or {}).get("source_snapshots"), dict):
             return None
@@ -210,6 +211,7 @@ class DynamicTableProcessFactory:
             return None  # the query's sources changed (altered query): refresh
         started = time.perf_counter()
         try:
+            from airflow_tablemgmt.core.dynamic.incremental_decision import carried_over
             from airflow_tablemgmt.metadata.dynamic import check_sources
 
             check = check_sources(source_catalogs(store, sources, context.resolve_catalog), last_snapshots)
@@ -223,6 +225,7 @@ class DynamicTableProcessFactory:
         log.info("tablemgmt: %s: no source table changed since process %s: NO_DATA", dt.id, last.id)
         return {
             "refresh_action": "NO_DATA",
+            **carried_over(last.summary),
             "source_snapshots": current,
             "partitions_written": [],
             "rows_written": 0,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_tablemgmt.core.dynamic.incremental import WHEN_APPENDS
 from tests.e2e.conftest import make_table
 from tests.e2e.test_cli import ok, tablemgmt
 
@@ -111,8 +112,8 @@ def test_create_refresh_validation_suspend_resume_history(airflow_db: str, tmp_p
     assert (shown["cron"], shown["dynamic_options"]) == ("0 * * * *", {"spark.sql.shuffle.partitions": "4"})
     assert {k: shown["refresh_mode"][k] for k in ("declared", "mode", "reason")} == {
         "declared": "AUTO",
-        "mode": "FULL",
-        "reason": "incremental refresh not enabled in this version",
+        "mode": "INCREMENTAL",
+        "reason": f"MERGE_BY_KEY: {WHEN_APPENDS}",
     }
 
     assert "dropped" in ok(tablemgmt("dt", "drop", tid)).stdout

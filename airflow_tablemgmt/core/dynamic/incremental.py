@@ -5,7 +5,7 @@ The refresh job walks Spark's *analysed* plan of the query once for the plan che
 :class:`PlanNode` (node kind, its expressions, its children, a relation's table, a join's type, a CTE's
 id), so the decision is a pure function, tested without a JVM. (Just over 400 lines: the walk and the rule sets
 it reads are one decision. The mode a refresh gets -- :class:`ModePlan`, :func:`check_declared`,
-:func:`plan_mode` -- moves to a module of its own when the incremental execution lands.)
+:func:`plan_mode` -- stays beside it; what one refresh does is ``incremental_decision.py``.)
 
 What can be maintained from the sources' changes (issue 41; Snowflake's and Databricks' rules):
 
@@ -42,6 +42,11 @@ APPEND, MERGE_BY_KEY, JOIN = "APPEND", "MERGE_BY_KEY", "JOIN"
 AUTO, FULL, INCREMENTAL = "AUTO", "FULL", "INCREMENTAL"
 # The reason a refresh that could be incremental is FULL in this version: its execution is not built yet.
 NOT_ENABLED = "incremental refresh not enabled in this version"
+# What a table whose query can be maintained incrementally is told (each refresh then says what it did).
+WHEN_APPENDS = (
+    "incremental when the sources only appended (or were compacted) since the last refresh; FULL, naming "
+    "why, after a delete or overwrite of a source or when there is no previous state"
+)
 
 # Leaves whose rows the query spells out itself: they never change between refreshes.
 _CONSTANT_LEAVES = frozenset({"OneRowRelation", "LocalRelation", "Range"})
@@ -381,7 +386,7 @@ def _check_expressions(expressions: Iterable[Expr]) -> None:
 
 @dataclass(frozen=True)
 class ModePlan:
-    """The mode a refresh runs in (``FULL`` in this version, ``INCREMENTAL`` once it is built) and why."""
+    """The mode a refresh runs in (``FULL`` or ``INCREMENTAL``) and why."""
 
     mode: str
     reason: str
@@ -407,8 +412,8 @@ def check_declared(declared: str, analysis: Analysis, table_id: str = "") -> Non
 
 def plan_mode(declared: str, analysis: Analysis | None) -> ModePlan:
     """The mode a refresh of a table declared ``declared`` gets, and why (the analysis of its query, or
-    None before Spark analysed it). Incremental execution is not built in this version: a query that
-    could be maintained incrementally refreshes FULL with :data:`NOT_ENABLED` as its reason."""
+    None before Spark analysed it). A query that can be maintained incrementally gets ``INCREMENTAL`` with
+    :data:`WHEN_APPENDS`; each refresh decides for itself (``core.dynamic.incremental_decision``)."""
     declared = str(declared).upper()
     if declared == FULL:
         return ModePlan(FULL, "refresh-mode is FULL")
@@ -417,4 +422,4 @@ def plan_mode(declared: str, analysis: Analysis | None) -> ModePlan:
     check_declared(declared, analysis)
     if not analysis.incremental:
         return ModePlan(FULL, f"the query cannot be maintained incrementally: {analysis.reason}")
-    return ModePlan(FULL, NOT_ENABLED)
+    return ModePlan(INCREMENTAL, f"{analysis.strategy}: {WHEN_APPENDS}")

@@ -71,6 +71,7 @@ class RefreshAction(StrEnum):
     FULL = "FULL"
     PARTITION = "PARTITION"
     NO_DATA = "NO_DATA"
+    INCREMENTAL = "INCREMENTAL"  # the sources' change merged in (refresh_mode INCREMENTAL)
 
 
 class DynamicState(StrEnum):

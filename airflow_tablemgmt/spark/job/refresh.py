@@ -43,11 +43,12 @@ stopped there still drops the table it created.
 Refresh modes (issue 41): every mode walks the analysed plan once more (``refresh_plan.py``) and decides
 with ``core.dynamic.incremental`` whether the query could be maintained incrementally. A declared
 ``INCREMENTAL`` the query cannot have fails the job naming the construct — in ``analyse`` and ``create``
-before anything is created. This version still writes every refresh as above (``FULL`` or ``PARTITION``),
-so the summary records ``refresh_mode: FULL`` with its reason: no previous state (a creation, a
-recreation), ``refresh-mode is FULL``, the construct that prevents an incremental refresh, or, where the
-query could be maintained incrementally, ``incremental refresh not enabled in this version``; and the
-analysis itself (``incremental``), which the table keeps.
+before anything is created. A refresh of the whole table of such a query (``AUTO`` or ``INCREMENTAL``)
+first tries ``incremental_refresh.attempt`` (the change since ``previous``, the last refresh's snapshots,
+in one commit: ``refresh_action`` and ``refresh_mode`` ``INCREMENTAL``); when it cannot, the summary says
+why and the refresh is FULL as above, reading every source at the snapshot it records (so the next refresh
+starts there: ``incremental_base``) and rebuilding the state table of a query with ``avg``
+(``state_snapshot_id``). A creation, a recreation and a partition refresh are FULL, saying so.
 
 Schema drift — the query's columns (names, types as Iceberg keeps them; order and nullability aside)
 differ from the table's — fails the refresh unless ``recreate``, which replaces the table in one commit
@@ -63,11 +64,20 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.dynamic.incremental import FULL as FULL_MODE
 from airflow_tablemgmt.core.dynamic.incremental import ModePlan
+from airflow_tablemgmt.core.dynamic.incremental_decision import Previous
 from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.core.query_policy import FORCED_SESSION
 from airflow_tablemgmt.spark.errors import SchemaDrift, TableExists
-from airflow_tablemgmt.spark.job import lease_guard, literals, query_policy, refresh_plan, wall_clock
+from airflow_tablemgmt.spark.job import (
+    incremental_refresh,
+    incremental_state,
+    lease_guard,
+    literals,
+    query_policy,
+    refresh_plan,
+    wall_clock,
+)
 from airflow_tablemgmt.spark.job.metrics import FirstRead, metadata_table, snapshot_summary
 from airflow_tablemgmt.spark.job.refresh_query import (
     FULL,
@@ -202,9 +212,38 @@ def overwrite(
     snapshots = source_snapshots(spark, sources)  # before the query reads them
     before = current_snapshot(spark, str(table))
     action = PARTITION if condition else FULL
+    maintained = analysis.incremental and job.refresh_mode != FULL_MODE
+    shape: Any = None
+    if maintained and not created and not recreate and not condition:
+        tried = incremental_refresh.attempt(
+            spark,
+            table,
+            declared=job.refresh_mode,
+            df=df,
+            analysis=analysis,
+            snapshots=snapshots,
+            previous=Previous.from_dict(job.previous),
+            partitioned_by=job.partitioned_by,
+            write_options=job.write_options,
+        )
+        if tried.summary is not None:
+            return incremental_refresh.summary(
+                tried, analysis, snapshots, schema, sources, job.dynamic_options
+            )
+        mode, shape = tried.mode, tried.shape
+    elif maintained and condition:
+        mode = ModePlan(FULL_MODE, incremental_refresh.PARTITION_REFRESH)
     rows_df = (
         query_frame(spark, job.query, condition, catalogs=frozenset({table.catalog})) if condition else df
     )
+    pinned = False
+    if analysis.incremental:  # read what is recorded, so that the next refresh starts where this one stops
+        try:
+            rows_df, pinned = incremental_refresh.pinned_frame(spark, rows_df, snapshots), True
+        except Exception:  # noqa: BLE001 - the refresh still runs in full; the next one is FULL too
+            log.warning(
+                "%s: could not pin the sources' snapshots; reading them as they are", table, exc_info=True
+            )
     writer = rows_df.writeTo(str(table)).options(**job.write_options)
     lease_guard.fence(f"the refresh's write to {table}")  # the final write: only with a confirmed lease
     if recreate:
@@ -224,6 +263,13 @@ def overwrite(
     elif recreate:
         mode = ModePlan(FULL_MODE, RECREATED)
     snapshot_id, rows = _written(spark, table, before)
+    state_snapshot = None
+    if maintained and pinned and not condition:
+        if shape is None:
+            found = incremental_refresh.shape_of(df, analysis)
+            shape = None if isinstance(found, str) else found
+        if shape is not None:
+            state_snapshot = incremental_refresh.rebuild_state(spark, table, shape, rows_df)
     partitions = [written_values] if condition else _all_partitions(spark, table, job.partitioned_by)
     log.info("%s refresh of %s wrote %d rows in snapshot %s", action, table, rows, snapshot_id)
     return {
@@ -236,6 +282,9 @@ def overwrite(
         "partitions_written_count": len(partitions),
         "rows_written": rows,
         "snapshot_id": snapshot_id,
+        # The whole table is the query at source_snapshots: the next refresh may add the change since.
+        "incremental_base": pinned and not condition,
+        "state_snapshot_id": state_snapshot,
         "recreated": recreate,
         "schema_changes": drift if recreate else [],
         "schema": schema,
@@ -279,6 +328,7 @@ def drop(spark: SparkSession, table: TableIdentifier) -> dict[str, Any]:
     """``drop --purge``: the table and its files. A table already gone is not an error (a retry)."""
     existed = bool(spark.catalog.tableExists(str(table)))
     spark.sql(f"DROP TABLE IF EXISTS {table.quoted} PURGE")
+    incremental_state.drop(spark, table)  # the state an incremental refresh kept beside it
     log.info("%s %s and purged its files", "dropped" if existed else "no table to drop:", table)
     return {"dropped": existed, "purged": True}
 

@@ -55,6 +55,8 @@ class RefreshJob:
     timeout_seconds: float | None = None
     # The table's declared refresh-mode (AUTO, FULL, INCREMENTAL): ``refresh_plan.refresh_mode``.
     refresh_mode: str = "AUTO"
+    # What the last successful refresh left (``core.dynamic.incremental_decision.Previous``), or None.
+    previous: dict[str, Any] | None = None
 
     @property
     def write_options(self) -> dict[str, str]:
@@ -130,6 +132,11 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
             f"refresh.refresh_mode: {options.get('refresh_mode')!r} is not a refresh mode; allowed: "
             f"{', '.join(REFRESH_MODES)}"
         )
+    previous = options.get("previous")
+    if previous is not None and not isinstance(previous, dict):
+        raise InvalidJobSpec(
+            f"refresh.previous: expected the last refresh's snapshots or null, got {previous!r}"
+        )
     try:
         timeout = parse_timeout(options.get(TIMEOUT_OPTION), f"refresh.{TIMEOUT_OPTION}")
     except ValueError as e:
@@ -145,6 +152,7 @@ def parse_options(options: dict[str, Any]) -> RefreshJob:
         dynamic_options={k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in dynamic.items()},
         timeout_seconds=timeout,
         refresh_mode=refresh_mode,
+        previous=previous,
     )
 
 

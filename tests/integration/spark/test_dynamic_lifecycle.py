@@ -200,7 +200,8 @@ def test_no_data_refresh_records_a_process_and_runs_no_job(
     insert(spark, src, [(2, "2026-02-01")])
     busy = run_refresh(store, jobs, tid, datetime(2026, 2, 1, 2, tzinfo=UTC))
     assert len(jobs.jobs) == submitted + 1
-    assert (busy.summary["refresh_action"], busy.summary["rows_written"]) == ("FULL", 2)
+    # The new row is appended (issue 41: its source only appended since the last refresh read it).
+    assert (busy.summary["refresh_action"], busy.summary["rows_written"]) == ("INCREMENTAL", 1)
 
     manual = dynamic.refresh_now(store, tid, runner=jobs)  # a manual refresh always runs
     assert len(jobs.jobs) == submitted + 2

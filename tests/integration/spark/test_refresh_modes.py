@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_tablemgmt.core.dynamic.incremental import APPEND, JOIN, MERGE_BY_KEY, NOT_ENABLED
+from airflow_tablemgmt.core.dynamic.incremental import APPEND, JOIN, MERGE_BY_KEY, WHEN_APPENDS
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner
 from airflow_tablemgmt.services import dynamic
@@ -90,9 +90,9 @@ def test_the_analysed_plan_decides_as_the_rules_say(
     orders, days = tables
     df = query_frame(spark, query.format(o=orders, d=days), catalogs=frozenset({"lake"}))
     analysis, mode = refresh_mode(df, "AUTO", "lake.db.t")
-    assert (analysis.strategy, mode.mode) == (strategy, "FULL"), analysis
+    assert (analysis.strategy, mode.mode) == (strategy, "FULL" if construct else "INCREMENTAL"), analysis
     if construct is None:
-        assert analysis.incremental and mode.reason == NOT_ENABLED
+        assert analysis.incremental and mode.reason == f"{strategy}: {WHEN_APPENDS}"
     else:
         assert analysis.construct is not None and analysis.construct.startswith(construct), analysis
         assert mode.reason == f"the query cannot be maintained incrementally: it uses {analysis.construct}"
@@ -127,18 +127,27 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
         == "no previous state: the table's first refresh computes the whole query"
     )
     view = dynamic.get(store, daily).refresh_mode
-    assert (view["declared"], view["mode"], view["reason"]) == ("AUTO", "FULL", NOT_ENABLED)
+    assert (view["declared"], view["mode"], view["reason"]) == (
+        "AUTO",
+        "INCREMENTAL",
+        f"MERGE_BY_KEY: {WHEN_APPENDS}",
+    )
     assert view["incremental"]["strategy"] == MERGE_BY_KEY
     assert view["incremental"]["reason"].startswith("GROUP BY day with count of ")
 
     insert(spark, orders, [(9, "2026-02-03")])
     refreshed = dynamic.refresh_now(store, daily, runner=jobs)
     row = dynamic.history_row(refreshed)
-    assert (row["trigger"], row["refresh_action"], row["refresh_mode"], row["refresh_mode_reason"]) == (
+    # The change is read and merged: one append snapshot of orders since the creation read it.
+    assert (row["trigger"], row["refresh_action"], row["refresh_mode"]) == (
         "MANUAL",
-        "FULL",
-        "FULL",
-        NOT_ENABLED,
+        "INCREMENTAL",
+        "INCREMENTAL",
+    )
+    assert row["refresh_mode_reason"].startswith(f"MERGE_BY_KEY: {orders}: 1 append snapshot(s) since "), row
+    assert row["rows_written"] == 1  # the one changed group
+    assert sorted(tuple(r) for r in spark.table(daily).collect()) == sorted(
+        tuple(r) for r in spark.sql(group_by).collect()
     )
     with pytest.raises(InvalidInput, match="refresh-mode: 'SOMETIMES' is not a refresh mode"):
         dynamic.alter(store, daily, refresh_mode="SOMETIMES")

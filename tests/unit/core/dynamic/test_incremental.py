@@ -10,7 +10,7 @@ from airflow_tablemgmt.core.dynamic.incremental import (
     APPEND,
     JOIN,
     MERGE_BY_KEY,
-    NOT_ENABLED,
+    WHEN_APPENDS,
     Analysis,
     Expr,
     IncrementalNotPossible,
@@ -198,9 +198,10 @@ def test_select_distinct_is_a_group_by_of_every_column_and_a_constant_query_has_
 def test_the_declared_mode_gives_the_mode_and_the_reason() -> None:
     can = analyse(wrapped(aggregate(table(), agg("count", "Count"))))
     cannot = analyse(wrapped(PlanNode("Window", (Expr("WindowExpression", "rank"),), (table(),))))
-    # This version executes every refresh in full; it says so instead of pretending otherwise.
-    assert plan_mode("AUTO", can).to_dict() == {"mode": "FULL", "reason": NOT_ENABLED}
-    assert plan_mode("INCREMENTAL", can).to_dict() == {"mode": "FULL", "reason": NOT_ENABLED}
+    # The table is told its refreshes are incremental, and when they are not (each refresh says why).
+    planned = {"mode": "INCREMENTAL", "reason": f"MERGE_BY_KEY: {WHEN_APPENDS}"}
+    assert plan_mode("AUTO", can).to_dict() == planned
+    assert plan_mode("INCREMENTAL", can).to_dict() == planned
     assert plan_mode("AUTO", cannot).to_dict() == {
         "mode": "FULL",
         "reason": "the query cannot be maintained incrementally: it uses a window function (rank)",

@@ -36,7 +36,7 @@ def _spec(**over: object) -> dict[str, object]:
 def test_the_enums() -> None:
     assert [m.value for m in RefreshMode] == ["AUTO", "FULL", "INCREMENTAL"]
     assert [m.value for m in RefreshTrigger] == ["SCHEDULED", "MANUAL", "CREATION"]
-    assert [m.value for m in RefreshAction] == ["FULL", "PARTITION", "NO_DATA"]
+    assert [m.value for m in RefreshAction] == ["FULL", "PARTITION", "NO_DATA", "INCREMENTAL"]
     assert [m.value for m in DynamicState] == ["CREATING", "ACTIVE", "SUSPENDED"]
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from airflow_tablemgmt.core.dynamic.incremental import NOT_ENABLED
+from airflow_tablemgmt.core.dynamic.incremental import WHEN_APPENDS
+from airflow_tablemgmt.core.dynamic.incremental_decision import NO_PREVIOUS
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner
 from airflow_tablemgmt.services import dynamic
@@ -41,6 +42,9 @@ CANNOT = {
     "notes": [],
 }
 
+# What a table whose query can be maintained incrementally is told (each refresh then says what it did).
+PLANNED = f"MERGE_BY_KEY: {WHEN_APPENDS}"
+
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
@@ -63,7 +67,7 @@ class Job:
         reason = (
             "no previous state: the table's first refresh computes the whole query"
             if created
-            else NOT_ENABLED
+            else NO_PREVIOUS
         )
         return JobResult(
             status="SUCCESS",
@@ -97,8 +101,8 @@ def test_the_job_is_given_the_declared_mode_and_the_table_records_its_analysis(s
     view = dynamic.get(store, T).to_dict()
     assert view["refresh_mode"] == {
         "declared": "AUTO",
-        "mode": "FULL",
-        "reason": NOT_ENABLED,
+        "mode": "INCREMENTAL",
+        "reason": PLANNED,
         "incremental": CAN,
     }
     assert dt.incremental == CAN
@@ -123,8 +127,8 @@ def test_alter_to_incremental_is_checked_against_the_recorded_analysis(store: St
     dynamic.alter(store, T, refresh_mode="INCREMENTAL")
     assert dynamic.get(store, T).refresh_mode == {
         "declared": "INCREMENTAL",
-        "mode": "FULL",
-        "reason": NOT_ENABLED,
+        "mode": "INCREMENTAL",
+        "reason": PLANNED,
         "incremental": CAN,
     }
     with pytest.raises(InvalidInput, match="refresh-mode: 'sometimes' is not a refresh mode; allowed: AUTO"):
@@ -186,7 +190,7 @@ def test_cli_and_rest_show_the_mode_and_why(
     create = ["--store-url", url, "dt", "create", T, "--query", QUERY, "--freshness", "1 DAY"]
     assert main([*create, "--refresh-mode", "incremental"]) == 0
     out = capsys.readouterr().out
-    assert f"refresh mode INCREMENTAL -> FULL: {NOT_ENABLED}" in out, out
+    assert f"refresh mode INCREMENTAL: {PLANNED}" in out, out
     assert main(["--store-url", url, "dt", "history", T]) == 0
     history = capsys.readouterr().out
     assert "MODE" in history.splitlines()[0] and "no previous state" in history, history
@@ -234,3 +238,35 @@ def _client(store: Store) -> TestClient:
     app.dependency_overrides[routes.airflow_side] = Airflow(paused={f"tms__{T}__refresh": False}).side
     app.dependency_overrides[get_user] = lambda: None
     return TestClient(app)
+
+
+class BaseJob(Job):
+    """A job whose refreshes leave the whole table equal to the query at the snapshots they record."""
+
+    def __init__(self) -> None:
+        super().__init__(CAN)
+        self.snapshot = 100
+
+    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+        result = super().submit(job, on_started)
+        self.snapshot += 1
+        summary = {**(result.summary or {}), "incremental_base": True, "snapshot_id": self.snapshot}
+        return JobResult(status="SUCCESS", summary={**summary, "state_snapshot_id": None})
+
+
+def test_a_refresh_job_is_handed_what_the_last_successful_refresh_left(store: Store) -> None:
+    job = BaseJob()
+    dynamic.create(store, {"identifier": T, "query": QUERY, "freshness": "1 DAY"}, job)
+    assert "previous" not in job.jobs[0].options  # a creation has no previous state
+    # Periodic, at times of their own (a manual refresh in the creation's second would be the creation's
+    # process); the NO_DATA check cannot read the source here, so the job runs.
+    first = dynamic.refresh_now(store, T, runner=job, is_periodic=True, schedule_time="2026-01-02 00:00:00")
+    assert job.jobs[1].options["previous"] == {
+        "source_snapshots": {SOURCE: 1},
+        "snapshot_id": 101,  # what the creation left
+        "state_snapshot_id": None,
+        "process_id": 1,
+    }
+    dynamic.refresh_now(store, T, runner=job, is_periodic=True, schedule_time="2026-01-03 00:00:00")
+    assert job.jobs[2].options["previous"]["process_id"] == first.id
+    assert job.jobs[2].options["previous"]["snapshot_id"] == 102

@@ -1,0 +1,311 @@
+"""An incremental refresh of a dynamic table: decide from what changed, then commit the change once.
+
+``refresh.overwrite`` calls :func:`attempt` for a refresh of the whole table (not a partition refresh,
+not a creation or recreation) once it has read the sources' current snapshots. The decision is
+``core.dynamic.incremental_decision.decide`` over what this job reads itself (``incremental_state``): each
+source's snapshots since the one the last refresh recorded (handed in as ``previous`` by the factory), the
+dynamic table's own history since the snapshot that refresh left, and the state table's. Then, by the
+analysis' strategy:
+
+* ``APPEND`` (filters and projections) and ``JOIN`` (inner joins): the query's plan read as
+  ``core.dynamic.delta_terms`` says (the appended rows of each changed source; for joins one term per
+  changed side, the other sides at this or the last refresh's snapshot) gives the new rows, appended in one
+  commit;
+* ``MERGE_BY_KEY`` (``GROUP BY`` / ``DISTINCT``): the aggregate's input read the same way is aggregated
+  and merged into the table by key in one ``MERGE`` (``incremental_merge``); a query with ``avg`` first
+  merges the sums and counts behind it into its state table (``incremental_state``).
+
+Every read of a source is pinned to the snapshot this refresh records (the change *up to* it, or the table
+*at* it), so what the next refresh reads starts exactly where this one stopped: a change is never read
+twice nor skipped. A failure before the first commit (a read Iceberg refuses, say) makes the refresh FULL
+naming it; after it, the job fails and the next refresh repairs (``incremental_decision``).
+
+:func:`attempt` answers the mode and, when it committed (or had nothing to add), the summary's fields;
+else ``refresh.overwrite`` writes in full, reading the sources pinned the same way (:func:`pinned_frame`),
+and rebuilds the state table (:func:`rebuild_state`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.dynamic import delta_terms
+from airflow_tablemgmt.core.dynamic.incremental import (
+    APPEND,
+    FULL,
+    INCREMENTAL,
+    MERGE_BY_KEY,
+    Analysis,
+    ModePlan,
+)
+from airflow_tablemgmt.core.dynamic.incremental_decision import (
+    STATE_REBUILD,
+    STATE_ROLLBACK,
+    Previous,
+    decide,
+    state_repair,
+    table_problem,
+)
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.spark.job import incremental_merge, incremental_plan, incremental_state, lease_guard
+from airflow_tablemgmt.spark.job.incremental_plan import AggregateShape
+from airflow_tablemgmt.spark.protocol import describe_exception
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+PARTITION_REFRESH = (
+    "a partition refresh recomputes the partitions it names (date formatters or static partitions)"
+)
+# The partitions_written list is cut here (the count is exact).
+MAX_PARTITIONS_LISTED = 1000
+
+
+@dataclass
+class Attempt:
+    """What :func:`attempt` did: the mode and why; ``summary`` when the refresh is done (incremental);
+    ``shape`` the query's aggregate (a FULL refresh rebuilds its state table from it)."""
+
+    mode: ModePlan
+    summary: dict[str, Any] | None = None
+    shape: AggregateShape | None = None
+
+
+def shape_of(df: DataFrame, analysis: Analysis) -> AggregateShape | str | None:
+    """The aggregate a ``MERGE_BY_KEY`` query is merged by (or why it cannot be as it is); None otherwise."""
+    if analysis.strategy != MERGE_BY_KEY:
+        return None
+    return incremental_plan.aggregate_shape(incremental_plan.analysed(df))
+
+
+def pinned_frame(spark: SparkSession, df: DataFrame, snapshots: dict[str, int | None]) -> DataFrame:
+    """``df`` with every source read at the snapshot this refresh records."""
+    plan = incremental_plan.analysed(df)
+    reads = delta_terms.pinned(incremental_plan.occurrences(plan), snapshots)
+    return incremental_plan.frame(spark, incremental_plan.substitute(spark, plan, reads))
+
+
+def _kinds(plan: Any) -> set[str]:
+    out: set[str] = set()
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        out.add(str(node.getClass().getSimpleName()))
+        pending.extend(node.children().apply(i) for i in range(node.children().size()))
+    return out
+
+
+def _delta(spark: SparkSession, plan: Any, terms: list[list[delta_terms.Read]]) -> DataFrame:
+    frames = [incremental_plan.frame(spark, incremental_plan.substitute(spark, plan, t)) for t in terms]
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.unionAll(other)
+    return out
+
+
+def _partitions(rows: DataFrame, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    if not columns:
+        return []
+    from pyspark.sql import functions as F
+
+    found = rows.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in columns]).distinct()
+    return sorted(
+        (r.asDict() for r in found.limit(MAX_PARTITIONS_LISTED + 1).collect()),
+        key=lambda p: [str(v) for v in p.values()],
+    )
+
+
+def attempt(
+    spark: SparkSession,
+    table: TableIdentifier,
+    *,
+    declared: str,
+    df: DataFrame,
+    analysis: Analysis,
+    snapshots: dict[str, int | None],
+    previous: Previous | None,
+    partitioned_by: tuple[str, ...],
+    write_options: dict[str, str],
+) -> Attempt:
+    """Refresh ``table`` incrementally if the decision allows it; else the mode FULL and why."""
+    shape = shape_of(df, analysis) if str(declared).upper() != FULL else None
+    aggregate = shape if isinstance(shape, AggregateShape) else None
+    changes: dict[str, Any] = {}
+    problem = None
+    state_action, state_problem = "", None
+    state = incremental_state.state_table(table)
+    if previous is not None and analysis.incremental and str(declared).upper() != FULL:
+        for source, now in snapshots.items():
+            if source in previous.source_snapshots:
+                changes[source] = incremental_state.source_change(
+                    spark, source, previous.source_snapshots[source], now
+                )
+        current, newer, reached = incremental_state.history(spark, table, previous.snapshot_id)
+        problem = table_problem(str(table), previous.snapshot_id, current, newer, reached=reached)
+        if isinstance(shape, str):
+            problem = problem or f"the query's aggregate cannot be merged by key: {shape}"
+        if aggregate is not None and aggregate.needs_state:
+            exists = incremental_state.exists(spark, state)
+            now_state, _, met = (
+                incremental_state.history(spark, state, previous.state_snapshot_id)
+                if exists
+                else (None, [], False)
+            )
+            state_action, why = state_repair(
+                str(state), previous.state_snapshot_id, now_state, recorded_is_ancestor=met
+            )
+            state_problem = why if state_action == STATE_REBUILD else None
+            if state_action == STATE_ROLLBACK:
+                log.warning("%s", why)
+    mode = decide(declared, analysis, previous, changes, table_problem=problem, state_problem=state_problem)
+    if mode.mode != INCREMENTAL:
+        return Attempt(mode, shape=aggregate)
+    plan = incremental_plan.analysed(df) if aggregate is None else aggregate.child
+    kinds = _kinds(plan)
+    terms = delta_terms.terms(
+        incremental_plan.occurrences(plan), changes, joined="Join" in kinds, unioned="Union" in kinds
+    )
+    if isinstance(terms, str):
+        return Attempt(
+            ModePlan(FULL, f"the query cannot be refreshed incrementally as it is: {terms}"), shape=aggregate
+        )
+    assert previous is not None
+    if state_action == STATE_ROLLBACK and previous.state_snapshot_id is not None:
+        incremental_state.rollback(spark, state, previous.state_snapshot_id)
+    done: dict[str, Any] = {
+        "refresh_action": INCREMENTAL,
+        "source_changes": {
+            t: {"kind": c.kind, "since": c.since, "current": c.current} for t, c in sorted(changes.items())
+        },
+        "state_snapshot_id": previous.state_snapshot_id
+        if aggregate is not None and aggregate.needs_state
+        else None,
+    }
+    if not terms:
+        now = incremental_state.current(spark, table)
+        return Attempt(
+            mode, {**done, "rows_written": 0, "partitions_written": [], "snapshot_id": now}, aggregate
+        )
+    try:
+        if aggregate is None:
+            rows = _delta(spark, plan, terms).localCheckpoint()
+            new_state = None
+        else:
+            part = incremental_merge.partials(spark, aggregate, _delta(spark, plan, terms)).localCheckpoint()
+            merged, new_state = incremental_merge.merged_rows(
+                spark, aggregate, part, table, state if aggregate.needs_state else None
+            )
+            rows = merged.localCheckpoint()
+            new_state = None if new_state is None else new_state.localCheckpoint()
+        count = rows.count()
+        partitions = _partitions(rows, partitioned_by)
+    except Exception as e:
+        if any(c.expired for c in _clocks()) or not _is_spark_error(e):
+            raise
+        error_class, _ = describe_exception(e)
+        log.warning("the incremental read of %s failed; refreshing in full", table, exc_info=True)
+        return Attempt(
+            ModePlan(FULL, f"the incremental read failed ({error_class}): refreshed in full"), shape=aggregate
+        )
+    lease_guard.fence(f"the incremental refresh's write to {table}")
+    if count and new_state is not None and aggregate is not None:
+        incremental_merge.merge_into(
+            spark, state, new_state, [f"k{i}" for i in range(len(aggregate.grouping))]
+        )
+        done["state_snapshot_id"] = incremental_state.current(spark, state)
+    if count:
+        if aggregate is None:
+            rows.writeTo(str(table)).options(**write_options).append()
+        else:
+            incremental_merge.merge_into(
+                spark, table, rows, list(aggregate.key_columns), update=bool(aggregate.slots)
+            )
+    snapshot = incremental_state.current(spark, table)
+    log.info(
+        "INCREMENTAL refresh of %s: %d rows %s in snapshot %s",
+        table,
+        count,
+        "appended" if aggregate is None else "merged",
+        snapshot,
+    )
+    return Attempt(
+        mode,
+        {**done, "rows_written": count, "partitions_written": partitions, "snapshot_id": snapshot},
+        aggregate,
+    )
+
+
+def summary(
+    tried: Attempt,
+    analysis: Analysis,
+    snapshots: dict[str, int | None],
+    schema: list[dict[str, Any]],
+    sources: list[str],
+    dynamic_options: dict[str, str],
+) -> dict[str, Any]:
+    """The process summary of an incremental refresh (the same fields as a FULL one's)."""
+    done = dict(tried.summary or {})
+    partitions = list(done.pop("partitions_written", []))
+    return {
+        **done,
+        "refresh_mode": tried.mode.mode,
+        "refresh_mode_reason": tried.mode.reason,
+        "incremental": analysis.to_dict(),
+        "source_snapshots": snapshots,
+        "partitions_written": partitions[:MAX_PARTITIONS_LISTED],
+        "partitions_written_count": len(partitions),
+        "incremental_base": True,
+        "recreated": False,
+        "schema_changes": [],
+        "schema": schema,
+        "source_tables": sources,
+        "dynamic_options": dict(dynamic_options),
+    }
+
+
+def rebuild_state(
+    spark: SparkSession, table: TableIdentifier, shape: AggregateShape, df_pinned: DataFrame
+) -> int | None:
+    """After a FULL write: the state table from the whole (pinned) input; None when the query keeps none."""
+    if not shape.needs_state:
+        return None
+    plan = incremental_plan.analysed(df_pinned)
+    found = incremental_plan.aggregate_shape(plan)
+    if isinstance(found, str):
+        return None
+    rows = incremental_plan.frame(spark, found.child)
+    part = incremental_merge.partials(spark, found, rows)
+    lease_guard.fence(f"the state table's write beside {table}")
+    return incremental_state.replace_state(
+        spark, incremental_state.state_table(table), incremental_merge.state_rows(found, part), table
+    )
+
+
+def _clocks() -> list[Any]:
+    from airflow_tablemgmt.spark.job import wall_clock
+
+    return list(wall_clock._ACTIVE)  # noqa: SLF001 - a refresh stopped at its limit is not retried in full
+
+
+def _is_spark_error(e: Exception) -> bool:
+    """Spark's or Iceberg's refusal of the incremental read (or of the plan's copy), not ours."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    return isinstance(e, (Py4JError, PySparkException))
+
+
+__all__ = [
+    "APPEND",
+    "PARTITION_REFRESH",
+    "Attempt",
+    "attempt",
+    "pinned_frame",
+    "rebuild_state",
+    "shape_of",
+    "summary",
+]

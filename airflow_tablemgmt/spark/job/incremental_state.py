@@ -1,0 +1,125 @@
+"""Snapshot histories and the state table of an incremental refresh (driver side).
+
+**Histories.** What changed in a source, in the dynamic table and in its state table since the snapshots the
+last refresh recorded is read here from Iceberg's ``snapshots`` metadata table, at the moment the job reads
+its sources' snapshots — not from the decision the factory made before the job started (a source may have
+been written in between): :func:`source_change` classifies with ``core.dynamic.source_changes.classify``.
+
+**The state table.** A query with ``avg`` keeps, per group, the sum and count behind each average in a
+table of its own, ``<name>__tms_state`` in the dynamic table's namespace (table property
+``tablemgmt.state-of`` names the dynamic table); the dynamic table's schema stays exactly the query's
+columns. Iceberg commits one table at a time, so the two tables commit one after the other and the process
+records both snapshot ids:
+
+* an incremental refresh commits the state first, then the table; stopped in between, the state is ahead
+  of the recorded snapshot while the table is not, and the next refresh rolls the state back
+  (:func:`rollback`, Iceberg's ``rollback_to_snapshot``) and reads the same change again;
+* a FULL refresh commits the table first, then rebuilds the state (:func:`replace_state`); stopped in
+  between, the table is ahead of its recorded snapshot, so the next refresh is FULL again.
+
+``drop --purge`` drops the state table with the dynamic table.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from airflow_tablemgmt.core.dynamic.source_changes import UNCHANGED, SnapshotInfo, SourceChange, classify
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.spark.job.metrics import metadata_table
+from airflow_tablemgmt.spark.job.procedures import procedure_sql
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+STATE_SUFFIX = "__tms_state"
+STATE_OF = "tablemgmt.state-of"
+
+
+def state_table(table: TableIdentifier) -> TableIdentifier:
+    return TableIdentifier(table.catalog, table.namespace, f"{table.name}{STATE_SUFFIX}")
+
+
+def current(spark: SparkSession, table: TableIdentifier) -> int | None:
+    row = spark.sql(f"SELECT snapshot_id FROM {metadata_table(table, 'refs')} WHERE name = 'main'").first()
+    return None if row is None else int(row["snapshot_id"])
+
+
+def history(
+    spark: SparkSession, table: TableIdentifier, since: int | None
+) -> tuple[int | None, list[tuple[int, str]], bool]:
+    """``(current, [(snapshot id, operation)] after ``since`` newest first, whether ``since`` was met)``:
+    the current snapshot's ancestry walked back to ``since``."""
+    now = current(spark, table)
+    rows = spark.sql(f"SELECT snapshot_id, parent_id, operation FROM {metadata_table(table, 'snapshots')}")
+    parents: dict[int, tuple[int | None, str]] = {
+        int(r["snapshot_id"]): (None if r["parent_id"] is None else int(r["parent_id"]), str(r["operation"]))
+        for r in rows.collect()
+    }
+    newer: list[tuple[int, str]] = []
+    snapshot = now
+    while snapshot is not None and snapshot in parents:
+        if snapshot == since:
+            return now, newer, True
+        parent, operation = parents[snapshot]
+        newer.append((snapshot, operation))
+        snapshot = parent
+    return now, newer, since is not None and snapshot == since
+
+
+def source_change(spark: SparkSession, table_id: str, since: int | None, now: int | None) -> SourceChange:
+    """How source ``table_id`` changed from ``since`` (recorded by the last refresh) to ``now`` (the
+    snapshot this refresh recorded and reads)."""
+    if since is None and now is None:  # empty then, empty now
+        return SourceChange(table_id, UNCHANGED, None, None, f"{table_id}: no snapshot yet")
+    table = TableIdentifier.parse(table_id)
+    _, newer, reached = history(spark, table, since)
+    # The walk starts at the table's current snapshot: keep only what this refresh reads (up to ``now``).
+    ids = [s for s, _ in newer]
+    if now in ids:
+        newer = newer[ids.index(now) :]
+    elif now == since:
+        newer = []
+    infos = [SnapshotInfo(s, op) for s, op in newer]
+    return classify(table_id, since, now, infos, reached_since=reached or now == since)
+
+
+def exists(spark: SparkSession, table: TableIdentifier) -> bool:
+    return bool(spark.catalog.tableExists(str(table)))
+
+
+def rollback(spark: SparkSession, table: TableIdentifier, snapshot_id: int) -> None:
+    """Roll ``table`` back to ``snapshot_id`` (an ancestor of its current snapshot), one commit."""
+    log.warning("rolling %s back to snapshot %s", table, snapshot_id)
+    spark.sql(procedure_sql(table, "rollback_to_snapshot", {"snapshot_id": str(int(snapshot_id))}))
+
+
+def replace_state(
+    spark: SparkSession, table: TableIdentifier, rows: DataFrame, owner: TableIdentifier
+) -> int:
+    """Write ``rows`` as the whole state table (created or replaced in one commit); its new snapshot id."""
+    same = exists(spark, table) and _columns(spark.table(table.quoted)) == _columns(rows)
+    if same:
+        rows.writeTo(str(table)).overwrite(_true())
+    else:  # new, or the query's aggregates changed: replaced in one commit
+        rows.writeTo(str(table)).using("iceberg").tableProperty(STATE_OF, str(owner)).createOrReplace()
+    snapshot = current(spark, table)
+    assert snapshot is not None  # a write commits a snapshot
+    return snapshot
+
+
+def drop(spark: SparkSession, table: TableIdentifier) -> None:
+    spark.sql(f"DROP TABLE IF EXISTS {state_table(table).quoted} PURGE")
+
+
+def _columns(df: DataFrame) -> list[tuple[str, str]]:
+    return [(f.name.lower(), f.dataType.simpleString()) for f in df.schema.fields]
+
+
+def _true() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.lit(True)
