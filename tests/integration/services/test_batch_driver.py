@@ -1,0 +1,77 @@
+"""A planned batch's tables in ONE real spark-submit driver (ADR 0004 decision 3; ``hooks/spark_batch.py``,
+``spark/job/batch.py``): two pyiceberg tables of 8 small files in a JDBC catalog on the suite's PostgreSQL,
+enrolled by a policy, run through the batch's real wiring (``BatchRunners``: the real lifecycle, the Iceberg
+factory, local Spark): one driver compacts both, one after another, each table under its own process (its own
+job, attempt and commit), lease (given back after it) and result. The per-table failure, kill and lease-lapse
+paths of the same driver loop run without a JVM in tests/unit/hooks/test_spark_batch.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from airflow_tablemgmt.core.identifiers import TableIdentifier
+from airflow_tablemgmt.core.process import ProcessStatus
+from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, Owner, TableSpec
+from airflow_tablemgmt.services.batch_wiring import BatchRunners
+from airflow_tablemgmt.services.batches import BatchRun, Outcome, run_batch
+from airflow_tablemgmt.store import Store
+from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+from tests.integration.catalogs.conftest import postgres_database
+from tests.support.catalogs import content, seed
+
+pytestmark = pytest.mark.integration
+
+ACTION = "rewrite-files"
+
+
+def test_one_driver_compacts_a_batchs_tables_each_under_its_own_process_and_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMS_TEST_PG_PASSWORD", "unused")  # the catalog's password reference (trust auth)
+    with postgres_database("tms_batch_driver") as database:
+        catalog = CatalogSpec(
+            name="lake",
+            type=CatalogType.JDBC,
+            warehouse=f"file://{tmp_path / 'warehouse'}",
+            properties={
+                "uri": f"jdbc:postgresql://127.0.0.1:5432/{database}",
+                "jdbc.user": "postgres",
+                "jdbc.password": "env:TMS_TEST_PG_PASSWORD",
+            },
+        )
+        names = ["u1", "u2"]
+        before = {n: content(catalog, seed(catalog, n, appends=8)) for n in names}
+        store = Store.for_url(f"sqlite:///{tmp_path / 'store.db'}")
+        store.catalogs.upsert(catalog, Owner.STORE)
+        enrol = EnrolmentRepository.of(store)
+        for n in names:
+            enrol.enrol(TableSpec(catalog="lake", namespace="db", name=n, actions={ACTION: {}}), "fleet", "m")
+        run = BatchRun(
+            policy="fleet",
+            action=ACTION,
+            instant=datetime(2026, 11, 28, 12, tzinfo=UTC),
+            dag_id="tms__plan__fleet__rewrite-files",
+            run_id="scheduled__2026-11-28T12:00:00+00:00",
+            task_id="run_batch",
+            map_index=0,
+        )
+        runners = BatchRunners(store, ACTION, shared=True)
+        try:
+            result = run_batch(store, run, [f"lake.db.{n}" for n in names], runner_for=runners)
+        finally:
+            runners.close()
+        assert [t.outcome for t in result.tables] == [Outcome.SUCCESS, Outcome.SUCCESS], result.tables
+        assert runners.driver is not None and runners.driver.drivers_started == 1  # one JVM for the batch
+        processes = [store.processes.get(t.process_id) for t in result.tables]  # type: ignore[arg-type]
+        assert all(p.status == ProcessStatus.SUCCESS for p in processes)
+        assert len({p.id for p in processes}) == 2 and len({p.external_id for p in processes}) == 1
+        for name, p in zip(names, processes, strict=True):
+            rows, ids, files, _ = content(catalog, TableIdentifier("lake", "db", name))
+            assert (rows, ids) == before[name][:2] and files == 1, (name, rows, ids, files)
+            summary = p.summary or {}
+            assert (summary["before"]["data_files"], summary["after"]["data_files"]) == (8, 1), summary
+            assert store.leases.get(f"lake.db.{name}") is None  # given back after its own job
+        store.dispose()
