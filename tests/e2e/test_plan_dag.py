@@ -154,8 +154,9 @@ def test_the_plan_selects_from_stored_health_and_the_batches_skip_what_the_gate_
 
 
 @pytest.mark.on_demand(
-    reason="two spark-submit compactions (≈ 3 min at load 6-16); CI runs the planned DAG's whole path without a "
-    "JVM (the test above: plan, mapped batches, the gate, the lease) and the compaction job itself in "
+    reason="one spark-submit driver compacting two tables through dag.test() (144 s at load 11-12); CI runs the "
+    "planned DAG's whole path without a JVM (the test above: plan, mapped batches, the gate, the lease), one "
+    "batch driver over two tables in integration/services/test_batch_driver.py and the compaction job itself in "
     "e2e/test_cli.py"
 )
 def test_the_mapped_batch_compacts_the_unhealthy_tables_with_local_spark(

@@ -75,3 +75,57 @@ def test_one_driver_compacts_a_batchs_tables_each_under_its_own_process_and_leas
             assert (summary["before"]["data_files"], summary["after"]["data_files"]) == (8, 1), summary
             assert store.leases.get(f"lake.db.{name}") is None  # given back after its own job
         store.dispose()
+
+
+@pytest.mark.on_demand(
+    reason="one or two driver JVMs (143 s at load 11-12); CI runs the same guard, per table, in the real driver loop "
+    "without a JVM (tests/unit/hooks/test_spark_batch.py: a lapse stops the driver with that table only) and "
+    "one real driver over two tables (the test above)"
+)
+def test_a_table_whose_lease_is_not_confirmed_commits_nothing_and_the_next_table_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real driver, the first table's lease confirmed for 2 s only and never renewed (a frozen worker): its
+    guard stops it before its commit (the fence refuses the step, or the guard kills the JVM: which one depends
+    on how long the JVM takes to start), the table keeps its 8 files; the batch's next table, confirmed for
+    long enough, is compacted (in the same driver or a new one)."""
+    import time
+
+    from airflow_tablemgmt.core.actions import ACTIONS
+    from airflow_tablemgmt.core.factory import JobSpec
+    from airflow_tablemgmt.hooks.spark_batch import BatchDriver
+
+    monkeypatch.setenv("TMS_TEST_PG_PASSWORD", "unused")
+    with postgres_database("tms_batch_lapse") as database:
+        catalog = CatalogSpec(
+            name="lake",
+            type=CatalogType.JDBC,
+            warehouse=f"file://{tmp_path / 'warehouse'}",
+            properties={
+                "uri": f"jdbc:postgresql://127.0.0.1:5432/{database}",
+                "jdbc.user": "postgres",
+                "jdbc.password": "env:TMS_TEST_PG_PASSWORD",
+            },
+        )
+        before = {n: content(catalog, seed(catalog, n, appends=8)) for n in ("u1", "u2")}
+
+        def job(name: str, process_id: int) -> JobSpec:
+            return JobSpec(
+                table={"catalog": "lake", "namespace": "db", "name": name},
+                catalog=catalog.model_dump(mode="json"),
+                action=ACTION,
+                options=ACTIONS.get(ACTION).settings({}).options(),
+                process_id=process_id,
+            )
+
+        driver = BatchDriver(workdir=str(tmp_path))
+        try:
+            lapsed = driver.run(job("u1", 1), lease=(time.monotonic(), 2.0))
+            after = driver.run(job("u2", 2), lease=(time.monotonic(), 600.0))
+        finally:
+            driver.close()
+        assert lapsed.status == "FAILED" and lapsed.error_class == "LeaseNotConfirmed", lapsed
+        assert content(catalog, TableIdentifier("lake", "db", "u1")) == before["u1"]  # nothing committed
+        assert after.status == "SUCCESS", after
+        rows, ids, files, _ = content(catalog, TableIdentifier("lake", "db", "u2"))
+        assert (rows, ids, files) == (*before["u2"][:2], 1)
