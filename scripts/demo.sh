@@ -114,8 +114,8 @@ tablemgmt tables
 
 if [ "$DYNAMIC" = 1 ]; then
   step "Dynamic table $DT (a daily aggregate of demo.db.events, partitioned by day): its first run creates it (trigger CREATION)"
-  dt_run 1-creation "$(midnight '2 days ago')" '{}'
-  python "$ROOT/scripts/demo_dynamic.py" expect "$DT" FULL --at "$(midnight '2 days ago')"
+  dt_run 1-creation "$(midnight '3 days ago')" '{}'
+  python "$ROOT/scripts/demo_dynamic.py" expect "$DT" FULL --at "$(midnight '3 days ago')"
 fi
 
 run=0
@@ -142,16 +142,24 @@ fi
 
 if [ "$DYNAMIC" = 1 ]; then
   # expire-data above deleted rows of demo.db.events (rewrites alone change no data: NO_DATA).
-  step "Periodic refresh of $DT at $(midnight yesterday), as the scheduler's run: demo.db.events changed, so the whole table is rewritten"
-  dt_run 2-periodic "$(midnight yesterday)" '{"trigger": "SCHEDULED", "is_periodic": true}'
-  python "$ROOT/scripts/demo_dynamic.py" expect "$DT" FULL ${DEMO_ACTIONS:+NO_DATA} --at "$(midnight yesterday)"
+  step "Periodic refresh of $DT at $(midnight '2 days ago'), as the scheduler's run: expire-data deleted rows of demo.db.events, so the whole table is recomputed (FULL, and why)"
+  dt_run 2-periodic "$(midnight '2 days ago')" '{"trigger": "SCHEDULED", "is_periodic": true}'
+  python "$ROOT/scripts/demo_dynamic.py" expect "$DT" FULL ${DEMO_ACTIONS:+NO_DATA} --at "$(midnight '2 days ago')"
+
+  if [ "$CATALOG" = local ]; then
+    step "New rows arrive: 300 events of today appended to demo.db.events (one append commit)"
+    python "$ROOT/scripts/demo_table.py" --warehouse "$WAREHOUSE" --table demo.db.events --append 300 2>"$DEMO/demo-append.log" || { tail -20 "$DEMO/demo-append.log"; exit 1; }
+    step "Periodic refresh at $(midnight yesterday): the source only appended, so only the new rows are read and the groups they touch merged in (INCREMENTAL)"
+    dt_run 3-incremental "$(midnight yesterday)" '{"trigger": "SCHEDULED", "is_periodic": true}'
+    python "$ROOT/scripts/demo_dynamic.py" expect "$DT" INCREMENTAL --at "$(midnight yesterday)"
+  fi
 
   step "A refresh of one day through FLIP-435's REST endpoint, on a real airflow api-server and scheduler (started, then stopped)"
   python "$ROOT/scripts/demo_dynamic.py" rest "$DT" --partition "day=$(date -u +%F)"
 
   # Unpausing the DAG above may also have let the scheduler run today's tick; then this reuses it.
   step "Periodic refresh at $(midnight today): no source table changed since the last refresh read it: NO_DATA, no Spark job"
-  dt_run 3-no-data "$(midnight today)" '{"trigger": "SCHEDULED", "is_periodic": true}'
+  dt_run 4-no-data "$(midnight today)" '{"trigger": "SCHEDULED", "is_periodic": true}'
   python "$ROOT/scripts/demo_dynamic.py" expect "$DT" NO_DATA --at "$(midnight today)"
 
   step "Refresh history of $DT (tablemgmt dt history $DT)"

@@ -287,6 +287,8 @@ def cmd_expect(args: argparse.Namespace) -> int:
         f"  refresh {row['process_id']}: {row['state']} {row['refresh_action']} "
         f"({row['rows_written']} rows; sources {row['source_snapshots']})"
     )
+    if row.get("refresh_mode"):
+        print(f"  mode {row['refresh_mode']}: {row.get('refresh_mode_reason') or '-'}")
     if row["state"] != "SUCCESS" or row["refresh_action"] not in args.action:
         raise SystemExit(
             f"expected the newest refresh of {args.table} to be SUCCESS {' or '.join(args.action)}, got "
@@ -306,7 +308,7 @@ def main() -> int:
     rest.set_defaults(func=cmd_rest)
     expect = sub.add_parser("expect", help="fail unless the newest refresh is SUCCESS with ACTION")
     expect.add_argument("table")
-    expect.add_argument("action", nargs="+", choices=["FULL", "PARTITION", "NO_DATA"])
+    expect.add_argument("action", nargs="+", choices=["FULL", "PARTITION", "INCREMENTAL", "NO_DATA"])
     expect.add_argument("--at", help="the refresh at this schedule time (ISO 8601); default: the newest")
     expect.set_defaults(func=cmd_expect)
     args = p.parse_args()

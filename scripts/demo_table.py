@@ -109,6 +109,35 @@ def add_position_deletes(spark, table: str, every: int, commits: int = 1) -> Non
         )
 
 
+def append_rows(spark, table: str, rows: int) -> None:  # type: ignore[no-untyped-def]
+    """``rows`` new events of today, in one append commit (new ids after the table's largest): what a
+    stream's next micro-batch adds, and what an incremental refresh reads."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.sql import functions as F
+
+    start = spark.sql(f"SELECT coalesce(max(id), 0) + 1 AS s FROM {table}").first().s
+    df = (
+        spark.range(start, start + rows, numPartitions=1)
+        .withColumn("day", F.current_date())
+        .withColumn(
+            "event_ts", F.to_timestamp(F.col("day")) + F.expr("make_interval(0,0,0,0,0,0,id % 86400)")
+        )
+        .withColumn("user_id", (F.col("id") * 7919 % 10007).cast("int"))
+        .withColumn(
+            "kind",
+            F.element_at(
+                F.array(F.lit("view"), F.lit("click"), F.lit("buy")), (F.col("id") % 3 + 1).cast("int")
+            ),
+        )
+        .withColumn("amount", (F.col("id") % 1000) / 10.0)
+        .select("id", "event_ts", "day", "user_id", "kind", "amount")
+    )
+    catalog, namespace, name = table.split(".")
+    df.writeTo(f"`{catalog}`.`{namespace}`.`{name}`").append()
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--warehouse", required=True)
@@ -123,9 +152,18 @@ def main() -> int:
         default=DELETE_COMMITS,
         help="DELETE commits; each deletes one row in every --delete-every",
     )
+    p.add_argument("--append", type=int, default=0, metavar="ROWS", help="append ROWS rows of today instead")
     args = p.parse_args()
     t0 = time.monotonic()
     spark = spark_session(args.warehouse, args.table.split(".")[0], args.remote)
+    if args.append:
+        append_rows(spark, args.table, args.append)
+        r = spark.sql(f"SELECT count(*) FROM {args.table}").first()[0]
+        print(
+            f"appended {args.append} rows of today to {args.table}: {r} live records in {time.monotonic() - t0:.1f}s"
+        )
+        spark.stop()
+        return 0
     create_table(spark, args.table, args.files, args.rows)
     if args.delete_every:
         add_position_deletes(spark, args.table, args.delete_every, args.delete_commits)
