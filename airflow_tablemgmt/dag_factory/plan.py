@@ -21,7 +21,7 @@ policies that name it, else the action's default.
 **Events** (ADR 0004 decision 5). An action that runs on new snapshots (``trigger: event``, the default of the
 snapshot-gated actions) is scheduled on the policy's asset (:func:`~airflow_tablemgmt.dag_factory.assets.policy_asset`:
 each enrolled table's own watcher, the shared per-catalog poll, each table's events at most once per its
-interval) or on its fallback interval (a full plan). A run its events started plans the tables they name
+interval) and, for a full plan, on the interval (or the policy's ``fallback-interval``). A run its events started plans the tables they name
 for its action (``services/plan_runs.py``). The full parse builds the watchers from the table rows it has
 read already (:func:`policy_watched`, no read of its own); a task start, which needs no schedule, carries
 the asset by name only, so it reads no table row (a task's DAG is never serialized: the DAG processor's
@@ -267,7 +267,7 @@ def build_plan_dag(
     interval = plan.interval
     evented = plan.trigger == "event" and asset is not None
     when = (
-        f"on its tables' new data snapshots, each at most every {interval}, and all of them every {plan.fallback}"
+        f"every {plan.fallback} and on its tables' new data snapshots (each table at most every {interval})"
         if evented
         else f"every {interval}"
     )

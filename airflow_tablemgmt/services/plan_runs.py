@@ -122,8 +122,9 @@ def plan_schedule(policy: Policy, action: str, policies: Iterable[Policy]) -> Sc
     """How ``policy``'s planned DAG of ``action`` is scheduled: the action's trigger as the policy's block for it
     (else the first policy naming it, else the action's default) resolves it for a table, on
     :func:`plan_interval`. ``event``: on the snapshots of the policy's tables (their watchers, one asset per
-    policy), each table's events at most once per that interval, plus a full plan every ``fallback``;
-    ``schedule``: a full plan every interval."""
+    policy), each table's events at most once per its interval, plus a full plan every ``fallback`` (the
+    policy's ``fallback-interval``, else the interval: a full plan also measures the tables that have no
+    health yet, so it keeps the interval's cadence); ``schedule``: a full plan every interval."""
     from airflow_tablemgmt.factories.discovery import default_factories
 
     policies = list(policies)
@@ -137,7 +138,14 @@ def plan_schedule(policy: Policy, action: str, policies: Iterable[Policy]) -> Sc
     strategy = default_factories().for_action(fmt, action).trigger_strategy(fmt, action)
     resolved = SchedulePlan.resolve(settings, strategy)
     if resolved.trigger == "event":
-        return replace(resolved, interval=interval)
+        # The full plan keeps the interval's cadence (it measures new and stale tables, within the budget),
+        # unless the policy names a fallback: events are the fast path beside it, not its replacement.
+        fallback = (
+            Interval.parse(settings.fallback_interval, "fallback-interval")
+            if settings.fallback_interval
+            else interval
+        )
+        return replace(resolved, interval=interval, fallback=fallback)
     return SchedulePlan("schedule", interval, resolved.gate)
 
 
@@ -145,9 +153,9 @@ def describe_plan_schedule(policy: str, plan: SchedulePlan) -> str:
     """What REST and the page say of a planned DAG's schedule."""
     if plan.trigger == "event":
         return (
-            f"planned with policy {policy}'s tables on their new data snapshots (polled every "
-            f"{Interval(every=plan.poll_interval)}), each at most every {plan.interval}; all of them every "
-            f"{plan.fallback}; run where it pays"
+            f"planned with policy {policy}'s tables every {plan.fallback} and on their new data snapshots "
+            f"(polled every {Interval(every=plan.poll_interval)}, each table at most every {plan.interval}); "
+            "run where it pays"
         )
     return f"planned with policy {policy}'s tables every {plan.interval}; run where it pays"
 

@@ -115,10 +115,14 @@ def test_the_shape_schedule_and_concurrency(monkeypatch: pytest.MonkeyPatch) -> 
     assert orphans.timetable.delta == timedelta(days=1), orphans.timetable
     assert dags[plan_dag_id("all", "rewrite-files")].timetable.delta == timedelta(minutes=30)  # 'schedule'
     # fleet's rewrite-files runs on new snapshots (its default): on the policy's asset, by name only here (no
-    # table rows given, as at a task start), or a full plan on the fallback interval
+    # table rows given, as at a task start), and a full plan every interval (no fallback-interval named)
     events = dags[plan_dag_id("fleet", "rewrite-files")].timetable
     assert events.asset_condition.name == "tablemgmt.policy.fleet" and not events.asset_condition.watchers
-    assert events.timetable.delta == timedelta(days=1)
+    assert events.timetable.delta == timedelta(hours=2)
+    named = build_plan_dags(
+        [_policy("x", actions={"rewrite-files": {"interval": "2h", "fallback-interval": "1d"}})]
+    )
+    assert named[plan_dag_id("x", "rewrite-files")].timetable.timetable.delta == timedelta(days=1)
     assert dag.max_active_runs == 1 and not dag.catchup and "policy:fleet" in dag.tags
     plan, batch = dag.get_task(PLAN_TASK), dag.get_task(BATCH_TASK)
     assert batch.upstream_task_ids == {PLAN_TASK} and plan.downstream_task_ids == {BATCH_TASK}
@@ -162,8 +166,8 @@ def test_rest_names_an_enrolled_tables_planned_dags(tmp_path: Path, monkeypatch:
     files = out["rewrite-files"]
     assert (files.trigger, files.interval) == ("event", "2h"), files  # the policy's interval for it
     assert files.schedule == (
-        "planned with policy fleet's tables on their new data snapshots (polled every 1s), each at most every "
-        "2h; all of them every 1d; run where it pays"
+        "planned with policy fleet's tables every 2h and on their new data snapshots (polled every 1s, each "
+        "table at most every 2h); run where it pays"
     )
     expiry = out["expire-snapshots"]
     assert (expiry.trigger, expiry.interval) == ("schedule", "1d"), expiry
@@ -228,7 +232,7 @@ def test_an_event_driven_action_is_planned_on_its_policys_asset_watching_each_en
         watched = [w.trigger.table_id for w in asset.watchers]
         assert watched == [f"lake.s.t{i:03d}" for i in range(0, enrolled, 2)]  # fleet's half, sorted
         assert all(w.trigger.actions == {"rewrite-files": 7200.0} for w in asset.watchers)  # its interval
-        assert timetable.timetable.delta == timedelta(days=1)  # and a full plan every fallback interval
+        assert timetable.timetable.delta == timedelta(hours=2)  # and a full plan every interval
         eu = dags[plan_dag_id("eu", "rewrite-files")].timetable.asset_condition
         assert [w.trigger.table_id for w in eu.watchers] == [
             f"lake.s.t{i:03d}" for i in range(1, enrolled, 2)
