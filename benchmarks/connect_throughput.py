@@ -293,6 +293,11 @@ def main() -> None:
         choices=["a", "b", "n", "f", "p", "B", "P", "c", "q"],
     )
     p.add_argument("--batch-size", type=int, default=50, help="(B)/(P): tables per batch (plan_batch_size)")
+    p.add_argument(
+        "--reuse-sessions",
+        action="store_true",
+        help="(B)/(P): the connection's reuse_sessions: true (a slot's server session kept across tables)",
+    )
     p.add_argument("--parallel", type=int, default=2, help="tasks (p) and procedures (q) at once")
     p.add_argument(
         "--rounds", type=int, default=1, help="split each way's tables into rounds, ways interleaved"
@@ -410,7 +415,7 @@ def main() -> None:
                 size = max(args.batch_size, 1)
                 batched = _run_batched(
                     [ids[i : i + size] for i in range(0, len(ids), size)],
-                    {**connect_env({}), "TABLEMGMT_STORE_URL": store},
+                    {**connect_env({"reuse_sessions": args.reuse_sessions}), "TABLEMGMT_STORE_URL": store},
                     work,
                     log,
                     args.parallel if way == "P" else 1,
