@@ -9,7 +9,11 @@ readable as long as the append's snapshot is kept, so snapshot expiry must not p
 snapshot before an incremental refresh has read it — else the walk does not meet the recorded snapshot and the
 change is ``NEEDS_FULL``.
 
-Not yet called by a refresh: the incremental execution that reads these files comes next (issue 41).
+Not on the refresh path: the refresh job classifies each source's change itself, with the same
+``classify``, at the snapshot it pins and reads (``spark/job/incremental_state.source_change``): a commit
+between a decision made here, before the JVM, and the job's read would otherwise go unseen, and the job reads
+the appended rows with Iceberg's incremental scan, not this file list. What stays JVM-free before the job is
+the NO_DATA decision (``metadata/dynamic.check_sources``: ``replace``-only snapshots are no change).
 """
 
 from __future__ import annotations
