@@ -184,8 +184,9 @@ def check(world: World, shape: str, removed: bool, where: str) -> dict[str, Any]
 
 
 @pytest.mark.on_demand(
-    reason="over CI's 60 s for a new JVM test: 157 s at load 0.1 with 4 steps of one seed (creating three "
-    "dynamic tables and refreshing them is most of it), 200 s at load 10-13 with 1 step; CI's guarantee: "
+    reason="over CI's 60 s for a new JVM test: 94 s at load 5-6 with 4 steps of one seed (157 s at load 0.1 "
+    "before the driver-side history reads; creating three dynamic tables and refreshing them is most of it); "
+    "CI's guarantee: "
     "tests/integration/spark/test_refresh_modes.py::"
     "test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mode_and_reason (an "
     "incremental MERGE with avg equal to its query, and after a stop between the state's and the table's "
