@@ -59,6 +59,10 @@ class TriggerContext:
     # Resolves a catalog's secret references (handed in by whoever builds the ProcessRunner: the
     # operator and the services pass ``hooks.secrets.resolve_catalog_spec``); None: use as stored.
     resolve_catalog: Callable[[CatalogSpec], CatalogSpec] | None = None
+    # For expire-snapshots: per dynamic table that reads this table incrementally, the snapshot of it that
+    # its next refresh reads the change from (``lifecycle/retention.py``). Expiring it would turn that
+    # refresh into a FULL one, so the expiry keeps it and what came after.
+    retain_snapshots: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from airflow_tablemgmt.lifecycle.errors import WorkerSuperseded
 from airflow_tablemgmt.lifecycle.model import NamesConnectServer, RunOutcome
 from airflow_tablemgmt.lifecycle.predecessor import ensure_ended, with_application
 from airflow_tablemgmt.lifecycle.results import record_predecessor_success, record_success
+from airflow_tablemgmt.lifecycle.retention import EXPIRE_SNAPSHOTS, snapshots_to_keep
 from airflow_tablemgmt.lifecycle.summary import complete_summary, one_line, snapshot_after
 from airflow_tablemgmt.lifecycle.table_marks import committed_in_table, with_connect_base
 from airflow_tablemgmt.lifecycle.takeover import attempt_prefix, wait_for_peer
@@ -174,12 +175,14 @@ class Attempt(AttemptState):
         """What the factory is told of the run: its instant, catalog and the action's last success."""
         req = self.req
         last = self.store.processes.last_successful(req.table_id, req.action)
+        keep = snapshots_to_keep(self.store, req.table_id) if req.action == EXPIRE_SNAPSHOTS else {}
         return TriggerContext(
             instant=req.instant,
             catalog=catalog,
             last_snapshot_id=last.snapshot_id if last else None,
             last_success=last,
             resolve_catalog=self.settings.resolve_catalog,
+            retain_snapshots=keep,
         )
 
     def set_up(

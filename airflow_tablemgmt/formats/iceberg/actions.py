@@ -150,6 +150,9 @@ class DeleteOrphansSettings(ActionSettings):
 # the iceberg factory, which sets it, and the job's maintainer (formats/iceberg/job/ttl.py), which
 # takes it out before validating. Declarations cannot set it (ExpireDataSettings forbids unknown keys).
 DRY_RUN_REASON_OPTION = "dry-run-reason"
+#: Set only by the Iceberg factory for expire-snapshots (the settings model forbids it in declarations):
+#: {dynamic table: snapshot id of this table its next refresh reads from}; the job keeps those snapshots.
+KEEP_SNAPSHOTS_OPTION = "keep-snapshots-for"
 
 
 class ExpireDataSettings(ActionSettings):

@@ -23,6 +23,7 @@ from airflow_tablemgmt.formats.iceberg.actions import (
     DRY_RUN_REASON_OPTION,
     EXPIRE_DATA,
     EXPIRE_SNAPSHOTS,
+    KEEP_SNAPSHOTS_OPTION,
 )
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class IcebergProcessFactory(FormatFactory):
             and context.current_snapshot_id == context.last_snapshot_id
         ):
             return None
-        return self._first_run(table, action, options, context)
+        return self._run_options(table, action, options, context)
 
     def health_gate(self, table: TableSpec, action: str, context: TriggerContext) -> dict[str, Any] | None:
         """The health gate (the base's), and for compute-stats and expire-data, which the score does not
@@ -88,11 +89,16 @@ class IcebergProcessFactory(FormatFactory):
         refused = gc_refusal(table, process.action, context)
         if refused is not None:
             raise RecoverProcessFailed(f"process {process.id}: {refused}")
-        return self._first_run(table, process.action, options, context)
+        return self._run_options(table, process.action, options, context)
 
-    def _first_run(
+    def _run_options(
         self, table: TableSpec, action: str, options: dict[str, Any], context: TriggerContext
     ) -> dict[str, Any]:
+        """The job's options for this run: an expiry told what dynamic tables still read, an expire-data
+        turned into a dry run by :func:`first_run_reason`."""
+        if action == EXPIRE_SNAPSHOTS.name and context.retain_snapshots:
+            # The snapshots dynamic tables read their next change from (lifecycle/retention.py).
+            return {**options, KEEP_SNAPSHOTS_OPTION: dict(context.retain_snapshots)}
         if action != EXPIRE_DATA.name or options.get("dry-run") or options.get("confirm"):
             return options
         reason = first_run_reason(options, context)

@@ -71,3 +71,30 @@ def test_below_the_floor_needs_the_override_and_is_logged(
         "older-than 30m is below the 1-hour floor" in r.getMessage() and str(table) in r.getMessage()
         for r in caplog.records
     )
+
+
+def test_the_snapshot_a_dynamic_table_reads_its_next_change_from_is_kept(
+    make_table: TableFactory, tables: Tables
+) -> None:
+    """Told which snapshot an incremental refresh reads from (``lifecycle/retention.py``), the expiry keeps it
+    and every later one, whatever older-than and retain-last say; an id the table no longer has keeps nothing."""
+    spark = tables.spark
+    table = make_table("id bigint, v string")
+    for i in range(5):
+        spark.sql(f"INSERT INTO {table.quoted} VALUES ({i}, 'v')")
+    rows = spark.sql(
+        f"SELECT snapshot_id, unix_millis(committed_at) AS t FROM {table.quoted}.`snapshots` ORDER BY t"
+    ).collect()
+    ids = [r["snapshot_id"] for r in rows]
+    now = datetime.fromtimestamp(rows[-1]["t"] / 1000, UTC) + timedelta(hours=1)
+    options = {"older-than": "1h", "retain-last": 1, "keep-snapshots-for": {"lake.db.daily": ids[2], "x": 1}}
+
+    summary = expire_snapshots(spark, table, options, now=now)
+
+    assert summary["kept_for_dynamic_tables"] == {"lake.db.daily": ids[2]}
+    left = [
+        r["snapshot_id"] for r in spark.sql(f"SELECT snapshot_id FROM {table.quoted}.`snapshots`").collect()
+    ]
+    assert sorted(left) == sorted(ids[2:]), (ids, left)
+    assert summary["expired_snapshots"] == 2
+    assert summary["older_than"] == datetime.fromtimestamp(rows[2]["t"] / 1000, UTC).isoformat()
