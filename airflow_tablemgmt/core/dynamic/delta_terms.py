@@ -4,16 +4,16 @@ The query reads its sources in *occurrences* (a table joined with itself is two)
 made of filters, projections, ``UNION ALL`` and inner joins changes by a bag of new rows, computed by
 reading each occurrence at one of three versions (:class:`Read`):
 
-* ``DELTA``: only the rows appended between the snapshot the last refresh read and the one this refresh
+* ``CHANGE``: only the rows appended between the snapshot the last refresh read and the one this refresh
   read (Iceberg's incremental append read: ``start-snapshot-id`` exclusive, ``end-snapshot-id`` inclusive;
   ``replace`` snapshots such as compactions add nothing);
 * ``AT``: the table at one snapshot (time travel by ``snapshot-id``);
 * ``NONE``: no rows.
 
 Without a join the query is linear in every occurrence, so one term gives the change: every occurrence of
-a changed source read as ``DELTA``, of an unchanged one as ``NONE``. With inner joins the query is
+a changed source read as ``CHANGE``, of an unchanged one as ``NONE``. With inner joins the query is
 multilinear, and the change is the sum of one term per changed occurrence *i* (``A⋈B`` with both sides
-changed: ``ΔA⋈B_old + A_new⋈ΔB``, which is ``A_new⋈B_new − A_old⋈B_old``): occurrence *i* as ``DELTA``, the occurrences before it at this
+changed: ``ΔA⋈B_old + A_new⋈ΔB``, which is ``A_new⋈B_new − A_old⋈B_old``): occurrence *i* as ``CHANGE``, the occurrences before it at this
 refresh's snapshot, those after it at the last refresh's. ``UNION ALL`` beside a join is not multilinear in
 that sense (``ΔA ∪ B`` is not a change), so such a query is refreshed in full, naming why.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from airflow_tablemgmt.core.dynamic.source_changes import APPENDS, SourceChange
 
-DELTA, AT, NONE = "DELTA", "AT", "NONE"
+CHANGE, AT, NONE = "CHANGE", "AT", "NONE"
 JOIN_WITH_UNION = (
     "its change cannot be computed term by term: it joins and unions (UNION ALL) its sources in one query"
 )
@@ -33,7 +33,7 @@ JOIN_WITH_UNION = (
 
 @dataclass(frozen=True)
 class Read:
-    """How one occurrence of a source is read: ``DELTA`` (``since`` exclusive to ``until`` inclusive),
+    """How one occurrence of a source is read: ``CHANGE`` (``since`` exclusive to ``until`` inclusive),
     ``AT`` ``snapshot`` (None: the table has no snapshot, read as it is), or ``NONE``."""
 
     kind: str
@@ -60,7 +60,7 @@ def terms(
     if not joined:
         return [
             [
-                Read(DELTA, since=changes[t].since, until=changes[t].current) if c else Read(NONE)
+                Read(CHANGE, since=changes[t].since, until=changes[t].current) if c else Read(NONE)
                 for t, c in zip(occurrences, changed, strict=True)
             ]
         ]
@@ -74,7 +74,7 @@ def terms(
         for j, other in enumerate(occurrences):
             change = changes[other]
             if j == i:
-                term.append(Read(DELTA, since=change.since, until=change.current))
+                term.append(Read(CHANGE, since=change.since, until=change.current))
             elif j < i or not changed[j]:
                 term.append(Read(AT, change.current))
             else:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.dynamic.delta_terms import AT, DELTA, NONE, Read
+from airflow_tablemgmt.core.dynamic.delta_terms import AT, CHANGE, NONE, Read
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -113,7 +113,7 @@ def _read(spark: SparkSession, relation: Any, read: Read) -> Any:
         jvm = _jvm(spark)
         false = jvm.org.apache.spark.sql.catalyst.expressions.Literal.FalseLiteral()
         return jvm.org.apache.spark.sql.catalyst.plans.logical.Filter(false, relation)
-    if read.kind == DELTA:
+    if read.kind == CHANGE:
         return _with_options(
             spark, relation, {"start-snapshot-id": str(read.since), "end-snapshot-id": str(read.until)}
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_tablemgmt.core.dynamic.delta_terms import AT, DELTA, JOIN_WITH_UNION, NONE, Read, pinned, terms
+from airflow_tablemgmt.core.dynamic.delta_terms import AT, CHANGE, JOIN_WITH_UNION, NONE, Read, pinned, terms
 from airflow_tablemgmt.core.dynamic.incremental import FULL, INCREMENTAL, Analysis
 from airflow_tablemgmt.core.dynamic.incremental_decision import (
     NO_PREVIOUS,
@@ -140,7 +140,7 @@ def test_without_a_join_one_term_reads_the_changed_sources_delta_and_nothing_els
     changes = {A: appended(A, 1, 2), B: unchanged(B, 5)}
     # SELECT … FROM a UNION ALL SELECT … FROM b UNION ALL SELECT … FROM a
     assert terms([A, B, A], changes, joined=False, unioned=True) == [
-        [Read(DELTA, since=1, until=2), Read(NONE), Read(DELTA, since=1, until=2)]
+        [Read(CHANGE, since=1, until=2), Read(NONE), Read(CHANGE, since=1, until=2)]
     ]
     assert terms([A, B], {A: unchanged(A, 1), B: unchanged(B, 5)}, joined=True, unioned=False) == []
 
@@ -149,16 +149,16 @@ def test_a_join_of_two_changed_sides_is_the_union_of_both_deltas() -> None:
     changes = {A: appended(A, 1, 2), B: appended(B, 5, 6)}
     # ΔA ⋈ B_old  +  A_new ⋈ ΔB  (= A_new ⋈ B_new - A_old ⋈ B_old)
     assert terms([A, B], changes, joined=True, unioned=False) == [
-        [Read(DELTA, since=1, until=2), Read(AT, 5)],
-        [Read(AT, 2), Read(DELTA, since=5, until=6)],
+        [Read(CHANGE, since=1, until=2), Read(AT, 5)],
+        [Read(AT, 2), Read(CHANGE, since=5, until=6)],
     ]
     # One side changed: its delta joined with the other side at its (unchanged) snapshot.
     one = {A: appended(A, 1, 2), B: unchanged(B, 5)}
-    assert terms([A, B], one, joined=True, unioned=False) == [[Read(DELTA, since=1, until=2), Read(AT, 5)]]
+    assert terms([A, B], one, joined=True, unioned=False) == [[Read(CHANGE, since=1, until=2), Read(AT, 5)]]
     # A self-join: one term per occurrence.
     assert terms([A, A], {A: appended(A, 1, 2)}, joined=True, unioned=False) == [
-        [Read(DELTA, since=1, until=2), Read(AT, 1)],
-        [Read(AT, 2), Read(DELTA, since=1, until=2)],
+        [Read(CHANGE, since=1, until=2), Read(AT, 1)],
+        [Read(AT, 2), Read(CHANGE, since=1, until=2)],
     ]
     assert terms([A, B], changes, joined=True, unioned=True) == JOIN_WITH_UNION
 
