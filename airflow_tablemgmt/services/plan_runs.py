@@ -26,13 +26,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
 from airflow_tablemgmt.core.policies import Policy
 from airflow_tablemgmt.core.schedule import SchedulePlan
 from airflow_tablemgmt.core.triggers import Interval
-from airflow_tablemgmt.metadata.planning import Plan, batches
+from airflow_tablemgmt.metadata.planning import Plan, Planned, batches
 from airflow_tablemgmt.services.errors import InvalidInput
 from airflow_tablemgmt.services.planning import plan_action
 
@@ -242,10 +243,12 @@ def plan_run(
     if measured:
         again = plan_action(store, policy, action, batch_size=first.batch_size, only=measured)
         final = _merged(first, again)
-    ids = [t.table_id for t in final.pays]
+    cap = max_batches * final.batch_size
+    pays = final.pays if len(final.pays) <= cap else _longest_waiting_first(store, action, final.pays)
+    ids = [t.table_id for t in pays]
     if events is not None:  # not decided from fresh figures: run, the health gate decides before the job
         ids += [t for t in first.measure if t not in measured or t in final.measure]
-    cut = ids[: max_batches * final.batch_size]
+    cut = ids[:cap]
     planned = PlannedRun(final, batches(cut, final.batch_size), measured, unmeasured, len(ids) - len(cut))
     if events is not None:
         planned.changed = events
@@ -260,6 +263,18 @@ def plan_run(
             max_batches,
         )
     return planned
+
+
+def _longest_waiting_first(store: Store, action: str, pays: list[Planned]) -> list[Planned]:
+    """``pays`` (worst score first) with equal scores ordered by their newest ``action`` process, never run
+    first, then the oldest: when a run cannot take every table that pays (``max_map_length``), the ones it
+    left are first in the next run's cut instead of losing to the same table ids every time (every table
+    of an action without thresholds scores 100)."""
+    from airflow_tablemgmt.store.plan_skips import PlanSkipRepository
+
+    last = PlanSkipRepository.of(store).last_instants(action, [p.table_id for p in pays])
+    never = datetime.min.replace(tzinfo=UTC)
+    return sorted(pays, key=lambda p: (p.score, last.get(p.table_id, never), p.table_id))
 
 
 def _named(plan: Plan, named: list[str]) -> PlannedRun:

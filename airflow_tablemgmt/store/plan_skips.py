@@ -69,6 +69,19 @@ class PlanSkipRepository:
                     out[table_id] = str(summary.get("reason") or "")
         return out
 
+    def last_instants(self, action: str, table_ids: Sequence[str]) -> dict[str, datetime]:
+        """Table id -> the instant of its newest ``action`` process (any status), for those of ``table_ids``
+        that have one: what orders equally scored tables when a run cannot take them all."""
+        out: dict[str, datetime] = {}
+        with self._engine.connect() as conn:
+            for start in range(0, len(table_ids), _CHUNK):
+                chunk = list(table_ids[start : start + _CHUNK])
+                stmt = select(_L.c.table_id, _L.c.instant).where(
+                    _L.c.action == action, _L.c.table_id.in_(chunk)
+                )
+                out.update({t: as_utc(i, "instant") for t, i in conn.execute(stmt)})
+        return out
+
     def record(
         self,
         skips: Sequence[tuple[str, str]],

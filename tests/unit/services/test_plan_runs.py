@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,29 @@ def test_batches_stay_within_max_map_length_worst_first(
     assert len(run.batches) == 2 and [len(b) for b in run.batches] == [2, 2]
     assert run.left_over == 1
     assert [t for b in run.batches for t in b] == [p.table_id for p in run.plan.pays][:4]
+
+
+def test_tables_beyond_max_map_length_are_first_in_the_next_run_not_starved(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An action without thresholds scores every table 100: a cut by table id alone took the same tables every
+    run and never reached the rest. Equal scores go by their newest process of the action, never run first."""
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__PLAN_BATCH_SIZE", "2")
+    enrol = EnrolmentRepository.of(store)
+    names = [f"o{i}" for i in range(5)]
+    for name in names:
+        enrol.enrol(
+            TableSpec(catalog="lake", namespace="s", name=name, actions={"delete-orphans": {}}), "fleet", "m"
+        )
+    taken: list[list[str]] = []
+    for run_no in range(3):
+        run = plan_run(store, "fleet", "delete-orphans", budget=0, max_batches=1)
+        assert run.left_over == 3
+        (batch,) = run.batches
+        taken.append(batch)
+        for table_id in batch:  # what the batch does: a process of the action at the run's instant
+            store.processes.open(table_id, "delete-orphans", datetime(2026, 11, 1, run_no, tzinfo=UTC))
+    assert taken == [[_id("o0"), _id("o1")], [_id("o2"), _id("o3")], [_id("o4"), _id("o0")]]
 
 
 def test_a_run_naming_its_tables_runs_those_whatever_their_stored_health(store: Store) -> None:
