@@ -15,18 +15,23 @@ log = logging.getLogger(__name__)
 
 
 def parent_job_conf(context: Any) -> dict[str, str]:
-    """Spark properties naming this task's OpenLineage run, or ``{}`` when not asked for."""
+    """Spark properties naming this task's OpenLineage run, or ``{}`` when not asked for. The option is read
+    first: the provider's Spark utilities import its listener (seconds at load), which a task with the
+    option off (the default) never needs."""
     try:
         from airflow.configuration import conf
-        from airflow.providers.openlineage.utils.spark import (
-            inject_parent_job_information_into_spark_properties,
-        )
     except ImportError:
         return {}
     try:
         if not conf.getboolean("openlineage", "spark_inject_parent_job_info", fallback=False):
             return {}
+        from airflow.providers.openlineage.utils.spark import (
+            inject_parent_job_information_into_spark_properties,
+        )
+
         injected = inject_parent_job_information_into_spark_properties({}, context)
+    except ImportError:  # the OpenLineage provider is not installed
+        return {}
     except Exception:  # noqa: BLE001 - lineage is informative: never fail a maintenance run over it
         log.warning("tablemgmt: could not add the OpenLineage parent job to the Spark conf", exc_info=True)
         return {}
