@@ -29,9 +29,7 @@ from typing import Any
 from airflow_tablemgmt.core.dynamic.incremental import FULL, INCREMENTAL, Analysis, ModePlan
 from airflow_tablemgmt.core.dynamic.source_changes import APPENDS, REPLACE, SourceChange
 
-NO_PREVIOUS = (
-    "no previous state: no earlier refresh left the whole table equal to the query at the snapshots it recorded"
-)
+NO_PREVIOUS = "no previous state: no earlier refresh left the whole table equal to the query at the snapshots it recorded"
 NO_TABLE_SNAPSHOT = "no previous state: the last refresh recorded no snapshot of the table"
 NO_STATE = "no previous state: the last refresh kept no state for the query's avg (the state table)"
 NOTHING_CHANGED = "no source changed since the last refresh (only compactions): nothing to add"
