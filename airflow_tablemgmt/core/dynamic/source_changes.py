@@ -165,7 +165,7 @@ def classify(
         APPENDS,
         since,
         current,
-        f"{table}: {len(appends)} append snapshot(s) since {since}: {change.added_records} new rows in "
-        f"{files} data file(s)",
+        f"{table}: {len(appends)} append snapshot(s) since {since}: {change.added_records} new rows"
+        + (f" in {files} data file(s)" if files else ""),
         snapshots,
     )

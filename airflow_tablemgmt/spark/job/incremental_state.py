@@ -88,8 +88,18 @@ def source_change(spark: SparkSession, table_id: str, since: int | None, now: in
         newer = newer[ids.index(now) :]
     elif now == since:
         newer = []
-    infos = [SnapshotInfo(s, op) for s, op in newer]
+    loaded = _table(spark, table) if newer else None
+    infos = [_info(loaded, s, op) for s, op in newer]
     return classify(table_id, since, now, infos, reached_since=reached or now == since)
+
+
+def _info(loaded: Any, snapshot_id: int, operation: str) -> SnapshotInfo:
+    """An append's record count from its own summary (``added-records``), for the refresh's stated reason."""
+    if operation != "append":
+        return SnapshotInfo(snapshot_id, operation)
+    summary = loaded.snapshot(snapshot_id).summary()
+    records = summary.get("added-records")
+    return SnapshotInfo(snapshot_id, operation, added_records=int(records) if records is not None else None)
 
 
 def exists(spark: SparkSession, table: TableIdentifier) -> bool:

@@ -155,6 +155,7 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
         "INCREMENTAL",
     )
     assert row["refresh_mode_reason"].startswith(f"MERGE_BY_KEY: {orders}: 1 append snapshot(s) since "), row
+    assert row["refresh_mode_reason"].endswith(": 1 new rows"), row  # the append's own added-records
     assert row["rows_written"] == 1  # the one changed group
     assert equal(spark, daily, group_by)
 
