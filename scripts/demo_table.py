@@ -68,23 +68,9 @@ def create_table(spark, table: str, files: int, rows: int, days: int = 4, append
     tasks = max(1, -(-files // (days * appends)))
     per_append = max(rows // appends, tasks * days)
     for a in range(appends):
-        df = (
-            spark.range(a * per_append, (a + 1) * per_append)
-            .withColumn("day", F.date_sub(F.current_date(), (F.col("id") % days).cast("int")))
-            .withColumn(
-                "event_ts", F.to_timestamp(F.col("day")) + F.expr("make_interval(0,0,0,0,0,0,id % 86400)")
-            )
-            .withColumn("user_id", (F.col("id") * 7919 % 10007).cast("int"))
-            .withColumn(
-                "kind",
-                F.element_at(
-                    F.array(F.lit("view"), F.lit("click"), F.lit("buy")), (F.col("id") % 3 + 1).cast("int")
-                ),
-            )
-            .withColumn("amount", (F.col("id") % 1000) / 10.0)
-            .select("id", "event_ts", "day", "user_id", "kind", "amount")
-            .repartition(tasks)
-        )
+        ids = spark.range(a * per_append, (a + 1) * per_append)
+        day = F.date_sub(F.current_date(), (F.col("id") % days).cast("int"))
+        df = _events(ids, day, F).repartition(tasks)
         df.writeTo(f"`{catalog}`.`{namespace}`.`{name}`").append()
 
 
@@ -109,18 +95,10 @@ def add_position_deletes(spark, table: str, every: int, commits: int = 1) -> Non
         )
 
 
-def append_rows(spark, table: str, rows: int) -> None:  # type: ignore[no-untyped-def]
-    """``rows`` new events of today, in one append commit (new ids after the table's largest): what a
-    stream's next micro-batch adds, and what an incremental refresh reads."""
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        from pyspark.sql.connect import functions as F
-    else:
-        from pyspark.sql import functions as F
-
-    start = spark.sql(f"SELECT coalesce(max(id), 0) + 1 AS s FROM {table}").first().s
-    df = (
-        spark.range(start, start + rows, numPartitions=1)
-        .withColumn("day", F.current_date())
+def _events(ids, day, F):  # type: ignore[no-untyped-def]
+    """The demo's event columns over ``ids`` (a ``spark.range``), on the day ``day`` (a column)."""
+    return (
+        ids.withColumn("day", day)
         .withColumn(
             "event_ts", F.to_timestamp(F.col("day")) + F.expr("make_interval(0,0,0,0,0,0,id % 86400)")
         )
@@ -134,6 +112,18 @@ def append_rows(spark, table: str, rows: int) -> None:  # type: ignore[no-untype
         .withColumn("amount", (F.col("id") % 1000) / 10.0)
         .select("id", "event_ts", "day", "user_id", "kind", "amount")
     )
+
+
+def append_rows(spark, table: str, rows: int) -> None:  # type: ignore[no-untyped-def]
+    """``rows`` new events of today, in one append commit (new ids after the table's largest): what a
+    stream's next micro-batch adds, and what an incremental refresh reads."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.sql import functions as F
+
+    start = spark.sql(f"SELECT coalesce(max(id), 0) + 1 AS s FROM {table}").first().s
+    df = _events(spark.range(start, start + rows, numPartitions=1), F.current_date(), F)
     catalog, namespace, name = table.split(".")
     df.writeTo(f"`{catalog}`.`{namespace}`.`{name}`").append()
 
