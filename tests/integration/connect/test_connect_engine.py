@@ -18,6 +18,7 @@ from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
 from airflow_tablemgmt.spark.connect.client import open_session
+from airflow_tablemgmt.spark.connect.operations import recorded_operations
 from airflow_tablemgmt.spark.connect.server import free_port
 from airflow_tablemgmt.spark.connect.session import ConnectRun, connect_conf
 from airflow_tablemgmt.store import Store
@@ -128,6 +129,13 @@ def test_interrupt_cancels_the_running_operation_on_the_server(connect_server: C
 
     worker = threading.Thread(target=long_query)
     worker.start()
+    # Until the query was sent (its operation recorded on the server): an interrupt before it would stop
+    # the job between operations, and the query would be refused on the client instead (ConnectRun.fence).
+    observer = open_session(connect_server.url, run.session_id)
+    deadline = time.monotonic() + 120
+    while not recorded_operations(observer, run.tag) and not errors and time.monotonic() < deadline:
+        time.sleep(0.2)
+    observer.stop()
     interrupted: list[str] = []
     deadline = time.monotonic() + 60
     while not interrupted and time.monotonic() < deadline:
@@ -135,7 +143,7 @@ def test_interrupt_cancels_the_running_operation_on_the_server(connect_server: C
         interrupted = run.interrupt()
     worker.join(60)
     run.close()
-    assert interrupted, "the server interrupted no operation tagged tms-p1-a1"
+    assert interrupted, f"the server interrupted no operation tagged tms-p1-a1; the query said: {errors}"
     assert errors and "OPERATION_CANCELED" in errors[0]
 
 
