@@ -24,6 +24,12 @@ bash "$ROOT/scripts/services.sh" || {
 # handed out in collection order (--no-loadscope-reorder), so tests/distributed and tests/e2e, the
 # longest, start first and the many short unit files fill in at the end. TEST_WORKERS=0: one process.
 # Each run's JUnit report (every test's time) is kept outside the clone, for finding the slow ones later.
+# Spark's scratch directories (spark-<uuid>: ~100 MB each, the jars copied in) go under one directory per
+# run, removed when the run ends: a JVM a test kills cannot remove its own, and they filled the disk once.
+find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'tablemgmt-test-spark.*' -mmin +240 -exec rm -rf {} + 2>/dev/null || true
+SPARK_LOCAL_DIRS="$(mktemp -d "${TMPDIR:-/tmp}/tablemgmt-test-spark.XXXXXX")"
+export SPARK_LOCAL_DIRS
+trap 'rm -rf "$SPARK_LOCAL_DIRS"' EXIT
 REPORTS="${TEST_REPORTS:-${TMPDIR:-/tmp}/tablemgmt-test-reports}"
 mkdir -p "$REPORTS"
 "$BIN/pytest" -q -p no:cacheprovider --durations=25 --junitxml "$REPORTS/junit-$(date -u +%Y%m%dT%H%M%SZ).xml" \

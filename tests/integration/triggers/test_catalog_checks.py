@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -107,7 +108,12 @@ def test_a_watcher_reports_a_commit_through_the_shared_poll(catalog: CatalogSpec
     async def scenario() -> tuple[dict, int]:
         events = trigger.run()
         waiting = asyncio.ensure_future(anext(events))
+        deadline = time.monotonic() + WAIT
         while trigger._subscription is None or trigger._subscription.poller.checks_of(table) < 3:
+            # A trigger that ended (an error from the catalog) or a poller that never checks fails here,
+            # with what it raised, instead of waiting for the suite's timeout.
+            assert not waiting.done(), waiting.exception() or waiting.result()
+            assert time.monotonic() < deadline, f"the shared poll checked {table} fewer than 3 times in {WAIT}s"
             await asyncio.sleep(0.05)
         assert not waiting.done()
         new = await asyncio.to_thread(append, catalog, table)
