@@ -113,7 +113,9 @@ def test_a_watcher_reports_a_commit_through_the_shared_poll(catalog: CatalogSpec
             # A trigger that ended (an error from the catalog) or a poller that never checks fails here,
             # with what it raised, instead of waiting for the suite's timeout.
             assert not waiting.done(), waiting.exception() or waiting.result()
-            assert time.monotonic() < deadline, f"the shared poll checked {table} fewer than 3 times in {WAIT}s"
+            assert time.monotonic() < deadline, (
+                f"the shared poll checked {table} fewer than 3 times in {WAIT}s"
+            )
             await asyncio.sleep(0.05)
         assert not waiting.done()
         new = await asyncio.to_thread(append, catalog, table)
