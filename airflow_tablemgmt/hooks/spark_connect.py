@@ -32,6 +32,7 @@ from airflow_tablemgmt.spark.connect.session import (
 from airflow_tablemgmt.spark.protocol import FAILED, JobResult
 
 if TYPE_CHECKING:
+    from airflow_tablemgmt.spark.connect.kept import BatchSessions
     from airflow_tablemgmt.store import Store
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,10 @@ class SparkConnectJobHook:
     ``reuse_sessions`` is true (default false: every job a new session; on a local Hadoop catalog reuse
     measured no gain, ``docs/spark-connect.md``). Without one,
     every job opens a session of its own and nothing bounds the server's jobs but its FAIR scheduler.
+
+    In a planned batch (:meth:`use_batch`) the batch's jobs of one catalog attach, one after another, to
+    the session the batch keeps open (``spark/connect/kept.py``; the extra ``batch_session``, default
+    true), each with its own tag, slot, lease guard and result; a job that did not end cleanly closes it.
     """
 
     def __init__(
@@ -165,6 +170,7 @@ class SparkConnectJobHook:
         self._slot_wait = slot_wait
         self._reuse_sessions = reuse_sessions
         self._run: ConnectRun | None = None
+        self._batch: BatchSessions | None = None
         self._stop = threading.Event()
         self._lease_until: float | None = None  # the runner's confirmation before submit, for the next run
         self._unclean: str | None = None  # the last job, when it was interrupted or failed: see job_stopped
@@ -179,10 +185,19 @@ class SparkConnectJobHook:
         """Lease the server's slots through ``store`` (the task's store)."""
         self._store = store
 
+    def use_batch(self, sessions: BatchSessions) -> None:
+        """Run the job on the session ``sessions`` keeps for its catalog (a planned batch's), when the
+        connection's extra ``batch_session`` is not false."""
+        self._batch = sessions
+
     def _reuse(self) -> bool:
         if self._reuse_sessions is not None:
             return self._reuse_sessions
         return str(self._extra.get("reuse_sessions", "false")).lower() in ("true", "1", "yes")
+
+    def _batch_sessions(self) -> BatchSessions | None:
+        on = str(self._extra.get("batch_session", "true")).lower() not in ("false", "0", "no", "off")
+        return self._batch if on else None
 
     def _pool(self) -> SlotPool | None:
         if self._store is None:
@@ -213,37 +228,52 @@ class SparkConnectJobHook:
         except Exception:  # noqa: BLE001 - an invalid catalog: the job reports it as under spark-submit
             conf = None
         lease: SlotLease | None = None
+        batch = self._batch_sessions() if conf is not None else None
+        kept = batch.take(url, settings_hash(conf or {})) if batch is not None else None
         pool = self._pool() if conf is not None else None
         waited = 0.0
         if pool is not None:
             started = time.perf_counter()
             try:
-                # reuse_sessions false: a hash no slot has, so every job gets a new session
-                key = settings_hash(conf or {}) if self._reuse() else uuid.uuid4().hex
+                # reuse_sessions false (or a batch's session): a hash no slot has, so the slot keeps none
+                key = settings_hash(conf or {}) if self._reuse() and kept is None else uuid.uuid4().hex
                 lease = pool.lease(key, f"{tag}-{uuid.uuid4().hex[:12]}", self._stop)
             except ConnectBusy as e:
+                if batch is not None and kept is not None:
+                    batch.give_back(kept)
                 log.error("tablemgmt: ConnectBusy: %s", e)
                 return JobResult(status=FAILED, error=str(e), error_class="ConnectBusy")
             waited = time.perf_counter() - started
         until, self._lease_until = self._lease_until, None  # one job's: the next waits for its own
-        self._run = ConnectRun(url, tag, lease_until=until)
-        if lease is not None:
+        if kept is not None and batch is not None:
+            self._run = ConnectRun(
+                url,
+                tag,
+                session_id=kept.session_id,
+                reused=kept.open,
+                lease_until=until,
+                kept=kept,
+                guard_process=batch.guard,
+            )
+        elif lease is not None:
             self._run = ConnectRun(
                 url, tag, session_id=lease.slot.session_id, reused=lease.slot.reused, lease_until=until
             )
+        else:
+            self._run = ConnectRun(url, tag, lease_until=until)
+        if lease is not None:
             self._run.timings["slot_wait"] = round(waited, 3)
         if before_submit is not None:
             self._run.timings["process_before_submit"] = round(before_submit, 3)
         if self._stop.is_set():  # killed while it waited for a slot
             self._run.interrupt()
         log.info(
-            "tablemgmt: running %s on Spark Connect server %s (tag %s%s)",
+            "tablemgmt: running %s on Spark Connect server %s (tag %s%s%s)",
             job.action,
             server_of(url),
             tag,
-            ""
-            if lease is None
-            else f", slot {lease.slot.slot}" + (", session reused" if lease.slot.reused else ""),
+            "" if lease is None else f", slot {lease.slot.slot}",
+            ", session reused" if self._run.reused else "",
         )
         result: JobResult | None = None
         self._unclean = self._run.application_id  # until it returns cleanly
@@ -252,9 +282,21 @@ class SparkConnectJobHook:
             if result.ok and not self._run.interrupted and not self._stop.is_set():
                 self._unclean = None
         finally:
+            clean = (
+                result is not None
+                and result.ok
+                and not self._run.interrupted
+                and not self._run.stopped
+                and not self._stop.is_set()
+            )
             if lease is not None:
-                clean = result is not None and result.ok and not self._run.interrupted
-                lease.release(keep_session=clean and self._reuse() and not self._stop.is_set())
+                lease.release(keep_session=clean and self._reuse() and kept is None)
+            if kept is not None and batch is not None:
+                # only after a clean end does the batch's next job attach to it (kept.py)
+                if clean:
+                    batch.give_back(kept)
+                else:
+                    kept.close()
         if not result.ok:
             log.error("tablemgmt: %s: %s", result.error_class, result.error)
         return result

@@ -6,7 +6,9 @@ Each is what ``TableMaintenanceOperator`` does for its one table, per table of t
 * :func:`runner_for`: a :class:`ProcessRunner` per table with the table's own engine (spark-submit, or the
   Spark Connect server ``[tablemgmt] spark_connect_conn_id`` names for it, which leases one of the
   server's slots), its time limit, and the parent run's lineage conf; the batch's spark-submit tables run
-  in one driver (``hooks/spark_batch.py``, ``[tablemgmt] plan_shared_driver``), each its own submitter;
+  in one driver (``hooks/spark_batch.py``, ``[tablemgmt] plan_shared_driver``), each its own submitter,
+  and its Connect tables one after another on a session the batch keeps per catalog
+  (``spark/connect/kept.py``), each its own job;
 * :func:`time_limit_for`: the table's time limit (its action's ``timeout``, else ``[tablemgmt]
   maintenance_timeout``, else 4 h) enforced around its run: Airflow's own per-task timeout would bound the
   whole batch, not each table;
@@ -87,22 +89,28 @@ class BatchRunners:
         from airflow_tablemgmt.factories.discovery import default_factories
         from airflow_tablemgmt.hooks.spark_batch import BatchDriver
         from airflow_tablemgmt.lineage.spark import parent_job_conf
+        from airflow_tablemgmt.spark.connect.kept import BatchSessions
 
         self.store, self.action, self.spark_conn_id = store, action, spark_conn_id
         self.factories = default_factories()
         self.lineage = parent_job_conf(context) if context else {}
         self.driver = BatchDriver(spark_conn_id) if (shared_driver() if shared is None else shared) else None
+        # the batch's Spark Connect tables, one after another on a session it keeps per catalog (kept.py)
+        self.connect_sessions = BatchSessions()
 
     def __call__(self, table_id: str) -> ProcessRunner:
         from airflow_tablemgmt.hooks.engine import submitter_for
         from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
         from airflow_tablemgmt.hooks.spark_batch import BatchTableSubmitter
+        from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
         from airflow_tablemgmt.hooks.spark_job import SparkJobHook
         from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter
 
         submitter: Any = submitter_for(table_id, self.action, self.spark_conn_id, store=self.store)
         if self.driver is not None and type(submitter) is SparkJobHook:
             submitter = BatchTableSubmitter(self.driver, submitter)
+        if isinstance(submitter, SparkConnectJobHook):
+            submitter.use_batch(self.connect_sessions)
         if isinstance(submitter, UsesStore):
             submitter.use_store(self.store)
         if self.lineage and isinstance(submitter, TakesJobConf) and isinstance(submitter.extra_conf, dict):
@@ -111,7 +119,9 @@ class BatchRunners:
         return ProcessRunner(self.store, self.factories, limited, resolve_catalog=resolve_catalog_spec)
 
     def close(self) -> None:
-        """The batch is over: its driver, if one runs, stops its session and exits."""
+        """The batch is over: its driver, if one runs, stops its session and exits; the Connect sessions
+        it kept are closed."""
+        self.connect_sessions.close()
         if self.driver is not None:
             self.driver.close()
 

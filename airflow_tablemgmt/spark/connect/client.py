@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 RETRY_POLICY = {"max_retries": 3, "initial_backoff": 250, "max_backoff": 4000, "backoff_multiplier": 4.0}
 #: Prefix of the ids the engine reports as the process's application id: ``connect:<url>#<session id>``.
 APP_ID_PREFIX = "connect:"
+_AT_FORK = False  # the child's fresh release pool is registered (once per process)
 
 
 def session_url(url: str, session_id: str) -> str:
@@ -39,6 +40,7 @@ def import_client() -> float:
     import warnings
 
     if "pyspark.sql.connect.session" in sys.modules:
+        _fresh_release_pool_after_fork()
         return 0.0
     started = time.perf_counter()
     hack = sys.modules.get("_distutils_hack")
@@ -52,7 +54,30 @@ def import_client() -> float:
     finally:
         if shimmed:
             hack.add_shim()  # type: ignore[union-attr]
+    _fresh_release_pool_after_fork()
     return time.perf_counter() - started
+
+
+def _fresh_release_pool_after_fork() -> None:
+    """pyspark 3.5 creates the thread pool that sends ``ReleaseExecute`` (``reattach.py``) when it is
+    imported, threads included. A process forked after the import (a task forked from a warm parent:
+    ``warm.py``) inherits the pool without its threads: the releases it queues are never sent (the server
+    keeps those operations' results until it abandons them). In the child the pool is dropped, so pyspark
+    makes one with live threads on its first operation."""
+    global _AT_FORK
+    if _AT_FORK:
+        return
+    _AT_FORK = True
+    import os
+    from threading import RLock
+
+    def in_child() -> None:
+        from pyspark.sql.connect.client.reattach import ExecutePlanResponseReattachableIterator as Iterator
+
+        Iterator._release_thread_pool = None  # noqa: SLF001 - pyspark makes a new one when it is None
+        Iterator._lock = RLock()  # noqa: SLF001 - never one a parent's thread held at the fork
+
+    os.register_at_fork(after_in_child=in_child)
 
 
 def open_session(url: str, session_id: str | None = None) -> RemoteSession:
@@ -66,4 +91,31 @@ def open_session(url: str, session_id: str | None = None) -> RemoteSession:
     return session
 
 
-__all__ = ["APP_ID_PREFIX", "RETRY_POLICY", "import_client", "open_session", "server_of", "session_url"]
+def close_session(session: RemoteSession) -> None:
+    """Close ``session``'s channel, here and once (the server-side session stays).
+
+    pyspark 3.5's ``SparkSession.__del__`` closes the client again whenever the object is collected, and a
+    client's close shuts down the process-wide pool that sends ``ReleaseExecute`` and waits for it
+    (``ExecutePlanResponseReattachableIterator.shutdown``, under a class-wide lock). Collected by Python's
+    cycle collector inside one of that pool's own threads, it waits for itself forever, holding the lock
+    that every later ``ExecutePlan`` of the process takes: a batch of Connect jobs hung that way (the
+    11th table's operation never sent). So after this close the client's ``close`` does nothing more."""
+    try:
+        session.stop()
+    finally:
+        session.client.close = _closed_already  # type: ignore[method-assign]
+
+
+def _closed_already() -> None:
+    """A closed client's ``close``: nothing left to close (see :func:`close_session`)."""
+
+
+__all__ = [
+    "APP_ID_PREFIX",
+    "RETRY_POLICY",
+    "close_session",
+    "import_client",
+    "open_session",
+    "server_of",
+    "session_url",
+]

@@ -11,12 +11,17 @@ from typing import Any
 def set_conf(session: Any, conf: dict[str, str]) -> None:
     """Set ``conf`` on the remote ``session`` in one gRPC ``Config`` request (``spark.conf.set`` sends one
     per key)."""
+    set_client_conf(session.client, conf)
+
+
+def set_client_conf(client: Any, conf: dict[str, str]) -> None:
+    """:func:`set_conf` through the session's ``client`` (``SparkConnectClient``)."""
     if not conf:
         return
     import pyspark.sql.connect.proto as proto
 
     pairs = [proto.KeyValue(key=k, value=v) for k, v in conf.items()]
-    session.client.config(proto.ConfigRequest.Operation(set=proto.ConfigRequest.Set(pairs=pairs)))
+    client.config(proto.ConfigRequest.Operation(set=proto.ConfigRequest.Set(pairs=pairs)))
 
 
 def conf_with_prefix(session: Any, prefix: str) -> list[tuple[str, str]]:
@@ -29,4 +34,4 @@ def conf_with_prefix(session: Any, prefix: str) -> list[tuple[str, str]]:
     return [(prefix + k, v) for k, v in session.client.config(op).pairs if v is not None]
 
 
-__all__ = ["conf_with_prefix", "set_conf"]
+__all__ = ["conf_with_prefix", "set_client_conf", "set_conf"]

@@ -36,6 +36,9 @@ SETTLE_S = 10.0
 #: The most the whole read may take (the UI's first REST request starts its Jersey application: seconds on
 #: a loaded host, 5 s measured too short at a load of 26 on 2 cores).
 BUDGET_S = 45.0
+#: How often the reader asks again while the server's store still has one of the job's jobs running (its
+#: listener bus lags the job's end by milliseconds: a small table's job should not wait much longer).
+SETTLE_POLL_S = 0.05
 
 
 def ui_url(session: Any, url: str) -> str | None:
@@ -59,17 +62,25 @@ def _get(url: str, deadline: float) -> Any:
         return json.loads(answer.read().decode("utf-8"))
 
 
-def connect_cost(session: Any, url: str, session_id: str, tag: str) -> dict[str, Any] | None:
+def connect_cost(
+    session: Any, url: str, session_id: str, tag: str, facts: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """The cost document of the job tagged ``tag`` on ``session`` (its server at ``url``); None when the
-    server has no status API or it could not be read."""
+    server has no status API or it could not be read. ``facts``: where the server's UI and application id
+    are kept once asked (a batch's kept session asks once for all its jobs, ``kept.py``; they change only
+    with the server, whose restart ends the session)."""
+    facts = {} if facts is None else facts
     try:
-        base = ui_url(session, url)
+        if "ui" not in facts:
+            base = ui_url(session, url)
+            app = str(session.conf.get("spark.app.id")) if base is not None else None
+            facts.update(ui=base, app=app)
+        base, app = facts["ui"], facts["app"]
         if base is None:
             log.info(
                 "the Spark Connect server's UI is off (spark.ui.enabled=false): the job's cost is not measured"
             )
             return None
-        app = str(session.conf.get("spark.app.id"))
     except Exception as e:  # noqa: BLE001 - a cost never fails a job
         log.warning(
             "the Spark Connect server's settings could not be read for the job's cost: %s", str(e)[:300]
@@ -89,7 +100,7 @@ def read_cost(base: str, app: str, tag_suffix: str, settle_s: float = SETTLE_S) 
             jobs = tagged_jobs(_get(f"{api}/jobs", deadline), tag_suffix)
             if not unfinished(jobs) or time.monotonic() >= min(settled, deadline):
                 break
-            time.sleep(0.2)
+            time.sleep(SETTLE_POLL_S)
         if unfinished(jobs):
             log.warning(
                 "jobs %s still running on the server: the job's cost may miss their last tasks",

@@ -14,14 +14,18 @@ group or a stop of the worker alone does not reach it). The worker feeds it thro
   application id (``connect:<server>#<session>/<tag>``) and the first confirmation;
 * then one line per successful renewal: the monotonic time until which the lease is confirmed (the
   renewal's send time + ``lease_ttl - heartbeat_every``, as for the driver's guard);
-* ``done`` when the job ended: the guard exits without touching anything.
+* ``done`` when the job ended: nothing of it is touched. A planned batch's next table's job then sends its
+  own first line to the same guard (:class:`GuardProcess`, one per batch: a Python process started per
+  table cost a small table ≈ 0.07 s of CPU); a single task's guard sees its pipe close and exits.
 
-When the confirmation runs out (the worker froze, or its store hangs) or the pipe closes without ``done``
-(the worker died), the guard interrupts the job's tag on its session and waits, bounded, until the server
-reports every operation ended (``operations.stop_and_observe``), then exits. That is at least one
-heartbeat before the lease can lapse, by this host's ``CLOCK_MONOTONIC`` (shared by its processes).
-The next holder still observes the end itself before it starts (``lifecycle/predecessor.py``): the guard
-narrows the window, the observation is the guarantee.
+When a job's confirmation runs out (the worker froze, or its store hangs) or the pipe closes in the middle
+of a job (the worker died), the guard interrupts that job's tag on its session and waits, bounded, until
+the server reports every operation ended (``operations.stop_and_observe``), in a thread of its own, so a
+later job of the batch is watched meanwhile; it exits once the pipe is closed and every such end is
+observed. That is at least one heartbeat before the lease can lapse, by this host's ``CLOCK_MONOTONIC``
+(shared by its processes). Each job has its own deadline and is the only one interrupted when its own
+confirmation stops. The next holder still observes the end itself before it starts
+(``lifecycle/predecessor.py``): the guard narrows the window, the observation is the guarantee.
 
 Importing this module imports neither pyspark nor the lifecycle; the guard imports pyspark only to act.
 """
@@ -46,36 +50,40 @@ DONE = "done"
 END_BOUND_S = 60.0
 
 
-class ConnectLeaseGuard:
-    """The worker's end of one job's guard process: :meth:`start`, :meth:`confirm`, :meth:`done`."""
+class GuardProcess:
+    """The guard process and the worker's end of its pipe: one per job, or one for a batch's jobs in turn."""
 
-    def __init__(self, url: str, application_id: str) -> None:
-        self.url = url
-        self.application_id = application_id
+    def __init__(self) -> None:
         self._proc: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
 
-    def start(self, until_monotonic: float) -> ConnectLeaseGuard:
-        """Start the guard with the job's first confirmation (before the job's first operation)."""
-        proc = subprocess.Popen(  # noqa: S603 - this interpreter, this module
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,  # not in the worker's process group: a killpg of the worker spares it
-        )
-        self._proc = proc
-        head = {"url": self.url, "application_id": self.application_id, "until": until_monotonic}
-        self._send(json.dumps(head))
-        return self
+    def send(self, line: str, *, first: bool = False) -> None:
+        """Write ``line``; ``first`` (a job's first line) starts the process when none runs (or it ended:
+        it acted on an earlier job and exited, or was killed)."""
+        with self._lock:
+            if first and (self._proc is None or self._proc.poll() is not None):
+                self._proc = subprocess.Popen(  # noqa: S603 - this interpreter, this module
+                    [sys.executable, "-m", __name__],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    text=True,
+                    start_new_session=True,  # not in the worker's process group: a killpg of the worker spares it
+                )
+            proc = self._proc
+            if proc is None or proc.stdin is None:
+                return
+            try:
+                proc.stdin.write(line + "\n")
+                proc.stdin.flush()
+            except (OSError, ValueError):  # the guard is gone (it acted, or was killed): nothing to feed
+                log.debug("the Connect lease guard's pipe is closed", exc_info=True)
 
-    def confirm(self, until_monotonic: float) -> None:
-        """The lease is confirmed until ``until_monotonic`` (this host's monotonic clock)."""
-        self._send(repr(until_monotonic))
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
 
-    def done(self) -> None:
-        """The job ended: the guard exits without interrupting anything. Never raises."""
-        self._send(DONE)
+    def close(self) -> None:
+        """No job follows: close the pipe (the guard exits once it has nothing to observe). Never raises."""
         with self._lock:
             proc, self._proc = self._proc, None
         if proc is None:
@@ -85,19 +93,44 @@ class ConnectLeaseGuard:
                 proc.stdin.close()
         try:
             proc.wait(timeout=1)
-        except subprocess.TimeoutExpired:  # it is acting (it interrupted the job and waits for its end)
-            log.info("the Connect lease guard %s is still observing the job's end; left to finish", proc.pid)
+        except subprocess.TimeoutExpired:  # it is acting (it interrupted a job and waits for its end)
+            log.info("the Connect lease guard %s is still observing a job's end; left to finish", proc.pid)
 
-    def _send(self, line: str) -> None:
-        with self._lock:
-            proc = self._proc
-            if proc is None or proc.stdin is None:
-                return
-            try:
-                proc.stdin.write(line + "\n")
-                proc.stdin.flush()
-            except (OSError, ValueError):  # the guard is gone (it acted, or was killed): nothing to feed
-                log.debug("the Connect lease guard's pipe is closed", exc_info=True)
+
+class ConnectLeaseGuard:
+    """One job's guard: :meth:`start`, :meth:`confirm`, :meth:`done`. With ``process`` (a batch's), the job
+    is watched by that process, which stays for the batch's next job; without, by a process of its own."""
+
+    def __init__(self, url: str, application_id: str, process: GuardProcess | None = None) -> None:
+        self.url = url
+        self.application_id = application_id
+        self._own = process is None
+        self.process = GuardProcess() if process is None else process
+        self._done = False
+
+    @property
+    def _proc(self) -> subprocess.Popen[str] | None:
+        return self.process._proc  # noqa: SLF001 - the same module
+
+    def start(self, until_monotonic: float) -> ConnectLeaseGuard:
+        """Start watching the job with its first confirmation (before the job's first operation)."""
+        head = {"url": self.url, "application_id": self.application_id, "until": until_monotonic}
+        self.process.send(json.dumps(head), first=True)
+        return self
+
+    def confirm(self, until_monotonic: float) -> None:
+        """The lease is confirmed until ``until_monotonic`` (this host's monotonic clock)."""
+        if not self._done:
+            self.process.send(repr(until_monotonic))
+
+    def done(self) -> None:
+        """The job ended: nothing of it is interrupted. Never raises."""
+        if self._done:
+            return
+        self._done = True
+        self.process.send(DONE)
+        if self._own:
+            self.process.close()
 
 
 class _Lines:
@@ -128,36 +161,65 @@ class _Lines:
 
 
 def watch(fd: int) -> str:
-    """Read the worker's confirmations from ``fd`` until the job is done ('done'), the confirmation ran
-    out ('expired') or the worker is gone ('worker gone'); act on the last two. Returns what happened."""
+    """Watch the jobs the worker announces on ``fd``, one after another, until the pipe closes; act on a
+    job whose confirmation ran out ('expired') or that was running when the pipe closed ('worker gone').
+    Returns what happened to the last job ('done' when it ended without the guard acting; 'no job')."""
     lines = _Lines(fd)
-    first = lines.next(None)
-    try:
-        head = json.loads(first or "{}")
-    except ValueError:
-        return "no job"
-    url, app, until = head.get("url"), head.get("application_id"), float(head.get("until", 0.0))
-    if not url or not app:
-        return "no job"
+    acting: list[threading.Thread] = []
+    what = "no job"
+    line = lines.next(None)
+    while line:
+        if not line.startswith("{"):  # a confirmation or "done" of a job already ended or acted on
+            line = lines.next(None)
+            continue
+        try:
+            head = json.loads(line)
+        except ValueError:
+            break
+        url, app, until = head.get("url"), head.get("application_id"), float(head.get("until", 0.0))
+        if not url or not app:
+            break
+        what, line = _watch_job(lines, url, app, until, acting)
+    for thread in acting:
+        thread.join()
+    return what
+
+
+def _watch_job(
+    lines: _Lines, url: str, app: str, until: float, acting: list[threading.Thread]
+) -> tuple[str, str]:
+    """One job, from its first line: ``(what happened, the next line to read: '' at EOF)``."""
     while True:
         line = lines.next(until - time.monotonic())
         if line is None:
-            what, why = "expired", "the lease confirmation ran out (the worker froze, or its store hangs)"
-            break
+            why = "the lease confirmation ran out (the worker froze, or its store hangs)"
+            _act(url, app, why, acting)
+            return "expired", lines.next(None) or ""
         if line == "":
-            what, why = "worker gone", "the worker is gone (its pipe closed before the job ended)"
-            break
+            _act(url, app, "the worker is gone (its pipe closed before the job ended)", acting)
+            return "worker gone", ""
         if line == DONE:
-            return "done"
+            return "done", lines.next(None) or ""
+        if line.startswith("{"):  # the next job's first line without this one's "done": ended too
+            return "done", line
         with contextlib.suppress(ValueError):
             until = max(until, float(line))
-    from airflow_tablemgmt.spark.connect.operations import end_application
 
-    job = app.split("#")[-1]
-    _say(f"{why}: interrupting {job}")
-    ended = end_application(app, END_BOUND_S, url)
-    _say(f"{job} " + ("reported ended" if ended else f"not reported ended within {END_BOUND_S:g}s"))
-    return what
+
+def _act(url: str, app: str, why: str, acting: list[threading.Thread]) -> None:
+    """Interrupt the job ``app`` and observe its end (bounded), in a thread: the pipe is watched meanwhile."""
+
+    def end() -> None:
+        from airflow_tablemgmt.spark.connect.operations import end_application
+
+        job = app.split("#")[-1]
+        _say(f"{why}: interrupting {job}")
+        ended = end_application(app, END_BOUND_S, url)
+        _say(f"{job} " + ("reported ended" if ended else f"not reported ended within {END_BOUND_S:g}s"))
+
+    thread = threading.Thread(target=end, name="tablemgmt-guard-end")
+    thread.start()
+    acting.append(thread)
 
 
 def _say(message: str) -> None:

@@ -20,9 +20,11 @@ interrupted) operation until the server reports it ended, bounded. pyspark is im
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,21 +41,37 @@ _GONE = ("OPERATION_NOT_FOUND", "OPERATION_ABANDONED", "SESSION_NOT_FOUND")
 def record_operations(session: Any, tag: str, fence: Callable[[], None] | None = None) -> None:
     """Make every ``ExecutePlan`` of ``session`` carry an operation id chosen here, recorded in the
     session's :data:`OPERATIONS_CONF` on the server before the operation is sent. ``fence`` is called
-    first and may refuse the operation (raise): a job whose lease is no longer confirmed sends none."""
-    from airflow_tablemgmt.spark.connect.config import set_conf
+    first and may refuse the operation (raise): a job whose lease is no longer confirmed sends none.
+
+    Called again on the same session (a batch's next job on its kept session), the new tag and fence
+    replace the earlier ones. The hook holds the client and a bound ``fence`` weakly: a strong one would
+    make the session a reference cycle, which only Python's cycle collector frees, at any moment and in
+    any thread, and pyspark's ``SparkSession.__del__`` must not run in the thread that sends its releases
+    (``client.close_session``)."""
+    from airflow_tablemgmt.spark.connect.config import set_client_conf
 
     client = session.client
-    original = client._execute_plan_request_with_metadata  # noqa: SLF001 - the one place requests are made
+    make_request = type(client)._execute_plan_request_with_metadata  # noqa: SLF001 - where requests are made
+    client_ref = weakref.ref(client)
+    fence_ref: Callable[[], Callable[[], None] | None]
+    if inspect.ismethod(fence):
+        fence_ref = weakref.WeakMethod(fence)
+    else:
+        fence_ref = lambda: fence  # noqa: E731 - a plain function holds no session
     recent: list[str] = []
 
     def with_recorded_id() -> Any:
-        if fence is not None:
-            fence()
-        req = original()
+        current = client_ref()
+        if current is None:
+            raise RuntimeError(f"the Connect client of job {tag} is closed")
+        check = fence_ref()
+        if check is not None:
+            check()
+        req = make_request(current)
         op = str(uuid.uuid4())
         recent.append(op)
         del recent[:-KEEP]
-        set_conf(session, {OPERATIONS_CONF: f"{tag} {','.join(recent)}"})
+        set_client_conf(current, {OPERATIONS_CONF: f"{tag} {','.join(recent)}"})
         req.operation_id = op  # the reattachable iterator keeps an id the request already has
         return req
 
@@ -148,7 +166,7 @@ def end_application(application_id: str, bound_s: float, url: str | None = None)
     and wait until its server reports its operations ended: True when they did within ``bound_s``,
     False when not (or the server could not be asked), None when the id is not a Connect job's.
     ``url``: the server's URL with its parameters (token, user_id) when it is the same server."""
-    from airflow_tablemgmt.spark.connect.client import APP_ID_PREFIX, open_session, server_of
+    from airflow_tablemgmt.spark.connect.client import APP_ID_PREFIX, close_session, open_session, server_of
 
     if not application_id.startswith(APP_ID_PREFIX) or "#" not in application_id:
         return None
@@ -169,7 +187,7 @@ def end_application(application_id: str, bound_s: float, url: str | None = None)
         return False
     finally:
         try:
-            session.stop()
+            close_session(session)
         except Exception:  # noqa: BLE001
             log.debug("closing the observer's channel failed", exc_info=True)
     log.info(

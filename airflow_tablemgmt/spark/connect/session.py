@@ -29,6 +29,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import catalog_conf
 from airflow_tablemgmt.spark.connect.client import (
     APP_ID_PREFIX,
+    close_session,
     import_client,
     open_session,
     server_of,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
+    from airflow_tablemgmt.spark.connect.kept import KeptSession
     from airflow_tablemgmt.spark.protocol import JobResult
 
 log = logging.getLogger(__name__)
@@ -118,6 +120,11 @@ class ConnectRun:
     #: Until when (this host's monotonic clock) the worker confirmed the table's lease; None: no lease.
     lease_until: float | None = None
     guard: Any = None
+    #: A batch's session (``kept.py``): attached to when open, left open for the batch's next job when this
+    #: one was not stopped (the caller decides whether it is kept or closed after the result).
+    kept: KeptSession | None = None
+    #: The batch's guard process (``guard.GuardProcess``) that watches this job's lease; None: one of its own.
+    guard_process: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _closed: threading.Event = field(default_factory=threading.Event)
@@ -137,8 +144,17 @@ class ConnectRun:
             # The job's deadline, held outside this worker (guard.py): started before any operation.
             from airflow_tablemgmt.spark.connect.guard import ConnectLeaseGuard
 
-            self.guard = ConnectLeaseGuard(self.url, self.application_id).start(self.lease_until)
-        session = open_session(self.url, self.session_id)
+            self.guard = ConnectLeaseGuard(self.url, self.application_id, self.guard_process).start(
+                self.lease_until
+            )
+        kept = self.kept
+        if kept is not None and kept.open:
+            session = kept.session
+            session.clearTags()  # the batch's previous job's tag (tags are the client's, per thread)
+        else:
+            session = open_session(self.url, self.session_id)
+            if kept is not None:
+                kept.session = session
         set_conf(session, connect_conf(catalog) if conf is None else conf)
         session.addTag(self.tag)  # pyspark keeps tags per thread: open() runs in the job's thread
         # Each operation's id, recorded in the session on the server: whoever ends this job later (the
@@ -154,6 +170,11 @@ class ConnectRun:
     @property
     def closed(self) -> bool:
         return self._closed.is_set()
+
+    @property
+    def stopped(self) -> bool:
+        """The job was told to stop (a cancel, a lost lease, a kill): interrupted on the server."""
+        return self._stopping.is_set()
 
     def confirm_lease(self, until_monotonic: float) -> None:
         """The worker renewed the table's lease: confirmed until ``until_monotonic``. Goes to the guard."""
@@ -226,12 +247,22 @@ class ConnectRun:
             guard, self.guard = self.guard, None
         if guard is not None:  # the job's operations have ended: its guard has nothing left to watch
             guard.done()
-        if session is not None:
-            try:
+        if session is None:
+            return
+        kept = self.kept
+        if kept is not None and kept.session is session and not self._stopping.is_set():
+            try:  # left open for the batch's next job (or closed by the caller after a failed result)
                 session.clearTags()
-                session.stop()
-            except Exception:  # noqa: BLE001 - the channel of a dead server
-                log.debug("closing the Connect session failed", exc_info=True)
+            except Exception:  # noqa: BLE001
+                log.debug("clearing the job's tag failed", exc_info=True)
+            return
+        if kept is not None:
+            kept.session = None
+        try:
+            session.clearTags()
+            close_session(session)
+        except Exception:  # noqa: BLE001 - the channel of a dead server
+            log.debug("closing the Connect session failed", exc_info=True)
 
 
 def interrupt_session(application_id: str) -> list[str] | None:
@@ -245,7 +276,7 @@ def interrupt_session(application_id: str) -> list[str] | None:
     try:
         return list(session.interruptTag(tag) if tag else session.interruptAll())
     finally:
-        session.stop()
+        close_session(session)
 
 
 def _refresh_table(run: ConnectRun, session: RemoteSession, job: JobSpec) -> None:
@@ -265,6 +296,11 @@ def _refresh_table(run: ConnectRun, session: RemoteSession, job: JobSpec) -> Non
     run.timings["table_refresh"] = round(time.perf_counter() - started, 3)
 
 
+def _table_key(job: JobSpec) -> str:
+    t = job.table
+    return f"{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}"
+
+
 def _measure(run: ConnectRun, session: Any, result: JobResult) -> None:
     """The job's cost from the server's status API (``cost.py``), into its result: a success's
     ``summary["cost"]``, a failure's ``cost``; a run stopped by a kill is not measured (it must end now)."""
@@ -273,7 +309,8 @@ def _measure(run: ConnectRun, session: Any, result: JobResult) -> None:
     from airflow_tablemgmt.spark.connect.cost import connect_cost
 
     started = time.perf_counter()
-    cost = connect_cost(session, run.url, run.session_id, run.tag)
+    facts = run.kept.facts if run.kept is not None else None
+    cost = connect_cost(session, run.url, run.session_id, run.tag, facts=facts)
     run.timings["cost"] = round(time.perf_counter() - started, 3)
     if cost is None:
         return
@@ -309,7 +346,7 @@ def run_on_connect(
         from airflow_tablemgmt.spark.conf import validated_catalog
 
         session = run.open(validated_catalog(job.catalog), conf)
-        if run.reused:
+        if run.reused and (run.kept is None or _table_key(job) in run.kept.loaded):
             _refresh_table(run, session, job)
     except Exception as e:  # noqa: BLE001 - a refused or unreachable server is the job's failure
         run.close()  # nothing ran: its guard has nothing to watch
@@ -324,6 +361,9 @@ def run_on_connect(
         # The driver program uses only the DataFrame and SQL API both session classes share (pyspark 3.5's
         # Connect session is not a subclass of the classic one).
         result = run_job(cast("SparkSession", session), job)
+        if run.kept is not None:
+            run.kept.loaded.add(_table_key(job))
+            run.kept.jobs += 1
         _measure(run, session, result)
     finally:
         started = time.perf_counter()
