@@ -39,9 +39,14 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
         log_fd = os.open(spec["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
+        import faulthandler
         import logging
+        import signal
 
         logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+        # a batch that hangs says where: every thread's stack on SIGUSR1, and on its own after 15 minutes
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        faulthandler.dump_traceback_later(900, exit=True)
         # What execute imports on its first call (the operator's imports are lazy), timed apart: once per batch
         import airflow_tablemgmt.hooks.tablemgmt  # noqa: F401
         import airflow_tablemgmt.operators.maintenance  # noqa: F401

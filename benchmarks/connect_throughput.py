@@ -298,6 +298,11 @@ def main() -> None:
         action="store_true",
         help="(B)/(P): the connection's reuse_sessions: true (a slot's server session kept across tables)",
     )
+    p.add_argument(
+        "--no-batch-session",
+        action="store_true",
+        help="(B)/(P): the connection's batch_session: false (a new session per table, as before issue 40's cut)",
+    )
     p.add_argument("--parallel", type=int, default=2, help="tasks (p) and procedures (q) at once")
     p.add_argument(
         "--rounds", type=int, default=1, help="split each way's tables into rounds, ways interleaved"
@@ -415,7 +420,15 @@ def main() -> None:
                 size = max(args.batch_size, 1)
                 batched = _run_batched(
                     [ids[i : i + size] for i in range(0, len(ids), size)],
-                    {**connect_env({"reuse_sessions": args.reuse_sessions}), "TABLEMGMT_STORE_URL": store},
+                    {
+                        **connect_env(
+                            {
+                                "reuse_sessions": args.reuse_sessions,
+                                "batch_session": not args.no_batch_session,
+                            }
+                        ),
+                        "TABLEMGMT_STORE_URL": store,
+                    },
                     work,
                     log,
                     args.parallel if way == "P" else 1,
@@ -484,6 +497,8 @@ def main() -> None:
     probe = _import_probe()
     _report(results, server_rss)
     _report_phases(phases)
+    if any(w in BATCHED for w in results):
+        _report_batched_phases(work / "tablemgmt.db")
     print(
         "\nClient import in a fresh interpreter (median of 3): "
         + ", ".join(f"{k} {v:.2f}s" for k, v in probe.items())
@@ -573,6 +588,68 @@ def _report_phases(phases: dict[str, list[dict[str, float]]]) -> None:
         print(f"| {label} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     walls = [statistics.median([p["_wall"] for p in phases[w]]) for w in ways]
     print("| **wall** | " + " | ".join(f"**{c:.3f}**" for c in walls) + " |")
+
+
+#: A batched table's job phases, from its process row's recorded timings (the job's and the engine's).
+BATCHED_PHASES = (
+    "slot_wait",
+    "session_open",
+    "table_refresh",
+    "metrics_before",
+    "procedure",
+    "metrics_after",
+    "maintainer_other",
+    "cost",
+    "session_close",
+)
+
+
+def _report_batched_phases(db: Path) -> None:
+    """Where a batched table's time goes (medians over each way's processes, from the store's rows), how
+    many server sessions each way's tables used, and the span between two tables' processes."""
+    import sqlite3
+    from datetime import datetime
+
+    con = sqlite3.connect(str(db))
+    rows = con.execute(
+        "SELECT table_id, status, external_id, summary, created_at, finished_at FROM tms_process "
+        "WHERE table_id LIKE 'lake.db.batch%' ORDER BY id"
+    ).fetchall()
+    con.close()
+    ways = {"B": "lake.db.batch_", "P": "lake.db.batchpar_"}
+    print("\nWhere a batched table's time goes (s, median over its processes; the process rows' timings):\n")
+    print("| phase | " + " | ".join(f"({w})" for w in ways) + " |")
+    print("|---|" + "---:|" * len(ways))
+    per: dict[str, list[dict]] = {w: [] for w in ways}
+    for table_id, status, external, summary, created, finished in rows:
+        way = next((w for w, prefix in ways.items() if table_id.startswith(prefix)), None)
+        if way is None:
+            continue
+        doc = json.loads(summary) if summary else {}
+        t = {k: float(v) for k, v in (doc.get("timings") or {}).items() if isinstance(v, (int, float))}
+        t["_status"] = status
+        t["_session"] = str(external or "").split("#")[-1].split("/")[0]
+        try:
+            t["_process"] = (
+                datetime.fromisoformat(str(finished)) - datetime.fromisoformat(str(created))
+            ).total_seconds()
+        except (TypeError, ValueError):
+            pass
+        per[way].append(t)
+    for key in (*BATCHED_PHASES, "_process"):
+        label = "process row, created to finished" if key == "_process" else key
+        cells = []
+        for w in ways:
+            values = [p.get(key, 0.0) for p in per[w]]
+            cells.append(f"{statistics.median(values):.3f}" if values else "-")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    for w in ways:
+        if per[w]:
+            statuses = {str(p["_status"]) for p in per[w]}
+            sessions = len({p["_session"] for p in per[w]})
+            print(
+                f"({w}): {len(per[w])} processes, statuses {sorted(statuses)}, {sessions} server session(s)"
+            )
 
 
 if __name__ == "__main__":

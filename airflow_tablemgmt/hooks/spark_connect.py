@@ -178,7 +178,13 @@ class SparkConnectJobHook:
     @property
     def url(self) -> str:
         if self._url is None:
-            self._url, self._extra = target_of_connection(self.conn_id)
+            batch = self._batch
+            found = batch.targets.get(self.conn_id) if batch is not None else None
+            if found is None:  # a batch looks its connection up once, not once per table
+                found = target_of_connection(self.conn_id)
+                if batch is not None:
+                    batch.targets[self.conn_id] = found
+            self._url, self._extra = found
         return self._url
 
     def use_store(self, store: Store) -> None:

@@ -7,6 +7,8 @@ over gRPC as a thin client (no JVM in the worker).
   concurrent tables never see each other's catalogs), the catalog's settings applied as that session's
   configuration (never on a command line), operation tags and ``interruptTag`` for cancel/kill, and
   ``run_on_connect`` which runs the same ``spark/job`` code (``main.run_job``) over it.
+* ``kept.py`` - a planned batch's tables one after another on a session it keeps per catalog (each its
+  own tag, guard job and result; only a clean job hands it on), and one guard process for its jobs.
 * ``pool.py`` - a server's slot limit as tasks see it: wait for a free slot (``store/connect_slots.py``),
   renew its lease while the job runs, give it back; ``ConnectBusy`` when none frees in time.
 * ``warm.py`` - imported from ``airflow_local_settings.py``: the client and the job code imported once in

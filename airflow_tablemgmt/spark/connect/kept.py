@@ -76,6 +76,8 @@ class BatchSessions:
         self._lock = threading.Lock()
         self.closed = False
         self.guard = GuardProcess()
+        #: The connections the batch's hooks looked up: connection id -> (server URL, extras).
+        self.targets: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def take(self, url: str, conf_hash: str) -> KeptSession:
         """The kept session of ``url`` with these settings, now the caller's alone; a new (not yet open)

@@ -1,7 +1,8 @@
 """The client side of the Connect engine: one remote session per job, its catalog as session settings,
 operation tags for interrupt, and :func:`run_on_connect`, which runs the same ``spark/job`` code.
 
-Isolation: every job opens a session with a fresh ``session_id``; the server gives each session id its
+Isolation: every job opens a session with a fresh ``session_id`` (a planned batch's jobs, one after
+another, the session the batch keeps for their catalog: ``kept.py``); the server gives each session id its
 own ``SparkSession`` (its own SQL configuration and catalog manager), so the catalog settings one job
 sets, its secrets included, are never seen by a concurrent job of another table. The settings travel in
 gRPC ``Config`` requests on that session (``spark.conf.set``), never on a command line; the server logs

@@ -228,6 +228,33 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     result = hook.submit(job)
     assert not result.ok and result.error_class == "TableNotFound", result.error
     assert hook._run is not None and not hook._run.reused and hook._run.session_id not in session_of.values()
+    # A planned batch (issue 40): its tables one after another on the session it keeps for their catalog
+    # (spark/connect/kept.py), each its own process, lease, tag and guard job, one guard process; a table
+    # a job of that session loaded before is read anew (REFRESH TABLE), one it never loaded is not.
+    from airflow_tablemgmt.spark.connect.kept import BatchSessions
+
+    sessions = BatchSessions()
+    batch = []
+    guards = set()
+    for name in ["r1", "r2", "r1"]:
+        hook = SparkConnectJobHook(url=connect_server.url, store=store, slots=1, slot_wait=30)
+        hook.use_batch(sessions)
+        runner = ProcessRunner(store, default_factories(), hook)
+        instant = datetime(2026, 1, 2 + len(batch), tzinfo=UTC)
+        batch.append(
+            runner.run(RunRequest(table_id=f"lake.db.{name}", action="rewrite-files", instant=instant))
+        )
+        guards.add(sessions.guard.pid)
+    processes = [store.processes.get(o.process.id) for o in batch]
+    assert [str(p.status) for p in processes] == ["SUCCESS"] * 3, [p.failure_reason for p in processes]
+    kept = {str(p.external_id).split("#")[1].split("/")[0] for p in processes}
+    assert len(kept) == 1 and not kept & set(session_of.values())  # the batch's own session, kept
+    assert [o.summary["session_reused"] for o in batch] == [False, True, True]
+    assert ["table_refresh" in o.summary["timings"] for o in batch] == [False, False, True]
+    assert len({str(p.external_id).split("/")[-1] for p in processes}) == 3  # a tag per job
+    assert len(guards) == 1 and None not in guards  # one guard process watched the three jobs in turn
+    assert all(o.summary["cost"]["jobs"] >= 1 for o in batch)  # measured, the server asked once
+    sessions.close()
     store.dispose()
 
 
