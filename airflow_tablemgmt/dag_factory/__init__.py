@@ -6,7 +6,9 @@
 * ``cache``: the per-host cache of built DAGs that a full parse reads;
 * ``dag_file``: what the DAG file in the dags folder calls (``register_dags``);
 * ``plan``: the planned (policy, action) DAGs, their plan task and mapped batches (ADR 0004);
-* ``discovery``: a policy's discovery DAG.
+* ``discovery``: a policy's discovery DAG;
+* ``result``, ``timetables``: what the paths share (the parse's result, the start date, an interval's
+  timetable), apart so that a task start of a planned or discovery DAG does not import ``build``.
 
 The plans it renders are pure and live in core: DAG ids in ``core.naming``, schedules in
 ``core.schedule``. The names below are resolved on first use, so importing the package loads no
@@ -19,10 +21,10 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "BuildResult": "dag_factory.build",
+    "BuildResult": "dag_factory.result",
     "BrokenDeclarationsDAG": "dag_factory.build",
     "DagConfigDefaults": "dag_factory.build",
-    "START_DATE": "dag_factory.build",
+    "START_DATE": "dag_factory.timetables",
     "build_dag": "dag_factory.build",
     "build_dags": "dag_factory.build",
     "cyclic_gc_paused": "dag_factory.build",

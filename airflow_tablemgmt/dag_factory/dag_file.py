@@ -21,15 +21,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.naming import discovery_policy_of, parse_dag_id, plan_of
-from airflow_tablemgmt.core.tables import Owner, TableSpec
-from airflow_tablemgmt.dag_factory.build import BuildResult, build_dags, cyclic_gc_paused
-from airflow_tablemgmt.declarations.model import LoadedDeclarations
-from airflow_tablemgmt.declarations.registry import load_files, one_table
-from airflow_tablemgmt.declarations.sync import PrunePolicy, sync
-from airflow_tablemgmt.store.effective import PolicyMerge
+from airflow_tablemgmt.core.naming import discovery_policy_of, plan_of
+from airflow_tablemgmt.dag_factory.result import BuildResult
 
 if TYPE_CHECKING:
+    from airflow_tablemgmt.core.tables import TableSpec
     from airflow_tablemgmt.store import Store
 
 
@@ -43,9 +39,10 @@ def load_registry_and_build(
     The registry is ``tables.yaml`` plus ``tables.d/*.yaml`` beside it, and the store. A file
     unchanged since its last sync is not read as YAML (its tables are the store's rows); a task
     start reads one table row when every file is in sync.
-    """
-    from airflow_tablemgmt.factories.discovery import default_factories
 
+    Each path imports only what it builds with (a task start pays for every import): a planned or discovery
+    DAG's task start imports neither the declarations nor the tables' DAG builder.
+    """
     if store is None:
         from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
 
@@ -61,6 +58,21 @@ def load_registry_and_build(
         from airflow_tablemgmt.dag_factory.plan import build_plan_dags
 
         return BuildResult(dags=build_plan_dags(stored_policies(store), only_dag_id))
+    return _build_tables(tables_yaml, only_dag_id, store)
+
+
+def _build_tables(tables_yaml: str | Path | None, only_dag_id: str | None, store: Store) -> BuildResult:
+    """The declared tables' DAGs (only ``only_dag_id``'s when given), and on a full parse the policies'
+    planned and discovery DAGs (see :func:`load_registry_and_build`)."""
+    from airflow_tablemgmt.core.naming import parse_dag_id
+    from airflow_tablemgmt.core.tables import Owner
+    from airflow_tablemgmt.dag_factory.build import build_dags, cyclic_gc_paused
+    from airflow_tablemgmt.declarations.model import LoadedDeclarations
+    from airflow_tablemgmt.declarations.registry import load_files, one_table
+    from airflow_tablemgmt.declarations.sync import PrunePolicy, sync
+    from airflow_tablemgmt.factories.discovery import default_factories
+    from airflow_tablemgmt.store.effective import PolicyMerge
+
     wanted = parse_dag_id(only_dag_id) if only_dag_id else None
     stored_catalogs, unreadable_catalogs = store.catalogs.list_with_errors()
     catalogs = {c.name: c for c in stored_catalogs}
@@ -137,6 +149,8 @@ def load_registry_and_build(
 
 def _enrolled_row(store: Store, spec: TableSpec) -> bool:
     """Whether ``spec`` is the row of a table a policy enrolled (not a file's newer declaration of it)."""
+    from airflow_tablemgmt.core.tables import Owner
+
     try:
         row = store.tables.get_registered(spec.id)
     except Exception:  # noqa: BLE001 - no row (a file's table not synced yet): a declaration

@@ -15,13 +15,12 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, DeltaTriggerTimetable
 
 from airflow_tablemgmt.core.durations import format_duration, to_timedelta
 from airflow_tablemgmt.core.naming import discovery_dag_id
 from airflow_tablemgmt.core.policies import Policy
-from airflow_tablemgmt.dag_factory.build import START_DATE
+from airflow_tablemgmt.dag_factory.timetables import START_DATE
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +61,10 @@ def run_discovery(policy: str) -> dict[str, Any]:
 
 
 def build_discovery_dag(policy: Policy) -> DAG:
+    # Imported here: a planned DAG's task start reads the policies through this module (stored_policies) and
+    # needs no Python operator (nor the packaging parsers it imports).
+    from airflow.providers.standard.operators.python import PythonOperator
+
     interval = to_timedelta(policy.discovery_interval)
     every = format_duration(interval)
     with DAG(
@@ -100,11 +103,18 @@ def build_discovery_dags(policies: Iterable[Policy], only_dag_id: str | None = N
 
 
 def stored_policies(store: Any) -> list[Policy]:
-    """The store's policies, or none when they cannot be read (the table DAGs still build)."""
-    try:
-        from airflow_tablemgmt.services.enrolment import load_policies
+    """The store's policies, or none when they cannot be read (the table DAGs still build). A row that no
+    longer validates is logged and left out, as discovery leaves it (``services/enrolment.py``).
 
-        return load_policies(store)
+    Read from the repository, not through ``services.enrolment``: a task start of a planned or discovery DAG
+    reads the policies, and importing discovery's service would bring the catalogs' listing with it."""
+    try:
+        from airflow_tablemgmt.store.policies import PolicyRepository
+
+        readable, unreadable = PolicyRepository.of(store).list_with_errors()
+        for u in unreadable:
+            log.warning("tablemgmt discovery: %s", u.message)
+        return [p.policy for p in readable]
     except Exception as e:  # noqa: BLE001 - a store without the policies' schema yet, or unreadable rows
         log.warning("tablemgmt: the policies could not be read, no discovery DAGs: %s", e)
         return []

@@ -38,7 +38,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, BaseOperator, get_current_context, task
+from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, BaseOperator
 
 from airflow_tablemgmt.core.naming import plan_dag_id
 from airflow_tablemgmt.core.policies import Policy
@@ -50,7 +50,8 @@ from airflow_tablemgmt.dag_factory.assets import (
     policy_asset_name,
     tables_of_events,
 )
-from airflow_tablemgmt.dag_factory.build import START_DATE, _timetable
+from airflow_tablemgmt.dag_factory.timetables import START_DATE
+from airflow_tablemgmt.dag_factory.timetables import timetable as _timetable
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.factories.discovery import FactoryRegistry
@@ -65,12 +66,26 @@ PLAN_TASK = "plan"
 BATCH_TASK = "run_batch"
 
 
-def plan_tables(policy: str, action: str) -> list[list[str]]:
-    """The ``plan`` task: the batches to map over (its XCom); the plan's counts and samples go to the log and
-    to the XCom key ``plan`` (:func:`plan_in_context`)."""
-    from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+class PlanOperator(BaseOperator):
+    """The ``plan`` task: the batches to map over (its XCom ``return_value``, which ``run_batch`` expands); the
+    plan's counts and samples go to the log and to the XCom key ``plan`` (:func:`plan_in_context`).
 
-    return plan_in_context(TableMgmtHook().get_store(), get_current_context(), policy, action)
+    An operator of its own rather than a ``@task`` function: the decorator imports Airflow's Python operators
+    (and ``packaging``'s requirement parser with them), which every start of this DAG's tasks would pay for
+    in its parse (``benchmarks/dag_parse.py``, single-DAG parse), for a task that needs none of them."""
+
+    template_fields: Sequence[str] = ()
+    ui_color = "#fcf3cf"
+
+    def __init__(self, *, policy: str, action: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.policy = policy
+        self.action = action
+
+    def execute(self, context: Any) -> list[list[str]]:
+        from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
+
+        return plan_in_context(TableMgmtHook().get_store(), context, self.policy, self.action)
 
 
 def plan_in_context(store: Any, context: Any, policy: str, action: str) -> list[list[str]]:
@@ -261,7 +276,7 @@ def build_plan_dag(
 ) -> DAG:
     """``asset``: the policy's (:func:`~airflow_tablemgmt.dag_factory.assets.policy_asset`), for an
     event-driven action; None: a time schedule on the interval."""
-    from airflow_tablemgmt.services.plan_runs import plan_schedule, policy_action_settings
+    from airflow_tablemgmt.services.plan_settings import plan_schedule, policy_action_settings
 
     plan = plan_schedule(policy, action, policies)
     interval = plan.interval
@@ -294,7 +309,7 @@ def build_plan_dag(
         is_paused_upon_creation=False,
         auto_register=False,
     ) as dag:
-        planned = task(task_id=PLAN_TASK, **task_args)(plan_tables)(policy=policy.name, action=action)
+        planned = PlanOperator(task_id=PLAN_TASK, policy=policy.name, action=action, **task_args).output
         RunBatchOperator.partial(
             task_id=BATCH_TASK,
             policy=policy.name,
@@ -315,7 +330,7 @@ def build_plan_dags(
     ``watched`` (:func:`policy_watched`, the full parse): each policy's asset gets its tables' watchers, and
     a policy without watched tables plans its event-driven actions on their interval. None (a task start):
     the asset by name only, no table read."""
-    from airflow_tablemgmt.services.plan_runs import DEFAULT_MAX_ACTIVE_BATCHES, max_active_batches
+    from airflow_tablemgmt.services.plan_settings import DEFAULT_MAX_ACTIVE_BATCHES, max_active_batches
 
     try:
         at_once = max_active_batches()

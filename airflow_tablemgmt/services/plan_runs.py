@@ -18,23 +18,31 @@
 * **At most** ``[core] max_map_length`` **batches** (Airflow fails a task whose XCom maps to more): the
   worst-scored tables go first, the rest are left for the next run and counted (``left_over``).
 
-Reads only; never runs a job.
+Reads only; never runs a job. The DAG's settings and schedule, which building the DAG reads at every task
+start, are in ``services/plan_settings.py`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.actions import ACTIONS, ActionSettings
-from airflow_tablemgmt.core.policies import Policy
-from airflow_tablemgmt.core.schedule import SchedulePlan
-from airflow_tablemgmt.core.triggers import Interval
 from airflow_tablemgmt.metadata.planning import Plan, Planned, batches
-from airflow_tablemgmt.services.errors import InvalidInput
+from airflow_tablemgmt.services.plan_settings import (
+    DEFAULT_MAX_ACTIVE_BATCHES,
+    DEFAULT_MAX_MAP_LENGTH,
+    DEFAULT_MEASURE_BUDGET,
+    describe_plan_schedule,
+    max_active_batches,
+    max_map_length,
+    measure_budget,
+    plan_interval,
+    plan_schedule,
+    policy_action_settings,
+)
 from airflow_tablemgmt.services.planning import plan_action
 
 if TYPE_CHECKING:
@@ -42,123 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: ``[tablemgmt] plan_measure_budget``: tables measured by one planning task at most.
-DEFAULT_MEASURE_BUDGET = 200
-#: ``[tablemgmt] plan_max_active_batches``: mapped batches of one (policy, action) DAG running at once.
-DEFAULT_MAX_ACTIVE_BATCHES = 4
-#: Airflow's own default of ``[core] max_map_length``.
-DEFAULT_MAX_MAP_LENGTH = 1024
-
 #: Measures one table now and stores its reading (raises when it cannot be read).
 Measure = Callable[["Store", str], None]
-
-
-def _whole(option: str, text: str | None, default: int, minimum: int) -> int:
-    text = (text or "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise InvalidInput(
-            f"[tablemgmt] {option}: {text!r} is not allowed; allowed: a whole number >= {minimum}"
-        )
-    return value
-
-
-def measure_budget() -> int:
-    """``[tablemgmt] plan_measure_budget`` (0: the planning task measures nothing)."""
-    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
-
-    text = setting_or_airflow("tablemgmt", "plan_measure_budget")
-    return _whole("plan_measure_budget", text, DEFAULT_MEASURE_BUDGET, 0)
-
-
-def max_active_batches() -> int:
-    """``[tablemgmt] plan_max_active_batches``: the mapped task's ``max_active_tis_per_dag``."""
-    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
-
-    text = setting_or_airflow("tablemgmt", "plan_max_active_batches")
-    return _whole("plan_max_active_batches", text, DEFAULT_MAX_ACTIVE_BATCHES, 1)
-
-
-def max_map_length() -> int:
-    """``[core] max_map_length``: the most mapped tasks one XCom may make."""
-    try:
-        from airflow.sdk.configuration import conf
-
-        return max(1, conf.getint("core", "max_map_length", fallback=DEFAULT_MAX_MAP_LENGTH))
-    except Exception:  # noqa: BLE001 - no Airflow configuration: Airflow's default
-        return DEFAULT_MAX_MAP_LENGTH
-
-
-def policy_action_settings(policy: Policy, action: str) -> ActionSettings:
-    """``policy``'s block for ``action`` as the action's settings (for the first format the policy gives it to)."""
-    fmt = policy.formats_for(action)[0]
-    return ACTIONS.get(action, fmt).settings(policy.actions.get(action) or {})
-
-
-def plan_interval(policy: Policy, action: str, policies: Iterable[Policy]) -> Interval:
-    """How often ``policy``'s planned DAG of ``action`` runs: the policy's own interval for the action, else
-    the shortest of the policies naming it (no table waits longer than its own settings say), else the
-    action's default (its factory's strategy for the policy's first format that has it)."""
-    from airflow_tablemgmt.factories.discovery import default_factories
-
-    policies = list(policies)
-    if action in policy.actions:
-        sources = [policy]
-    else:
-        sources = [p for p in policies if action in p.actions and p.formats_for(action)]
-    texts = [policy_action_settings(p, action).interval for p in sources]
-    intervals = [Interval.parse(t) for t in texts if t]
-    if intervals:
-        return min(intervals, key=lambda i: i.min_spacing())
-    fmt = policy.formats_for(action)[0]
-    return default_factories().for_action(fmt, action).trigger_strategy(fmt, action).interval
-
-
-def plan_schedule(policy: Policy, action: str, policies: Iterable[Policy]) -> SchedulePlan:
-    """How ``policy``'s planned DAG of ``action`` is scheduled: the action's trigger as the policy's block for it
-    (else the first policy naming it, else the action's default) resolves it for a table, on
-    :func:`plan_interval`. ``event``: on the snapshots of the policy's tables (their watchers, one asset per
-    policy), each table's events at most once per its interval, plus a full plan every ``fallback`` (the
-    policy's ``fallback-interval``, else the interval: a full plan also measures the tables that have no
-    health yet, so it keeps the interval's cadence); ``schedule``: a full plan every interval."""
-    from airflow_tablemgmt.factories.discovery import default_factories
-
-    policies = list(policies)
-    interval = plan_interval(policy, action, policies)
-    if action in policy.actions:
-        source: Policy | None = policy
-    else:
-        source = next((p for p in policies if action in p.actions and p.formats_for(action)), None)
-    fmt = (source or policy).formats_for(action)[0]
-    settings = ACTIONS.get(action, fmt).settings((source.actions.get(action) if source else None) or {})
-    strategy = default_factories().for_action(fmt, action).trigger_strategy(fmt, action)
-    resolved = SchedulePlan.resolve(settings, strategy)
-    if resolved.trigger == "event":
-        # The full plan keeps the interval's cadence (it measures new and stale tables, within the budget),
-        # unless the policy names a fallback: events are the fast path beside it, not its replacement.
-        fallback = (
-            Interval.parse(settings.fallback_interval, "fallback-interval")
-            if settings.fallback_interval
-            else interval
-        )
-        return replace(resolved, interval=interval, fallback=fallback)
-    return SchedulePlan("schedule", interval, resolved.gate)
-
-
-def describe_plan_schedule(policy: str, plan: SchedulePlan) -> str:
-    """What REST and the page say of a planned DAG's schedule."""
-    if plan.trigger == "event":
-        return (
-            f"planned with policy {policy}'s tables every {plan.fallback} and on their new data snapshots "
-            f"(polled every {Interval(every=plan.poll_interval)}, each table at most every {plan.interval}); "
-            "run where it pays"
-        )
-    return f"planned with policy {policy}'s tables every {plan.interval}; run where it pays"
 
 
 def _measure(store: Store, table_id: str) -> None:
@@ -300,6 +193,7 @@ def _merged(first: Plan, again: Plan) -> Plan:
 
 __all__ = [
     "DEFAULT_MAX_ACTIVE_BATCHES",
+    "DEFAULT_MAX_MAP_LENGTH",
     "DEFAULT_MEASURE_BUDGET",
     "PlannedRun",
     "max_active_batches",

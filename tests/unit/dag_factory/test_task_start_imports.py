@@ -1,0 +1,162 @@
+"""What a task start imports: Airflow parses the DAG file for the one DAG whose task starts
+(``get_parsing_context()``), and that parse pays for every module the file imports (issue 40's single-DAG
+parse budget, ``benchmarks/dag_parse.py``). A planned or discovery DAG's task start must not import the
+declarations, the tables' DAG builder, their operator and lifecycle, the planner or discovery's catalog
+listing; a table's task start must not import the policies' DAG modules.
+
+The shipped ``dags/tablemgmt_dags.py`` runs in a fresh interpreter (this test process has imported most of
+the package already) that imports Airflow once and forks once per DAG id, as Airflow's task runner is forked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import airflow_tablemgmt
+from airflow_tablemgmt.core.naming import dag_id_for, discovery_dag_id, plan_dag_id
+from airflow_tablemgmt.core.policies import parse_policy
+from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+from airflow_tablemgmt.store import Store
+from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+from airflow_tablemgmt.store.policies import PolicyRepository
+
+DAG_FILE = Path(__file__).resolve().parents[3] / "dags" / "tablemgmt_dags.py"
+PLANNED = plan_dag_id("fleet", "rewrite-files")
+DISCOVERY = discovery_dag_id("fleet")
+DECLARED = dag_id_for("lake.own.declared", "rewrite-files")
+
+# Modules only a full parse or another kind of DAG needs, with what they would bring.
+NOT_AT_A_POLICY_TASK_START = [
+    "airflow_tablemgmt.dag_factory.build",  # the tables' DAGs: their operator, lifecycle, failure callback
+    "airflow_tablemgmt.dag_factory.cache",
+    "airflow_tablemgmt.declarations.registry",  # the declarations files and their sync
+    "airflow_tablemgmt.declarations.sync",
+    "airflow_tablemgmt.store.effective",
+    "airflow_tablemgmt.operators.maintenance",
+    "airflow_tablemgmt.lifecycle",
+    "airflow_tablemgmt.notifications.callback",
+    "airflow_tablemgmt.services.enrolment",  # discovery's service and its catalog listing
+    "airflow_tablemgmt.metadata.discovery",
+    "airflow_tablemgmt.services.plan_runs",  # the planner: what the plan task runs, not its DAG
+    "airflow_tablemgmt.services.planning",
+    "airflow_tablemgmt.metadata.planning",
+]
+NOT_AT_A_PLAN_TASK_START = [
+    *NOT_AT_A_POLICY_TASK_START,
+    "airflow.providers.standard.operators.python",  # the @task decorator's (and packaging's parsers)
+    "airflow_tablemgmt.formats.api",  # format plugins scanned and imported (one of ours has the action)
+]
+NOT_AT_A_TABLE_TASK_START = [
+    "airflow_tablemgmt.dag_factory.plan",
+    "airflow_tablemgmt.dag_factory.discovery",
+    "airflow_tablemgmt.dag_factory.cache",
+    "airflow_tablemgmt.services.enrolment",
+    "airflow_tablemgmt.services.plan_runs",
+    "airflow_tablemgmt.metadata.planning",
+]
+
+CHILD = r"""
+import json, os, runpy, sys
+import airflow.sdk  # imported once, before the forks (as the task runner has it)
+out = {}
+for dag_id in sys.argv[2:]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.environ["_AIRFLOW_PARSING_CONTEXT_DAG_ID"] = dag_id
+        before = set(sys.modules)
+        names = runpy.run_path(sys.argv[1])
+        dags = sorted(k for k, v in names.items() if type(v).__name__ == "DAG")
+        loaded = sorted(set(sys.modules) - before)
+        os.write(w, json.dumps({"dags": dags, "loaded": loaded}).encode())
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.waitpid(pid, 0)
+    out[dag_id] = json.loads(b"".join(chunks) or b"{}")
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def task_starts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]]]:
+    """Each DAG id's task start in a forked child of one fresh interpreter: the DAGs it built, the modules
+    it imported."""
+    home = tmp_path_factory.mktemp("home")
+    dags = home / "dags"
+    dags.mkdir()
+    (dags / DAG_FILE.name).write_text(DAG_FILE.read_text())
+    url = f"sqlite:///{home / 'tablemgmt.db'}"
+    store = Store(url)
+    store.catalogs.upsert(CatalogSpec(name="lake", warehouse=str(home / "wh")), Owner.STORE)
+    actions = {"rewrite-files": {}, "expire-snapshots": {}}
+    policy = parse_policy(
+        {"name": "fleet", "match": {"catalog": "lake", "format": "iceberg"}, "actions": actions}
+    )
+    PolicyRepository.of(store).upsert(policy, Owner.STORE)
+    for i in range(3):
+        spec = TableSpec(catalog="lake", namespace="s", name=f"t{i}", actions=dict(actions))
+        EnrolmentRepository.of(store).enrol(spec, "fleet", "matched")
+    declared = TableSpec(catalog="lake", namespace="own", name="declared", actions={"rewrite-files": {}})
+    store.tables.upsert(declared, Owner.STORE)
+    store.dispose()
+    package_root = str(Path(airflow_tablemgmt.__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "TABLEMGMT_STORE_URL": url,
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        # the package this test imports, not another install of it
+        "PYTHONPATH": os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    env.pop("AIRFLOW_CONN_TABLEMGMT_DEFAULT", None)
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD, str(dags / DAG_FILE.name), PLANNED, DISCOVERY, DECLARED],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=300,
+    )
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line is not None, res.stderr[-4000:]
+    return json.loads(line[len("RESULT ") :])
+
+
+def _imported(loaded: list[str], modules: list[str]) -> list[str]:
+    return [m for m in modules if m in loaded]
+
+
+def test_a_planned_dag_task_start_imports_only_what_its_dag_needs(
+    task_starts: dict[str, dict[str, list[str]]],
+) -> None:
+    start = task_starts[PLANNED]
+    assert start["dags"] == [PLANNED]
+    assert "airflow_tablemgmt.dag_factory.plan" in start["loaded"]  # the measurement saw the parse
+    assert _imported(start["loaded"], NOT_AT_A_PLAN_TASK_START) == []
+
+
+def test_a_discovery_dag_task_start_imports_neither_the_declarations_nor_the_tables_builder(
+    task_starts: dict[str, dict[str, list[str]]],
+) -> None:
+    start = task_starts[DISCOVERY]
+    assert start["dags"] == [DISCOVERY]
+    assert _imported(start["loaded"], NOT_AT_A_POLICY_TASK_START) == []
+
+
+def test_a_table_task_start_imports_none_of_the_policies_dag_modules(
+    task_starts: dict[str, dict[str, list[str]]],
+) -> None:
+    start = task_starts[DECLARED]
+    assert start["dags"] == [DECLARED]
+    assert "airflow_tablemgmt.dag_factory.build" in start["loaded"]
+    assert _imported(start["loaded"], NOT_AT_A_TABLE_TASK_START) == []
