@@ -18,6 +18,7 @@ its own: its policy's planned (policy, action) DAGs run it (:mod:`airflow_tablem
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from airflow_tablemgmt.dag_factory.result import BuildResult
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import TableSpec
+    from airflow_tablemgmt.factories.discovery import FactoryRegistry
     from airflow_tablemgmt.store import Store
 
 
@@ -140,11 +142,27 @@ def _build_tables(tables_yaml: str | Path | None, only_dag_id: str | None, store
         errors += merge_errors.values()
     return build_dags(
         sorted(specs.values(), key=lambda s: s.id),
-        default_factories(),
+        default_factories() if wanted is None else _task_start_factories(specs.values()),
         only_dag_id=only_dag_id,
         declaration_errors=errors,
         catalogs=catalogs,
     )
+
+
+def _task_start_factories(specs: Iterable[TableSpec]) -> FactoryRegistry:
+    """The factories a table's task start builds its DAG with: this package's own formats' when they support
+    every action of the table (the factory :func:`default_factories` would choose for each, since its own
+    come first), without scanning every installed distribution for format plugins and importing them; else
+    every installed one."""
+    from airflow_tablemgmt.factories.discovery import builtin_factories, default_factories
+
+    builtins = builtin_factories()
+    for spec in specs:
+        fmt = str(spec.format)
+        supported = {a for f in builtins.factories.values() for a in f.supported_actions().get(fmt, set())}
+        if not set(spec.actions) <= supported:
+            return default_factories()
+    return builtins
 
 
 def _enrolled_row(store: Store, spec: TableSpec) -> bool:

@@ -62,3 +62,30 @@ def test_a_task_start_builds_its_dag_from_the_row_and_from_an_edited_file(
     )
     one = load_registry_and_build(y, only_dag_id="tms__lake.s.t3__expire-snapshots", store=store)
     assert one.dags["tms__lake.s.t3__expire-snapshots"].get_task("maintain").retries == 6
+
+
+def test_a_task_start_of_a_table_our_formats_serve_loads_no_format_plugin() -> None:
+    from airflow_tablemgmt.core.tables import TableSpec
+    from airflow_tablemgmt.dag_factory.dag_file import _task_start_factories
+    from airflow_tablemgmt.factories.discovery import default_factories
+
+    ours = TableSpec(
+        catalog="lake", namespace="s", name="t", actions={"expire-snapshots": {}, "rewrite-files": {}}
+    )
+    factories = _task_start_factories([ours])
+    assert "iceberg" in factories.factories and factories is not default_factories()
+    assert set(factories.factories) <= set(default_factories().factories)  # never another choice
+
+
+def test_a_task_start_of_a_plugin_formats_table_builds_its_dag(tmp_path: Path, store: Store) -> None:
+    pytest.importorskip("tablemgmt_paimon")
+    from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
+    from airflow_tablemgmt.dag_factory.dag_file import _task_start_factories
+    from airflow_tablemgmt.factories.discovery import default_factories
+
+    store.catalogs.upsert(CatalogSpec(name="lake", type="hadoop", warehouse=str(tmp_path)), Owner.STORE)
+    spec = TableSpec(catalog="lake", namespace="s", name="p", format="paimon", actions={"compact": {}})
+    store.tables.upsert(spec, Owner.STORE)
+    assert _task_start_factories([spec]) is default_factories()  # only the plugin has the action
+    one = load_registry_and_build(None, only_dag_id="tms__lake.s.p__compact", store=store)
+    assert list(one.dags) == ["tms__lake.s.p__compact"] and not one.errors

@@ -50,7 +50,9 @@ NOT_AT_A_POLICY_TASK_START = [
 NOT_AT_A_PLAN_TASK_START = [
     *NOT_AT_A_POLICY_TASK_START,
     "airflow.providers.standard.operators.python",  # the @task decorator's (and packaging's parsers)
-    "airflow_tablemgmt.formats.api",  # format plugins scanned and imported (one of ours has the action)
+    # format plugins scanned for and imported, when one of this package's formats has the action
+    "airflow_tablemgmt.formats.api",
+    "tablemgmt_paimon",
 ]
 NOT_AT_A_TABLE_TASK_START = [
     "airflow_tablemgmt.dag_factory.plan",
@@ -59,6 +61,8 @@ NOT_AT_A_TABLE_TASK_START = [
     "airflow_tablemgmt.services.enrolment",
     "airflow_tablemgmt.services.plan_runs",
     "airflow_tablemgmt.metadata.planning",
+    "airflow_tablemgmt.formats.api",  # its format and actions are this package's: no plugin loaded
+    "tablemgmt_paimon",
 ]
 
 CHILD = r"""
