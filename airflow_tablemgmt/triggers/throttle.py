@@ -14,38 +14,55 @@ from typing import Any, Final
 # turn): thousands of watchers starting together would otherwise queue thousands of requests ahead of
 # every event. With a bound, an event waits behind at most this many requests. Start-up reads and
 # first-observation writes are *background* calls and keep one slot free for the *urgent* ones (the
-# state of a watcher that has just seen a change, the write after an event), which go first.
+# state of a watcher that has just seen a change, the write after an event), which go first. Among the
+# background calls the writes (``Ticket(ahead=True)``: state the store lacks, such as a first observation)
+# go before the start-up reads: queued behind every other watcher's read, no first observation of 10,000
+# watchers was stored in a triggerer's first minutes, and a restart in that time forgot them (a commit made
+# while it was down became the next triggerer's first observation, never reported).
 STATE_STORE_CONCURRENCY: Final = 4
 
 
 class Ticket:
-    """One caller's place in the gate's queue; ``urgent`` may be raised while it waits."""
+    """One caller's place in the gate's queue; ``urgent`` may be raised while it waits. ``ahead``: a
+    background call served before the other background calls (a write of state the store lacks)."""
 
-    __slots__ = ("future", "urgent")
+    __slots__ = ("ahead", "future", "urgent")
 
-    def __init__(self, urgent: bool = False) -> None:
+    def __init__(self, urgent: bool = False, ahead: bool = False) -> None:
         self.urgent = urgent
+        self.ahead = ahead
         self.future: asyncio.Future[None] | None = None
 
 
 class StateStoreGate:
-    """At most ``limit`` calls in flight, background calls at most ``limit - 1``; urgent ones first."""
+    """At most ``limit`` calls in flight, background calls at most ``limit - 1``; urgent ones first, then
+    the background calls ``ahead``, then the others, each in the order they came."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.in_flight = 0
         self._urgent: deque[Ticket] = deque()
+        self._ahead: deque[Ticket] = deque()
         self._background: deque[Ticket] = deque()
 
     def _room(self, urgent: bool) -> bool:
         return self.in_flight < (self.limit if urgent else self.limit - 1)
 
+    def _queue(self, ticket: Ticket) -> deque[Ticket]:
+        return self._urgent if ticket.urgent else self._ahead if ticket.ahead else self._background
+
+    def _waiting_before(self, ticket: Ticket) -> bool:
+        """Whether a waiting call goes before ``ticket``."""
+        if ticket.urgent:
+            return bool(self._urgent)
+        return bool(self._urgent or self._ahead or (not ticket.ahead and self._background))
+
     async def acquire(self, ticket: Ticket) -> None:
-        if self._room(ticket.urgent) and not self._urgent and (ticket.urgent or not self._background):
+        if self._room(ticket.urgent) and not self._waiting_before(ticket):
             self.in_flight += 1
             return
         ticket.future = asyncio.get_running_loop().create_future()
-        (self._urgent if ticket.urgent else self._background).append(ticket)
+        self._queue(ticket).append(ticket)
         try:
             await ticket.future
         except asyncio.CancelledError:
@@ -70,7 +87,7 @@ class StateStoreGate:
                 self._wake()
 
     def _wake(self) -> None:
-        for queue, urgent in ((self._urgent, True), (self._background, False)):
+        for queue, urgent in ((self._urgent, True), (self._ahead, False), (self._background, False)):
             while queue and self._room(urgent) and (urgent or not self._urgent):
                 ticket = queue.popleft()
                 if ticket.future is None or ticket.future.done() or (ticket.urgent and not urgent):

@@ -54,7 +54,8 @@ class StateStoreCalls:
             return
         self._dirty = True
         if self._writer is None or self._writer.done():
-            self._write_ticket = Ticket(urgent)
+            # Ahead of the start-up reads: a first observation not yet stored is lost by a restart.
+            self._write_ticket = Ticket(urgent, ahead=True)
             self._writer = asyncio.create_task(self._write_loop(watches))
         elif urgent:
             state_store_gate().promote(self._write_ticket)

@@ -112,3 +112,69 @@ def test_a_watcher_whose_state_arrives_late_reports_the_commit_made_while_down_a
 
     event = asyncio.run(scenario())
     assert (event.payload["snapshot_id"], event.payload["previous_snapshot_id"]) == (while_down, first)
+
+
+class Supervisor:
+    """The triggerer's supervisor as the watchers see it: one channel serving state-store calls one at a time,
+    in the order they arrive, each taking a moment; every watched asset's accessors go through it."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.calls: list[tuple[str, str]] = []  # ("get" | "set", key), in the order served
+        self._channel = asyncio.Lock()  # FIFO
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        async with self._channel:
+            await asyncio.sleep(0.002)
+            self.calls.append(("get", key))
+            return self.values.get(key, default)
+
+    async def aset(self, key: str, value: Any) -> None:
+        async with self._channel:
+            await asyncio.sleep(0.002)
+            self.calls.append(("set", key))
+            self.values[key] = value
+
+
+def test_first_observations_are_stored_as_their_reads_answer_not_after_every_watchers_read(
+    tmp_path: Path,
+) -> None:
+    """60 watchers start at once with nothing stored (a first deployment, or tables enrolled since): each
+    first observation is written right after its own read is answered, ahead of the other watchers' start-up
+    reads. Queued behind all of them, no first observation reached the store in a 10,000-table triggerer's
+    first minutes, and a restart then forgot them: a commit made while it was down became the next
+    triggerer's first observation, never reported."""
+    n = 60
+    names = [f"t{i:02d}" for i in range(n)]
+    for name in names:
+        commit(tmp_path, name)
+    supervisor = Supervisor()
+
+    async def scenario() -> None:
+        tasks = []
+        for name in names:
+            trigger = TableSnapshotTrigger(
+                table_id=f"lake.db.{name}",
+                catalog=catalog_json(tmp_path),
+                poll_interval=0.05,
+                actions=ACTIONS,
+            )
+            trigger.asset_state_store = supervisor  # type: ignore[assignment]
+            tasks.append(asyncio.ensure_future(anext(trigger.run())))
+        keys = {f"tablemgmt.watch.lake.db.{name}" for name in names}
+        try:
+            await until(lambda: keys <= set(supervisor.values), 30.0)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(scenario())
+    order = {call: i for i, call in enumerate(supervisor.calls)}
+    reads = [i for (kind, _), i in order.items() if kind == "get"]
+    writes = [i for (kind, _), i in order.items() if kind == "set"]
+    assert len(reads) == n and len(writes) == n  # one read and one first observation per watcher
+    assert min(writes) < max(reads) - n // 2  # the first writes did not wait for every read
+    # each within a few calls of its own read (the calls in flight when it was queued), not behind all others
+    lag = [order[("set", key)] - order[("get", key)] for kind, key in supervisor.calls if kind == "get"]
+    assert max(lag) <= 2 * 4, lag
