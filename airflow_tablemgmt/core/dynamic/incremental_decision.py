@@ -163,6 +163,23 @@ def state_repair(
     )
 
 
+def state_layout_problem(state_table: str, found: str | None, expected: str) -> str | None:
+    """Why the state table cannot be used as it is (a FULL refresh rebuilds it), or None. Its
+    ``tablemgmt.state-layout`` property says what its rows hold (the query's aggregates, its keys' types, the
+    partitions): another value is a state kept for another query, partitioning or layout."""
+    if found == expected:
+        return None
+    if found is None:
+        return (
+            f"no previous state: the state table {state_table} was written by an earlier version "
+            "(it keeps only the sums and counts behind avg): rebuilt with every aggregate's partials"
+        )
+    return (
+        f"no previous state: the state table {state_table} was kept for another query or partitioning "
+        f"({found!r}, expected {expected!r})"
+    )
+
+
 def decide(
     declared: str,
     analysis: Analysis,

@@ -1,21 +1,30 @@
-"""Merging the change of a ``GROUP BY`` / ``DISTINCT`` query into its dynamic table by key.
+"""Combining the change of a ``GROUP BY`` / ``DISTINCT`` query with what its dynamic table already holds.
 
 The change's input rows (the aggregate's input, read as ``delta_terms`` says) are aggregated by the query's
-own grouping expressions into *partials* (:func:`partials`): per group its row count and, per output
-aggregate, ``count`` → the count, ``sum`` → the sum, ``min`` / ``max`` → the extreme, ``avg`` → the sum
-and the count of non-null values (the sum in ``double`` as Spark's ``avg`` sums, or in the decimal type
-Spark's ``sum`` gives a decimal). Under appends a group only grows, so each changed group's new row is its
-old row (the table's, read at the snapshot the last refresh left) combined with its partial
-(:func:`merged_rows`): counts and sums add (a sum stays NULL while every value is NULL), ``min`` / ``max``
-take the least / greatest, and an ``avg`` is the state table's sum and count plus the partial's, divided.
-The table is then changed by one ``MERGE INTO … ON <keys, NULL-safe>`` (:func:`merge_into`): updated and
-new groups only, so with copy-on-write only the files (and partitions) holding the changed groups are
-rewritten.
+own grouping expressions into *partials* (:func:`partials`): per group its row count ``tms_rows`` and, per
+output aggregate, ``count`` → ``c<j>``, ``sum`` → ``s<j>``, ``min`` / ``max`` → ``m<j>``, ``avg`` → the
+sum ``s<j>`` and the count of non-null values ``n<j>`` (the sum in ``double`` as Spark's ``avg`` sums, or
+in the decimal type Spark's ``sum`` gives a decimal).
+
+Under appends a group only grows, so each partial column combines with the old one by a function Spark
+already has: counts and sums add (``sum`` stays NULL while every value is NULL, as Spark's own), ``min`` /
+``max`` take the least / greatest. The old partials are the state table's rows for a query with ``avg``
+(it keeps every partial column of every group), else the dynamic table's own rows read back as partials
+(its ``count`` / ``sum`` / ``min`` / ``max`` columns are their own partials). :func:`combined` is the old
+partials ``UNION ALL`` the change's, aggregated once by the keys (one shuffle, no join; ``GROUP BY`` puts
+NULL keys together as the query does), with ``tms_changed`` marking the groups the change touched.
+:func:`table_rows` turns partials into the table's columns (an ``avg`` is its sum over its count).
+
+The written unit is a partition: the old partials are read only where the change lands when the table is
+partitioned by grouping keys only (:func:`scoped_keys`), and :func:`write_groups` replaces exactly those
+partitions (Iceberg's dynamic overwrite, one commit), or the whole table when it is not partitioned that way.
+No ``MERGE``: a MERGE joins the whole target to find the rows it rewrites, and with copy-on-write rewrites
+every file holding a changed group anyway.
 """
 
 from __future__ import annotations
 
-import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
@@ -25,15 +34,63 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 ROWS = "tms_rows"
+CHANGED = "tms_changed"
+# The state table's layout version: a state table written by another layout is rebuilt by a FULL refresh.
+LAYOUT_VERSION = "2"
 
 
 def _is_decimal(expression: Any) -> bool:
     return str(expression.dataType().simpleString()).startswith("decimal")
 
 
+def key_names(shape: AggregateShape) -> list[str]:
+    return [f"k{i}" for i in range(len(shape.grouping))]
+
+
+def partial_columns(shape: AggregateShape) -> list[str]:
+    """The partial columns behind each slot, in slot order (without the keys and ``tms_rows``)."""
+    names: list[str] = []
+    for j, slot in enumerate(shape.slots):
+        if slot.function == "count":
+            names.append(f"c{j}")
+        elif slot.function == "sum":
+            names.append(f"s{j}")
+        elif slot.function == "avg":
+            names += [f"s{j}", f"n{j}"]
+        else:
+            names.append(f"m{j}")
+    return names
+
+
+def state_columns(shape: AggregateShape) -> list[str]:
+    """The state table's columns: the keys, ``tms_rows``, then every slot's partials."""
+    return [*key_names(shape), ROWS, *partial_columns(shape)]
+
+
+def layout(shape: AggregateShape, partition_keys: Sequence[int]) -> str:
+    """What the state table's rows mean (its ``tablemgmt.state-layout`` property): the version, the slots'
+    functions and types, the keys' types and the keys it is partitioned by. A state table whose property
+    differs was written for another query or by another layout, and is rebuilt by a FULL refresh."""
+    slots = ",".join(f"{s.function}:{s.type}" for s in shape.slots)
+    keys = ",".join(shape.key_types)
+    parts = ",".join(f"k{i}" for i in partition_keys)
+    return f"{LAYOUT_VERSION};slots={slots};keys={keys};partitioned={parts}"
+
+
+def scoped_keys(partition_columns: Sequence[str] | None, shape: AggregateShape) -> tuple[int, ...] | None:
+    """The grouping keys (indices) the table is partitioned by, when every partition column is a key column
+    (then a change touches only its groups' partitions); None when a partition column is an aggregate (a
+    group may move between partitions) or a transform: the whole table is rewritten."""
+    if partition_columns is None:
+        return None
+    keys = {name: index for name, kind, index in shape.columns if kind == "key"}
+    if any(c not in keys for c in partition_columns):
+        return None
+    return tuple(keys[c] for c in partition_columns)
+
+
 def partials(spark: SparkSession, shape: AggregateShape, rows: DataFrame) -> DataFrame:
-    """``rows`` (the aggregate's input) aggregated per group: ``k<i>`` keys, ``tms_rows``, and per slot
-    ``c<j>`` (count), ``s<j>`` (sum), ``m<j>`` (min/max) or ``s<j>``, ``n<j>`` (avg)."""
+    """``rows`` (the aggregate's input) aggregated per group into ``k<i>``, ``tms_rows`` and the partials."""
     from pyspark.sql import functions as F
 
     keys = [column(spark, g).alias(f"k{i}") for i, g in enumerate(shape.grouping)]
@@ -53,94 +110,105 @@ def partials(spark: SparkSession, shape: AggregateShape, rows: DataFrame) -> Dat
 
 
 def state_rows(shape: AggregateShape, part: DataFrame) -> DataFrame:
-    """The state table's rows for ``part`` (keys, then each avg's sum and count)."""
-    names = [f"k{i}" for i in range(len(shape.grouping))]
+    """The state table's rows for ``part``."""
+    return part.select(*state_columns(shape))
+
+
+def table_as_partials(shape: AggregateShape, table: DataFrame) -> DataFrame:
+    """The dynamic table's rows as partials (a query without ``avg``: its columns are their own partials)."""
+    from pyspark.sql import functions as F
+
+    key_column = {index: name for name, kind, index in reversed(shape.columns) if kind == "key"}
+    slot_column = {index: name for name, kind, index in shape.columns if kind == "slot"}
+    out = [F.col(quote(key_column[i])).alias(f"k{i}") for i in range(len(shape.grouping))]
     for j, slot in enumerate(shape.slots):
-        if slot.function == "avg":
-            names += [f"s{j}", f"n{j}"]
-    return part.select(*names)
+        prefix = {"count": "c", "sum": "s"}.get(slot.function, "m")
+        out.append(F.col(quote(slot_column[j])).alias(f"{prefix}{j}"))
+    return table.select(*out)
 
 
-def _key_condition(left: DataFrame, right: DataFrame, left_keys: list[str], right_keys: list[str]) -> Any:
+def combined(shape: AggregateShape, old: DataFrame, part: DataFrame, columns: list[str]) -> DataFrame:
+    """Per group, the old partials combined with the change's (``columns``: which partial columns), and
+    ``tms_changed`` = 1 for the groups the change touched."""
     from pyspark.sql import functions as F
 
-    condition = F.lit(True)
-    for a, b in zip(left_keys, right_keys, strict=True):
-        condition = condition & left[a].eqNullSafe(right[b])
-    return condition
+    keys = key_names(shape)
+    types = {f.name: f.dataType for f in part.schema.fields}
+    function = {f"m{j}": s.function for j, s in enumerate(shape.slots)}
+    new = part.select(*keys, *columns, F.lit(1).alias(CHANGED))
+    was = old.select(*[F.col(c).cast(types[c]).alias(c) for c in (*keys, *columns)], F.lit(0).alias(CHANGED))
+    aggregates: list[Column] = []
+    for c in columns:
+        pick = getattr(F, function[c]) if c in function else F.sum
+        aggregates.append(pick(c).cast(types[c]).alias(c))
+    return was.unionByName(new).groupBy(*keys).agg(*aggregates, F.max(CHANGED).alias(CHANGED))
 
 
-def merged_rows(
-    spark: SparkSession,
-    shape: AggregateShape,
-    part: DataFrame,
-    table: TableIdentifier,
-    state: TableIdentifier | None,
-) -> tuple[DataFrame, DataFrame | None]:
-    """The table's new rows for the changed groups (its columns, in its order and types) and, when the
-    query has an ``avg``, the state table's new rows for them."""
+def table_rows(shape: AggregateShape, rows: DataFrame) -> DataFrame:
+    """The table's columns (in its order and types) from partials."""
     from pyspark.sql import functions as F
 
-    key_names = [f"k{i}" for i in range(len(shape.grouping))]
-    old = spark.table(table.quoted).select(
-        *[F.col(quote(name)).alias(f"o{i}") for i, (name, _, _) in enumerate(shape.columns)]
-    )
-    target_key = {index: f"o{i}" for i, (_, kind, index) in enumerate(shape.columns) if kind == "key"}
-    joined = part.join(
-        old, _key_condition(part, old, key_names, [target_key[i] for i in range(len(key_names))]), "left"
-    )
-    new_state = None
-    if state is not None:
-        st = spark.table(state.quoted)
-        st = st.select(*[F.col(c).alias(f"t_{c}") for c in st.columns])
-        joined = joined.join(st, _key_condition(joined, st, key_names, [f"t_{k}" for k in key_names]), "left")
     out: list[Column] = []
-    slot_column = {index: f"o{i}" for i, (_, kind, index) in enumerate(shape.columns) if kind == "slot"}
-    state_columns: list[Column] = [F.col(k) for k in key_names]
     for name, kind, index in shape.columns:
         if kind == "key":
             out.append(F.col(f"k{index}").alias(name))
             continue
         slot = shape.slots[index]
-        was = F.col(slot_column[index])
         if slot.function == "count":
-            value = F.coalesce(was, F.lit(0)) + F.col(f"c{index}")
+            value = F.col(f"c{index}")
         elif slot.function == "sum":
-            new = F.col(f"s{index}")
-            value = F.when(was.isNull(), new).when(new.isNull(), was).otherwise(was + new)
+            value = F.col(f"s{index}")
         elif slot.function in ("min", "max"):
-            pick = F.least if slot.function == "min" else F.greatest
-            value = pick(was, F.col(f"m{index}"))
+            value = F.col(f"m{index}")
         else:
-            s = F.coalesce(F.col(f"t_s{index}"), F.lit(0)) + F.coalesce(F.col(f"s{index}"), F.lit(0))
-            n = F.coalesce(F.col(f"t_n{index}"), F.lit(0)) + F.col(f"n{index}")
-            value = F.when(n == 0, F.lit(None)).otherwise(
-                s.cast("double") / n if not _is_decimal(slot.argument) else s / n
-            )
-            state_columns += [
-                s.cast(part.schema[f"s{index}"].dataType).alias(f"s{index}"),
-                n.cast("bigint").alias(f"n{index}"),
-            ]
+            s, n = F.col(f"s{index}"), F.col(f"n{index}")
+            quotient = s.cast("double") / n if not _is_decimal(slot.argument) else s / n
+            value = F.when(F.coalesce(n, F.lit(0)) == 0, F.lit(None)).otherwise(quotient)
         out.append(value.cast(slot.type).alias(name))
-    rows = joined.select(*out)
-    if state is not None:
-        new_state = joined.select(*state_columns)
-    return rows, new_state
+    return rows.select(*out)
 
 
-def merge_into(
-    spark: SparkSession, target: TableIdentifier, rows: DataFrame, keys: list[str], *, update: bool = True
+def where_partitions(columns: Sequence[str], values: Sequence[Sequence[Any]]) -> Column:
+    """``(c1 = v1 AND c2 = v2) OR …`` over the partitions ``values`` (NULL as ``IS NULL``), which Iceberg
+    prunes by."""
+    from pyspark.sql import functions as F
+
+    condition = F.lit(False)
+    for row in values:
+        term = F.lit(True)
+        for name, value in zip(columns, row, strict=True):
+            col = F.col(quote(name))
+            term = term & (col.isNull() if value is None else col == F.lit(value))
+        condition = condition | term
+    return condition
+
+
+def new_keys(shape: AggregateShape, part: DataFrame, table: DataFrame) -> DataFrame:
+    """A ``DISTINCT`` query's change: the groups not in the table yet, as the table's rows (to append)."""
+    from pyspark.sql import functions as F
+
+    keys = key_names(shape)
+    key_column = {index: name for name, kind, index in reversed(shape.columns) if kind == "key"}
+    old = table.select(*[F.col(quote(key_column[i])).alias(f"o{i}") for i in range(len(keys))])
+    on = F.lit(True)
+    for i, k in enumerate(keys):
+        on = on & part[k].eqNullSafe(old[f"o{i}"])
+    return table_rows(shape, part.join(old, on, "left_anti"))
+
+
+def write_groups(
+    target: TableIdentifier,
+    rows: DataFrame,
+    *,
+    scoped: bool,
+    options: dict[str, str] | None = None,
 ) -> None:
-    """``MERGE INTO target USING rows ON <keys NULL-safe>``: matched rows replaced (``update``), others
-    inserted. A ``DISTINCT`` query's groups have nothing to update: only new ones are inserted."""
-    view = f"tms_change_{uuid.uuid4().hex[:12]}"
-    rows.createOrReplaceTempView(view)
-    on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys) or "true"
-    try:
-        spark.sql(
-            f"MERGE INTO {target.quoted} AS t USING {view} AS s ON {on} "
-            + ("WHEN MATCHED THEN UPDATE SET * " if update else "")
-            + "WHEN NOT MATCHED THEN INSERT *"
-        )
-    finally:
-        spark.catalog.dropTempView(view)
+    """Replace the partitions ``rows`` fall in (``scoped``: Iceberg's dynamic overwrite) or the whole table
+    with ``rows``, in one commit."""
+    from pyspark.sql import functions as F
+
+    writer = rows.writeTo(str(target)).options(**(options or {}))
+    if scoped:
+        writer.overwritePartitions()
+    else:
+        writer.overwrite(F.lit(True))

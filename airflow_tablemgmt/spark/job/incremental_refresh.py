@@ -12,8 +12,13 @@ analysis' strategy:
   changed side, the other sides at this or the last refresh's snapshot) gives the new rows, appended in one
   commit;
 * ``MERGE_BY_KEY`` (``GROUP BY`` / ``DISTINCT``): the aggregate's input read the same way is aggregated
-  and merged into the table by key in one ``MERGE`` (``incremental_merge``); a query with ``avg`` first
-  merges the sums and counts behind it into its state table (``incremental_state``).
+  into partials and combined with the old partials of the groups' partitions (``incremental_merge``: the
+  state table's for a query with ``avg``, which keeps every aggregate's partials, else the table's own);
+  the result replaces those partitions (the whole table when it is not partitioned by grouping keys), the
+  state table first (``incremental_state``), then the table. A ``DISTINCT`` appends its new groups.
+
+Per-phase seconds go to the job's timings (``incremental_decide``, ``incremental_read`` — for an
+unpartitioned append, the write too —, ``incremental_state_write``, ``incremental_table_write``).
 
 Every read of a source is pinned to the snapshot this refresh records (the change *up to* it, or the table
 *at* it), so what the next refresh reads starts exactly where this one stopped: a change is never read
@@ -45,13 +50,20 @@ from airflow_tablemgmt.core.dynamic.incremental_decision import (
     STATE_ROLLBACK,
     Previous,
     decide,
+    state_layout_problem,
     state_repair,
     table_problem,
 )
 from airflow_tablemgmt.core.identifiers import TableIdentifier
-from airflow_tablemgmt.spark.job import incremental_merge, incremental_plan, incremental_state, lease_guard
+from airflow_tablemgmt.spark.job import (
+    incremental_merge,
+    incremental_plan,
+    incremental_state,
+    incremental_write,
+    lease_guard,
+)
 from airflow_tablemgmt.spark.job.incremental_plan import AggregateShape
-from airflow_tablemgmt.spark.protocol import describe_exception
+from airflow_tablemgmt.spark.protocol import describe_exception, timed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -61,8 +73,7 @@ log = logging.getLogger(__name__)
 PARTITION_REFRESH = (
     "a partition refresh recomputes the partitions it names (date formatters or static partitions)"
 )
-# The partitions_written list is cut here (the count is exact).
-MAX_PARTITIONS_LISTED = 1000
+MAX_PARTITIONS_LISTED = incremental_write.MAX_PARTITIONS_LISTED
 
 
 @dataclass
@@ -99,24 +110,37 @@ def _kinds(plan: Any) -> set[str]:
     return out
 
 
+def _state(
+    spark: SparkSession,
+    state: TableIdentifier,
+    shape: AggregateShape,
+    scope: tuple[int, ...] | None,
+    previous: Previous,
+) -> tuple[str, str | None]:
+    """What to do with the state table before the change is added (``state_repair``), and why a FULL
+    refresh must rebuild it (None: it can be used, after a rollback if so)."""
+    exists = incremental_state.exists(spark, state)
+    now_state, _, met = (
+        incremental_state.history(spark, state, previous.state_snapshot_id) if exists else (None, [], False)
+    )
+    action, why = state_repair(str(state), previous.state_snapshot_id, now_state, recorded_is_ancestor=met)
+    if action == STATE_REBUILD:
+        return action, why
+    found = incremental_state.layout_of(spark, state)
+    wrong = state_layout_problem(str(state), found, incremental_merge.layout(shape, scope or ()))
+    if wrong is not None:
+        return STATE_REBUILD, wrong
+    if action == STATE_ROLLBACK:
+        log.warning("%s", why)
+    return action, None
+
+
 def _delta(spark: SparkSession, plan: Any, terms: list[list[delta_terms.Read]]) -> DataFrame:
     frames = [incremental_plan.frame(spark, incremental_plan.substitute(spark, plan, t)) for t in terms]
     out = frames[0]
     for other in frames[1:]:
         out = out.unionAll(other)
     return out
-
-
-def _partitions(rows: DataFrame, columns: tuple[str, ...]) -> list[dict[str, Any]]:
-    if not columns:
-        return []
-    from pyspark.sql import functions as F
-
-    found = rows.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in columns]).distinct()
-    return sorted(
-        (r.asDict() for r in found.limit(MAX_PARTITIONS_LISTED + 1).collect()),
-        key=lambda p: [str(v) for v in p.values()],
-    )
 
 
 def attempt(
@@ -138,29 +162,24 @@ def attempt(
     problem = None
     state_action, state_problem = "", None
     state = incremental_state.state_table(table)
+    scope: tuple[int, ...] | None = None
     if previous is not None and analysis.incremental and str(declared).upper() != FULL:
-        for source, now in snapshots.items():
-            if source in previous.source_snapshots:
-                changes[source] = incremental_state.source_change(
-                    spark, source, previous.source_snapshots[source], now
+        with timed("incremental_decide"):
+            for source, now in snapshots.items():
+                if source in previous.source_snapshots:
+                    changes[source] = incremental_state.source_change(
+                        spark, source, previous.source_snapshots[source], now
+                    )
+            current, newer, reached = incremental_state.history(spark, table, previous.snapshot_id)
+            problem = table_problem(str(table), previous.snapshot_id, current, newer, reached=reached)
+            if isinstance(shape, str):
+                problem = problem or f"the query's aggregate cannot be merged by key: {shape}"
+            if aggregate is not None:
+                scope = incremental_merge.scoped_keys(
+                    incremental_state.identity_partitions(spark, table), aggregate
                 )
-        current, newer, reached = incremental_state.history(spark, table, previous.snapshot_id)
-        problem = table_problem(str(table), previous.snapshot_id, current, newer, reached=reached)
-        if isinstance(shape, str):
-            problem = problem or f"the query's aggregate cannot be merged by key: {shape}"
-        if aggregate is not None and aggregate.needs_state:
-            exists = incremental_state.exists(spark, state)
-            now_state, _, met = (
-                incremental_state.history(spark, state, previous.state_snapshot_id)
-                if exists
-                else (None, [], False)
-            )
-            state_action, why = state_repair(
-                str(state), previous.state_snapshot_id, now_state, recorded_is_ancestor=met
-            )
-            state_problem = why if state_action == STATE_REBUILD else None
-            if state_action == STATE_ROLLBACK:
-                log.warning("%s", why)
+            if aggregate is not None and aggregate.needs_state:
+                state_action, state_problem = _state(spark, state, aggregate, scope, previous)
     mode = decide(declared, analysis, previous, changes, table_problem=problem, state_problem=state_problem)
     if mode.mode != INCREMENTAL:
         return Attempt(mode, shape=aggregate)
@@ -191,18 +210,23 @@ def attempt(
             mode, {**done, "rows_written": 0, "partitions_written": [], "snapshot_id": now}, aggregate
         )
     try:
-        if aggregate is None:
-            rows = _delta(spark, plan, terms).localCheckpoint()
-            new_state = None
-        else:
-            part = incremental_merge.partials(spark, aggregate, _delta(spark, plan, terms)).localCheckpoint()
-            merged, new_state = incremental_merge.merged_rows(
-                spark, aggregate, part, table, state if aggregate.needs_state else None
-            )
-            rows = merged.localCheckpoint()
-            new_state = None if new_state is None else new_state.localCheckpoint()
-        count = rows.count()
-        partitions = _partitions(rows, partitioned_by)
+        with timed("incremental_read"):
+            if aggregate is None:
+                written = incremental_write.appended(
+                    spark, table, _delta(spark, plan, terms), partitioned_by, write_options
+                )
+            else:
+                change = incremental_merge.partials(spark, aggregate, _delta(spark, plan, terms))
+                written = incremental_write.grouped(
+                    spark,
+                    table,
+                    aggregate,
+                    change,
+                    state if aggregate.needs_state else None,
+                    scope,
+                    partitioned_by,
+                    write_options,
+                )
     except Exception as e:
         if any(c.expired for c in _clocks()) or not _is_spark_error(e):
             raise
@@ -211,30 +235,39 @@ def attempt(
         return Attempt(
             ModePlan(FULL, f"the incremental read failed ({error_class}): refreshed in full"), shape=aggregate
         )
-    lease_guard.fence(f"the incremental refresh's write to {table}")
-    if count and new_state is not None and aggregate is not None:
-        incremental_merge.merge_into(
-            spark, state, new_state, [f"k{i}" for i in range(len(aggregate.grouping))]
-        )
-        done["state_snapshot_id"] = incremental_state.current(spark, state)
-    if count:
-        if aggregate is None:
-            rows.writeTo(str(table)).options(**write_options).append()
-        else:
-            incremental_merge.merge_into(
-                spark, table, rows, list(aggregate.key_columns), update=bool(aggregate.slots)
-            )
-    snapshot = incremental_state.current(spark, table)
+    if written.state is not None:
+        lease_guard.fence(f"the incremental refresh's write to {state}")
+        with timed("incremental_state_write"):
+            incremental_merge.write_groups(state, written.state, scoped=written.scoped)
+            done["state_snapshot_id"] = incremental_state.current(spark, state)
+        if written.from_state is not None:
+            written.table = written.from_state(done["state_snapshot_id"])
+    if written.table is not None:
+        lease_guard.fence(f"the incremental refresh's write to {table}")
+        with timed("incremental_table_write"):
+            if written.append:
+                written.table.writeTo(str(table)).options(**write_options).append()
+            else:
+                incremental_merge.write_groups(
+                    table, written.table, scoped=written.scoped, options=write_options
+                )
+    with timed("incremental_table_write"):
+        snapshot = incremental_state.current(spark, table)
     log.info(
         "INCREMENTAL refresh of %s: %d rows %s in snapshot %s",
         table,
-        count,
-        "appended" if aggregate is None else "merged",
+        written.count,
+        "appended" if written.append else "merged by key",
         snapshot,
     )
     return Attempt(
         mode,
-        {**done, "rows_written": count, "partitions_written": partitions, "snapshot_id": snapshot},
+        {
+            **done,
+            "rows_written": written.count,
+            "partitions_written": written.partitions,
+            "snapshot_id": snapshot,
+        },
         aggregate,
     )
 
@@ -270,18 +303,25 @@ def summary(
 def rebuild_state(
     spark: SparkSession, table: TableIdentifier, shape: AggregateShape, df_pinned: DataFrame
 ) -> int | None:
-    """After a FULL write: the state table from the whole (pinned) input; None when the query keeps none."""
+    """After a FULL write: the state table from the whole (pinned) input, partitioned by the keys the table
+    is partitioned by; None when the query keeps none."""
     if not shape.needs_state:
         return None
     plan = incremental_plan.analysed(df_pinned)
     found = incremental_plan.aggregate_shape(plan)
     if isinstance(found, str):
         return None
+    scope = incremental_merge.scoped_keys(incremental_state.identity_partitions(spark, table), found) or ()
     rows = incremental_plan.frame(spark, found.child)
     part = incremental_merge.partials(spark, found, rows)
     lease_guard.fence(f"the state table's write beside {table}")
     return incremental_state.replace_state(
-        spark, incremental_state.state_table(table), incremental_merge.state_rows(found, part), table
+        spark,
+        incremental_state.state_table(table),
+        incremental_merge.state_rows(found, part),
+        table,
+        layout=incremental_merge.layout(found, scope),
+        partitioned_by=[f"k{i}" for i in scope],
     )
 
 

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 STATE_SUFFIX = "__tms_state"
 STATE_OF = "tablemgmt.state-of"
+# What the state table's rows mean (``incremental_merge.layout``): another value is rebuilt by a FULL refresh.
+STATE_LAYOUT = "tablemgmt.state-layout"
 
 
 def state_table(table: TableIdentifier) -> TableIdentifier:
@@ -102,6 +104,13 @@ def _info(loaded: Any, snapshot_id: int, operation: str) -> SnapshotInfo:
     return SnapshotInfo(snapshot_id, operation, added_records=int(records) if records is not None else None)
 
 
+def added_records(spark: SparkSession, table: TableIdentifier, before: int | None) -> int:
+    """The rows the commits since snapshot ``before`` appended (each append's own ``added-records``)."""
+    _, newer, _ = history(spark, table, before)
+    loaded = _table(spark, table) if newer else None
+    return sum(_info(loaded, s, op).added_records or 0 for s, op in newer if op == "append")
+
+
 def exists(spark: SparkSession, table: TableIdentifier) -> bool:
     return bool(spark.catalog.tableExists(str(table)))
 
@@ -112,15 +121,52 @@ def rollback(spark: SparkSession, table: TableIdentifier, snapshot_id: int) -> N
     spark.sql(procedure_sql(table, "rollback_to_snapshot", {"snapshot_id": str(int(snapshot_id))}))
 
 
+def identity_partitions(spark: SparkSession, table: TableIdentifier) -> list[str] | None:
+    """The columns ``table`` is partitioned by (``[]``: not partitioned); None when a field is not an
+    identity partition (a transform): then no partition holds whole groups."""
+    loaded = _table(spark, table)
+    spec, schema = loaded.spec(), loaded.schema()
+    out: list[str] = []
+    for field in spec.fields():
+        if not bool(field.transform().isIdentity()):
+            return None
+        out.append(str(schema.findColumnName(field.sourceId())))
+    return out
+
+
+def layout_of(spark: SparkSession, table: TableIdentifier) -> str | None:
+    """The state table's ``tablemgmt.state-layout`` property (None: none, a state from before layouts)."""
+    value = _table(spark, table).properties().get(STATE_LAYOUT)
+    return None if value is None else str(value)
+
+
 def replace_state(
-    spark: SparkSession, table: TableIdentifier, rows: DataFrame, owner: TableIdentifier
+    spark: SparkSession,
+    table: TableIdentifier,
+    rows: DataFrame,
+    owner: TableIdentifier,
+    *,
+    layout: str,
+    partitioned_by: list[str],
 ) -> int:
-    """Write ``rows`` as the whole state table (created or replaced in one commit); its new snapshot id."""
-    same = exists(spark, table) and _columns(spark.table(table.quoted)) == _columns(rows)
+    """Write ``rows`` as the whole state table (created or replaced in one commit); its new snapshot id.
+    The table is partitioned by ``partitioned_by`` (the keys the dynamic table is partitioned by, so that a
+    change rewrites the same partitions of both) and says its ``layout``."""
+    from pyspark.sql import functions as F
+
+    same = (
+        exists(spark, table)
+        and _columns(spark.table(table.quoted)) == _columns(rows)
+        and layout_of(spark, table) == layout
+    )
     if same:
         rows.writeTo(str(table)).overwrite(_true())
-    else:  # new, or the query's aggregates changed: replaced in one commit
-        rows.writeTo(str(table)).using("iceberg").tableProperty(STATE_OF, str(owner)).createOrReplace()
+    else:  # new, or the query's aggregates or partitions changed: replaced in one commit
+        writer = rows.writeTo(str(table)).using("iceberg").tableProperty(STATE_OF, str(owner))
+        writer = writer.tableProperty(STATE_LAYOUT, layout)
+        if partitioned_by:
+            writer = writer.partitionedBy(*(F.col(c) for c in partitioned_by))
+        writer.createOrReplace()
     snapshot = current(spark, table)
     assert snapshot is not None  # a write commits a snapshot
     return snapshot

@@ -128,9 +128,14 @@ def analyse(spark: SparkSession, table: TableIdentifier, options: dict[str, Any]
 
 
 def current_snapshot(spark: SparkSession, table_id: str) -> int | None:
-    row = spark.sql(
-        f"SELECT snapshot_id FROM {metadata_table(TableIdentifier.parse(table_id), 'refs')} WHERE name = 'main'"
-    ).first()
+    """The table's ``main`` snapshot: from Iceberg's table API in the driver (no Spark job); a table that
+    API cannot load is asked through its ``refs`` metadata table, whose error says why."""
+    table = TableIdentifier.parse(table_id)
+    try:
+        return incremental_state.current(spark, table)
+    except Exception:  # noqa: BLE001, S110 - the metadata table's query below answers, or raises the reason
+        pass
+    row = spark.sql(f"SELECT snapshot_id FROM {metadata_table(table, 'refs')} WHERE name = 'main'").first()
     return None if row is None else int(row["snapshot_id"])
 
 

@@ -2,9 +2,11 @@
 ``job_main.run`` as spark-submit's driver runs it): the analysed plan's translation decides as the pure
 rules say for the query shapes Spark really produces, ``dt create`` with ``INCREMENTAL`` on a window query
 is refused naming the window function and leaves nothing behind, and ``AUTO`` on a GROUP BY query records
-the mode and the reason on each refresh and on the table; its refresh after an append is INCREMENTAL and equal
-to its query, also after a refresh stopped between the state table's commit and the table's (the random
-property test over every shape: test_incremental_property.py, on demand)."""
+the mode and the reason on each refresh and on the table; its refresh after an append is INCREMENTAL, rewrites
+the one partition the change lands in and equals its query, also after a refresh stopped between the state
+table's commit and the table's; a GROUP BY without avg, not partitioned, refreshes INCREMENTAL and equals
+its query too (the random property test over every shape: test_incremental_property.py, on
+demand)."""
 
 from __future__ import annotations
 
@@ -128,7 +130,8 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
 
     daily = f"lake.db.daily_{next(_names)}"
     group_by = f"SELECT day, count(*) AS n, avg(id) AS a FROM {orders} GROUP BY day"
-    dt, created = dynamic.create(store, {"identifier": daily, "query": group_by, "freshness": "1 HOUR"}, jobs)
+    definition = {"identifier": daily, "query": group_by, "freshness": "1 HOUR", "partitioned-by": ["day"]}
+    dt, created = dynamic.create(store, definition, jobs)
     assert jobs.jobs[-1].options["refresh_mode"] == "AUTO"
     first = dynamic.history_row(created)
     assert (first["trigger"], first["refresh_mode"]) == ("CREATION", "FULL")
@@ -145,7 +148,16 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
     assert view["incremental"]["strategy"] == MERGE_BY_KEY
     assert view["incremental"]["reason"].startswith("GROUP BY day with count, avg of ")
 
+    # Beside it, a GROUP BY without avg, not partitioned: the table's own rows are its partials, the whole
+    # table is replaced (a filter's append: test_dynamic_lifecycle.py).
+    totals = f"lake.db.totals_{next(_names)}"
+    sums = f"SELECT day, count(*) AS n, sum(id) AS s, min(id) AS lo FROM {orders} GROUP BY day"
+    dynamic.create(store, {"identifier": totals, "query": sums, "freshness": "1 HOUR"}, jobs)
+
     insert(spark, orders, [(9, "2026-02-03")])
+    done = dynamic.history_row(dynamic.refresh_now(store, totals, runner=jobs))
+    assert (done["refresh_mode"], done["rows_written"], done["partitions_written"]) == ("INCREMENTAL", 1, [])
+    assert equal(spark, totals, sums)
     refreshed = dynamic.refresh_now(store, daily, runner=jobs)
     row = dynamic.history_row(refreshed)
     # The change is read and merged: one append snapshot of orders since the creation read it.
@@ -157,20 +169,21 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
     assert row["refresh_mode_reason"].startswith(f"MERGE_BY_KEY: {orders}: 1 append snapshot(s) since "), row
     assert row["refresh_mode_reason"].endswith(": 1 new rows"), row  # the append's own added-records
     assert row["rows_written"] == 1  # the one changed group
+    assert row["partitions_written"] == [{"day": "2026-02-03"}]  # the state's and the table's partition only
     assert equal(spark, daily, group_by)
 
     # A refresh stopped between the state table's commit (avg's sums and counts) and the table's: the next
     # one rolls the state back to the recorded snapshot and reads the same change again.
     insert(spark, orders, [(10, "2026-02-03"), (4, "2026-02-01")])
-    real_merge = incremental_merge.merge_into
+    real_merge = incremental_merge.write_groups
 
-    def stop_before_the_table(spark_: Any, target: Any, rows: Any, keys: Any, **kw: Any) -> None:
+    def stop_before_the_table(target: Any, rows: Any, **kw: Any) -> None:
         if str(target) == daily:
             raise RuntimeError("killed between the two commits")
-        real_merge(spark_, target, rows, keys, **kw)
+        real_merge(target, rows, **kw)
 
     with monkeypatch.context() as killed:
-        killed.setattr(incremental_merge, "merge_into", stop_before_the_table)
+        killed.setattr(incremental_merge, "write_groups", stop_before_the_table)
         with pytest.raises(JobFailed):
             dynamic.refresh_now(
                 store, daily, runner=jobs, is_periodic=True, schedule_time="2026-03-01 01:00:00"

@@ -20,6 +20,7 @@ from airflow_tablemgmt.core.dynamic.incremental_decision import (
     carried_over,
     decide,
     previous_of,
+    state_layout_problem,
     state_repair,
     table_problem,
 )
@@ -112,6 +113,21 @@ def test_a_state_table_ahead_of_the_record_is_rolled_back_else_rebuilt() -> None
     assert state_repair(s, 20, 21, recorded_is_ancestor=False)[0] == STATE_REBUILD
     assert state_repair(s, None, 21, recorded_is_ancestor=False) == (STATE_REBUILD, NO_STATE)
     assert state_repair(s, 20, None, recorded_is_ancestor=False)[0] == STATE_REBUILD
+
+
+def test_a_state_table_of_another_layout_is_rebuilt_naming_why() -> None:
+    expected = "2;slots=count:bigint,avg:double;keys=string;partitioned=k0"
+    assert state_layout_problem("lake.db.t__tms_state", expected, expected) is None
+    older = state_layout_problem("lake.db.t__tms_state", None, expected)
+    assert older is not None and older.startswith("no previous state: the state table lake.db.t__tms_state")
+    assert "earlier version" in older
+    other = state_layout_problem(
+        "lake.db.t__tms_state", "2;slots=avg:double;keys=string;partitioned=", expected
+    )
+    assert other is not None and "another query or partitioning" in other and expected in other
+    # decide puts it where a missing state goes: after the sources' changes
+    mode = decide("AUTO", CAN, Previous({A: 1}, 10, 20), {A: appended(A, 1, 2)}, state_problem=older)
+    assert (mode.mode, mode.reason) == (FULL, older)
 
 
 def test_previous_from_the_summaries() -> None:

@@ -1,0 +1,171 @@
+"""What an incremental refresh writes, computed before its first commit (``incremental_refresh.attempt``).
+
+* Filters, projections, joins (:func:`appended`): the change's new rows, appended.
+* ``GROUP BY`` / ``DISTINCT`` (:func:`grouped`): the change's partials (``incremental_merge.partials``)
+  combined with the old partials of the partitions the change lands in.
+
+The change is read here once, before anything is committed, so a read Iceberg refuses fails here and
+``attempt`` refreshes in full, naming the failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
+from airflow_tablemgmt.spark.job import incremental_merge, incremental_state, lease_guard
+from airflow_tablemgmt.spark.job.incremental_plan import AggregateShape
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# The partitions_written list is cut here (the count is exact); past it a change touching more partitions
+# rewrites the whole table.
+MAX_PARTITIONS_LISTED = 1000
+
+
+@dataclass
+class Written:
+    """What an incremental refresh writes: the table's rows (appended, or replacing the partitions they fall
+    in when ``scoped``, else the whole table) and the state table's (None: no state); ``count`` the rows
+    appended or the groups changed, ``partitions`` where."""
+
+    table: DataFrame | None
+    state: DataFrame | None
+    count: int
+    partitions: list[dict[str, Any]]
+    append: bool = False
+    scoped: bool = False
+    # With a state table: the table's rows from the state at the snapshot its write left (no second
+    # combination of the change: a scan of the state's changed partitions, no shuffle).
+    from_state: Callable[[int | None], DataFrame] | None = None
+
+
+def appended(
+    spark: SparkSession,
+    table: TableIdentifier,
+    rows: DataFrame,
+    partitioned_by: tuple[str, ...],
+    write_options: dict[str, str],
+) -> Written:
+    """Filters, projections, joins: the new rows, appended. Not partitioned, they are written as they are
+    read (one Spark job; the count is the commit's own ``added-records``); partitioned, they are read once
+    into the executors' memory for the partitions they fall in, then written."""
+    if partitioned_by:
+        kept = rows.localCheckpoint()
+        count, partitions = counted(kept, partitioned_by)
+        return Written(kept if count else None, None, count, partitions, append=True)
+    before = incremental_state.current(spark, table)
+    lease_guard.fence(f"the incremental refresh's write to {table}")
+    rows.writeTo(str(table)).options(**write_options).append()
+    return Written(None, None, incremental_state.added_records(spark, table, before), [], append=True)
+
+
+def grouped(
+    spark: SparkSession,
+    table: TableIdentifier,
+    shape: AggregateShape,
+    change: DataFrame,
+    state: TableIdentifier | None,
+    scope: tuple[int, ...] | None,
+    partitioned_by: tuple[str, ...],
+    write_options: dict[str, str],
+) -> Written:
+    """GROUP BY / DISTINCT: the change's partials combined with the old ones (the state table's, or the
+    table's own) of the partitions the change lands in (the whole table when it is not partitioned by keys
+    only). One Spark job here reads the change for the groups and partitions it touches; the write combines
+    again (the old state read at the snapshot it had before), which reads less than keeping the combined
+    rows in the executors' memory would (a cached block read counts as read, at its size in memory, several
+    times its size in Parquet). With a state table, the table's rows are then read from the state's new
+    snapshot (``from_state``)."""
+    from pyspark.sql import functions as F
+
+    if not shape.slots:  # DISTINCT: the groups the table does not hold yet, appended
+        new = incremental_merge.new_keys(shape, change, spark.table(table.quoted))
+        return appended(spark, table, new, partitioned_by, write_options)
+    names = [f"k{i}" for i in scope or ()]
+    found = (
+        change.groupBy(*names)
+        .agg(F.count(F.lit(1)).alias("groups"), *[F.col(n).cast("string").alias(f"t_{n}") for n in names])
+        .limit(MAX_PARTITIONS_LISTED + 1)
+        .collect()
+        if names
+        else change.agg(F.count(F.lit(1)).alias("groups")).collect()
+    )
+    count = sum(int(r["groups"]) for r in found)
+    if not count:  # the change's rows fall in no group (the query's filter below its aggregate)
+        return Written(None, None, 0, [])
+    touched = [tuple(r[n] for n in names) for r in found] if names else None
+    if touched is not None and len(touched) > MAX_PARTITIONS_LISTED:
+        touched = None
+    columns = incremental_merge.partial_columns(shape)
+    if state is not None:
+        old = _at(spark, state, incremental_state.current(spark, state))
+        if touched is not None:
+            old = old.where(incremental_merge.where_partitions(names, touched))
+        columns = [incremental_merge.ROWS, *columns]
+    else:
+        read = spark.table(table.quoted)
+        if touched is not None:
+            read = read.where(incremental_merge.where_partitions(table_partitions(shape, scope), touched))
+        old = incremental_merge.table_as_partials(shape, read)
+    rows = incremental_merge.combined(shape, old, change, columns)
+    if touched is not None:
+        written = table_partitions(shape, scope)
+        partitions = sorted(
+            ({c: r[f"t_{n}"] for c, n in zip(written, names, strict=True)} for r in found),
+            key=lambda p: [str(v) for v in p.values()],
+        )
+    elif partitioned_by:  # partitioned by an aggregate, or past the listed partitions: from the changed rows
+        changed = rows.where(F.col(incremental_merge.CHANGED) == 1)
+        count, partitions = counted(incremental_merge.table_rows(shape, changed), partitioned_by)
+    else:
+        partitions = []
+    keys = incremental_merge.key_names(shape)
+    if state is None:
+        table_rows = incremental_merge.table_rows(shape, rows)
+        return Written(table_rows, None, count, partitions, scoped=touched is not None)
+
+    def from_state(snapshot: int | None) -> DataFrame:
+        assert state is not None
+        read = _at(spark, state, snapshot)
+        if touched is not None:
+            read = read.where(incremental_merge.where_partitions(names, touched))
+        return incremental_merge.table_rows(shape, read)
+
+    return Written(
+        None,
+        rows.select(*keys, *columns),
+        count,
+        partitions,
+        scoped=touched is not None,
+        from_state=from_state,
+    )
+
+
+def _at(spark: SparkSession, table: TableIdentifier, snapshot: int | None) -> DataFrame:
+    """``table`` read at ``snapshot`` (pinned: a read after its own write still sees the rows before it)."""
+    reader = spark.read if snapshot is None else spark.read.option("snapshot-id", str(snapshot))
+    return reader.table(table.quoted)
+
+
+def table_partitions(shape: AggregateShape, scope: tuple[int, ...] | None) -> tuple[str, ...]:
+    """The table's partition columns of the keys ``scope`` (the first output column of each)."""
+    key_column = {index: name for name, kind, index in reversed(shape.columns) if kind == "key"}
+    return tuple(key_column[i] for i in scope or ())
+
+
+def counted(rows: DataFrame, columns: tuple[str, ...]) -> tuple[int, list[dict[str, Any]]]:
+    """How many ``rows`` and the partitions (``columns``' values as text) they fall in: one Spark job."""
+    from pyspark.sql import functions as F
+
+    if not columns:
+        return int(rows.count()), []
+    found = rows.groupBy(*[F.col(quote(c)).cast("string").alias(c) for c in columns]).count().collect()
+    count = sum(int(r["count"]) for r in found)
+    partitions = sorted(
+        ({c: r[c] for c in columns} for r in found), key=lambda p: [str(v) for v in p.values()]
+    )
+    return count, partitions
