@@ -60,7 +60,13 @@ SHAPES: dict[str, tuple[str, list[str]]] = {
     "group-by": (f"SELECT customer, {AGGREGATES} FROM {{src}} GROUP BY customer", []),
     "group-by-day": (f"SELECT day, customer, {AGGREGATES} FROM {{src}} GROUP BY day, customer", ["day"]),
 }
-PHASES = ("incremental_decide", "incremental_read", "incremental_state_write", "incremental_table_write")
+PHASES = (
+    "incremental_decide",
+    "incremental_plan",
+    "incremental_read",
+    "incremental_state_write",
+    "incremental_table_write",
+)
 FIRST_DAY = "2026-01-01"
 
 

@@ -17,8 +17,9 @@ analysis' strategy:
   the result replaces those partitions (the whole table when it is not partitioned by grouping keys), the
   state table first (``incremental_state``), then the table. A ``DISTINCT`` appends its new groups.
 
-Per-phase seconds go to the job's timings (``incremental_decide``, ``incremental_read`` — for an
-unpartitioned append, the write too —, ``incremental_state_write``, ``incremental_table_write``).
+Per-phase seconds go to the job's timings (``incremental_decide``, ``incremental_plan``,
+``incremental_read`` — for an unpartitioned append, the write too —, ``incremental_state_write``,
+``incremental_table_write``).
 
 Every read of a source is pinned to the snapshot this refresh records (the change *up to* it, or the table
 *at* it), so what the next refresh reads starts exactly where this one stopped: a change is never read
@@ -210,13 +211,13 @@ def attempt(
             mode, {**done, "rows_written": 0, "partitions_written": [], "snapshot_id": now}, aggregate
         )
     try:
+        with timed("incremental_plan"):  # the query's plan copied with the change's reads (driver, py4j)
+            delta = _delta(spark, plan, terms)
+            change = None if aggregate is None else incremental_merge.partials(spark, aggregate, delta)
         with timed("incremental_read"):
-            if aggregate is None:
-                written = incremental_write.appended(
-                    spark, table, _delta(spark, plan, terms), partitioned_by, write_options
-                )
+            if aggregate is None or change is None:
+                written = incremental_write.appended(spark, table, delta, partitioned_by, write_options)
             else:
-                change = incremental_merge.partials(spark, aggregate, _delta(spark, plan, terms))
                 written = incremental_write.grouped(
                     spark,
                     table,
