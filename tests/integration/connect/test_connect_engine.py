@@ -233,10 +233,15 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     # a job of that session loaded before is read anew (REFRESH TABLE), one it never loaded is not.
     from airflow_tablemgmt.spark.connect.kept import BatchSessions
 
+    for name in ["b1", "b2"]:
+        small_files_table(connect_server.url, lake, name, files=6)
+        store.tables.upsert(
+            TableSpec(catalog="lake", namespace="db", name=name, actions={"rewrite-files": {}}), Owner.STORE
+        )
     sessions = BatchSessions()
     batch = []
     guards = set()
-    for name in ["r1", "r2", "r1"]:
+    for name in ["b1", "b2", "b1"]:
         hook = SparkConnectJobHook(url=connect_server.url, store=store, slots=1, slot_wait=30)
         hook.use_batch(sessions)
         runner = ProcessRunner(store, default_factories(), hook)
@@ -253,7 +258,9 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     assert ["table_refresh" in o.summary["timings"] for o in batch] == [False, False, True]
     assert len({str(p.external_id).split("/")[-1] for p in processes}) == 3  # a tag per job
     assert len(guards) == 1 and None not in guards  # one guard process watched the three jobs in turn
-    assert all(o.summary["cost"]["jobs"] >= 1 for o in batch)  # measured, the server asked once
+    # the first job of b1 compacted it; the second read it anew and found nothing left to rewrite
+    assert [o.summary["rewritten_data_files_count"] for o in batch] == [6, 6, 0]
+    assert [o.summary["cost"]["jobs"] >= 1 for o in batch[:2]] == [True, True]  # the server's UI asked once
     sessions.close()
     store.dispose()
 
