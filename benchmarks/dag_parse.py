@@ -201,6 +201,19 @@ POLICY = "fleet"
 PLAN_DAG = f"tms__plan__{POLICY}__rewrite-files"
 
 
+def parse_env(home: Path, store_url: str) -> dict[str, str]:
+    """The environment of a parse child: Airflow's home and the tablemgmt store, no examples, no breakdown."""
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "TABLEMGMT_STORE_URL": store_url,
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
+    }
+    env.pop("BENCH_BREAKDOWN", None)
+    return env
+
+
 def populate_enrolled(store_url: str, indexes: range) -> None:
     """One store policy and ``indexes`` tables enrolled by it, written as ``EnrolmentRepository.enrol``
     writes a table's row (its columns, ``managed_by`` policy, the policy's name), in bulk."""
@@ -380,14 +393,7 @@ def measure_enrolled(n: int, repeat: int, serialize: bool) -> dict[str, object]:
         shutil.copy(SRC / "dags" / "tablemgmt_dags.py", dags)
         url = f"sqlite:///{tmp / 'tablemgmt.db'}"
         populate_enrolled(url, range(n))
-        env = {
-            **os.environ,
-            "AIRFLOW_HOME": str(tmp),
-            "TABLEMGMT_STORE_URL": url,
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
-        }
-        env.pop("BENCH_BREAKDOWN", None)
+        env = parse_env(tmp, url)
         child(dags, env, "parse")  # the first parse writes the (empty) cache file
         full = [child(dags, env, "serialize" if serialize else "parse") for _ in range(repeat)]
         full_breakdown = child(dags, {**env, "BENCH_BREAKDOWN": "1"}, "parse")

@@ -64,14 +64,7 @@ def main() -> None:
         url = f"sqlite:///{tmp / 'tablemgmt.db'}"
         dag_parse.populate_enrolled(url, range(args.enrolled))
         dag_parse.populate(url, range(args.enrolled, args.enrolled + args.tables))
-        env = {
-            **os.environ,
-            "AIRFLOW_HOME": str(tmp),
-            "TABLEMGMT_STORE_URL": url,
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
-        }
-        env.pop("BENCH_BREAKDOWN", None)
+        env = dag_parse.parse_env(tmp, url)
 
         def with_tree(path: Path, extra: dict[str, str]) -> dict[str, str]:
             return {
