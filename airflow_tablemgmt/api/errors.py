@@ -18,6 +18,7 @@ from starlette.routing import Match
 
 from airflow_tablemgmt.core.errors import (
     CatalogNotFound,
+    CatalogUnavailable,
     IllegalTransition,
     InvalidDeclaration,
     ProcessNotFound,
@@ -79,6 +80,7 @@ _MAPPING: list[tuple[type[Exception], int, str]] = [
     (InvalidDeclaration, 422, "body"),
     (HealthUnavailable, 502, "table_id"),
     (StoreUnavailable, 503, "store"),
+    (CatalogUnavailable, 503, "catalog"),
 ]
 
 

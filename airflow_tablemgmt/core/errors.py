@@ -57,6 +57,11 @@ class TableNotFound(TableMgmtError):
     """No registered table with that identifier."""
 
 
+class CatalogUnavailable(TableMgmtError):
+    """The catalog service failed to answer (a 5xx or 429 from a REST catalog, a lost connection to a JDBC
+    catalog's database): an outage to wait out and retry, not a statement about the table."""
+
+
 class CatalogNotFound(TableMgmtError):
     """No registered catalog with that name."""
 

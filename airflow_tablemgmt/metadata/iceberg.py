@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote as urlquote
 from urllib.parse import urlparse
 
-from airflow_tablemgmt.core.errors import InvalidDeclaration, TableNotFound
+from airflow_tablemgmt.core.errors import CatalogUnavailable, InvalidDeclaration, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.storage import pyiceberg_properties
 from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
@@ -422,6 +422,13 @@ class SnapshotReader:
                 f"table {table}: not found in {self.catalog.type.value} catalog {self.catalog.name!r} "
                 f"(looked up {table.namespace}.{table.name}): {e}"
             ) from None
+        except Exception as e:
+            if _is_outage(e):
+                raise CatalogUnavailable(
+                    f"table {table}: {self.catalog.type.value} catalog {self.catalog.name!r} did not answer "
+                    f"({type(e).__name__}: {e}); will be retried"
+                ) from e
+            raise
 
     def _catalog_state(self, table: TableIdentifier) -> SnapshotState:
         loaded = self._catalog_table(table)
@@ -438,3 +445,15 @@ class SnapshotReader:
                 f"table: {table} is in catalog {table.catalog!r}, but this reader reads catalog "
                 f"{self.catalog.name!r}"
             )
+
+
+def _is_outage(error: Exception) -> bool:
+    """Whether ``error`` is the catalog service failing rather than an answer about the table: a REST
+    catalog's 5xx, 503 or 429, or a JDBC catalog's database unreachable (SQLAlchemy's ``OperationalError``
+    and ``InterfaceError``: pyiceberg's SQL catalog raises them as they are)."""
+    from pyiceberg.exceptions import ServerError, ServiceUnavailableError, TooManyRequestsError
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    return isinstance(
+        error, (ServerError, ServiceUnavailableError, TooManyRequestsError, OperationalError, InterfaceError)
+    )

@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from airflow_tablemgmt.core.errors import TableNotFound
+from airflow_tablemgmt.core.errors import CatalogUnavailable, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.hooks.secrets import SecretResolutionError
@@ -245,8 +245,9 @@ class TableSnapshotTrigger(StateStoreCalls, BaseEventTrigger):
                 seen = subscription.generation  # before the read: a commit during it wakes us at once
                 try:
                     state = await asyncio.to_thread(self._current_state, table)
-                except (TableNotFound, OSError, SecretResolutionError) as e:
-                    # A watcher outlives outages and a table that is not created yet: say so once, keep polling.
+                except (TableNotFound, CatalogUnavailable, OSError, SecretResolutionError) as e:
+                    # A watcher outlives outages (a catalog's 5xx, its database down) and a table that is
+                    # not created yet: say so once, keep polling.
                     if str(e) != problem:
                         problem = str(e)
                         self.log.warning("snapshot check of %s failed, will retry: %s", self.table_id, e)

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_tablemgmt.core.errors import TableNotFound
+from airflow_tablemgmt.core.errors import CatalogUnavailable, TableNotFound
 from airflow_tablemgmt.core.identifiers import TableIdentifier
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.hooks.secrets import SecretResolutionError
@@ -76,6 +76,7 @@ class TableSnapshotChangedTrigger(BaseTrigger):
         except SecretResolutionError as e:
             yield TriggerEvent({"status": "error", "table": self.table_id, "message": str(e)})
             return
+        problem: str | None = None
         while True:
             try:
                 changed, current = await asyncio.to_thread(
@@ -84,6 +85,25 @@ class TableSnapshotChangedTrigger(BaseTrigger):
             except TableNotFound as e:
                 yield TriggerEvent({"status": "error", "table": self.table_id, "message": str(e)})
                 return
+            except (CatalogUnavailable, OSError) as e:
+                # An outage is waited out (said once per distinct failure), within the sensor's deadline.
+                if str(e) != problem:
+                    problem = str(e)
+                    self.log.warning("snapshot check of %s failed, will retry: %s", self.table_id, e)
+                if self.deadline is not None and self.deadline - time.time() <= 0:
+                    yield TriggerEvent(
+                        {
+                            "status": "timeout",
+                            "table": self.table_id,
+                            "snapshot_id": None,
+                            "previous_snapshot_id": self.since_snapshot_id,
+                            "message": f"the catalog did not answer within {self.timeout} seconds: {e}",
+                        }
+                    )
+                    return
+                await asyncio.sleep(self.poll_interval)
+                continue
+            problem = None
             if changed:
                 yield TriggerEvent(
                     {

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +23,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType
 from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
 from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 from airflow_tablemgmt.triggers.change_check import MISSING, JdbcListingTokens, PerTableTokens, token_source
-from airflow_tablemgmt.triggers.snapshot import TableSnapshotTrigger
+from airflow_tablemgmt.triggers.snapshot import TableSnapshotChangedTrigger, TableSnapshotTrigger
 from tests.integration.catalogs.conftest import postgres_database
 from tests.support.catalogs import s3_properties, seed, writer
 from tests.support.servers import ACCESS_KEY, SECRET_KEY, IcebergRestServer, SeaweedS3
@@ -29,6 +31,7 @@ from tests.support.servers import ACCESS_KEY, SECRET_KEY, IcebergRestServer, Sea
 pytestmark = [pytest.mark.integration]
 
 WAIT = 60.0
+_REST_DATABASES: dict[str, Path] = {}  # a REST server's catalog database, by catalog name
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,7 +55,13 @@ def catalog(
     request: pytest.FixtureRequest, s3: SeaweedS3, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[CatalogSpec]:
     if request.param == "rest-s3":
-        server = IcebergRestServer(tmp_path_factory.mktemp("rest"), s3).start()
+        root = tmp_path_factory.mktemp("rest")
+        # The server's own catalog database in a file (not its in-memory default), so that a test can make
+        # the server fail the way a catalog service does in an outage: by locking that database.
+        _REST_DATABASES["restw"] = root / "catalog.db"
+        server = IcebergRestServer(
+            root, s3, extra_env={"CATALOG_URI": f"jdbc:sqlite:{_REST_DATABASES['restw']}"}
+        ).start()
         yield CatalogSpec(
             name="restw", type=CatalogType.REST, properties={"uri": server.uri, **s3_properties(s3)}
         )
@@ -96,7 +105,12 @@ def test_the_check_moves_with_a_commit_to_its_table_only(catalog: CatalogSpec) -
     assert after[0] != before[0] and after[1] == before[1]
 
 
-def test_a_watcher_reports_a_commit_through_the_shared_poll(catalog: CatalogSpec) -> None:
+def test_a_watcher_reports_a_commit_through_the_shared_poll(
+    catalog: CatalogSpec, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """On the REST server, the watcher also starts during an outage of the catalog service (its database
+    locked: every table load is a 500, as in a catalog's own outage) and outlives it; the sensor's trigger,
+    started in the same outage, ends at its deadline with a timeout that says the catalog did not answer."""
     table = seed(catalog, f"w_{uuid.uuid4().hex[:6]}", appends=1)
     spec = catalog.model_dump(
         mode="json", by_alias=True
@@ -104,10 +118,26 @@ def test_a_watcher_reports_a_commit_through_the_shared_poll(catalog: CatalogSpec
     trigger = TableSnapshotTrigger(
         table_id=str(table), catalog=spec, poll_interval=0.2, actions={"rewrite-files": 0}
     )
+    outage = catalog.type == CatalogType.REST
 
     async def scenario() -> tuple[dict, int]:
         events = trigger.run()
+        if outage:
+            locked = sqlite3.connect(_REST_DATABASES[catalog.name], isolation_level=None)
+            locked.execute("BEGIN EXCLUSIVE")
         waiting = asyncio.ensure_future(anext(events))
+        if outage:
+            # The sensor's trigger, during the same outage, waits it out and ends at its deadline saying so.
+            sensing = TableSnapshotChangedTrigger(
+                table_id=str(table), catalog=spec, poll_interval=0.2, timeout=4
+            )
+            ended = await asyncio.wait_for(anext(sensing.run()), WAIT)
+            assert ended.payload["status"] == "timeout", ended.payload
+            assert "did not answer" in ended.payload["message"], ended.payload
+            await asyncio.sleep(3.0)  # the server's SQLite waits 3 s on a lock: two failed reads at least
+            assert not waiting.done(), waiting.exception() or waiting.result()
+            locked.execute("ROLLBACK")
+            locked.close()
         deadline = time.monotonic() + WAIT
         while trigger._subscription is None or trigger._subscription.poller.checks_of(table) < 3:
             # A trigger that ended (an error from the catalog) or a poller that never checks fails here,
@@ -125,3 +155,7 @@ def test_a_watcher_reports_a_commit_through_the_shared_poll(catalog: CatalogSpec
 
     payload, new = asyncio.run(scenario())
     assert payload["table"] == str(table) and payload["snapshot_id"] == new
+    if outage:  # the outage was seen (and said) as one: the catalog did not answer, the watcher retried
+        out = capfd.readouterr()  # the triggers' log (Airflow's structlog) goes to the task's output
+        said = [line for line in (out.out + out.err).splitlines() if "will retry" in line]
+        assert any("did not answer" in m and "ServerError" in m for m in said), said
