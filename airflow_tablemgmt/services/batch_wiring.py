@@ -148,7 +148,14 @@ def reap(store: Store) -> None:
 
 def time_limit_for(store: Store, action: str) -> LimitFor:
     """Each table's own time limit around its run (Airflow's timer, the one its tasks use): at the limit the
-    table's job is killed (``TimeLimitedSubmitter``) and its process ends FAILED naming the limit."""
+    table's job is killed (``TimeLimitedSubmitter``) and its process ends FAILED naming the limit. Its
+    ``prepare(table_id)`` reads a table's limit ahead (an overlapped batch does it in the table's own thread,
+    so the thread that runs the jobs makes no store read between two jobs: ``batch_overlap.py``)."""
+    bounds: dict[str, TimeLimit] = {}
+
+    def prepare(table_id: str) -> TimeLimit:
+        bound = bounds[table_id] = table_time_limit(store, table_id, action)
+        return bound
 
     @contextmanager
     def limit(table_id: str) -> Iterator[None]:
@@ -157,7 +164,8 @@ def time_limit_for(store: Store, action: str) -> LimitFor:
 
         from airflow_tablemgmt.operators.time_limit import TimeLimitExceeded
 
-        bound = table_time_limit(store, table_id, action)
+        bound = bounds.pop(table_id, None) or prepare(table_id)
+        bounds.pop(table_id, None)
         try:
             with timeout(int(bound.limit.total_seconds()), bound.reason(action)):
                 yield
@@ -169,6 +177,7 @@ def time_limit_for(store: Store, action: str) -> LimitFor:
     def limit_of(table_id: str) -> AbstractContextManager[None]:
         return limit(table_id)
 
+    limit_of.prepare = prepare  # type: ignore[attr-defined]
     return limit_of
 
 

@@ -163,37 +163,117 @@ def run_batch(
     snapshot_gate: SnapshotGate | None = None,
     limit_for: LimitFor | None = None,
     after_table: AfterTable | None = None,
+    overlap: bool | None = None,
 ) -> BatchResult:
-    """Run ``run.action`` on each of ``tables``, one after another (see the module docstring). Never raises
-    for one table's failure: the result says how each ended (:meth:`BatchResult.raise_if_failed`)."""
+    """Run ``run.action`` on each of ``tables``, one job after another (see the module docstring). Never
+    raises for one table's failure: the result says how each ended (:meth:`BatchResult.raise_if_failed`).
+
+    ``overlap`` (default ``[tablemgmt] plan_batch_overlap``, true): each table's bookkeeping runs in a thread
+    of its own beside the neighbouring tables' jobs, which still run one at a time, on this thread and in
+    order (``batch_overlap.py``); false: each table from its first check to its health's write before the
+    next one starts."""
     result = BatchResult(run)
-    for i, table_id in enumerate(tables, 1):
-        log.info("tablemgmt: batch table %d of %d: %s %s", i, len(tables), run.action, table_id)
-        error: BaseException | None = None
-        try:
-            with (limit_for or _no_limit)(table_id):
-                done = _run_table(store, run, table_id, runner_for, snapshot_gate)
-        except ProcessCanceled as e:
-            done = TableRun(table_id, Outcome.CANCELED, str(e), _process_id(store, run, table_id))
-        except Exception as e:  # noqa: BLE001 - one table's failure ends its process, never the batch
-            error = e
-            reason = str(e) if isinstance(e, TableMgmtError) else f"{type(e).__name__}: {e}"
-            done = TableRun(table_id, Outcome.FAILED, reason, _process_id(store, run, table_id))
-        log.info(
-            "tablemgmt: %s %s: %s (process %s): %s",
-            run.action,
-            table_id,
-            done.outcome.value,
-            done.process_id,
-            done.reason,
-        )
-        result.tables.append(done)
-        if after_table is not None and done.process_id is not None:
-            try:
-                after_table(store, run, done, error)
-            except Exception:  # noqa: BLE001 - alerts and health are never a reason to fail a table
-                log.exception("tablemgmt: after %s on %s", run.action, table_id)
+    limits = limit_for or _no_limit
+    if not (batch_overlap() if overlap is None else overlap) or len(tables) < 2:
+        for i, table_id in enumerate(tables, 1):
+            log.info("tablemgmt: batch table %d of %d: %s %s", i, len(tables), run.action, table_id)
+            with_limit = _limited(limits, table_id)
+            done, error = _table(store, run, table_id, runner_for, snapshot_gate, with_limit)
+            result.tables.append(done)
+            _after(store, run, done, error, after_table)
+        return result
+
+    from airflow_tablemgmt.services.batch_overlap import JobLane, run_overlapped
+
+    prepare = getattr(limit_for, "prepare", None)
+    errors: dict[int, BaseException | None] = {}
+
+    def run_one(k: int, table_id: str, lane: JobLane) -> TableRun:
+        log.info("tablemgmt: batch table %d of %d: %s %s", k + 1, len(tables), run.action, table_id)
+        if prepare is not None:
+            prepare(table_id)  # its limit read here, not between two jobs on the lane's thread
+
+        def in_lane(tid: str) -> ProcessRunner:
+            runner = runner_for(tid)
+            lane.track(k, runner)
+            return runner
+
+        done, errors[k] = _table(store, run, table_id, in_lane, snapshot_gate, None)
+        return done
+
+    def after_one(k: int, done: TableRun) -> None:
+        _after(store, run, done, errors.get(k), after_table)
+
+    def missing(table_id: str, why: str, failed: bool) -> TableRun:
+        outcome = Outcome.FAILED if failed else Outcome.SKIPPED
+        return TableRun(table_id, outcome, why, _process_id(store, run, table_id))
+
+    result.tables.extend(run_overlapped(tables, run_one, after_one, limits, missing))
     return result
+
+
+def batch_overlap() -> bool:
+    """``[tablemgmt] plan_batch_overlap`` (default True): a batch's bookkeeping beside its next job."""
+    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
+
+    text = (setting_or_airflow("tablemgmt", "plan_batch_overlap") or "").strip().lower()
+    if text in ("false", "0", "no", "off"):
+        return False
+    if text not in ("", "true", "1", "yes", "on"):
+        log.warning("tablemgmt: [tablemgmt] plan_batch_overlap %r is not a boolean; True applies", text)
+    return True
+
+
+def _limited(limits: LimitFor, table_id: str) -> Callable[[Callable[[], TableRun]], TableRun]:
+    def call(body: Callable[[], TableRun]) -> TableRun:
+        with limits(table_id):
+            return body()
+
+    return call
+
+
+def _table(
+    store: Store,
+    run: BatchRun,
+    table_id: str,
+    runner_for: RunnerFor,
+    snapshot_gate: SnapshotGate | None,
+    with_limit: Callable[[Callable[[], TableRun]], TableRun] | None,
+) -> tuple[TableRun, BaseException | None]:
+    """One table's run (inside ``with_limit`` when given) and its outcome; the error that failed it."""
+    error: BaseException | None = None
+
+    def body() -> TableRun:
+        return _run_table(store, run, table_id, runner_for, snapshot_gate)
+
+    try:
+        done = with_limit(body) if with_limit is not None else body()
+    except ProcessCanceled as e:
+        done = TableRun(table_id, Outcome.CANCELED, str(e), _process_id(store, run, table_id))
+    except Exception as e:  # noqa: BLE001 - one table's failure ends its process, never the batch
+        error = e
+        reason = str(e) if isinstance(e, TableMgmtError) else f"{type(e).__name__}: {e}"
+        done = TableRun(table_id, Outcome.FAILED, reason, _process_id(store, run, table_id))
+    log.info(
+        "tablemgmt: %s %s: %s (process %s): %s",
+        run.action,
+        table_id,
+        done.outcome.value,
+        done.process_id,
+        done.reason,
+    )
+    return done, error
+
+
+def _after(
+    store: Store, run: BatchRun, done: TableRun, error: BaseException | None, after_table: AfterTable | None
+) -> None:
+    if after_table is None or done.process_id is None:
+        return
+    try:
+        after_table(store, run, done, error)
+    except Exception:  # noqa: BLE001 - alerts and health are never a reason to fail a table
+        log.exception("tablemgmt: after %s on %s", run.action, done.table_id)
 
 
 def _no_limit(table_id: str) -> AbstractContextManager[Any]:
@@ -288,6 +368,7 @@ def _process_id(store: Store, run: BatchRun, table_id: str) -> int | None:
 
 __all__ = [
     "LEASE_GATE",
+    "batch_overlap",
     "BatchFailed",
     "BatchResult",
     "BatchRun",
