@@ -47,8 +47,7 @@ from airflow_tablemgmt.hooks.spark_submit_direct import (
     SubmitFailed,
     connection_from_environment,
     die_with_parent,
-    kill_tree,
-    process_tree,
+    kill_submitted,
     wait_gone,
 )
 from airflow_tablemgmt.spark.launch.submit import (
@@ -274,11 +273,7 @@ class BatchDriver:
             return
         self._kill_requested = True
         d.abandoned = True
-        proc = getattr(hook, "_proc", None) or getattr(hook, "_submit_sp", None)
-        tree = process_tree(proc.pid) if proc is not None and proc.poll() is None else []
-        self._killed_pids = tree
-        hook.on_kill()
-        kill_tree(tree)
+        self._killed_pids = kill_submitted(hook)
 
     def job_stopped(self) -> bool:
         """After :meth:`kill`: True once the driver's processes are gone (bounded by ``KILL_WAIT_S``)."""

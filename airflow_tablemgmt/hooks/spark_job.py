@@ -34,8 +34,7 @@ from airflow_tablemgmt.hooks.spark_submit_direct import (
     connection_from_environment,
     die_with_parent,
     keep_line,
-    kill_tree,
-    process_tree,
+    kill_submitted,
     wait_gone,
 )
 from airflow_tablemgmt.hooks.user_sql_sandbox import sandbox_prefix
@@ -287,11 +286,7 @@ class SparkJobHook:
         if hook is None:
             return
         self._kill_requested = True
-        proc = getattr(hook, "_proc", None) or getattr(hook, "_submit_sp", None)
-        tree = process_tree(proc.pid) if proc is not None and proc.poll() is None else []
-        self._killed_pids = tree
-        hook.on_kill()
-        kill_tree(tree)
+        self._killed_pids = kill_submitted(hook)
 
     def job_stopped(self) -> bool:
         """After :meth:`kill`: True once the job's processes are gone (bounded by :data:`KILL_WAIT_S`)

@@ -290,6 +290,17 @@ def kill_tree(pids: list[int]) -> None:
             pass
 
 
+def kill_submitted(hook: Any) -> list[int]:
+    """Kill what ``hook`` (a ``SparkSubmitHook``) submitted: the hook's own kill (spark-submit, and a cluster
+    driver by id), then every process spark-submit started, which a kill of spark-submit alone would orphan.
+    Returns the pids to wait for (:func:`wait_gone`)."""
+    proc = getattr(hook, "_proc", None) or getattr(hook, "_submit_sp", None)
+    tree = process_tree(proc.pid) if proc is not None and proc.poll() is None else []
+    hook.on_kill()
+    kill_tree(tree)
+    return tree
+
+
 def wait_gone(pids: list[int], timeout_s: float) -> bool:
     """True once none of ``pids`` is alive; False if some still are after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s

@@ -186,7 +186,10 @@ class SeaweedS3:
 
 @dataclass
 class IcebergRestServer:
-    """Iceberg's reference REST catalog (a JDBC catalog on an in-memory SQLite behind it) over ``s3``."""
+    """Iceberg's reference REST catalog over ``s3``, with a JDBC catalog on SQLite behind it kept in
+    ``root/catalog.db`` (:attr:`database`). A file, not the server's in-memory default: there concurrent
+    loads and commits fail at once on a table lock (a 500) where a file's lock is waited on, and a test can
+    lock the file to make the server fail as a catalog service does in an outage."""
 
     root: Path
     s3: SeaweedS3
@@ -200,6 +203,10 @@ class IcebergRestServer:
     @property
     def uri(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def database(self) -> Path:
+        return self.root / "catalog.db"
 
     def start(self) -> IcebergRestServer:
         from airflow_tablemgmt.hooks.airflow_settings import artifact_settings
@@ -223,6 +230,7 @@ class IcebergRestServer:
             "CATALOG_S3_SECRET__ACCESS__KEY": SECRET_KEY,
             "CATALOG_CLIENT_REGION": REGION,
             "CATALOG_REST_PORT": str(self.port),
+            "CATALOG_URI": f"jdbc:sqlite:{self.database}",
             "AWS_REGION": REGION,
             **self.extra_env,
         }

@@ -55,13 +55,8 @@ def catalog(
     request: pytest.FixtureRequest, s3: SeaweedS3, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[CatalogSpec]:
     if request.param == "rest-s3":
-        root = tmp_path_factory.mktemp("rest")
-        # The server's own catalog database in a file (not its in-memory default), so that a test can make
-        # the server fail the way a catalog service does in an outage: by locking that database.
-        _REST_DATABASES["restw"] = root / "catalog.db"
-        server = IcebergRestServer(
-            root, s3, extra_env={"CATALOG_URI": f"jdbc:sqlite:{_REST_DATABASES['restw']}"}
-        ).start()
+        server = IcebergRestServer(tmp_path_factory.mktemp("rest"), s3).start()
+        _REST_DATABASES["restw"] = server.database
         yield CatalogSpec(
             name="restw", type=CatalogType.REST, properties={"uri": server.uri, **s3_properties(s3)}
         )

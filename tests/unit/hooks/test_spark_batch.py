@@ -170,11 +170,13 @@ def test_a_table_past_its_time_limit_is_killed_and_the_next_table_runs_at_once_i
     from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLimitExceeded
 
     driver = _driver(tmp_path, monkeypatch)
+    # 5 s: time for the stand-in driver to start and take the table on a loaded machine (at 1 s, under a
+    # load of 8 on 2 cores, the limit fired before any driver had started).
     limited = TimeLimitedSubmitter(
-        BatchTableSubmitter(driver, SparkJobHook()), maintenance_time_limit(timedelta(seconds=1))
+        BatchTableSubmitter(driver, SparkJobHook()), maintenance_time_limit(timedelta(seconds=5))
     )
-    with pytest.raises(TimeLimitExceeded, match="ran past its time limit of 1s"):
-        with timeout(1, "limit"):
+    with pytest.raises(TimeLimitExceeded, match="ran past its time limit of 5s"):
+        with timeout(5, "limit"):
             limited.submit(_job(tmp_path, "a_slow", 1))
     assert limited.job_stopped()
     after = driver.run(_job(tmp_path, "b", 2), lease=None)  # at once: no wait for the old driver's thread
@@ -187,8 +189,9 @@ def test_a_finished_tables_guard_is_stopped_so_its_lease_running_out_later_stops
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     driver = _driver(tmp_path, monkeypatch)
-    first = driver.run(_job(tmp_path, "a", 1), lease=(time.monotonic(), 1.0))  # done well within its 1 s
-    time.sleep(1.5)  # a's confirmation has run out now; its lease was given back long ago
+    start = time.monotonic()
+    first = driver.run(_job(tmp_path, "a", 1), lease=(start, 5.0))  # done well within its 5 s, even loaded
+    time.sleep(max(0.0, start + 5.5 - time.monotonic()))  # a's confirmation has run out now
     second = driver.run(_job(tmp_path, "b", 2), lease=(time.monotonic(), 60.0))
     assert (first.status, second.status) == ("SUCCESS", "SUCCESS")
     assert first.summary["driver_pid"] == second.summary["driver_pid"]  # the same driver lived on
