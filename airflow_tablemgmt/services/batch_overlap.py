@@ -61,9 +61,45 @@ class _Job:
         self.error: BaseException | None = None
 
 
+#: What a submitter may leave on its result to complete it after the job, in the table's own thread (the
+#: Connect engine's cost read on a batch's kept session: ``spark/connect/session.py``'s ``FINISH_LATER``).
+FINISH_LATER = "finish_later"
+
+
+def finished(result: JobResult) -> JobResult:
+    """``result`` completed by what its submitter left to do after the job (:data:`FINISH_LATER`); never
+    raises (what is left is a figure, never the outcome)."""
+    finish = getattr(result, FINISH_LATER, None)
+    if finish is not None:
+        delattr(result, FINISH_LATER)
+        try:
+            finish()
+        except Exception:  # noqa: BLE001 - a figure never fails a table
+            log.warning("tablemgmt: completing a job's result after the job failed", exc_info=True)
+    return result
+
+
+class Completes:
+    """A table's submitter whose result is :func:`finished` before the lifecycle records it (a batch run
+    one table after another); everything else is the submitter's own."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+        return finished(self._inner.submit(job, on_started=on_started))
+
+    def kill(self) -> None:
+        self._inner.kill()
+
+
 class Handoff:
     """The submitter a table's runner sees in an overlapped batch: ``submit`` hands the job to the lane and
-    waits for its result; everything else (the protocols the lifecycle checks) is the table's own submitter's."""
+    waits for its result, which it completes here (:func:`finished`) while the lane runs the next job;
+    everything else (the protocols the lifecycle checks) is the table's own submitter's."""
 
     def __init__(self, inner: Any, lane: JobLane, index: int) -> None:
         self._inner = inner
@@ -76,7 +112,7 @@ class Handoff:
 
     def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
         inner = self._inner
-        return self._lane.post(self._index, lambda: inner.submit(job, on_started=on_started), self)
+        return finished(self._lane.post(self._index, lambda: inner.submit(job, on_started=on_started), self))
 
     def kill(self) -> None:
         """This table's job only (its lease lost, its cancel, its limit): a job not started yet never starts."""
@@ -273,4 +309,13 @@ def run_overlapped(
     return outcomes
 
 
-__all__ = ["IN_FLIGHT", "BatchKilled", "Handoff", "JobLane", "run_overlapped"]
+__all__ = [
+    "FINISH_LATER",
+    "IN_FLIGHT",
+    "BatchKilled",
+    "Completes",
+    "Handoff",
+    "JobLane",
+    "finished",
+    "run_overlapped",
+]

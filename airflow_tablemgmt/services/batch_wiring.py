@@ -95,8 +95,10 @@ class BatchRunners:
         self.factories = default_factories()
         self.lineage = parent_job_conf(context) if context else {}
         self.driver = BatchDriver(spark_conn_id) if (shared_driver() if shared is None else shared) else None
-        # the batch's Spark Connect tables, one after another on a session it keeps per catalog (kept.py)
+        # the batch's Spark Connect tables, one after another on a session it keeps per catalog (kept.py); each
+        # job's cost read after its job, in the table's thread (run_batch completes each result)
         self.connect_sessions = BatchSessions()
+        self.connect_sessions.defer_cost = True
 
     def __call__(self, table_id: str) -> ProcessRunner:
         from airflow_tablemgmt.hooks.engine import submitter_for

@@ -175,10 +175,17 @@ def run_batch(
     result = BatchResult(run)
     limits = limit_for or _no_limit
     if not (batch_overlap() if overlap is None else overlap) or len(tables) < 2:
+        from airflow_tablemgmt.services.batch_overlap import Completes
+
+        def completing(tid: str) -> ProcessRunner:
+            runner = runner_for(tid)
+            runner.submitter = Completes(runner.submitter)
+            return runner
+
         for i, table_id in enumerate(tables, 1):
             log.info("tablemgmt: batch table %d of %d: %s %s", i, len(tables), run.action, table_id)
             with_limit = _limited(limits, table_id)
-            done, error = _table(store, run, table_id, runner_for, snapshot_gate, with_limit)
+            done, error = _table(store, run, table_id, completing, snapshot_gate, with_limit)
             result.tables.append(done)
             _after(store, run, done, error, after_table)
         return result

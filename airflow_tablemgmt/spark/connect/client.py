@@ -80,6 +80,21 @@ def _fresh_release_pool_after_fork() -> None:
     os.register_at_fork(after_in_child=in_child)
 
 
+def process_age() -> float | None:
+    """Seconds since this process started (Linux ``/proc``), else None: the interpreter's start, the
+    imports and the store's work before a job, as one figure."""
+    import os
+    from pathlib import Path
+
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        started_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        return max(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def open_session(url: str, session_id: str | None = None) -> RemoteSession:
     """A remote session on ``url`` (never the process's default session), with the retry policy: a new
     one, or the server-side session ``session_id`` names (created on the server when it has none)."""
@@ -116,6 +131,7 @@ __all__ = [
     "close_session",
     "import_client",
     "open_session",
+    "process_age",
     "server_of",
     "session_url",
 ]

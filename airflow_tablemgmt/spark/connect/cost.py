@@ -23,6 +23,7 @@ import logging
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -69,6 +70,16 @@ def connect_cost(
     server has no status API or it could not be read. ``facts``: where the server's UI and application id
     are kept once asked (a batch's kept session asks once for all its jobs, ``kept.py``; they change only
     with the server, whose restart ends the session)."""
+    read = cost_reader(session, url, session_id, tag, facts)
+    return read() if read is not None else None
+
+
+def cost_reader(
+    session: Any, url: str, session_id: str, tag: str, facts: dict[str, Any] | None = None
+) -> Callable[[], dict[str, Any] | None] | None:
+    """:func:`connect_cost` in two steps: what the server's settings say is asked now, on ``session``; the
+    returned call reads the status API (no session: any thread, after the session went on to another job).
+    None when there is nothing to read (the UI off, the settings unreadable)."""
     facts = {} if facts is None else facts
     try:
         if "ui" not in facts:
@@ -86,7 +97,8 @@ def connect_cost(
             "the Spark Connect server's settings could not be read for the job's cost: %s", str(e)[:300]
         )
         return None
-    return read_cost(base, app, f"Session_{session_id}_Tag_{tag}")
+    suffix = f"Session_{session_id}_Tag_{tag}"
+    return lambda: read_cost(base, app, suffix)
 
 
 def read_cost(base: str, app: str, tag_suffix: str, settle_s: float = SETTLE_S) -> dict[str, Any] | None:

@@ -47,6 +47,8 @@ class KeptSession:
     #: The server's constants the cost read asks once (``cost.connect_cost``).
     facts: dict[str, Any] = field(default_factory=dict)
     jobs: int = 0
+    #: The batch reads each job's cost after the job, in the table's own thread (``session._measure``).
+    defer_cost: bool = False
 
     @property
     def open(self) -> bool:
@@ -75,6 +77,9 @@ class BatchSessions:
         self._kept: dict[tuple[str, str], KeptSession] = {}
         self._lock = threading.Lock()
         self.closed = False
+        #: Each job's cost is read after its job, by the batch (``session.FINISH_LATER``): set by a batch
+        #: that calls it (``services/batch_overlap.py``).
+        self.defer_cost = False
         self.guard = GuardProcess()
         #: The connections the batch's hooks looked up: connection id -> (server URL, extras).
         self.targets: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -84,7 +89,9 @@ class BatchSessions:
         one when none is kept."""
         with self._lock:
             kept = self._kept.pop((url, conf_hash), None)
-        return kept if kept is not None else KeptSession(url, conf_hash)
+        kept = kept if kept is not None else KeptSession(url, conf_hash)
+        kept.defer_cost = self.defer_cost
+        return kept
 
     def give_back(self, kept: KeptSession) -> None:
         """A job ended cleanly on ``kept``: the next job of these settings attaches to it."""

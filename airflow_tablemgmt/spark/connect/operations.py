@@ -32,16 +32,27 @@ log = logging.getLogger(__name__)
 
 #: The session setting in which a job lists its latest operations: ``<tag> <op id>,<op id>,...``.
 OPERATIONS_CONF = "spark.tablemgmt.operations"
-#: How many of a job's latest operation ids the setting keeps (its operations run one at a time).
+#: How many operation ids are chosen and recorded ahead at a time (a job's operations run one at a time; the
+#: setting holds these and the last one sent).
 KEEP = 4
 #: The ends of an operation the server reports on a reattach (error classes in the gRPC status).
 _GONE = ("OPERATION_NOT_FOUND", "OPERATION_ABANDONED", "SESSION_NOT_FOUND")
 
 
-def record_operations(session: Any, tag: str, fence: Callable[[], None] | None = None) -> None:
-    """Make every ``ExecutePlan`` of ``session`` carry an operation id chosen here, recorded in the
+def record_operations(
+    session: Any, tag: str, fence: Callable[[], None] | None = None, conf: dict[str, str] | None = None
+) -> None:
+    """Make every ``ExecutePlan`` of ``session`` carry an operation id chosen here and recorded in the
     session's :data:`OPERATIONS_CONF` on the server before the operation is sent. ``fence`` is called
     first and may refuse the operation (raise): a job whose lease is no longer confirmed sends none.
+
+    The ids are chosen :data:`KEEP` at a time, ahead of their operations, and recorded together with the
+    last one sent, so only every :data:`KEEP`-th operation costs a ``Config`` request of its own. With
+    ``conf`` (the settings the caller sends in its own ``Config`` request before any operation: the job's
+    catalog, ``ConnectRun.open``) the first ids go with those, and a small job makes no request for them
+    at all. An id recorded but not sent yet is one the server does not know: an observer counts it ended
+    (``operation_ended``), as it would count an operation sent after it looked, which
+    :func:`stop_and_observe` interrupts and observes after its first look.
 
     Called again on the same session (a batch's next job on its kept session), the new tag and fence
     replace the earlier ones. The hook holds the client and a bound ``fence`` weakly: a strong one would
@@ -58,7 +69,15 @@ def record_operations(session: Any, tag: str, fence: Callable[[], None] | None =
         fence_ref = weakref.WeakMethod(fence)
     else:
         fence_ref = lambda: fence  # noqa: E731 - a plain function holds no session
-    recent: list[str] = []
+    planned: list[str] = []  # recorded, not sent yet
+    sent: list[str] = []  # the last one sent
+
+    def plan() -> dict[str, str]:
+        planned[:] = [str(uuid.uuid4()) for _ in range(KEEP)]
+        return {OPERATIONS_CONF: f"{tag} {','.join([*sent, *planned])}"}
+
+    if conf is not None:
+        conf.update(plan())
 
     def with_recorded_id() -> Any:
         current = client_ref()
@@ -68,10 +87,10 @@ def record_operations(session: Any, tag: str, fence: Callable[[], None] | None =
         if check is not None:
             check()
         req = make_request(current)
-        op = str(uuid.uuid4())
-        recent.append(op)
-        del recent[:-KEEP]
-        set_client_conf(current, {OPERATIONS_CONF: f"{tag} {','.join(recent)}"})
+        if not planned:
+            set_client_conf(current, plan())
+        op = planned.pop(0)
+        sent[:] = [op]
         req.operation_id = op  # the reattachable iterator keeps an id the request already has
         return req
 

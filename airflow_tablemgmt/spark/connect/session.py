@@ -33,6 +33,7 @@ from airflow_tablemgmt.spark.connect.client import (
     close_session,
     import_client,
     open_session,
+    process_age,  # noqa: F401 - hooks/spark_connect.py imports it from here
     server_of,
 )
 from airflow_tablemgmt.spark.connect.config import set_conf
@@ -91,21 +92,6 @@ def looks_unavailable(text: str) -> bool:
     return any(marker in text for marker in _UNAVAILABLE)
 
 
-def process_age() -> float | None:
-    """Seconds since this process started (Linux ``/proc``), else None: the interpreter's start, the
-    imports and the store's work before a job, as one figure."""
-    import os
-    from pathlib import Path
-
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        started_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
-        return max(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 @dataclass
 class ConnectRun:
     """One job's session on a Connect server; :meth:`interrupt` is safe from any thread."""
@@ -156,13 +142,15 @@ class ConnectRun:
             session = open_session(self.url, self.session_id)
             if kept is not None:
                 kept.session = session
-        set_conf(session, connect_conf(catalog) if conf is None else conf)
-        session.addTag(self.tag)  # pyspark keeps tags per thread: open() runs in the job's thread
         # Each operation's id, recorded in the session on the server: whoever ends this job later (the
-        # reaper, the table's next holder) can see its operations end (operations.py).
+        # reaper, the table's next holder) can see its operations end (operations.py). The first ids go in
+        # the one Config request of the catalog's settings.
         from airflow_tablemgmt.spark.connect.operations import record_operations
 
-        record_operations(session, self.tag, fence=self.fence)
+        settings = dict(connect_conf(catalog) if conf is None else conf)
+        record_operations(session, self.tag, fence=self.fence, conf=settings)
+        set_conf(session, settings)
+        session.addTag(self.tag)  # pyspark keeps tags per thread: open() runs in the job's thread
         self.timings["session_open"] = round(time.perf_counter() - started, 3)
         with self._lock:
             self.session = session
@@ -240,8 +228,8 @@ class ConnectRun:
         return ids
 
     def close(self) -> None:
-        """Close the client's channel. The server-side session stays (pyspark 3.5 cannot release it): a
-        slot's next task attaches to it, otherwise the server's session cache expires it."""
+        """Close the client's channel; the server-side session stays (a slot's next task attaches to it, or
+        the server's session cache expires it)."""
         self._closed.set()
         with self._lock:
             session, self.session = self.session, None
@@ -282,8 +270,7 @@ def interrupt_session(application_id: str) -> list[str] | None:
 
 def _refresh_table(run: ConnectRun, session: RemoteSession, job: JobSpec) -> None:
     """On a reused session the catalog may hold this table from an earlier job (Iceberg's catalog caches
-    tables): drop that, so the job reads the table as a new session would. A table that does not exist is
-    the job's to report; an unreachable server is raised."""
+    tables): drop it, so the job reads it anew. A missing table is the job's to report."""
     from airflow_tablemgmt.core.identifiers import TableIdentifier
 
     started = time.perf_counter()
@@ -302,23 +289,45 @@ def _table_key(job: JobSpec) -> str:
     return f"{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}"
 
 
+#: A :class:`JobResult`'s call that reads its cost after the job (a batch's kept session: ``batch_overlap.py``).
+FINISH_LATER = "finish_later"
+
+
 def _measure(run: ConnectRun, session: Any, result: JobResult) -> None:
     """The job's cost from the server's status API (``cost.py``), into its result: a success's
-    ``summary["cost"]``, a failure's ``cost``; a run stopped by a kill is not measured (it must end now)."""
+    ``summary["cost"]``, a failure's ``cost``; a run stopped by a kill is not measured (it must end now).
+    On a batch's kept session that defers it (``KeptSession.defer_cost``) the status API is read by
+    :data:`FINISH_LATER`, in the table's own thread while the next table's job runs."""
     if run._stopping.is_set():  # noqa: SLF001 - the run's own state
         return
-    from airflow_tablemgmt.spark.connect.cost import connect_cost
+    from airflow_tablemgmt.spark.connect.cost import cost_reader
 
     started = time.perf_counter()
     facts = run.kept.facts if run.kept is not None else None
-    cost = connect_cost(session, run.url, run.session_id, run.tag, facts=facts)
+    read = cost_reader(session, run.url, run.session_id, run.tag, facts=facts)
     run.timings["cost"] = round(time.perf_counter() - started, 3)
-    if cost is None:
+    if read is None:
         return
-    if result.ok:
-        result.summary["cost"] = cost
-    else:
-        result.raw["cost"] = cost
+
+    def finish() -> None:
+        began = time.perf_counter()
+        cost = read()
+        spent = round(time.perf_counter() - began, 3)
+        if isinstance(result.summary, dict) and isinstance(result.summary.get("timings"), dict):
+            result.summary["timings"]["cost"] = round(result.summary["timings"].get("cost", 0.0) + spent, 3)
+            result.summary["timings"]["cost_after_job"] = spent
+        if cost is None:
+            return
+        if result.ok:
+            result.summary["cost"] = cost
+        else:
+            result.raw["cost"] = cost
+
+    if run.kept is not None and run.kept.defer_cost:
+        setattr(result, FINISH_LATER, finish)  # noqa: B010 - JobResult has no field for it
+        return
+    finish()
+    run.timings["cost"] = round(time.perf_counter() - started, 3)
 
 
 def run_on_connect(
@@ -329,8 +338,8 @@ def run_on_connect(
     on_started: Callable[[str], None] | None = None,
     conf: dict[str, str] | None = None,
 ) -> JobResult:
-    """Run ``job`` (its catalog's secrets already resolved) on the Connect server at ``url``: the same
-    job code as under spark-submit (``spark.job.main.run_job``), the same result."""
+    """Run ``job`` (its catalog's secrets resolved) on the Connect server at ``url``: the same job code as
+    under spark-submit (``spark.job.main.run_job``), the same result."""
     from airflow_tablemgmt.spark.connect.errors import connect_reason, is_grpc_repr
     from airflow_tablemgmt.spark.connect.policy import connect_refusal
     from airflow_tablemgmt.spark.job.main import run_job

@@ -160,3 +160,39 @@ def test_the_same_outcomes_either_way(store: Store, overlap: bool) -> None:
         Outcome.SUCCESS,
     ]
     assert engine.jobs == ["a_small", "d_fails", "e_small"]
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_what_a_job_leaves_to_finish_later_is_recorded_with_its_process(store: Store, overlap: bool) -> None:
+    """A Connect job on a batch's kept session leaves its cost read for later (``session.FINISH_LATER``): the
+    batch completes the result in the table's own thread (overlapped: not the thread the jobs run on) before the
+    lifecycle records it."""
+    threads: list[str] = []
+
+    class Engine:
+        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+            result = JobResult(status="SUCCESS", summary={"rewritten_data_files_count": 8})
+
+            def finish() -> None:
+                threads.append(threading.current_thread().name)
+                result.summary["read_after_the_job"] = job.table["name"]
+
+            result.finish_later = finish  # type: ignore[attr-defined]
+            return result
+
+        def kill(self) -> None:
+            pass
+
+    tables = ["lake.db.a_small", "lake.db.e_small"]
+    result = run_batch(
+        store,
+        _run(),
+        tables,
+        runner_for=lambda t: ProcessRunner(store, default_factories(), Engine()),
+        overlap=overlap,
+    )
+    for t in result.tables:
+        summary = store.processes.get(t.process_id).summary or {}  # type: ignore[arg-type]
+        assert summary["read_after_the_job"] == t.table_id.rpartition(".")[2]
+    main = threading.current_thread().name
+    assert len(threads) == 2 and all((name != main) == overlap for name in threads)

@@ -180,3 +180,44 @@ def test_close_session_closes_the_channel_once() -> None:
     close_session(session)  # type: ignore[arg-type]
     session.client.close()  # pyspark's __del__ does this later
     assert session.client.closed == 1
+
+
+def test_operation_ids_are_recorded_ahead_in_the_job_s_own_config_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The operation recorder once sent a ``Config`` request before every ``ExecutePlan`` (two per procedure:
+    ``spark.sql`` and ``collect``). Its ids are now chosen ahead, :data:`KEEP` at a time, the first ones in the
+    request that sets the job's catalog (``ConnectRun.open``): a small job sends none of its own. Each later set
+    keeps the last id sent, and every id goes out only once recorded."""
+    from airflow_tablemgmt.spark.connect.operations import KEEP, OPERATIONS_CONF
+
+    session = open_session(URL)
+    requests: list[dict[str, str]] = []
+
+    def config(op: Any) -> None:
+        requests.append({p.key: p.value for p in op.set.pairs})
+
+    monkeypatch.setattr(session.client, "config", config)
+    try:
+        settings = {"spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog"}
+        record_operations(session, "tms-p1-a1", conf=settings)
+        first = settings[OPERATIONS_CONF]
+        sent = [session.client._execute_plan_request_with_metadata().operation_id for _ in range(KEEP)]
+        assert requests == []  # none of the first KEEP operations asked for a Config request of its own
+        assert first == "tms-p1-a1 " + ",".join(sent)
+        later = session.client._execute_plan_request_with_metadata().operation_id
+        (recorded,) = requests
+        tag, ids = recorded[OPERATIONS_CONF].split(" ")
+        assert (
+            tag == "tms-p1-a1" and ids.split(",")[:2] == [sent[-1], later] and len(ids.split(",")) == KEEP + 1
+        )
+
+        # without a request of the caller's, the first operation records its ids before it is sent
+        other = open_session(URL)
+        monkeypatch.setattr(other.client, "config", config)
+        record_operations(other, "tms-p2-a1")
+        op = other.client._execute_plan_request_with_metadata().operation_id
+        assert requests[-1][OPERATIONS_CONF].startswith(f"tms-p2-a1 {op},")
+        close_session(other)
+    finally:
+        close_session(session)
