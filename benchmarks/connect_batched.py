@@ -60,6 +60,7 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
         from airflow_tablemgmt.dag_factory.plan import BATCH_TASK, RunBatchOperator
 
         imported = time.perf_counter() - forked
+        gc_pauses = _gc_pauses()
 
         ti = SimpleNamespace(
             dag_id=spec["dag_id"],
@@ -76,7 +77,13 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
             result = op.execute(context)
         except Exception as e:  # noqa: BLE001 - a failed table fails the task at the end: reported
             error = f"{type(e).__name__}: {e}"
-        doc = {"result": result, "error": error, "imports_s": imported, "execute_s": time.perf_counter() - t0}
+        doc = {
+            "result": result,
+            "error": error,
+            "imports_s": imported,
+            "execute_s": time.perf_counter() - t0,
+            "gc_s": {str(g): round(v, 3) for g, v in gc_pauses.items()},
+        }
         os.write(out_fd, json.dumps(doc).encode())
         rc = 0
     except BaseException:  # noqa: BLE001 - the child reports and exits, never returns into the loop
@@ -89,6 +96,23 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
             sys.stderr.flush()
         finally:
             os._exit(rc)
+
+
+def _gc_pauses() -> dict[int, float]:
+    """Seconds Python's cycle collector spends per generation from now on, in every thread of the process."""
+    import gc
+
+    spent: dict[int, float] = {0: 0.0, 1: 0.0, 2: 0.0}
+    began: dict[str, float] = {}
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            began["t"] = time.perf_counter()
+        elif "t" in began:
+            spent[info["generation"]] += time.perf_counter() - began.pop("t")
+
+    gc.callbacks.append(callback)
+    return spent
 
 
 def run(spec: dict) -> dict:
@@ -136,6 +160,7 @@ def run(spec: dict) -> dict:
                 "error": doc["error"],
                 "imports_s": doc["imports_s"],
                 "execute_s": doc["execute_s"],
+                "gc_s": doc.get("gc_s"),
             }
         )
     out["elapsed"] = time.perf_counter() - first

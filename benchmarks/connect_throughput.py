@@ -303,6 +303,16 @@ def main() -> None:
         action="store_true",
         help="(B)/(P): the connection's batch_session: false (a new session per table, as before issue 40's cut)",
     )
+    p.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="(B)/(P): [tablemgmt] plan_batch_overlap false (each table's bookkeeping before the next job)",
+    )
+    p.add_argument(
+        "--no-ui",
+        action="store_true",
+        help="the server without its web UI (a default deployment has it on, and each job's cost is read there)",
+    )
     p.add_argument("--parallel", type=int, default=2, help="tasks (p) and procedures (q) at once")
     p.add_argument(
         "--rounds", type=int, default=1, help="split each way's tables into rounds, ways interleaved"
@@ -329,7 +339,11 @@ def main() -> None:
         f"# connect throughput: {args.tables} tables x {args.files} files, master {args.master}, work {work}"
     )
     print(f"# start {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, uptime: {_uptime()}", flush=True)
-    server = start_server(server_spec(port=port, master=args.master), work / "server.log")
+    ui_port = None if args.no_ui else free_port()
+    print(
+        f"# server UI: {'off' if ui_port is None else f'on, port {ui_port} (each job reads its cost there)'}"
+    )
+    server = start_server(server_spec(port=port, master=args.master, ui_port=ui_port), work / "server.log")
     try:
         t0 = time.perf_counter()
         wait_for_port("127.0.0.1", port, 300, server)
@@ -428,6 +442,7 @@ def main() -> None:
                             }
                         ),
                         "TABLEMGMT_STORE_URL": store,
+                        "AIRFLOW__TABLEMGMT__PLAN_BATCH_OVERLAP": "false" if args.no_overlap else "true",
                     },
                     work,
                     log,
@@ -440,7 +455,8 @@ def main() -> None:
                 for r in runs:
                     print(
                         f"# way {way} batch {r['batch']}: {r['tables']} tables in {r['wall']:.1f} s "
-                        f"(task imports {r['imports_s']:.1f} s, execute {r['execute_s']:.1f} s), {r['counts']}",
+                        f"(task imports {r['imports_s']:.1f} s, execute {r['execute_s']:.1f} s, Python's cycle "
+                        f"collector by generation {r.get('gc_s')} s), {r['counts']}",
                         flush=True,
                     )
                 total = sum(r["wall"] for r in runs) if way == "B" else batched["elapsed"]
@@ -617,7 +633,9 @@ def _report_batched_phases(db: Path) -> None:
     ).fetchall()
     con.close()
     ways = {"B": "lake.db.batch_", "P": "lake.db.batchpar_"}
-    print("\nWhere a batched table's time goes (s, median over its processes; the process rows' timings):\n")
+    print(
+        "\nWhere a batched table's time goes (s, median / mean over its processes; the process rows' timings):\n"
+    )
     print("| phase | " + " | ".join(f"({w})" for w in ways) + " |")
     print("|---|" + "---:|" * len(ways))
     per: dict[str, list[dict]] = {w: [] for w in ways}
@@ -641,7 +659,9 @@ def _report_batched_phases(db: Path) -> None:
         cells = []
         for w in ways:
             values = [p.get(key, 0.0) for p in per[w]]
-            cells.append(f"{statistics.median(values):.3f}" if values else "-")
+            cells.append(
+                f"{statistics.median(values):.3f} / {statistics.mean(values):.3f}" if values else "-"
+            )
         print(f"| {label} | " + " | ".join(cells) + " |")
     for w in ways:
         if per[w]:
