@@ -243,7 +243,11 @@ class SparkConnectJobHook:
             try:
                 # reuse_sessions false (or a batch's session): a hash no slot has, so the slot keeps none
                 key = settings_hash(conf or {}) if self._reuse() and kept is None else uuid.uuid4().hex
-                lease = pool.lease(key, f"{tag}-{uuid.uuid4().hex[:12]}", self._stop)
+                holder = f"{tag}-{uuid.uuid4().hex[:12]}"
+                if kept is not None and batch is not None:  # the slot the batch's jobs hold in turn (kept.py)
+                    lease = batch.slot(pool.server, lambda: pool.lease(key, holder, self._stop))
+                else:
+                    lease = pool.lease(key, holder, self._stop)
             except ConnectBusy as e:
                 if batch is not None and kept is not None:
                     batch.give_back(kept)
@@ -295,7 +299,9 @@ class SparkConnectJobHook:
                 and not self._run.stopped
                 and not self._stop.is_set()
             )
-            if lease is not None:
+            if lease is not None and kept is not None and batch is not None:
+                batch.slot_back(lease.slot.server, lease, clean=clean)
+            elif lease is not None:
                 lease.release(keep_session=clean and self._reuse() and kept is None)
             if kept is not None and batch is not None:
                 # only after a clean end does the batch's next job attach to it (kept.py)

@@ -25,6 +25,7 @@ cancel) reaches that table's submitter only.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 3
 #: How long the end of a batch waits for a table it gave up on (past its time limit before its job) to end.
 ABANDONED_JOIN_S = 60.0
+#: Python's thread switch interval while a batch overlaps (the default is 5 ms): the jobs' thread, woken by
+#: each gRPC answer, waits at most this long for the interpreter's lock while a table's bookkeeping thread
+#: holds it, instead of up to 5 ms per answer (a procedure reads several).
+SWITCH_INTERVAL_S = 0.001
 
 
 class BatchKilled(JobFailed):
@@ -289,16 +294,21 @@ def run_overlapped(
             e.set()
 
     launcher = threading.Thread(target=launch, name="tablemgmt-batch-launcher", daemon=True)
-    launcher.start()
     given_up: set[int] = set()
-    for k in range(n):
-        started[k].wait()
-        if threads[k] is None:
-            continue
-        lane.run_job(k, limit_of(tables[k]))
-        if not lane.handed(k):
-            given_up.add(k)
-    launcher.join()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, SWITCH_INTERVAL_S))
+    try:
+        launcher.start()
+        for k in range(n):
+            started[k].wait()
+            if threads[k] is None:
+                continue
+            lane.run_job(k, limit_of(tables[k]))
+            if not lane.handed(k):
+                given_up.add(k)
+        launcher.join()
+    finally:
+        sys.setswitchinterval(switch)
     for k, t in enumerate(threads):
         if t is None:
             outcomes[k] = missing(tables[k], "not run: the batch's task was killed before it started", False)

@@ -16,7 +16,11 @@ it from one table's job to the next:
   is the batch's own, so no other job has cached a table in it;
 * what the cost read needs of the server (its UI's address, its application id) is asked once per
   session (``cost.py``);
-* one guard process watches each job's lease in turn (``guard.py``): each job keeps its own deadline.
+* one guard process watches each job's lease in turn (``guard.py``): each job keeps its own deadline;
+* one of the server's slots (``pool.py``) is held by the batch's jobs in turn: leased by its first job, kept
+  (and renewed) while each job ends cleanly, given back after a failure and at the batch's end. The batch
+  runs one job at a time, so it still takes one slot of the server's limit, without a lease and a release
+  in the store around every table's job.
 
 One job at a time holds a session (:meth:`BatchSessions.take` hands it out and forgets it until
 :meth:`BatchSessions.give_back`), so concurrent jobs never share one. pyspark is imported inside functions.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +88,27 @@ class BatchSessions:
         self.guard = GuardProcess()
         #: The connections the batch's hooks looked up: connection id -> (server URL, extras).
         self.targets: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._slots: dict[str, Any] = {}  # server -> the SlotLease its jobs hold in turn
+
+    def slot(self, server: str, lease: Callable[[], Any]) -> Any:
+        """The slot of ``server`` the batch holds, now the caller's job's; ``lease()`` leases one when the
+        batch holds none (or lost the one it held)."""
+        with self._lock:
+            held = self._slots.pop(server, None)
+        if held is not None and not held.lost.is_set():
+            return held
+        if held is not None:
+            held.release(keep_session=False)
+        return lease()
+
+    def slot_back(self, server: str, held: Any, *, clean: bool) -> None:
+        """The job on ``held`` ended: kept for the batch's next job when it ended cleanly, else given back."""
+        with self._lock:
+            keep = clean and not self.closed and not held.lost.is_set() and server not in self._slots
+            if keep:
+                self._slots[server] = held
+        if not keep:
+            held.release(keep_session=False)
 
     def take(self, url: str, conf_hash: str) -> KeptSession:
         """The kept session of ``url`` with these settings, now the caller's alone; a new (not yet open)
@@ -108,12 +134,15 @@ class BatchSessions:
             stale.close()
 
     def close(self) -> None:
-        """The batch is over: every kept session's channel is closed."""
+        """The batch is over: every kept session's channel is closed, every slot it held given back."""
         with self._lock:
             self.closed = True
             kept, self._kept = list(self._kept.values()), {}
+            slots, self._slots = list(self._slots.values()), {}
         for k in kept:
             k.close()
+        for held in slots:
+            held.release(keep_session=False)
         self.guard.close()
 
 

@@ -4,6 +4,7 @@ catalogs isolated per session, interrupt by tag, a refused refresh and an unreac
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import UTC, datetime
@@ -175,7 +176,7 @@ def test_an_unreachable_server_is_a_clear_failure_naming_it() -> None:
 
 
 def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
-    connect_server: ConnectServer, tmp_path: Path
+    connect_server: ConnectServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two tasks of one catalog, one after the other, through one slot: the second attaches to the session
     the first left configured (catalog loaded) and still compacts its own table; a catalog of other settings
@@ -262,7 +263,61 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     assert [o.summary["rewritten_data_files_count"] for o in batch] == [6, 6, 0]
     assert [o.summary["cost"]["jobs"] >= 1 for o in batch[:2]] == [True, True]  # the server's UI asked once
     sessions.close()
+    _a_planned_batch_overlaps_its_bookkeeping(connect_server, lake, store, monkeypatch)
     store.dispose()
+
+
+def _a_planned_batch_overlaps_its_bookkeeping(
+    server: ConnectServer, lake: CatalogSpec, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40, item 4: a planned batch through its real wiring (``BatchRunners``: the engine each table's
+    settings choose, here the server through a ``spark_connect`` connection) with each table's bookkeeping in
+    a thread of its own (``batch_overlap.py``): the jobs still one at a time on the calling thread, each its
+    own process row, lease and tag on the batch's one session, and each job's cost read after its job (in the
+    table's thread) recorded with its process."""
+    from airflow_tablemgmt.services.batch_wiring import BatchRunners, after_table, time_limit_for
+    from airflow_tablemgmt.services.batches import BatchRun, Outcome, run_batch
+    from airflow_tablemgmt.store.enrolment import EnrolmentRepository
+
+    conn = {"conn_type": "spark_connect", "host": server.url, "extra": {"slots": 1}}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_BATCH", json.dumps(conn))
+    monkeypatch.setenv("AIRFLOW__TABLEMGMT__SPARK_CONNECT_CONN_ID", "spark_connect_batch")
+    names = ["o1", "o2", "o3"]
+    enrol = EnrolmentRepository.of(store)
+    for name in names:
+        small_files_table(server.url, lake, name, files=6)
+        enrol.enrol(
+            TableSpec(catalog="lake", namespace="db", name=name, actions={"rewrite-files": {}}),
+            "fleet",
+            "matched",
+        )
+    run = BatchRun(policy="fleet", action="rewrite-files", instant=datetime(2026, 1, 9, tzinfo=UTC))
+    runners = BatchRunners(store, "rewrite-files")
+    try:
+        result = run_batch(
+            store,
+            run,
+            [f"lake.db.{n}" for n in names],
+            runner_for=runners,
+            limit_for=time_limit_for(store, "rewrite-files"),
+            after_table=after_table(None),
+            overlap=True,
+        )
+    finally:
+        runners.close()
+    assert [t.outcome for t in result.tables] == [Outcome.SUCCESS] * 3, [t.reason for t in result.tables]
+    processes = [store.processes.get(t.process_id) for t in result.tables]  # type: ignore[arg-type]
+    assert {str(p.external_id).split("#")[1].split("/")[0] for p in processes} == {
+        str(processes[0].external_id).split("#")[1].split("/")[0]
+    }  # one session the batch kept
+    assert len({str(p.external_id).split("/")[-1] for p in processes}) == 3  # a tag per job
+    for p in processes:
+        assert p.engine == f"spark-connect {server.url}"
+        assert p.summary["rewritten_data_files_count"] == 6  # type: ignore[index]
+        assert p.summary["cost"]["jobs"] >= 1  # type: ignore[index] - read after the job, recorded with it
+        assert "cost_after_job" in p.summary["timings"]  # type: ignore[index]
+        assert store.leases.get(p.table_id) is None
+    assert all(table_state(server.url, lake, f"lake.db.{n}")["files"] < 6 for n in names)
 
 
 def test_the_early_read_agrees_only_with_a_session_of_the_same_catalog_settings(

@@ -199,3 +199,35 @@ def test_tablemgmt_processes_shows_the_engine(tmp_path: Path, capsys: pytest.Cap
     assert main(["--store-url", url, "processes"]) == 0
     out = capsys.readouterr().out
     assert "ENGINE" in out.splitlines()[0] and "spark-connect sc://connect:15002" in out
+
+
+def test_a_batch_s_jobs_hold_one_slot_in_turn_and_give_it_back_after_a_failure(
+    slots: ConnectSlotRepository,
+) -> None:
+    """Issue 40: a planned batch runs one job at a time, so its jobs hold one slot in turn (``kept.py``): leased
+    by the first, kept between clean jobs without a store round trip, given back after a failed job (the next
+    job leases anew) and at the batch's end."""
+    from airflow_tablemgmt.spark.connect.kept import BatchSessions
+
+    pool = SlotPool(slots, SERVER, slots=2, wait=0)
+    leased: list[str] = []
+
+    def lease(holder: str) -> object:
+        leased.append(holder)
+        return pool.lease(A, holder)
+
+    batch = BatchSessions()
+    try:
+        first = batch.slot(SERVER, lambda: lease("job-1"))
+        batch.slot_back(SERVER, first, clean=True)
+        second = batch.slot(SERVER, lambda: lease("job-2"))
+        assert second is first and leased == ["job-1"] and slots.held(SERVER) == 1
+        batch.slot_back(SERVER, second, clean=False)  # a failed job: given back
+        assert slots.held(SERVER) == 0
+        third = batch.slot(SERVER, lambda: lease("job-3"))
+        assert third is not first and leased == ["job-1", "job-3"] and slots.held(SERVER) == 1
+        batch.slot_back(SERVER, third, clean=True)
+        assert slots.held(SERVER) == 1  # kept for the next table
+    finally:
+        batch.close()
+    assert slots.held(SERVER) == 0  # the batch's end gives it back
