@@ -204,4 +204,6 @@ class ActionRegistry:
             return False
         if name in self._actions:
             return True
-        return any(any(f.action(name) for f in fmts()) for fmts in (self._formats.builtin, self._formats.all))
+        # The formats loaded so far first: a table's task start loads its own format only.
+        loaded = (self._formats.loaded, self._formats.builtin, self._formats.all)
+        return any(any(f.action(name) for f in fmts()) for fmts in loaded)

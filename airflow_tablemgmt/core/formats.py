@@ -12,8 +12,8 @@ the formats costs no import of pyiceberg, Spark or a factory: a Spark driver rea
 the scheduler's side, and the scheduler without the driver's.
 
 Loading: the first question about a format reads this package's own entry points (one distribution's
-metadata); a name they do not declare scans every installed distribution once (a plugin). A plugin that
-fails to load is logged with its cause and does not take the others down.
+metadata) and loads the one of that name; a name they do not declare scans every installed distribution once
+(a plugin). A plugin that fails to load is logged with its cause and does not take the others down.
 """
 
 from __future__ import annotations
@@ -193,7 +193,8 @@ class FormatRegistry:
         self.distribution = distribution
         self.errors: dict[str, str] = {}
         self._formats: dict[str, Format] = {}
-        self._own: list[str] = []
+        self._own_eps: list[Any] | None = None
+        self._own_tried: set[str] = set()  # own entry points loaded (or failed) so far
         self._own_loaded = False
         self._all_loaded = False
         self._lock = threading.RLock()
@@ -213,9 +214,11 @@ class FormatRegistry:
             self._formats.pop(name, None)
 
     def find(self, name: object) -> Format | None:
-        """The format named ``name``, loading the plugins on a miss, or None."""
+        """The format named ``name``, loading the plugins on a miss, or None. One of this package's formats
+        is loaded alone (a table's task start validates and builds with its own format only)."""
         text = str(name)
-        self._load_own()
+        if text not in self._formats:
+            self._load_own(text)
         if text not in self._formats:
             self.load_all()
         return self._formats.get(text)
@@ -238,7 +241,16 @@ class FormatRegistry:
     def builtin(self) -> list[Format]:
         """This package's own formats (what its JSON schema and help document), in entry-point order."""
         self._load_own()
-        return [self._formats[n] for n in self._own if n in self._formats]
+        return [self._formats[ep.name] for ep in self._own_points() if ep.name in self._formats]
+
+    def builtin_format(self, name: object) -> Format | None:
+        """This package's own format named ``name``, loading only that one; None for a plugin's or an unknown
+        name (nothing else is loaded or scanned)."""
+        text = str(name)
+        if text not in {ep.name for ep in self._own_points()}:
+            return None
+        self._load_own(text)
+        return self._formats.get(text)
 
     def loaded(self) -> list[Format]:
         """The formats known so far, without loading more."""
@@ -262,22 +274,33 @@ class FormatRegistry:
             f"the {name} format supports: {', '.join(sorted(found.action_names | set(found.hosts)))}"
         )
 
-    def _load_own(self) -> None:
+    def _own_points(self) -> list[Any]:
+        """This package's own entry points (one distribution's metadata, read once), in their order."""
+        if self._own_eps is None:
+            with self._lock:
+                if self._own_eps is None:
+                    from importlib.metadata import PackageNotFoundError, distribution
+
+                    try:
+                        dist = distribution(self.distribution)
+                        self._own_eps = [ep for ep in dist.entry_points if ep.group == self.group]
+                    except PackageNotFoundError:  # not installed (a source checkout): every distribution's
+                        self._own_eps = list(_entry_points(self.group))
+        return self._own_eps
+
+    def _load_own(self, only: str | None = None) -> None:
+        """Load this package's own formats (``only``: just the one of that name, if it is one of them)."""
         if self._own_loaded:
             return
         with self._lock:
             if self._own_loaded:
                 return
-            from importlib.metadata import PackageNotFoundError, distribution
-
-            try:
-                points = [ep for ep in distribution(self.distribution).entry_points if ep.group == self.group]
-            except PackageNotFoundError:  # not installed (a source checkout): every distribution's
-                points = list(_entry_points(self.group))
-            for ep in points:
-                if self._load_point(ep):
-                    self._own.append(ep.name)
-            self._own_loaded = True
+            for ep in self._own_points():
+                if (only is None or ep.name == only) and ep.name not in self._own_tried:
+                    self._own_tried.add(ep.name)
+                    self._load_point(ep)
+            if only is None:
+                self._own_loaded = True
 
     def load_all(self) -> bool:
         """Load every installed format once; True on the call that loaded."""

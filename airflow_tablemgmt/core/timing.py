@@ -23,6 +23,15 @@ from datetime import timedelta
 
 from airflow_tablemgmt.core.errors import UnsafeTiming
 
+#: Defaults, and how they relate: a live worker beats every ``HEARTBEAT_EVERY`` and renews its
+#: lease with it; a row whose heartbeat is older than ``STALE_AFTER`` belongs to a lost worker;
+#: the lease lapses ``LEASE_TTL`` after the last renewal, later than the row goes stale, so a
+#: takeover that waits for the lease never starts while the lost worker could still be running.
+#: (Here rather than in the lifecycle, which re-exports them: the operator's defaults are read when a
+#: task start parses its DAG, which should not import the lifecycle.)
+HEARTBEAT_EVERY = timedelta(seconds=20)
+STALE_AFTER = timedelta(seconds=90)
+LEASE_TTL = timedelta(minutes=2)
 #: lease_ttl must hold at least this many heartbeats.
 LEASE_BEATS = 3
 #: A row counts as lost after this many missed beats at least (and never before stale_after).

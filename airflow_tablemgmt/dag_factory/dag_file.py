@@ -27,6 +27,7 @@ from airflow_tablemgmt.dag_factory.result import BuildResult
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import TableSpec
+    from airflow_tablemgmt.declarations.model import LoadedDeclarations
     from airflow_tablemgmt.factories.discovery import FactoryRegistry
     from airflow_tablemgmt.store import Store
 
@@ -69,9 +70,7 @@ def _build_tables(tables_yaml: str | Path | None, only_dag_id: str | None, store
     from airflow_tablemgmt.core.naming import parse_dag_id
     from airflow_tablemgmt.core.tables import Owner
     from airflow_tablemgmt.dag_factory.build import build_dags, cyclic_gc_paused
-    from airflow_tablemgmt.declarations.model import LoadedDeclarations
-    from airflow_tablemgmt.declarations.registry import load_files, one_table
-    from airflow_tablemgmt.declarations.sync import PrunePolicy, sync
+    from airflow_tablemgmt.declarations.registry import one_table
     from airflow_tablemgmt.factories.discovery import default_factories
     from airflow_tablemgmt.store.effective import PolicyMerge
 
@@ -89,6 +88,10 @@ def _build_tables(tables_yaml: str | Path | None, only_dag_id: str | None, store
             specs[spec.id] = spec
         files: list[LoadedDeclarations] = []
     else:
+        # A full parse's own modules (a task start reads one row and writes nothing: not imported then).
+        from airflow_tablemgmt.declarations.registry import load_files
+        from airflow_tablemgmt.declarations.sync import PrunePolicy, sync
+
         with cyclic_gc_paused():  # thousands of long-lived specs, no garbage
             rows, unreadable = store.tables.list_with_errors()
             registered = {r.spec.id: r for r in rows}
@@ -150,19 +153,30 @@ def _build_tables(tables_yaml: str | Path | None, only_dag_id: str | None, store
 
 
 def _task_start_factories(specs: Iterable[TableSpec]) -> FactoryRegistry:
-    """The factories a table's task start builds its DAG with: this package's own formats' when they support
-    every action of the table (the factory :func:`default_factories` would choose for each, since its own
-    come first), without scanning every installed distribution for format plugins and importing them; else
-    every installed one."""
-    from airflow_tablemgmt.factories.discovery import builtin_factories, default_factories
+    """The factories a table's task start builds its DAG with: its format's own factory and the dynamic
+    tables' when its format is one of this package's and has every action of the table (what
+    :func:`default_factories` would choose for each: a format's factory answers for its own format only, and
+    this package's come first), without loading the other formats or scanning every installed distribution
+    for format plugins; else every installed one."""
+    from airflow_tablemgmt.core.formats import FORMATS
+    from airflow_tablemgmt.factories.discovery import FactoryRegistry, default_factories
+    from airflow_tablemgmt.factories.dynamic import DynamicTableProcessFactory
 
-    builtins = builtin_factories()
+    specs = list(specs)
+    registry = FactoryRegistry()
+    for name in dict.fromkeys(str(spec.format) for spec in specs):
+        fmt = FORMATS.builtin_format(name)
+        if fmt is None:
+            return default_factories()
+        registry.add_format(fmt)
+    registry.add(DynamicTableProcessFactory())
+    registry.errors.update(FORMATS.errors)
     for spec in specs:
         fmt = str(spec.format)
-        supported = {a for f in builtins.factories.values() for a in f.supported_actions().get(fmt, set())}
+        supported = {a for f in registry.factories.values() for a in f.supported_actions().get(fmt, set())}
         if not set(spec.actions) <= supported:
             return default_factories()
-    return builtins
+    return registry
 
 
 def _enrolled_row(store: Store, spec: TableSpec) -> bool:

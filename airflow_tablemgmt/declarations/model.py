@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.dynamic import DynamicTableSpec
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.policies import Policy
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
 from airflow_tablemgmt.declarations.errors import DeclarationError
 from airflow_tablemgmt.store.declaration_files import DeclarationFileRecord
+
+if TYPE_CHECKING:  # an annotation only: a table's task start loads this module and no dynamic table
+    from airflow_tablemgmt.core.dynamic import DynamicTableSpec
 
 
 @dataclass

@@ -16,7 +16,6 @@ import yaml
 from pydantic import ValidationError
 
 from airflow_tablemgmt.core.actions import PLAIN_TABLE
-from airflow_tablemgmt.core.dynamic import DynamicTableSpec
 from airflow_tablemgmt.core.errors import InvalidDeclaration
 from airflow_tablemgmt.core.tables import WRITING as WRITING_CATALOG  # noqa: N811
 from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec, format_validation_error, short_repr
@@ -303,6 +302,8 @@ def _parse_dynamic(out: LoadedDeclarations, raw_entries: list[Any], known_catalo
     tables read each other in a cycle, depends on the whole set (other files, the store): see
     :func:`check_dynamic_tables`.
     """
+    from airflow_tablemgmt.core.dynamic import DynamicTableSpec  # here: a table's task start parses none
+
     source = out.source
     catalog_names = {c.name for c in out.catalogs} | known_catalogs
     broken_catalogs = {e.table.removeprefix("catalog ") for e in out.errors if e.table.startswith("catalog ")}

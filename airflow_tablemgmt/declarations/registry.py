@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.errors import TableNotFound, UnreadableTable
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
-from airflow_tablemgmt.declarations.checks import check_across_files, check_dynamic_tables
 from airflow_tablemgmt.declarations.errors import DeclarationError
 from airflow_tablemgmt.declarations.files import declaration_paths, read_declarations_text
 from airflow_tablemgmt.declarations.model import FileSet, LoadedDeclarations, ParsedDocument, ReuseValidated
@@ -46,6 +45,10 @@ def load_files(
     files are loaded with libyaml; an entry whose digest, context and row match the record reuses
     the stored spec, every other entry is validated.
     """
+    # Here, not at the top: a table's task start (one_table) checks nothing across files, and these checks
+    # bring the dynamic tables' models (its parse's imports count: issue 40's single-DAG parse).
+    from airflow_tablemgmt.declarations.checks import check_across_files
+
     paths, path_errors = declaration_paths(tables_yaml)
     texts: dict[str, str | None] = {}
     files: list[LoadedDeclarations] = []
@@ -96,6 +99,8 @@ def load_files(
 
 def _check_dynamic(store: Store, fs: FileSet) -> None:
     """Downstream tables need an upstream, no cycles: checked against the store's dynamic tables too."""
+    from airflow_tablemgmt.declarations.checks import check_dynamic_tables
+
     try:
         fs.stored_dynamic = {dt.id: dt for dt in store.dynamic.list()}
     except Exception as e:  # noqa: BLE001 - the dynamic tables are left out, everything else loads

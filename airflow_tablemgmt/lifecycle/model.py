@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from airflow_tablemgmt.core.factory import JobSpec, TableOutcome
 from airflow_tablemgmt.core.process import Process
 
+# The timing defaults (how they relate: core/timing.py), re-exported for the lifecycle's importers.
+from airflow_tablemgmt.core.timing import HEARTBEAT_EVERY as HEARTBEAT_EVERY
+from airflow_tablemgmt.core.timing import LEASE_TTL as LEASE_TTL
+from airflow_tablemgmt.core.timing import STALE_AFTER as STALE_AFTER
+
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.tables import CatalogSpec
     from airflow_tablemgmt.spark.protocol import JobResult
@@ -121,15 +126,6 @@ class RunOutcome:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-#: Defaults, and how they relate: a live worker beats every ``HEARTBEAT_EVERY`` and renews its
-#: lease with it; a row whose heartbeat is older than ``STALE_AFTER`` belongs to a lost worker;
-#: the lease lapses ``LEASE_TTL`` after the last renewal, later than the row goes stale, so a
-#: takeover that waits for the lease never starts while the lost worker could still be running.
-HEARTBEAT_EVERY = timedelta(seconds=20)
-STALE_AFTER = timedelta(seconds=90)
-LEASE_TTL = timedelta(minutes=2)
 
 
 @dataclass

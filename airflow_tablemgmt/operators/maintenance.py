@@ -6,37 +6,22 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.exceptions import AirflowException
-from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException, AirflowTaskTimeout
+from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_tablemgmt import lifecycle, observability
-from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
-from airflow_tablemgmt.core.factory import RunPlan, StoreAwareFactory
 from airflow_tablemgmt.core.outcomes import TableHalted
-from airflow_tablemgmt.core.time_limits import TimeLimit
-from airflow_tablemgmt.core.timing import PENDING_STALE_AFTER, check_timing
-from airflow_tablemgmt.factories.discovery import default_factories
-from airflow_tablemgmt.hooks.engine import submitter_for
-from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+from airflow_tablemgmt.core.timing import HEARTBEAT_EVERY, LEASE_TTL, STALE_AFTER, check_timing
 from airflow_tablemgmt.hooks.tablemgmt import TableMgmtHook
-from airflow_tablemgmt.lifecycle import (
-    ProcessCanceled,
-    ProcessRunner,
-    RunRequest,
-    Submitter,
-    TakesJobConf,
-    UsesStore,
-)
-from airflow_tablemgmt.lineage.spark import parent_job_conf
-from airflow_tablemgmt.notifications.health import after_process
-from airflow_tablemgmt.operators.gate import GATES, check_event, check_snapshot
-from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLimitExceeded
-from airflow_tablemgmt.store.effective import effective_table
+from airflow_tablemgmt.operators.gate import GATES
 
+# What only running the task needs is imported in ``execute``: a task start first parses the DAG file, which
+# builds this operator, and that parse pays for every module imported here (issue 40's single-DAG parse,
+# ``tests/unit/dag_factory/test_task_start_imports.py``).
 if TYPE_CHECKING:
+    from airflow_tablemgmt.core.errors import LeaseUnavailable
+    from airflow_tablemgmt.core.factory import RunPlan
     from airflow_tablemgmt.factories.discovery import FactoryRegistry
+    from airflow_tablemgmt.lifecycle import ProcessRunner, Submitter
     from airflow_tablemgmt.store import Store
 
 
@@ -91,9 +76,9 @@ class TableMaintenanceOperator(BaseOperator):
     spark_conn_id: str = "spark_default"
     lease_wait: timedelta = timedelta(hours=1)
     lease_poll: timedelta = timedelta(seconds=30)
-    lease_ttl: timedelta = lifecycle.LEASE_TTL
-    heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY
-    stale_after: timedelta = lifecycle.STALE_AFTER
+    lease_ttl: timedelta = LEASE_TTL
+    heartbeat_every: timedelta = HEARTBEAT_EVERY
+    stale_after: timedelta = STALE_AFTER
     gate: str | None = None
     timeout_source: str | None = None
     _runner: ProcessRunner | None = None
@@ -108,9 +93,9 @@ class TableMaintenanceOperator(BaseOperator):
         spark_conn_id: str = "spark_default",
         lease_wait: timedelta = timedelta(hours=1),
         lease_poll: timedelta = timedelta(seconds=30),
-        lease_ttl: timedelta = lifecycle.LEASE_TTL,
-        heartbeat_every: timedelta = lifecycle.HEARTBEAT_EVERY,
-        stale_after: timedelta = lifecycle.STALE_AFTER,
+        lease_ttl: timedelta = LEASE_TTL,
+        heartbeat_every: timedelta = HEARTBEAT_EVERY,
+        stale_after: timedelta = STALE_AFTER,
         gate: str | None = None,
         timeout_source: str | None = None,
         **kwargs: Any,
@@ -143,9 +128,32 @@ class TableMaintenanceOperator(BaseOperator):
     def make_submitter(self) -> Submitter:
         """What runs the job: spark-submit through ``spark_conn_id``, or the Spark Connect server that
         ``[tablemgmt] spark_connect_conn_id`` names for this table (``hooks/engine.py``)."""
+        from airflow_tablemgmt.hooks.engine import submitter_for
+
         return submitter_for(self.table, self.action, self.spark_conn_id)
 
     def execute(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        from airflow.exceptions import AirflowException
+        from airflow.sdk.exceptions import AirflowSkipException, AirflowTaskTimeout
+
+        from airflow_tablemgmt import observability
+        from airflow_tablemgmt.core.errors import LeaseUnavailable, TableMgmtError
+        from airflow_tablemgmt.core.time_limits import TimeLimit
+        from airflow_tablemgmt.core.timing import PENDING_STALE_AFTER
+        from airflow_tablemgmt.factories.discovery import default_factories
+        from airflow_tablemgmt.hooks.secrets import resolve_catalog_spec
+        from airflow_tablemgmt.lifecycle import (
+            ProcessCanceled,
+            ProcessRunner,
+            RunRequest,
+            TakesJobConf,
+            UsesStore,
+        )
+        from airflow_tablemgmt.lineage.spark import parent_job_conf
+        from airflow_tablemgmt.notifications.health import after_process
+        from airflow_tablemgmt.operators.gate import check_event, check_snapshot
+        from airflow_tablemgmt.operators.time_limit import TimeLimitedSubmitter, TimeLimitExceeded
+
         # Again here: a cluster policy or a subclass may have changed them after the constructor.
         check_timing(
             lease_ttl=self.lease_ttl,
@@ -239,6 +247,9 @@ class TableMaintenanceOperator(BaseOperator):
     def _plan(self, store: Store, factories: FactoryRegistry, context: Any) -> RunPlan:
         """What a store-aware factory makes of this DAG run (the process parameters, or a skip);
         other factories need nothing from the run."""
+        from airflow_tablemgmt.core.factory import StoreAwareFactory
+        from airflow_tablemgmt.store.effective import effective_table
+
         table = effective_table(store, self.table)  # its declaration with the policies merged in
         factory = factories.for_action(table.format, self.action)
         if not isinstance(factory, StoreAwareFactory):
@@ -256,6 +267,9 @@ class TableMaintenanceOperator(BaseOperator):
         )
 
     def _wait_for_lease(self, error: LeaseUnavailable, event: dict[str, Any] | None) -> None:
+        from airflow.exceptions import AirflowException
+        from airflow.providers.standard.triggers.temporal import DateTimeTrigger
+
         now = datetime.now(UTC)
         first = datetime.fromisoformat(event["waiting_since"]) if event and "waiting_since" in event else now
         if now - first >= self.lease_wait:

@@ -1,4 +1,8 @@
-"""``Store``: one database (SQLite file or PostgreSQL), its schema, and its repositories."""
+"""``Store``: one database (SQLite file or PostgreSQL), its schema, and its repositories.
+
+Each repository's module is imported when the store first hands that repository out: a task start parses the
+DAG file, and a table's DAG reads catalogs, tables and policies, never processes or leases (issue 40's
+single-DAG parse budget, ``tests/unit/dag_factory/test_task_start_imports.py``)."""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
     Connection,
@@ -26,13 +30,9 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import InterfaceError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
 
-from airflow_tablemgmt.store.catalogs import CatalogRepository
 from airflow_tablemgmt.store.errors import StoreSchemaOutdated, StoreUnavailable
-from airflow_tablemgmt.store.leases import LeaseRepository
 from airflow_tablemgmt.store.models import SCHEMA_REVISION, VERSION_TABLE
-from airflow_tablemgmt.store.processes import ProcessRepository
 from airflow_tablemgmt.store.sqlite import enable_wal, is_memory_sqlite, prepare_sqlite_file
-from airflow_tablemgmt.store.tables import TableRepository
 from airflow_tablemgmt.store.timeouts import SQLITE_BUSY_TIMEOUT_MS, apply_pg_timeouts
 from airflow_tablemgmt.store.urls import (
     EXAMPLE_URLS,
@@ -44,7 +44,11 @@ from airflow_tablemgmt.store.urls import (
 if TYPE_CHECKING:
     from alembic.config import Config
 
+    from airflow_tablemgmt.store.catalogs import CatalogRepository
     from airflow_tablemgmt.store.dynamic import DynamicTableRepository
+    from airflow_tablemgmt.store.leases import LeaseRepository
+    from airflow_tablemgmt.store.processes import ProcessRepository
+    from airflow_tablemgmt.store.tables import TableRepository
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +94,9 @@ class Store:
         self._engine = _create_engine(self._url, dict(engine_kwargs or {}), create=create)
         self._schema_lock = threading.Lock()
         self._schema_ready = False
-        self._catalogs = CatalogRepository(self._engine)
-        self._tables = TableRepository(self._engine)
-        self._dynamic: DynamicTableRepository | None = None  # built on first use
-        self._processes = ProcessRepository(self._engine)
-        self._leases = LeaseRepository(self._engine)
+        # Each built (and its module imported) on first use: see the module's docstring.
+        self._repositories: dict[str, Any] = {}
+        self._repositories_lock = threading.Lock()
         _LIVE_STORES.add(self)
 
     def __repr__(self) -> str:
@@ -219,35 +221,78 @@ class Store:
 
     # -- repositories ----------------------------------------------------------------------
 
+    def _repository(self, name: str) -> Any:
+        """The repository ``name`` (one per store), its module imported and the repository built on first
+        use, after the schema is checked."""
+        self._ensure_schema()
+        repository = self._repositories.get(name)
+        if repository is None:
+            with self._repositories_lock:
+                repository = self._repositories.get(name)
+                if repository is None:
+                    repository = self._repositories[name] = _REPOSITORIES[name]()(self._engine)
+        return repository
+
     @property
     def catalogs(self) -> CatalogRepository:
-        self._ensure_schema()
-        return self._catalogs
+        return cast("CatalogRepository", self._repository("catalogs"))
 
     @property
     def tables(self) -> TableRepository:
-        self._ensure_schema()
-        return self._tables
+        return cast("TableRepository", self._repository("tables"))
 
     @property
     def dynamic(self) -> DynamicTableRepository:
         """Dynamic tables: rows of ``tms_table`` with a ``dynamic`` document."""
-        self._ensure_schema()
-        if self._dynamic is None:
-            from airflow_tablemgmt.store.dynamic import DynamicTableRepository
-
-            self._dynamic = DynamicTableRepository(self._engine)
-        return self._dynamic
+        return cast("DynamicTableRepository", self._repository("dynamic"))
 
     @property
     def processes(self) -> ProcessRepository:
-        self._ensure_schema()
-        return self._processes
+        return cast("ProcessRepository", self._repository("processes"))
 
     @property
     def leases(self) -> LeaseRepository:
-        self._ensure_schema()
-        return self._leases
+        return cast("LeaseRepository", self._repository("leases"))
+
+
+def _catalogs() -> type:
+    from airflow_tablemgmt.store.catalogs import CatalogRepository
+
+    return CatalogRepository
+
+
+def _tables() -> type:
+    from airflow_tablemgmt.store.tables import TableRepository
+
+    return TableRepository
+
+
+def _dynamic() -> type:
+    from airflow_tablemgmt.store.dynamic import DynamicTableRepository
+
+    return DynamicTableRepository
+
+
+def _processes() -> type:
+    from airflow_tablemgmt.store.processes import ProcessRepository
+
+    return ProcessRepository
+
+
+def _leases() -> type:
+    from airflow_tablemgmt.store.leases import LeaseRepository
+
+    return LeaseRepository
+
+
+# The repository classes by the store's property names, each imported when first asked for.
+_REPOSITORIES: dict[str, Callable[[], type]] = {
+    "catalogs": _catalogs,
+    "tables": _tables,
+    "dynamic": _dynamic,
+    "processes": _processes,
+    "leases": _leases,
+}
 
 
 def alembic_config() -> Config:

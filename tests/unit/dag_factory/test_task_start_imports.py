@@ -2,7 +2,9 @@
 (``get_parsing_context()``), and that parse pays for every module the file imports (issue 40's single-DAG
 parse budget, ``benchmarks/dag_parse.py``). A planned or discovery DAG's task start must not import the
 declarations, the tables' DAG builder, their operator and lifecycle, the planner or discovery's catalog
-listing; a table's task start must not import the policies' DAG modules.
+listing; a table's task start must not import the policies' DAG modules, nor what only its run needs (the
+lifecycle, the engines), the store's repositories its DAG does not read, a full parse's sync or the other
+formats.
 
 The shipped ``dags/tablemgmt_dags.py`` runs in a fresh interpreter (this test process has imported most of
 the package already) that imports Airflow once and forks once per DAG id, as Airflow's task runner is forked.
@@ -63,6 +65,23 @@ NOT_AT_A_TABLE_TASK_START = [
     "airflow_tablemgmt.metadata.planning",
     "airflow_tablemgmt.formats.api",  # its format and actions are this package's: no plugin loaded
     "tablemgmt_paimon",
+]
+
+# What a table's task start leaves to the run (its execute) or to a full parse: the parse builds the DAG and
+# its one operator, reads one table row, the catalogs and the policies, and loads the table's own format only.
+NOT_IN_A_TABLE_TASK_START_PARSE = [
+    "airflow_tablemgmt.lifecycle",  # the run: its lifecycle, engine, lineage and lease-wait trigger
+    "airflow_tablemgmt.hooks.engine",
+    "airflow_tablemgmt.spark.launch",
+    "airflow_tablemgmt.lineage",
+    "airflow.providers.standard.triggers.temporal",
+    "airflow_tablemgmt.store.processes",  # the store's repositories a DAG does not read
+    "airflow_tablemgmt.store.leases",
+    "airflow_tablemgmt.declarations.sync",  # a full parse's: the files' sync and cross-file checks
+    "airflow_tablemgmt.declarations.checks",
+    "airflow_tablemgmt.core.dynamic.spec",  # the dynamic tables' models
+    "airflow_tablemgmt.formats.hudi",  # the other formats (the declared table is an Iceberg table)
+    "airflow_tablemgmt.formats.delta",
 ]
 
 CHILD = r"""
@@ -164,3 +183,53 @@ def test_a_table_task_start_imports_none_of_the_policies_dag_modules(
     assert start["dags"] == [DECLARED]
     assert "airflow_tablemgmt.dag_factory.build" in start["loaded"]
     assert _imported(start["loaded"], NOT_AT_A_TABLE_TASK_START) == []
+
+
+def test_a_table_task_start_parse_leaves_the_run_and_the_other_formats_alone(
+    task_starts: dict[str, dict[str, list[str]]],
+) -> None:
+    start = task_starts[DECLARED]
+    assert start["dags"] == [DECLARED]
+    assert "airflow_tablemgmt.operators.maintenance" in start["loaded"]  # the DAG's operator is built
+    assert "airflow_tablemgmt.formats.iceberg" in start["loaded"]
+    loaded = [
+        m
+        for m in start["loaded"]
+        if any(m == n or m.startswith(n + ".") for n in NOT_IN_A_TABLE_TASK_START_PARSE)
+    ]
+    assert loaded == []
+
+
+def test_the_action_name_bound_covers_every_builtin_action() -> None:
+    """A table id is checked against the built-in actions' names only when it is long enough for one to
+    matter (``core/tables.py``): the bound must be at least the longest of them, and a table validates as it
+    did against every name."""
+    from airflow_tablemgmt.core.actions import ACTIONS
+    from airflow_tablemgmt.core.naming import ACTION_NAME_BOUND, dag_id_length_problem
+    from airflow_tablemgmt.core.tables import TableSpec
+
+    assert max(len(n) for n in ACTIONS.names()) <= ACTION_NAME_BOUND
+    actions = {"expire-snapshots": {}}
+    for length in (20, 100, 101, 120, 250):
+        namespace, name = "s" * min(length // 2, 128), "n" * min(length - length // 2, 128)
+        expected = dag_id_length_problem(f"lake.{namespace}.{name}", [*ACTIONS.names(), *actions])
+        try:
+            TableSpec(catalog="lake", namespace=namespace, name=name, actions=actions)
+            problem = None
+        except ValueError as e:
+            problem = str(e)
+        assert (problem is None) == (expected is None), (length, problem)
+        assert expected is None or expected in str(problem)
+
+
+def test_a_format_loaded_alone_keeps_the_builtin_order() -> None:
+    """``FORMATS.find`` loads only the named one of this package's formats; ``builtin()`` still lists them all
+    in entry-point order."""
+    from airflow_tablemgmt.core.formats import FormatRegistry
+
+    everything = [f.name for f in FormatRegistry().builtin()]
+    registry = FormatRegistry()
+    assert registry.builtin_format(everything[-1]) is not None
+    assert [f.name for f in registry.loaded()] == [everything[-1]]
+    assert registry.builtin_format("no-such-format") is None and len(registry.loaded()) == 1
+    assert [f.name for f in registry.builtin()] == everything
