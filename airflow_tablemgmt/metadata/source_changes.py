@@ -19,6 +19,7 @@ the NO_DATA decision (``metadata/dynamic.check_sources``: ``replace``-only snaps
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from airflow_tablemgmt.core.dynamic.source_changes import (
@@ -45,10 +46,24 @@ def _operation(snapshot: Any) -> str:
     return str(getattr(op, "value", op))
 
 
-def _added_records(snapshot: Any) -> int | None:
+def _count(snapshot: Any, key: str) -> int | None:
     summary = snapshot.summary
-    value = summary.get("added-records") if summary is not None else None
+    value = summary.get(key) if summary is not None else None
     return int(value) if value is not None else None
+
+
+def _info(snapshot: Any) -> SnapshotInfo:
+    """A snapshot as ``classify`` reads it: its operation and what its summary says it added and removed,
+    and the delete files the table held after it (a merge-on-read write: no changelog)."""
+    delete_files = _count(snapshot, "total-delete-files")
+    return SnapshotInfo(
+        snapshot.snapshot_id,
+        _operation(snapshot),
+        None,
+        _count(snapshot, "added-records"),
+        deleted_records=_count(snapshot, "deleted-records"),
+        delete_files=delete_files if delete_files is not None else _count(snapshot, "added-delete-files"),
+    )
 
 
 def _added_data_files(snapshot: Any, io: Any) -> tuple[str, ...]:
@@ -83,17 +98,12 @@ def change_since(metadata: Any, io: Any, table: str, since: int | None) -> Sourc
         newer.append(snapshot)
         parent = snapshot.parent_snapshot_id
         snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
-    infos = [SnapshotInfo(s.snapshot_id, _operation(s), None, _added_records(s)) for s in newer]
+    infos = [_info(s) for s in newer]
     change = classify(table, since, current_id, infos, reached_since=reached)
     if change.kind != APPENDS:
         return change
     listed = [
-        SnapshotInfo(
-            i.snapshot_id,
-            i.operation,
-            _added_data_files(s, io) if i.operation == APPEND else (),
-            i.added_records,
-        )
+        replace(i, added_files=_added_data_files(s, io) if i.operation == APPEND else ())
         for i, s in zip(infos, newer, strict=True)
     ]
     return classify(table, since, current_id, listed, reached_since=reached)

@@ -44,8 +44,9 @@ AUTO, FULL, INCREMENTAL = "AUTO", "FULL", "INCREMENTAL"
 NOT_ENABLED = "incremental refresh not enabled in this version"
 # What a table whose query can be maintained incrementally is told (each refresh then says what it did).
 WHEN_APPENDS = (
-    "incremental when the sources only appended (or were compacted) since the last refresh; FULL, naming "
-    "why, after a delete or overwrite of a source or when there is no previous state"
+    "incremental when the sources appended, were compacted, or deleted or overwrote rows copy-on-write "
+    "(Iceberg's changelog) since the last refresh; FULL, naming why, after a merge-on-read delete or "
+    "overwrite of a source or when there is no previous state"
 )
 
 # Leaves whose rows the query spells out itself: they never change between refreshes.

@@ -7,7 +7,9 @@
   store): the sources' snapshots it read, the table's snapshot it left and, for a query with ``avg``, the
   state table's snapshot it left;
 * each source's change since (``core.dynamic.source_changes.classify``): only appends (read them), only
-  ``replace`` commits (no change), or a delete / overwrite (FULL, naming the snapshot);
+  ``replace`` commits (no change), copy-on-write deletes / overwrites (their removed rows read from Iceberg's
+  changelog, unless the query cannot subtract them: ``min`` / ``max``, ``DISTINCT``), or a merge-on-read
+  one (FULL, naming the snapshot);
 * the table's own history since the snapshot the last refresh left (:func:`table_problem`): an incremental
   refresh adds a change to the table as that refresh left it, so anything but compactions (``replace``)
   since — someone else's write, or a refresh whose commit landed but was never recorded (killed after its
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_tablemgmt.core.dynamic.incremental import FULL, INCREMENTAL, Analysis, ModePlan
-from airflow_tablemgmt.core.dynamic.source_changes import APPENDS, REPLACE, SourceChange
+from airflow_tablemgmt.core.dynamic.source_changes import REPLACE, SourceChange
 
 NO_PREVIOUS = "no previous state: no earlier refresh left the whole table equal to the query at the snapshots it recorded"
 NO_TABLE_SNAPSHOT = "no previous state: the last refresh recorded no snapshot of the table"
@@ -188,8 +190,10 @@ def decide(
     *,
     table_problem: str | None = None,
     state_problem: str | None = None,
+    removal_problem: str | None = None,
 ) -> ModePlan:
-    """The mode this refresh runs in and why (the first reason in the module's order)."""
+    """The mode this refresh runs in and why (the first reason in the module's order). ``removal_problem``:
+    why the query cannot subtract removed rows (None: it can), which makes a change with removals FULL."""
     declared = str(declared).upper()
     if declared == FULL:
         return ModePlan(FULL, "refresh-mode is FULL")
@@ -209,9 +213,11 @@ def decide(
         change = changes[table]
         if not change.incremental:
             return ModePlan(FULL, change.reason)
+        if change.removes and removal_problem:
+            return ModePlan(FULL, f"{change.reason}; the query's {removal_problem}: refreshed in full")
     if state_problem:
         return ModePlan(FULL, state_problem)
-    appended = [changes[t] for t in sorted(changes) if changes[t].kind == APPENDS]
+    appended = [changes[t] for t in sorted(changes) if changes[t].changed]
     if not appended:
         return ModePlan(INCREMENTAL, NOTHING_CHANGED)
     what = "; ".join(c.reason for c in appended)

@@ -2,9 +2,14 @@
 
 The change's input rows (the aggregate's input, read as ``delta_terms`` says) are aggregated by the query's
 own grouping expressions into *partials* (:func:`partials`): per group its row count ``tms_rows`` and, per
-output aggregate, ``count`` → ``c<j>``, ``sum`` → ``s<j>``, ``min`` / ``max`` → ``m<j>``, ``avg`` → the
-sum ``s<j>`` and the count of non-null values ``n<j>`` (the sum in ``double`` as Spark's ``avg`` sums, or
-in the decimal type Spark's ``sum`` gives a decimal).
+output aggregate, ``count`` → ``c<j>``, ``min`` / ``max`` → ``m<j>``, ``sum`` and ``avg`` → the sum
+``s<j>`` and the count of non-null values ``n<j>`` (an ``avg``'s sum in ``double`` as Spark's ``avg`` sums,
+or in the decimal type Spark's ``sum`` gives a decimal).
+
+Rows a source's delete or overwrite removed (Iceberg's changelog) are aggregated the same way and
+subtracted (:func:`signed`: their counts and sums negated): a group whose row count reaches 0 disappears,
+a ``sum`` whose count of non-null values reaches 0 is NULL again. ``min`` / ``max`` cannot be subtracted:
+such a refresh is FULL (``AggregateShape.removal_problem``).
 
 Under appends a group only grows, so each partial column combines with the old one by a function Spark
 already has: counts and sums add (``sum`` stays NULL while every value is NULL, as Spark's own), ``min`` /
@@ -36,7 +41,8 @@ if TYPE_CHECKING:
 ROWS = "tms_rows"
 CHANGED = "tms_changed"
 # The state table's layout version: a state table written by another layout is rebuilt by a FULL refresh.
-LAYOUT_VERSION = "2"
+# 3: a sum keeps its count of non-null values (n<j>) too, for removals.
+LAYOUT_VERSION = "3"
 
 
 def _is_decimal(expression: Any) -> bool:
@@ -53,10 +59,23 @@ def partial_columns(shape: AggregateShape) -> list[str]:
     for j, slot in enumerate(shape.slots):
         if slot.function == "count":
             names.append(f"c{j}")
-        elif slot.function == "sum":
-            names.append(f"s{j}")
-        elif slot.function == "avg":
+        elif slot.function in ("sum", "avg"):
             names += [f"s{j}", f"n{j}"]
+        else:
+            names.append(f"m{j}")
+    return names
+
+
+def table_partial_columns(shape: AggregateShape) -> list[str]:
+    """The partial columns a query without a state table reads from its own table: every slot's, with
+    ``tms_rows`` from a ``count(*)`` column and a sum's ``n<j>`` from a ``count`` of its argument when the
+    query has them (what subtracting removed rows needs: ``AggregateShape.needs_state``)."""
+    names = [ROWS] if shape.row_count_slot() is not None else []
+    for j, slot in enumerate(shape.slots):
+        if slot.function == "count":
+            names.append(f"c{j}")
+        elif slot.function == "sum":
+            names += [f"s{j}"] + ([f"n{j}"] if shape.count_slot_of(j) is not None else [])
         else:
             names.append(f"m{j}")
     return names
@@ -100,7 +119,7 @@ def partials(spark: SparkSession, shape: AggregateShape, rows: DataFrame) -> Dat
         if slot.function == "count":
             aggregates.append(F.count(argument).alias(f"c{j}"))
         elif slot.function == "sum":
-            aggregates.append(F.sum(argument).alias(f"s{j}"))
+            aggregates += [F.sum(argument).alias(f"s{j}"), F.count(argument).alias(f"n{j}")]
         elif slot.function == "avg":
             summed = argument if _is_decimal(slot.argument) else argument.cast("double")
             aggregates += [F.sum(summed).alias(f"s{j}"), F.count(argument).alias(f"n{j}")]
@@ -115,16 +134,36 @@ def state_rows(shape: AggregateShape, part: DataFrame) -> DataFrame:
 
 
 def table_as_partials(shape: AggregateShape, table: DataFrame) -> DataFrame:
-    """The dynamic table's rows as partials (a query without ``avg``: its columns are their own partials)."""
+    """The dynamic table's rows as partials (a query without a state table: its columns are their own
+    partials), the columns :func:`table_partial_columns` names."""
     from pyspark.sql import functions as F
 
     key_column = {index: name for name, kind, index in reversed(shape.columns) if kind == "key"}
     slot_column = {index: name for name, kind, index in shape.columns if kind == "slot"}
     out = [F.col(quote(key_column[i])).alias(f"k{i}") for i in range(len(shape.grouping))]
+    rows = shape.row_count_slot()
+    if rows is not None:
+        out.append(F.col(quote(slot_column[rows])).alias(ROWS))
     for j, slot in enumerate(shape.slots):
         prefix = {"count": "c", "sum": "s"}.get(slot.function, "m")
         out.append(F.col(quote(slot_column[j])).alias(f"{prefix}{j}"))
+        counted = shape.count_slot_of(j) if slot.function == "sum" else None
+        if counted is not None:
+            out.append(F.col(quote(slot_column[counted])).alias(f"n{j}"))
     return table.select(*out)
+
+
+def signed(shape: AggregateShape, added: DataFrame, removed: DataFrame) -> DataFrame:
+    """The change's partials with removed rows subtracted: ``added``'s partials ``UNION ALL`` ``removed``'s
+    negated, summed per group (``min`` / ``max`` never come here: ``AggregateShape.removal_problem``)."""
+    from pyspark.sql import functions as F
+
+    keys = key_names(shape)
+    columns = [ROWS, *partial_columns(shape)]
+    types = {f.name: f.dataType for f in added.schema.fields}
+    negated = removed.select(*keys, *[(-F.col(c)).cast(types[c]).alias(c) for c in columns])
+    summed = [F.sum(c).cast(types[c]).alias(c) for c in columns]
+    return added.select(*keys, *columns).unionByName(negated).groupBy(*keys).agg(*summed)
 
 
 def combined(shape: AggregateShape, old: DataFrame, part: DataFrame, columns: list[str]) -> DataFrame:
@@ -141,7 +180,10 @@ def combined(shape: AggregateShape, old: DataFrame, part: DataFrame, columns: li
     for c in columns:
         pick = getattr(F, function[c]) if c in function else F.sum
         aggregates.append(pick(c).cast(types[c]).alias(c))
-    return was.unionByName(new).groupBy(*keys).agg(*aggregates, F.max(CHANGED).alias(CHANGED))
+    out = was.unionByName(new).groupBy(*keys).agg(*aggregates, F.max(CHANGED).alias(CHANGED))
+    if keys and ROWS in columns:  # a group whose rows were all removed disappears (a global one stays)
+        out = out.where(F.col(ROWS) > 0)
+    return out
 
 
 def table_rows(shape: AggregateShape, rows: DataFrame) -> DataFrame:
@@ -158,6 +200,8 @@ def table_rows(shape: AggregateShape, rows: DataFrame) -> DataFrame:
             value = F.col(f"c{index}")
         elif slot.function == "sum":
             value = F.col(f"s{index}")
+            if f"n{index}" in rows.columns:  # NULL again once every non-null value was removed
+                value = F.when(F.col(f"n{index}") == 0, F.lit(None)).otherwise(value)
         elif slot.function in ("min", "max"):
             value = F.col(f"m{index}")
         else:
@@ -202,13 +246,17 @@ def write_groups(
     *,
     scoped: bool,
     options: dict[str, str] | None = None,
+    where: Column | None = None,
 ) -> None:
-    """Replace the partitions ``rows`` fall in (``scoped``: Iceberg's dynamic overwrite) or the whole table
-    with ``rows``, in one commit."""
+    """Replace the partitions ``rows`` fall in (``scoped``: Iceberg's dynamic overwrite), the rows ``where``
+    selects (the partitions a change with removals touched: one may be left empty, which a dynamic overwrite
+    would not clear), or the whole table with ``rows``, in one commit."""
     from pyspark.sql import functions as F
 
     writer = rows.writeTo(str(target)).options(**(options or {}))
-    if scoped:
+    if where is not None:
+        writer.overwrite(where)
+    elif scoped:
         writer.overwritePartitions()
     else:
         writer.overwrite(F.lit(True))

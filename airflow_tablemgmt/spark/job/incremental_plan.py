@@ -5,7 +5,10 @@ checked by the query policy) is copied with each ``DataSourceV2Relation`` read a
 ``core.dynamic.delta_terms.Read`` says — Iceberg's read options on the relation (``snapshot-id`` for a
 table at a snapshot; ``start-snapshot-id`` / ``end-snapshot-id`` for the rows appended between two, which
 Iceberg's ``SparkScanBuilder`` turns into an incremental append scan), or an always-false filter for no
-rows — and turned back into a DataFrame. Everything else in the plan (filters, projections, joins,
+rows, or, for the rows a copy-on-write delete or overwrite removed or added, Iceberg's changelog table
+(``<table>.changes`` between the same two snapshots, its rows of one ``_change_type``) under a projection that
+gives its columns the relation's own attribute ids, so that the plan above reads them unchanged — and turned
+back into a DataFrame. Everything else in the plan (filters, projections, joins,
 generators) stays as Spark analysed it.
 
 For ``GROUP BY`` / ``DISTINCT`` queries (:func:`aggregate_shape`) the aggregate node is found under the
@@ -22,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablemgmt.core.dynamic.delta_terms import AT, CHANGE, NONE, Read
+from airflow_tablemgmt.core.dynamic.delta_terms import AT, CHANGE, DELETED, INSERTED, NONE, Read
+from airflow_tablemgmt.core.identifiers import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -117,9 +121,47 @@ def _read(spark: SparkSession, relation: Any, read: Read) -> Any:
         return _with_options(
             spark, relation, {"start-snapshot-id": str(read.since), "end-snapshot-id": str(read.until)}
         )
+    if read.kind in (INSERTED, DELETED):
+        return _changelog(spark, relation, read)
     if read.kind == AT and read.snapshot is not None:
         return _with_options(spark, relation, {"snapshot-id": str(read.snapshot)})
     return relation  # AT a table without a snapshot: it is empty, read as it is
+
+
+def _changelog(spark: SparkSession, relation: Any, read: Read) -> Any:
+    """The rows Iceberg's changelog marks ``INSERT`` / ``DELETE`` between ``read.since`` (exclusive) and
+    ``read.until``, as ``relation``'s columns with its attribute ids (a projection of aliases)."""
+    from pyspark.sql import functions as F
+
+    jvm = _jvm(spark)
+    name = f"{TableIdentifier.parse(table_of(relation)).quoted}.`changes`"
+    kind = "INSERT" if read.kind == INSERTED else "DELETE"
+    changes = (
+        spark.read.option("start-snapshot-id", str(read.since))
+        .option("end-snapshot-id", str(read.until))
+        .table(name)
+        # Not as a filter Iceberg can push down: its changelog scan binds pushed filters to the table's
+        # own schema, which has no _change_type (ValidationException).
+        .where(F.concat(F.col("_change_type"), F.lit("")) == F.lit(kind))
+    )
+    child = analysed(changes)
+    by_name = {str(a.name()).lower(): a for a in _seq(child.output())}
+    expressions = jvm.org.apache.spark.sql.catalyst.expressions
+    empty = jvm.PythonUtils.toSeq([])
+    aliases = []
+    for attribute in _seq(relation.output()):
+        source = by_name[str(attribute.name()).lower()]
+        aliases.append(
+            expressions.Alias(
+                source,
+                attribute.name(),
+                attribute.exprId(),
+                attribute.qualifier(),
+                jvm.scala.Option.empty(),
+                empty,
+            )
+        )
+    return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(jvm.PythonUtils.toSeq(aliases), child)
 
 
 def substitute(spark: SparkSession, plan: Any, reads: Sequence[Read]) -> Any:
@@ -153,12 +195,16 @@ def column(spark: SparkSession, expression: Any) -> Column:
 @dataclass(frozen=True)
 class Slot:
     """One aggregate output column: ``function`` (count, sum, avg, min, max) of ``argument`` (a Catalyst
-    expression over the aggregate's input), ``type`` its Spark type (``simpleString``)."""
+    expression over the aggregate's input), ``type`` its Spark type (``simpleString``); ``argument_key`` the
+    argument's canonical form (equal for semantically equal arguments) and whether it can be NULL (a
+    ``count`` of an argument that cannot, ``count(*)`` included, counts the group's rows)."""
 
     column: str
     function: str
     argument: Any
     type: str
+    argument_key: str = ""
+    nullable: bool = True
 
 
 @dataclass(frozen=True)
@@ -177,9 +223,44 @@ class AggregateShape:
     columns: tuple[tuple[str, str, int], ...]
 
     @property
+    def removal_problem(self) -> str | None:
+        """Why removed rows cannot be subtracted from this aggregate (None: they can): a ``min`` / ``max``
+        cannot be undone from the value alone, nor a ``DISTINCT`` without counts."""
+        if not self.slots:
+            return "SELECT DISTINCT keeps no count per row, so a removed row's group may or may not stay"
+        extremes = [s.column for s in self.slots if s.function in ("min", "max")]
+        if extremes:
+            return f"min / max ({', '.join(extremes)}) cannot subtract removed rows"
+        return None
+
+    def row_count_slot(self) -> int | None:
+        """A ``count`` slot that counts the group's rows (of an argument that cannot be NULL), if any."""
+        for j, slot in enumerate(self.slots):
+            if slot.function == "count" and not slot.nullable:
+                return j
+        return None
+
+    def count_slot_of(self, j: int) -> int | None:
+        """A ``count`` slot of slot ``j``'s argument (its non-NULL values), if any."""
+        key = self.slots[j].argument_key
+        for i, slot in enumerate(self.slots):
+            if slot.function == "count" and key and slot.argument_key == key:
+                return i
+        return None
+
+    @property
     def needs_state(self) -> bool:
-        """An ``avg`` needs the count and sum behind it: they live in the state table."""
-        return any(s.function == "avg" for s in self.slots)
+        """Whether the partials live in a state table beside the dynamic table: an ``avg`` needs the count and
+        sum behind it; and subtracting removed rows needs each group's row count (it disappears at 0) and
+        each ``sum``'s count of non-NULL values (it is NULL at 0), which the table's own columns hold only
+        when the query has a ``count(*)`` and a ``count`` of each summed argument. A query with ``min`` /
+        ``max`` keeps no state for removals: those refresh in full anyway."""
+        if any(s.function == "avg" for s in self.slots):
+            return True
+        if self.removal_problem is not None:
+            return False
+        sums = [j for j, s in enumerate(self.slots) if s.function == "sum"]
+        return self.row_count_slot() is None or any(self.count_slot_of(j) is None for j in sums)
 
 
 def _exprid(named: Any) -> int:
@@ -256,7 +337,17 @@ def _grouped(node: Any, root_columns: list[tuple[str, int | None]]) -> Aggregate
         arguments = _seq(function.children())
         if len(arguments) != 1:
             return f"{inner.sql()}: an aggregate of {len(arguments)} arguments"
-        slots.append(Slot(column_name, name, arguments[0], str(named.dataType().simpleString())))
+        argument = arguments[0]
+        slots.append(
+            Slot(
+                column_name,
+                name,
+                argument,
+                str(named.dataType().simpleString()),
+                argument_key=str(argument.canonicalized().toString()),
+                nullable=bool(argument.nullable()),
+            )
+        )
     missing = [g.sql() for g, k in zip(grouping, key_columns, strict=True) if k is None]
     if missing:
         return f"a GROUP BY key that is not a column of its result ({', '.join(missing)})"

@@ -10,12 +10,15 @@ analysis' strategy:
 * ``APPEND`` (filters and projections) and ``JOIN`` (inner joins): the query's plan read as
   ``core.dynamic.delta_terms`` says (the appended rows of each changed source; for joins one term per
   changed side, the other sides at this or the last refresh's snapshot) gives the new rows, appended in one
-  commit;
+  commit; when a source's copy-on-write delete or overwrite removed rows, the same plan over the rows
+  Iceberg's changelog marks deleted gives the removed ones, and the partitions the change touches are
+  rewritten without them (``incremental_write.replaced``);
 * ``MERGE_BY_KEY`` (``GROUP BY`` / ``DISTINCT``): the aggregate's input read the same way is aggregated
   into partials and combined with the old partials of the groups' partitions (``incremental_merge``: the
   state table's for a query with ``avg``, which keeps every aggregate's partials, else the table's own);
   the result replaces those partitions (the whole table when it is not partitioned by grouping keys), the
-  state table first (``incremental_state``), then the table. A ``DISTINCT`` appends its new groups.
+  state table first (``incremental_state``), then the table; removed rows' partials are subtracted
+  (``incremental_merge.signed``). A ``DISTINCT`` appends its new groups.
 
 Per-phase seconds go to the job's timings (``incremental_decide``, ``incremental_plan``,
 ``incremental_read`` — for an unpartitioned append, the write too —, ``incremental_state_write``,
@@ -181,7 +184,15 @@ def attempt(
                 )
             if aggregate is not None and aggregate.needs_state:
                 state_action, state_problem = _state(spark, state, aggregate, scope, previous)
-    mode = decide(declared, analysis, previous, changes, table_problem=problem, state_problem=state_problem)
+    mode = decide(
+        declared,
+        analysis,
+        previous,
+        changes,
+        table_problem=problem,
+        state_problem=state_problem,
+        removal_problem=None if aggregate is None else aggregate.removal_problem,
+    )
     if mode.mode != INCREMENTAL:
         return Attempt(mode, shape=aggregate)
     plan = incremental_plan.analysed(df) if aggregate is None else aggregate.child
@@ -193,6 +204,7 @@ def attempt(
         return Attempt(
             ModePlan(FULL, f"the query cannot be refreshed incrementally as it is: {terms}"), shape=aggregate
         )
+    removed_terms = delta_terms.removals(terms)
     assert previous is not None
     if state_action == STATE_ROLLBACK and previous.state_snapshot_id is not None:
         incremental_state.rollback(spark, state, previous.state_snapshot_id)
@@ -213,9 +225,15 @@ def attempt(
     try:
         with timed("incremental_plan"):  # the query's plan copied with the change's reads (driver, py4j)
             delta = _delta(spark, plan, terms)
+            gone = _delta(spark, plan, removed_terms) if removed_terms else None
             change = None if aggregate is None else incremental_merge.partials(spark, aggregate, delta)
+            if aggregate is not None and change is not None and gone is not None:
+                removed = incremental_merge.partials(spark, aggregate, gone)
+                change = incremental_merge.signed(aggregate, change, removed)
         with timed("incremental_read"):
-            if aggregate is None or change is None:
+            if aggregate is None and gone is not None:
+                written = incremental_write.replaced(spark, table, delta, gone, partitioned_by)
+            elif aggregate is None or change is None:
                 written = incremental_write.appended(spark, table, delta, partitioned_by, write_options)
             else:
                 written = incremental_write.grouped(
@@ -227,6 +245,7 @@ def attempt(
                     scope,
                     partitioned_by,
                     write_options,
+                    removes=gone is not None,
                 )
     except Exception as e:
         if any(c.expired for c in _clocks()) or not _is_spark_error(e):
@@ -239,7 +258,9 @@ def attempt(
     if written.state is not None:
         lease_guard.fence(f"the incremental refresh's write to {state}")
         with timed("incremental_state_write"):
-            incremental_merge.write_groups(state, written.state, scoped=written.scoped)
+            incremental_merge.write_groups(
+                state, written.state, scoped=written.scoped, where=written.state_where
+            )
             done["state_snapshot_id"] = incremental_state.current(spark, state)
         if written.from_state is not None:
             written.table = written.from_state(done["state_snapshot_id"])
@@ -250,7 +271,7 @@ def attempt(
                 written.table.writeTo(str(table)).options(**write_options).append()
             else:
                 incremental_merge.write_groups(
-                    table, written.table, scoped=written.scoped, options=write_options
+                    table, written.table, scoped=written.scoped, options=write_options, where=written.where
                 )
     with timed("incremental_table_write"):
         snapshot = incremental_state.current(spark, table)
@@ -266,6 +287,7 @@ def attempt(
         {
             **done,
             "rows_written": written.count,
+            **({"rows_removed": written.removed} if written.removed else {}),
             "partitions_written": written.partitions,
             "snapshot_id": snapshot,
         },

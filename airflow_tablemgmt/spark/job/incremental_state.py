@@ -96,12 +96,30 @@ def source_change(spark: SparkSession, table_id: str, since: int | None, now: in
 
 
 def _info(loaded: Any, snapshot_id: int, operation: str) -> SnapshotInfo:
-    """An append's record count from its own summary (``added-records``), for the refresh's stated reason."""
-    if operation != "append":
+    """What a snapshot's own summary says: the rows it added and removed, for the refresh's stated reason,
+    and the delete files the table held after it (a merge-on-read write: no changelog)."""
+    if operation == "replace":
         return SnapshotInfo(snapshot_id, operation)
     summary = loaded.snapshot(snapshot_id).summary()
-    records = summary.get("added-records")
-    return SnapshotInfo(snapshot_id, operation, added_records=int(records) if records is not None else None)
+    return SnapshotInfo(
+        snapshot_id,
+        operation,
+        added_records=_count(summary, "added-records"),
+        deleted_records=_count(summary, "deleted-records"),
+        delete_files=_delete_files(summary),
+    )
+
+
+def _count(summary: Any, key: str) -> int | None:
+    value = summary.get(key)
+    return None if value is None else int(value)
+
+
+def _delete_files(summary: Any) -> int | None:
+    """The delete files the table held after the snapshot (or, when the summary lacks the total, those it
+    added)."""
+    total = _count(summary, "total-delete-files")
+    return total if total is not None else _count(summary, "added-delete-files")
 
 
 def added_records(spark: SparkSession, table: TableIdentifier, before: int | None) -> int:

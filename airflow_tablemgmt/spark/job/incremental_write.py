@@ -1,8 +1,11 @@
 """What an incremental refresh writes, computed before its first commit (``incremental_refresh.attempt``).
 
-* Filters, projections, joins (:func:`appended`): the change's new rows, appended.
-* ``GROUP BY`` / ``DISTINCT`` (:func:`grouped`): the change's partials (``incremental_merge.partials``)
-  combined with the old partials of the partitions the change lands in.
+* Filters, projections, joins (:func:`appended`): the change's new rows, appended; with rows a source's
+  delete or overwrite removed (:func:`replaced`), the partitions the change touches (the whole table when not
+  partitioned) rewritten as their rows plus the added ones ``EXCEPT ALL`` the removed ones (bag difference:
+  a removed row takes away one copy of an equal row, as it took away one source row);
+* ``GROUP BY`` / ``DISTINCT`` (:func:`grouped`): the change's partials (``incremental_merge.partials``,
+  removed rows' subtracted) combined with the old partials of the partitions the change lands in.
 
 The change is read here once, before anything is committed, so a read Iceberg refuses fails here and
 ``attempt`` refreshes in full, naming the failure.
@@ -19,7 +22,7 @@ from airflow_tablemgmt.spark.job import incremental_merge, incremental_state, le
 from airflow_tablemgmt.spark.job.incremental_plan import AggregateShape
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 # The partitions_written list is cut here (the count is exact); past it a change touching more partitions
 # rewrites the whole table.
@@ -38,6 +41,11 @@ class Written:
     partitions: list[dict[str, Any]]
     append: bool = False
     scoped: bool = False
+    # With removals: the rows of the table (and of the state table) the write replaces (the touched
+    # partitions, or everything), since one of them may be left empty.
+    where: Column | None = None
+    state_where: Column | None = None
+    removed: int = 0
     # With a state table: the table's rows from the state at the snapshot its write left (no second
     # combination of the change: a scan of the state's changed partitions, no shuffle).
     from_state: Callable[[int | None], DataFrame] | None = None
@@ -63,6 +71,50 @@ def appended(
     return Written(None, None, incremental_state.added_records(spark, table, before), [], append=True)
 
 
+def replaced(
+    spark: SparkSession,
+    table: TableIdentifier,
+    added: DataFrame,
+    removed: DataFrame,
+    partitioned_by: tuple[str, ...],
+) -> Written:
+    """Filters, projections, joins with removed rows: the touched partitions' rows (the table's ``UNION ALL``
+    the added rows ``EXCEPT ALL`` the removed ones) replace them. One Spark job here counts the change per
+    partition; the write reads it again."""
+    from pyspark.sql import functions as F
+
+    parts = [F.col(quote(c)) for c in partitioned_by]
+    flagged = added.select(*parts, F.lit(1).alias("tms_added"), F.lit(0).alias("tms_removed")).unionAll(
+        removed.select(*parts, F.lit(0).alias("tms_added"), F.lit(1).alias("tms_removed"))
+    )
+    sums = [F.sum("tms_added").alias("tms_a"), F.sum("tms_removed").alias("tms_r")]
+    texts = [F.col(quote(c)).cast("string").alias(f"tms_t{i}") for i, c in enumerate(partitioned_by)]
+    found = (
+        flagged.groupBy(*parts).agg(*sums, *texts).limit(MAX_PARTITIONS_LISTED + 1).collect()
+        if partitioned_by
+        else flagged.agg(*sums).collect()
+    )
+    count = sum(int(r["tms_a"] or 0) for r in found)
+    gone = sum(int(r["tms_r"] or 0) for r in found)
+    if not count and not gone:
+        return Written(None, None, 0, [])
+    old = spark.table(table.quoted)
+    where = F.lit(True)
+    partitions: list[dict[str, Any]] = []
+    if partitioned_by and len(found) <= MAX_PARTITIONS_LISTED:
+        partitions = sorted(
+            ({c: r[f"tms_t{i}"] for i, c in enumerate(partitioned_by)} for r in found),
+            key=lambda p: [str(v) for v in p.values()],
+        )
+        where = incremental_merge.where_partitions(
+            partitioned_by, [[r[c] for c in partitioned_by] for r in found]
+        )
+        old = old.where(where)
+    columns = [quote(c) for c in added.columns]
+    rows = old.select(*columns).unionAll(added).exceptAll(removed)
+    return Written(rows, None, count, partitions, where=where, removed=gone)
+
+
 def grouped(
     spark: SparkSession,
     table: TableIdentifier,
@@ -72,6 +124,8 @@ def grouped(
     scope: tuple[int, ...] | None,
     partitioned_by: tuple[str, ...],
     write_options: dict[str, str],
+    *,
+    removes: bool = False,
 ) -> Written:
     """GROUP BY / DISTINCT: the change's partials combined with the old ones (the state table's, or the
     table's own) of the partitions the change lands in (the whole table when it is not partitioned by keys
@@ -111,6 +165,7 @@ def grouped(
         if touched is not None:
             read = read.where(incremental_merge.where_partitions(table_partitions(shape, scope), touched))
         old = incremental_merge.table_as_partials(shape, read)
+        columns = incremental_merge.table_partial_columns(shape)
     rows = incremental_merge.combined(shape, old, change, columns)
     if touched is not None:
         written = table_partitions(shape, scope)
@@ -124,9 +179,13 @@ def grouped(
     else:
         partitions = []
     keys = incremental_merge.key_names(shape)
+    where = state_where = None
+    if removes and touched is not None:  # a touched partition may be left without groups
+        where = incremental_merge.where_partitions(table_partitions(shape, scope), touched)
+        state_where = incremental_merge.where_partitions(names, touched)
     if state is None:
         table_rows = incremental_merge.table_rows(shape, rows)
-        return Written(table_rows, None, count, partitions, scoped=touched is not None)
+        return Written(table_rows, None, count, partitions, scoped=touched is not None, where=where)
 
     def from_state(snapshot: int | None) -> DataFrame:
         assert state is not None
@@ -142,6 +201,8 @@ def grouped(
         partitions,
         scoped=touched is not None,
         from_state=from_state,
+        where=where,
+        state_where=state_where,
     )
 
 

@@ -1,14 +1,17 @@
 """Incremental refresh (issue 41) against its oracle, on real Spark + Iceberg (the suite's shared session).
 
-Random sequences of appends, deletes, overwrites (``UPDATE``, copy-on-write) and compactions
+Random sequences of appends, deletes, overwrites (``UPDATE``), both copy-on-write, and compactions
 (``rewrite_data_files``: ``replace`` snapshots) on two real Iceberg source tables; after every step each
 dynamic table is refreshed through the real services, factory and refresh job (``job_main.run``, what
 spark-submit's driver runs) and must equal a full recomputation of its query: ``EXCEPT ALL`` both ways
 gives 0 rows. One dynamic table per supported shape: filters and projections (APPEND), a ``GROUP BY`` with
-count / sum / avg / min / max, partitioned by its key (MERGE_BY_KEY, with the state table behind avg), one
-with count / sum / max, not partitioned (no state table), and an inner join (JOIN, both sides changing). A
-step of appends and compactions only must refresh ``INCREMENTAL``; a step with a delete or overwrite
-``FULL``, naming the snapshot.
+count / sum / avg, partitioned by its key (MERGE_BY_KEY, with the state table behind avg), one with
+count(*) / count(v) / sum, not partitioned (no state table: its columns are its partials), one with min /
+max, and an inner join (JOIN, both sides changing). Appends and compactions must refresh ``INCREMENTAL``,
+and so must copy-on-write deletes and updates (the removed rows read from Iceberg's changelog and
+subtracted), except for the min / max table, which refreshes ``FULL`` naming why; a merge-on-read delete (a
+position delete file, which Iceberg's changelog does not read) makes every table over that source ``FULL``,
+naming the snapshot.
 
 Then the refresh is stopped mid-way: between the state table's commit and the table's (the next refresh
 rolls the state back and reads the same change again, incrementally), and after the table's commit but
@@ -17,9 +20,10 @@ equality holds after each. Last, the oracle is shown to catch a double count: wi
 bookkeeping switched off, the refresh after an unrecorded commit adds the change twice and the check finds
 the extra rows.
 
-On demand (``TABLEMGMT_FULL=1``): three fixed seeds of 25 steps each (the first step a compaction and appends
-to both sources, so that every shape refreshes INCREMENTAL), then a one-partition change (only that partition
-rewritten) and the stops; ``TABLEMGMT_INCREMENTAL_SEEDS`` / ``TABLEMGMT_INCREMENTAL_STEPS`` choose fewer or
+On demand (``TABLEMGMT_FULL=1``): three fixed seeds of 25 steps each (the first steps a compaction and
+appends to both sources, then a copy-on-write delete and an update, so that every shape refreshes
+INCREMENTAL after appends and after removals), then a merge-on-read delete, a one-partition change (only
+that partition rewritten) and the stops; ``TABLEMGMT_INCREMENTAL_SEEDS`` / ``TABLEMGMT_INCREMENTAL_STEPS`` choose fewer or
 more. CI's share is in ``test_refresh_modes.py``.
 """
 
@@ -55,14 +59,15 @@ STEPS = int(os.environ.get("TABLEMGMT_INCREMENTAL_STEPS", "25"))
 KEYS = ["x", "y", "z", None]
 SHAPES = {
     "filter": "SELECT id, k, v * 2 AS v2 FROM {a} WHERE v IS NULL OR v % 3 <> 0",
-    "grouped": (
-        "SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s, avg(v) AS av, min(v) AS lo, max(v) AS hi "
-        "FROM {a} GROUP BY k"
-    ),
+    "grouped": "SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s, avg(v) AS av FROM {a} GROUP BY k",
     "joined": "SELECT a.id, a.v, b.w FROM {a} a JOIN {b} b ON a.k = b.k",
     # without avg, not partitioned: the table's own rows are its partials, the whole table replaced
-    "totals": "SELECT k, count(*) AS n, sum(v) AS s, max(v) AS hi FROM {a} GROUP BY k",
+    "totals": "SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s FROM {a} GROUP BY k",
+    # min / max: merged under appends, FULL after removals
+    "extremes": "SELECT k, count(*) AS n, min(v) AS lo, max(v) AS hi FROM {a} GROUP BY k",
 }
+CANNOT_SUBTRACT = "cannot subtract removed rows: refreshed in full"
+MERGE_ON_READ = "merge-on-read): Iceberg's changelog does not read delete files"
 
 
 @pytest.fixture
@@ -88,6 +93,7 @@ class World:
         self.jobs = SessionJobs(spark)
         self.tables = {shape: f"lake.db.dt_{shape}_{tag}" for shape in SHAPES}
         self.hour = 0
+        self.merge_on_read: set[str] = set()  # sources that got a delete file (their deletes refresh FULL)
         self.seconds: list[tuple[str, float]] = []
         for shape, table in self.tables.items():
             definition = {"identifier": table, "query": self.query(shape), "freshness": "1 HOUR"}
@@ -118,6 +124,13 @@ class World:
         self.spark.sql(
             f"CALL lake.system.rewrite_data_files(table => '{name}', options => map('rewrite-all', 'true'))"
         )
+
+    def delete_merge_on_read(self, table: str, condition: str) -> None:
+        """A DELETE written merge-on-read (a position delete file); the table keeps it until compacted."""
+        self.spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+        self.spark.sql(f"DELETE FROM {table} WHERE {condition}")
+        self.spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.mode'='copy-on-write')")
+        self.merge_on_read.add(table)
 
     def step(self) -> tuple[str, bool]:
         """One random change of the sources; whether it removed or replaced rows."""
@@ -172,15 +185,20 @@ class World:
 
 
 def check(world: World, shape: str, removed: bool, where: str) -> dict[str, Any]:
-    """Refresh ``shape`` and compare it with its query. After appends and compactions only the refresh is
-    INCREMENTAL (or NO_DATA); FULL only after a delete or overwrite, naming it (a delete may also match no
-    row, or hit a source the shape does not read: then it is no change to it)."""
+    """Refresh ``shape`` and compare it with its query. After appends, compactions and copy-on-write deletes
+    and updates the refresh is INCREMENTAL (or NO_DATA); FULL only after a removal, naming why: min / max
+    cannot subtract it, or a merge-on-read delete file (a delete may also match no row, or hit a source the
+    shape does not read: then it is no change to it)."""
     row = world.refresh(shape)
     assert row["status"] == ProcessStatus.SUCCESS, (where, row)
     assert world.differences(shape) == 0, (where, shape, row)
     if row["refresh_mode"] == "FULL":
         assert removed, f"{where}: {shape} refreshed FULL after appends only: {row}"
-        assert "needs Iceberg's changelog, else a FULL refresh" in row["refresh_mode_reason"], (where, row)
+        reason = row["refresh_mode_reason"]
+        if MERGE_ON_READ in reason:
+            assert world.merge_on_read, (where, row)
+        else:
+            assert shape == "extremes" and CANNOT_SUBTRACT in reason, (where, row)
     elif row["refresh_action"] != "NO_DATA":
         assert row["refresh_mode"] == "INCREMENTAL", (where, row)
     return row
@@ -206,22 +224,41 @@ def test_every_shape_stays_equal_to_its_query_through_random_changes_and_stops_m
         assert world.refresh(shape)["refresh_action"] == "NO_DATA"
     dt, state = world.tables["grouped"], world.tables["grouped"] + "__tms_state"
     assert spark.catalog.tableExists(state)  # avg's sums and counts, beside the table, not in it
-    assert [f.name for f in spark.table(dt).schema.fields] == ["k", "n", "nv", "s", "av", "lo", "hi"]
-    script = ["compact a, append both"]
+    assert [f.name for f in spark.table(dt).schema.fields] == ["k", "n", "nv", "s", "av"]
+    script = ["compact a, append both", "delete from a", "update a"]
+    after_removal: dict[str, set[str]] = {shape: set() for shape in SHAPES}
     for i in range(STEPS):
         removed = False
         if i < len(script):
             op = script[i]
             if op.startswith("compact"):
                 world.compact(world.a)
-            world.append_a(2)
-            world.append_b(1)
+                world.append_a(2)
+                world.append_b(1)
+            elif op.startswith("delete"):
+                removed = True
+                world.spark.sql(f"DELETE FROM {world.a} WHERE id % 3 = 0")
+            else:
+                removed = True
+                world.spark.sql(f"UPDATE {world.a} SET v = coalesce(v, 0) + 1 WHERE id % 2 = 0")
         else:
             op, removed = world.step()
         for shape in SHAPES:
             row = check(world, shape, removed, f"seed {seed} step {i} ({op})")
             modes[shape].add(str(row["refresh_mode"]))
+            if removed and i < len(script):
+                after_removal[shape].add(str(row["refresh_mode"]))
     assert all("INCREMENTAL" in m for m in modes.values()), modes
+    # A copy-on-write delete and update were read from the changelog by every shape but min / max.
+    assert {s: m for s, m in after_removal.items() if s != "extremes"} == {
+        s: {"INCREMENTAL"} for s in SHAPES if s != "extremes"
+    }, after_removal
+    assert after_removal["extremes"] == {"FULL"}, after_removal
+    # A merge-on-read delete: no changelog for delete files, so every table over that source is FULL.
+    world.delete_merge_on_read(world.a, "id % 5 = 1")
+    for shape in SHAPES:
+        row = check(world, shape, True, "merge-on-read delete")
+        assert row["refresh_mode"] == "FULL" and MERGE_ON_READ in row["refresh_mode_reason"], row
     stops(world, monkeypatch)
     print(f"refresh seconds: {world.seconds}")
 

@@ -4,8 +4,8 @@ rules say for the query shapes Spark really produces, ``dt create`` with ``INCRE
 is refused naming the window function and leaves nothing behind, and ``AUTO`` on a GROUP BY query records
 the mode and the reason on each refresh and on the table; its refresh after an append is INCREMENTAL, rewrites
 the one partition the change lands in and equals its query, also after a refresh stopped between the state
-table's commit and the table's (the random property test over every shape: test_incremental_property.py, on
-demand)."""
+table's commit and the table's and after a copy-on-write DELETE (read from Iceberg's changelog, subtracted;
+the random property test over every shape: test_incremental_property.py, on demand)."""
 
 from __future__ import annotations
 
@@ -183,6 +183,20 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
     )
     assert (again.summary or {})["refresh_mode"] == "INCREMENTAL", again.summary
     assert equal(spark, daily, group_by)
+
+    # A copy-on-write DELETE of a source: the rows it removed are read from Iceberg's changelog and their
+    # partials subtracted; the group whose rows all went disappears, with its (now empty) partition.
+    spark.sql(f"DELETE FROM {orders} WHERE day = '2026-02-03' OR id = 4")
+    removed = dynamic.refresh_now(
+        store, daily, runner=jobs, is_periodic=True, schedule_time="2026-03-01 03:00:00"
+    )
+    row = dynamic.history_row(removed)
+    assert row["refresh_mode"] == "INCREMENTAL", row
+    assert "1 delete snapshot(s)" in row["refresh_mode_reason"], row
+    assert "read from Iceberg's changelog" in row["refresh_mode_reason"], row
+    assert sorted(p["day"] for p in row["partitions_written"]) == ["2026-02-01", "2026-02-03"], row
+    assert equal(spark, daily, group_by)
+    assert spark.sql(f"SELECT * FROM {daily} WHERE day = '2026-02-03'").count() == 0
     with pytest.raises(InvalidInput, match="refresh-mode: 'SOMETIMES' is not a refresh mode"):
         dynamic.alter(store, daily, refresh_mode="SOMETIMES")
     dynamic.alter(store, daily, refresh_mode="INCREMENTAL")  # the recorded analysis allows it

@@ -1,7 +1,8 @@
 """Issue 41 item 2: a source's change since the snapshot a refresh recorded, read with pyiceberg from real
 Iceberg tables (a SQL catalog on SQLite, written by pyiceberg, no JVM): appends give their new data files,
-replace snapshots (a compaction) are no change, deletes and overwrites need the changelog or a FULL refresh
-and say which snapshot, a recorded snapshot that left the history needs a FULL one."""
+replace snapshots (a compaction) are no change, copy-on-write deletes and overwrites are read from Iceberg's
+changelog, merge-on-read ones (delete files) need a FULL refresh and say which snapshot, a recorded snapshot
+that left the history needs a FULL one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from airflow_tablemgmt.core.dynamic.source_changes import (
     APPENDS,
-    NEEDS_CHANGELOG,
+    CHANGELOG,
     NEEDS_FULL,
     NO_DATA_CHANGE,
     UNCHANGED,
@@ -116,7 +117,7 @@ def test_replace_snapshots_are_no_change_and_appends_around_them_still_count(
     ("remove", "operation"),
     [("id >= 0", "delete"), ("id < 5", "overwrite")],  # a whole file dropped; part of one rewritten
 )
-def test_deletes_and_overwrites_need_the_changelog_naming_the_snapshot(
+def test_copy_on_write_deletes_and_overwrites_are_read_from_the_changelog(
     lake: tuple[CatalogSpec, Any], remove: str, operation: str
 ) -> None:
     _, cat = lake
@@ -128,9 +129,32 @@ def test_deletes_and_overwrites_need_the_changelog_naming_the_snapshot(
     removing = [s for s in table.snapshots() if s.summary.operation.value == operation]
     assert removing, [s.summary.operation for s in table.snapshots()]
     change = _change(table, first)
-    assert (change.kind, change.incremental) == (NEEDS_CHANGELOG, False)
-    assert change.reason.startswith(f"{T}: snapshot {removing[0].snapshot_id} is a {operation}")
-    assert change.reason.endswith("needs Iceberg's changelog, else a FULL refresh")
+    assert (change.kind, change.incremental, change.removes) == (CHANGELOG, True, True)
+    assert change.reason.startswith(
+        f"{T}: 1 append and 1 {operation} snapshot(s) since {first} (copy-on-write)"
+    )
+    removed = int(removing[0].summary["deleted-records"])
+    assert change.deleted_records == removed > 0
+    assert (
+        f"read from Iceberg's changelog: {removed} rows of the data files removed or rewritten"
+        in change.reason
+    )
+
+
+def test_a_merge_on_read_delete_needs_full_naming_the_snapshot_and_its_delete_files() -> None:
+    # A DELETE written merge-on-read (a position delete file), or a copy-on-write one over a table that still
+    # has delete files: Iceberg's changelog scan refuses delete files ("not supported in changelog scans").
+    newer = [SnapshotInfo(3, "delete", delete_files=1, deleted_records=0), SnapshotInfo(2, "append")]
+    change = classify(T, 1, 3, newer, reached_since=True)
+    assert (change.kind, change.incremental) == (NEEDS_FULL, False)
+    assert change.reason.startswith(
+        f"{T}: snapshot 3 is a delete (removed rows) of a table with delete files (1"
+    )
+    assert "Iceberg's changelog does not read delete files" in change.reason
+    cow = classify(
+        T, 1, 3, [SnapshotInfo(3, "overwrite", delete_files=0, deleted_records=4)], reached_since=True
+    )
+    assert (cow.kind, cow.deleted_records) == (CHANGELOG, 4)
 
 
 def test_a_recorded_snapshot_that_left_the_history_or_none_recorded_needs_full(

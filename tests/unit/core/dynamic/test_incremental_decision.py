@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_tablemgmt.core.dynamic.delta_terms import AT, CHANGE, JOIN_WITH_UNION, NONE, Read, pinned, terms
+from airflow_tablemgmt.core.dynamic.delta_terms import (
+    AT,
+    CHANGE,
+    DELETED,
+    INSERTED,
+    JOIN_WITH_UNION,
+    NONE,
+    Read,
+    pinned,
+    removals,
+    terms,
+)
 from airflow_tablemgmt.core.dynamic.incremental import FULL, INCREMENTAL, Analysis
 from airflow_tablemgmt.core.dynamic.incremental_decision import (
     NO_PREVIOUS,
@@ -39,7 +50,12 @@ def unchanged(table: str, at: int) -> SourceChange:
 
 
 def deleted(table: str, since: int, now: int) -> SourceChange:
-    return classify(table, since, now, [SnapshotInfo(now, "delete")], reached_since=True)
+    """A copy-on-write delete (no delete files): read from Iceberg's changelog."""
+    return classify(table, since, now, [SnapshotInfo(now, "delete", delete_files=0)], reached_since=True)
+
+
+def deleted_merge_on_read(table: str, since: int, now: int) -> SourceChange:
+    return classify(table, since, now, [SnapshotInfo(now, "delete", delete_files=2)], reached_since=True)
 
 
 PREVIOUS = Previous({A: 1, B: 5}, snapshot_id=10, state_snapshot_id=20, process_id=3)
@@ -72,9 +88,17 @@ def test_appends_are_incremental_and_the_reason_says_what_was_read() -> None:
             "INCREMENTAL",  # declared INCREMENTAL still refreshes in full when the change cannot be read
             CAN,
             PREVIOUS,
-            {A: deleted(A, 1, 2), B: unchanged(B, 5)},
+            {A: deleted_merge_on_read(A, 1, 2), B: unchanged(B, 5)},
             {},
-            "lake.db.a: snapshot 2 is a delete (removed rows)",
+            "lake.db.a: snapshot 2 is a delete (removed rows) of a table with delete files (2, merge-on-read)",
+        ),
+        (
+            "AUTO",  # the changelog gives the removed rows, but a min / max cannot subtract them
+            CAN,
+            PREVIOUS,
+            {A: deleted(A, 1, 2), B: unchanged(B, 5)},
+            {"removal_problem": "min / max (lo) cannot subtract removed rows"},
+            "lake.db.a: 0 append and 1 delete snapshot(s) since 1 (copy-on-write), read from Iceberg's changelog",
         ),
         (
             "AUTO",
@@ -91,6 +115,24 @@ def test_full_and_why_in_order(
 ) -> None:
     mode = decide(declared, analysis, previous, changes, **kw)
     assert mode.mode == FULL and mode.reason.startswith(reason), mode
+
+
+def test_a_copy_on_write_delete_is_incremental_unless_the_query_cannot_subtract_it() -> None:
+    changes = {A: deleted(A, 1, 2), B: appended(B, 5, 6)}
+    mode = decide("AUTO", CAN, PREVIOUS, changes)
+    assert mode.mode == INCREMENTAL
+    assert mode.reason.startswith("MERGE_BY_KEY: lake.db.a: 0 append and 1 delete snapshot(s) since 1"), mode
+    assert "lake.db.b: 1 append snapshot(s) since 5" in mode.reason
+    full = decide(
+        "AUTO", CAN, PREVIOUS, changes, removal_problem="min / max (lo) cannot subtract removed rows"
+    )
+    assert full.mode == FULL
+    assert full.reason.endswith(
+        "; the query's min / max (lo) cannot subtract removed rows: refreshed in full"
+    )
+    # Appends alone never ask whether removals could be subtracted.
+    only = decide("AUTO", CAN, PREVIOUS, {A: appended(A, 1, 2), B: unchanged(B, 5)}, removal_problem="x")
+    assert only.mode == INCREMENTAL
 
 
 def test_the_table_must_be_as_the_last_refresh_left_it() -> None:
@@ -177,6 +219,22 @@ def test_a_join_of_two_changed_sides_is_the_union_of_both_deltas() -> None:
         [Read(AT, 2), Read(CHANGE, since=1, until=2)],
     ]
     assert terms([A, B], changes, joined=True, unioned=True) == JOIN_WITH_UNION
+
+
+def test_removed_rows_are_the_same_terms_over_the_changelog_deletes() -> None:
+    # SELECT … FROM a UNION ALL SELECT … FROM b: a deleted (changelog), b appended.
+    changes = {A: deleted(A, 1, 2), B: appended(B, 5, 6)}
+    added = terms([A, B], changes, joined=False, unioned=True)
+    assert added == [[Read(INSERTED, since=1, until=2), Read(CHANGE, since=5, until=6)]]
+    assert removals(added) == [[Read(DELETED, since=1, until=2), Read(NONE)]]
+    # A ⋈ B: (A⁺ − A⁻) ⋈ B_old + A_new ⋈ ΔB; the appended side's term removes nothing.
+    added = terms([A, B], changes, joined=True, unioned=False)
+    assert added == [
+        [Read(INSERTED, since=1, until=2), Read(AT, 5)],
+        [Read(AT, 2), Read(CHANGE, since=5, until=6)],
+    ]
+    assert removals(added) == [[Read(DELETED, since=1, until=2), Read(AT, 5)]]
+    assert removals(terms([A], {A: appended(A, 1, 2)}, joined=False, unioned=False)) == []
 
 
 def test_a_full_refresh_reads_each_source_at_the_snapshot_it_records() -> None:

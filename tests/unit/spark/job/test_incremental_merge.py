@@ -10,12 +10,16 @@ from airflow_tablemgmt.spark.job.incremental_merge import (
     partial_columns,
     scoped_keys,
     state_columns,
+    table_partial_columns,
 )
 from airflow_tablemgmt.spark.job.incremental_plan import AggregateShape, Slot
 
 
-def shape(*slots: tuple[str, str], keys: tuple[str, ...] = ("day", "customer")) -> AggregateShape:
-    """``SELECT <keys>, <slots> … GROUP BY <keys>`` as aggregate_shape gives it (no Catalyst objects needed)."""
+def shape(
+    *slots: tuple[str, str] | tuple[str, str, str, bool], keys: tuple[str, ...] = ("day", "customer")
+) -> AggregateShape:
+    """``SELECT <keys>, <slots> … GROUP BY <keys>`` as aggregate_shape gives it (no Catalyst objects needed);
+    a slot is (function, type) or (function, type, its argument, whether the argument can be NULL)."""
     columns = [(k, "key", i) for i, k in enumerate(keys)]
     columns += [(f"x{j}", "slot", j) for j in range(len(slots))]
     return AggregateShape(
@@ -24,20 +28,21 @@ def shape(*slots: tuple[str, str], keys: tuple[str, ...] = ("day", "customer")) 
         grouping=tuple(keys),
         key_columns=keys,
         key_types=tuple("string" for _ in keys),
-        slots=tuple(Slot(f"x{j}", f, None, t) for j, (f, t) in enumerate(slots)),
+        slots=tuple(Slot(f"x{j}", s[0], None, s[1], *s[2:]) for j, s in enumerate(slots)),  # type: ignore[arg-type]
         columns=tuple(columns),
     )
 
 
 def test_every_aggregate_keeps_its_partials_in_the_state() -> None:
     s = shape(("count", "bigint"), ("sum", "bigint"), ("avg", "double"), ("min", "int"), ("max", "int"))
-    assert partial_columns(s) == ["c0", "s1", "s2", "n2", "m3", "m4"]
-    assert state_columns(s) == ["k0", "k1", ROWS, "c0", "s1", "s2", "n2", "m3", "m4"]
+    # a sum keeps its count of non-null values too: at 0 after removals it is NULL again
+    assert partial_columns(s) == ["c0", "s1", "n1", "s2", "n2", "m3", "m4"]
+    assert state_columns(s) == ["k0", "k1", ROWS, "c0", "s1", "n1", "s2", "n2", "m3", "m4"]
 
 
 def test_the_layout_names_the_aggregates_the_key_types_and_the_partitions() -> None:
     s = shape(("count", "bigint"), ("avg", "decimal(16,6)"))
-    assert layout(s, (0,)) == "2;slots=count:bigint,avg:decimal(16,6);keys=string,string;partitioned=k0"
+    assert layout(s, (0,)) == "3;slots=count:bigint,avg:decimal(16,6);keys=string,string;partitioned=k0"
     assert layout(s, ()) != layout(s, (0,))  # a table partitioned otherwise needs another state
     assert layout(shape(("avg", "double")), ()) != layout(shape(("sum", "double")), ())
 
@@ -49,3 +54,22 @@ def test_a_change_rewrites_its_partitions_only_when_the_table_is_partitioned_by_
     assert scoped_keys(["customer", "day"], s) == (1, 0)
     assert scoped_keys(["x0"], s) is None  # by an aggregate: a group may move between partitions
     assert scoped_keys(None, s) is None  # a transform (days(ts), bucket): not whole groups
+
+
+def test_a_query_keeps_a_state_table_when_its_own_columns_cannot_take_removals() -> None:
+    rows, nv = ("count", "bigint", "1", False), ("count", "bigint", "v", True)
+    total = ("sum", "bigint", "v", True)
+    # count(*), count(v), sum(v): the table's columns are every partial a removal needs
+    own = shape(rows, nv, total)
+    assert not own.needs_state and own.removal_problem is None
+    assert table_partial_columns(own) == [ROWS, "c0", "c1", "s2", "n2"]
+    # sum(v) without count(v), or no count(*): a state table keeps tms_rows and the sum's n
+    assert shape(rows, total).needs_state
+    assert shape(nv, total).needs_state
+    assert shape(("avg", "double", "v", True)).needs_state  # avg: always
+    # min / max cannot subtract removed rows (a FULL refresh then): no state table for them
+    extremes = shape(rows, ("max", "int", "v", True))
+    assert not extremes.needs_state
+    assert extremes.removal_problem == "min / max (x1) cannot subtract removed rows"
+    assert table_partial_columns(extremes) == [ROWS, "c0", "m1"]
+    assert "DISTINCT" in (shape().removal_problem or "")
