@@ -141,10 +141,12 @@ else
 fi
 
 if [ "$DYNAMIC" = 1 ]; then
-  # expire-data above deleted rows of demo.db.events (rewrites alone change no data: NO_DATA).
-  step "Periodic refresh of $DT at $(midnight '2 days ago'), as the scheduler's run: expire-data deleted rows of demo.db.events, so the whole table is recomputed (FULL, and why)"
+  # expire-data above deleted rows of demo.db.events (rewrites alone change no data: NO_DATA). Its DELETE drops
+  # whole files of the old days (rewrite-files applied and removed the delete files), so Iceberg's changelog
+  # says which rows went; were delete files left, the refresh would be FULL, naming them.
+  step "Periodic refresh of $DT at $(midnight '2 days ago'), as the scheduler's run: expire-data deleted the old days of demo.db.events; the rows it removed are read from Iceberg's changelog and their groups subtracted (INCREMENTAL)"
   dt_run 2-periodic "$(midnight '2 days ago')" '{"trigger": "SCHEDULED", "is_periodic": true}'
-  python "$ROOT/scripts/demo_dynamic.py" expect "$DT" FULL ${DEMO_ACTIONS:+NO_DATA} --at "$(midnight '2 days ago')"
+  python "$ROOT/scripts/demo_dynamic.py" expect "$DT" INCREMENTAL FULL ${DEMO_ACTIONS:+NO_DATA} --at "$(midnight '2 days ago')"
 
   if [ "$CATALOG" = local ]; then
     step "New rows arrive: 300 events of today appended to demo.db.events (one append commit)"
@@ -152,6 +154,12 @@ if [ "$DYNAMIC" = 1 ]; then
     step "Periodic refresh at $(midnight yesterday): the source only appended, so only the new rows are read and the groups they touch merged in (INCREMENTAL)"
     dt_run 3-incremental "$(midnight yesterday)" '{"trigger": "SCHEDULED", "is_periodic": true}'
     python "$ROOT/scripts/demo_dynamic.py" expect "$DT" INCREMENTAL --at "$(midnight yesterday)"
+    NOON="$(date -u -d yesterday +%Y-%m-%dT12:00:00+00:00)"
+    step "A DELETE on demo.db.events written merge-on-read (the table's write.delete.mode): a position delete file per partition"
+    python "$ROOT/scripts/demo_table.py" --warehouse "$WAREHOUSE" --table demo.db.events --delete-existing 7 2>"$DEMO/demo-delete.log" || { tail -20 "$DEMO/demo-delete.log"; exit 1; }
+    step "Periodic refresh at $NOON: Iceberg's changelog does not read delete files, so which rows went is not known and the whole table is recomputed (FULL, and why)"
+    dt_run 3-merge-on-read "$NOON" '{"trigger": "SCHEDULED", "is_periodic": true}'
+    python "$ROOT/scripts/demo_dynamic.py" expect "$DT" FULL --at "$NOON"
   fi
 
   step "A refresh of one day through FLIP-435's REST endpoint, on a real airflow api-server and scheduler (started, then stopped)"

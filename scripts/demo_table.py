@@ -143,9 +143,25 @@ def main() -> int:
         help="DELETE commits; each deletes one row in every --delete-every",
     )
     p.add_argument("--append", type=int, default=0, metavar="ROWS", help="append ROWS rows of today instead")
+    p.add_argument(
+        "--delete-existing",
+        type=int,
+        default=0,
+        metavar="EVERY",
+        help="instead: one DELETE commit on the existing table of one row in every EVERY (its write.delete.mode: "
+        "merge-on-read in the demo, a position delete file per partition)",
+    )
     args = p.parse_args()
     t0 = time.monotonic()
     spark = spark_session(args.warehouse, args.table.split(".")[0], args.remote)
+    if args.delete_existing:
+        before = spark.sql(f"SELECT count(*) FROM {args.table}").first()[0]
+        add_position_deletes(spark, args.table, args.delete_existing, 1)
+        r = spark.sql(f"SELECT count(*) FROM {args.table}").first()[0]
+        d = spark.sql(f"SELECT count(*) FROM {args.table}.delete_files").first()[0]
+        print(f"deleted {before - r} rows of {args.table} ({d} delete files): {r} live records")
+        spark.stop()
+        return 0
     if args.append:
         append_rows(spark, args.table, args.append)
         r = spark.sql(f"SELECT count(*) FROM {args.table}").first()[0]
