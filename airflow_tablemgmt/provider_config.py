@@ -172,6 +172,14 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "one after another on one warm engine (docs/adr/0004-fleet-planning.md).",
         "100",
     ),
+    "plan_batch_overlap": _option(
+        "boolean",
+        "True",
+        "Whether a planned batch runs each table's bookkeeping (its result, health, alerts, and the next "
+        "table's checks, process row and lease) in a thread beside the next table's job; the jobs themselves "
+        "still run one at a time and in order (docs/planning.md).",
+        "False",
+    ),
     "plan_health_max_age": _option(
         "string",
         "1d",
