@@ -53,10 +53,7 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
         import airflow_tablemgmt.services.batch_wiring  # noqa: F401
         import airflow_tablemgmt.services.batches  # noqa: F401
 
-        try:  # the runner's lineage check imports OpenLineage's listener (a worker with its plugin loads it anyway)
-            import airflow.providers.openlineage.utils.spark  # noqa: F401
-        except ImportError:
-            pass
+        # (OpenLineage's Spark helpers only with [openlineage] spark_inject_parent_job_info on: not here)
         from airflow_tablemgmt.dag_factory.plan import BATCH_TASK, RunBatchOperator
 
         imported = time.perf_counter() - forked

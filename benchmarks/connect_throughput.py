@@ -372,6 +372,17 @@ def main() -> None:
 
         # The server's first compaction loads and JIT-compiles Iceberg's code: once, before any clock.
         spark.sql(f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.warmup_server')").collect()
+        if (
+            ui_port is not None
+        ):  # the UI's REST API loads its web framework on its first request: once per server
+            import urllib.request
+
+            app = spark.conf.get("spark.app.id")
+            t0 = time.perf_counter()
+            api = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app}/jobs"
+            with urllib.request.urlopen(api, timeout=300) as answer:  # noqa: S310 - the local server's UI
+                answer.read()
+            print(f"# the server's status API first answered in {time.perf_counter() - t0:.1f}s", flush=True)
         tablemgmt = str(Path(sys.executable).parent / "tablemgmt")
         store = f"sqlite:///{work / 'tablemgmt.db'}"
         decl = work / "tables.yaml"
@@ -515,6 +526,7 @@ def main() -> None:
     _report_phases(phases)
     if any(w in BATCHED for w in results):
         _report_batched_phases(work / "tablemgmt.db")
+        _report_lanes(work / "runs.log")
     print(
         "\nClient import in a fresh interpreter (median of 3): "
         + ", ".join(f"{k} {v:.2f}s" for k, v in probe.items())
@@ -604,6 +616,21 @@ def _report_phases(phases: dict[str, list[dict[str, float]]]) -> None:
         print(f"| {label} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     walls = [statistics.median([p["_wall"] for p in phases[w]]) for w in ways]
     print("| **wall** | " + " | ".join(f"**{c:.3f}**" for c in walls) + " |")
+
+
+def _report_lanes(log: Path) -> None:
+    """Per batch, the task thread's time in its tables' jobs and waiting for the next table to be ready
+    (``services/batch_overlap.py`` logs it; none when the batches ran without overlap)."""
+    import re
+
+    found = re.findall(
+        r"batch of (\d+) table\(s\): ([\d.]+) s in their jobs, ([\d.]+) s waiting", log.read_text()
+    )
+    if found:
+        print(
+            "\nThe task thread per batch (tables, s in their jobs, s waiting for a table to be ready): "
+            + "; ".join(f"{n}, {busy}, {idle}" for n, busy, idle in found)
+        )
 
 
 #: A batched table's job phases, from its process row's recorded timings (the job's and the engine's).

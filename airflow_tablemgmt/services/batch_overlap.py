@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -139,6 +140,9 @@ class JobLane:
         self.killed = False
         self._live: dict[int, ProcessRunner] = {}  # runs in flight (their run() has not returned)
         self._running: int | None = None  # the table whose job runs now
+        #: Seconds this thread spent running jobs, and waiting for a table to hand its job over (or end).
+        self.busy = 0.0
+        self.idle = 0.0
 
     # -- the tables' threads ---------------------------------------------------------------------------
 
@@ -190,12 +194,16 @@ class JobLane:
         inside ``limit`` and hand its result (or error) back. A wait that ``limit`` ends gives the table up:
         its job, if it comes, is refused with the limit's error."""
         job: _Job | None = None
+        began = time.perf_counter()
         try:
             with limit:
                 with self._cond:
                     while index not in self._handed and not self.killed:
                         self._cond.wait()
                     job = self._posted.pop(index, None)
+                ready = time.perf_counter()
+                self.idle += ready - began
+                began = ready
                 if job is None:
                     return
                 if job.handoff.stopped or self.killed:
@@ -225,6 +233,7 @@ class JobLane:
             with self._cond:
                 self._running = None
             if job is not None:
+                self.busy += time.perf_counter() - began
                 job.done.set()
 
     def kill_all(self) -> None:
@@ -309,6 +318,12 @@ def run_overlapped(
         launcher.join()
     finally:
         sys.setswitchinterval(switch)
+    log.info(
+        "tablemgmt: batch of %d table(s): %.2f s in their jobs, %.2f s waiting for a table to be ready",
+        n,
+        lane.busy,
+        lane.idle,
+    )
     for k, t in enumerate(threads):
         if t is None:
             outcomes[k] = missing(tables[k], "not run: the batch's task was killed before it started", False)

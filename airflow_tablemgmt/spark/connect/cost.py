@@ -40,6 +40,11 @@ BUDGET_S = 45.0
 #: How often the reader asks again while the server's store still has one of the job's jobs running (its
 #: listener bus lags the job's end by milliseconds: a small table's job should not wait much longer).
 SETTLE_POLL_S = 0.05
+#: A read after the job, off the jobs' path (a batch's: ``session._measure``): every request lists all the
+#: server's retained jobs, work its driver does beside the next job's procedure, so it asks less often and
+#: lets the server's store catch up first.
+LATER_WAIT_S = 0.1
+LATER_POLL_S = 0.25
 
 
 def ui_url(session: Any, url: str) -> str | None:
@@ -75,11 +80,17 @@ def connect_cost(
 
 
 def cost_reader(
-    session: Any, url: str, session_id: str, tag: str, facts: dict[str, Any] | None = None
+    session: Any,
+    url: str,
+    session_id: str,
+    tag: str,
+    facts: dict[str, Any] | None = None,
+    later: bool = False,
 ) -> Callable[[], dict[str, Any] | None] | None:
     """:func:`connect_cost` in two steps: what the server's settings say is asked now, on ``session``; the
-    returned call reads the status API (no session: any thread, after the session went on to another job).
-    None when there is nothing to read (the UI off, the settings unreadable)."""
+    returned call reads the status API (no session: any thread, after the session went on to another job;
+    ``later``: as a read after the job, :data:`LATER_WAIT_S` and :data:`LATER_POLL_S`). None when there is
+    nothing to read (the UI off, the settings unreadable)."""
     facts = {} if facts is None else facts
     try:
         if "ui" not in facts:
@@ -98,13 +109,25 @@ def cost_reader(
         )
         return None
     suffix = f"Session_{session_id}_Tag_{tag}"
+    if later:
+        return lambda: read_cost(base, app, suffix, first_wait=LATER_WAIT_S, poll=LATER_POLL_S)
     return lambda: read_cost(base, app, suffix)
 
 
-def read_cost(base: str, app: str, tag_suffix: str, settle_s: float = SETTLE_S) -> dict[str, Any] | None:
+def read_cost(
+    base: str,
+    app: str,
+    tag_suffix: str,
+    settle_s: float = SETTLE_S,
+    *,
+    first_wait: float = 0.0,
+    poll: float = SETTLE_POLL_S,
+) -> dict[str, Any] | None:
     """Read the jobs tagged ``…_<tag_suffix>`` of application ``app`` at the UI ``base`` and sum their
     stages; waits (at most ``settle_s``) until the server's store has none of them running."""
     api = f"{base}/api/v1/applications/{quote(app, safe='')}"
+    if first_wait > 0:
+        time.sleep(first_wait)
     started = time.monotonic()
     settled, deadline = started + settle_s, started + BUDGET_S
     try:
@@ -112,7 +135,7 @@ def read_cost(base: str, app: str, tag_suffix: str, settle_s: float = SETTLE_S) 
             jobs = tagged_jobs(_get(f"{api}/jobs", deadline), tag_suffix)
             if not unfinished(jobs) or time.monotonic() >= min(settled, deadline):
                 break
-            time.sleep(SETTLE_POLL_S)
+            time.sleep(poll)
         if unfinished(jobs):
             log.warning(
                 "jobs %s still running on the server: the job's cost may miss their last tasks",

@@ -304,7 +304,8 @@ def _measure(run: ConnectRun, session: Any, result: JobResult) -> None:
 
     started = time.perf_counter()
     facts = run.kept.facts if run.kept is not None else None
-    read = cost_reader(session, run.url, run.session_id, run.tag, facts=facts)
+    later = run.kept is not None and run.kept.defer_cost
+    read = cost_reader(session, run.url, run.session_id, run.tag, facts=facts, later=later)
     run.timings["cost"] = round(time.perf_counter() - started, 3)
     if read is None:
         return
@@ -323,7 +324,7 @@ def _measure(run: ConnectRun, session: Any, result: JobResult) -> None:
         else:
             result.raw["cost"] = cost
 
-    if run.kept is not None and run.kept.defer_cost:
+    if later:
         setattr(result, FINISH_LATER, finish)  # noqa: B010 - JobResult has no field for it
         return
     finish()

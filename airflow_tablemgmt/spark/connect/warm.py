@@ -45,6 +45,20 @@ MODULES = (
     "pyiceberg.catalog",
     "sqlalchemy.dialects.sqlite",
     "sqlalchemy.dialects.postgresql",
+    # a planned DAG's mapped batch (issue 40): its operator's first execute imported these in every batch's
+    # task, 1-2 s (benchmarks/connect_batched.py's "task imports")
+    "airflow_tablemgmt.hooks.tablemgmt",
+    "airflow_tablemgmt.operators.maintenance",
+    "airflow_tablemgmt.operators.time_limit",
+    "airflow_tablemgmt.services.batches",
+    "airflow_tablemgmt.services.batch_wiring",
+    "airflow_tablemgmt.services.batch_overlap",
+    "airflow_tablemgmt.services.health",
+    "airflow_tablemgmt.notifications.health",
+    "airflow_tablemgmt.hooks.spark_batch",
+    "airflow_tablemgmt.spark.connect.kept",
+    "airflow_tablemgmt.spark.connect.cost",
+    "airflow.sdk.execution_time.timeout",
 )
 
 
