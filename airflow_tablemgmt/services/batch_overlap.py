@@ -134,9 +134,9 @@ class JobLane:
         self._cond = threading.Condition()
         self._posted: dict[int, _Job] = {}
         self._handed: set[int] = set()  # posted a job, or ended without one
-        self._refused: dict[
-            int, BaseException
-        ] = {}  # given up on: its job, if it comes, is refused with this
+        # given up on: its job, if it comes, is refused with this
+        self._refused: dict[int, BaseException] = {}
+        self._ran: set[int] = set()  # tables whose job this lane ran
         self.killed = False
         self._live: dict[int, ProcessRunner] = {}  # runs in flight (their run() has not returned)
         self._running: int | None = None  # the table whose job runs now
@@ -148,6 +148,13 @@ class JobLane:
 
     def post(self, index: int, call: Callable[[], JobResult], handoff: Handoff) -> JobResult:
         job = _Job(call, handoff)
+        with self._cond:
+            again = index in self._ran
+        if again:  # a second job of one table's run (the lifecycle submits once; never seen): run it here
+            log.warning(
+                "tablemgmt: batch table %d submitted a second job; it runs in the table's thread", index
+            )
+            return call()
         with self._cond:
             refused = self._refused.get(index)
             if refused is None and self.killed:
@@ -214,6 +221,7 @@ class JobLane:
                     )
                 with self._cond:
                     self._running = index
+                    self._ran.add(index)
                 job.result = job.call()
         except BaseException as e:
             if job is None:  # gave up waiting for it (its time limit, the task's end)
