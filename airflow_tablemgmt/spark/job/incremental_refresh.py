@@ -255,6 +255,16 @@ def attempt(
         return Attempt(
             ModePlan(FULL, f"the incremental read failed ({error_class}): refreshed in full"), shape=aggregate
         )
+    if written.side_by_side and written.state is not None and written.table is not None:
+        lease_guard.fence(f"the incremental refresh's writes to {state} and {table}")
+        rows, state_rows = written.table, written.state
+        with timed("incremental_state_write"):  # both writes, side by side
+            incremental_write.side_by_side(
+                lambda: incremental_merge.write_groups(state, state_rows, scoped=False),
+                lambda: incremental_merge.write_groups(table, rows, scoped=False, options=write_options),
+            )
+            done["state_snapshot_id"] = incremental_state.current(spark, state)
+        written.state = written.table = None
     if written.state is not None:
         lease_guard.fence(f"the incremental refresh's write to {state}")
         with timed("incremental_state_write"):

@@ -49,6 +49,9 @@ class Written:
     # With a state table: the table's rows from the state at the snapshot its write left (no second
     # combination of the change: a scan of the state's changed partitions, no shuffle).
     from_state: Callable[[int | None], DataFrame] | None = None
+    # Not partitioned, with a state table: both tables are rewritten whole from the same inputs (the old
+    # state at its snapshot and the change's partials, kept in memory), so the two writes run side by side.
+    side_by_side: bool = False
 
 
 def appended(
@@ -133,13 +136,18 @@ def grouped(
     again (the old state read at the snapshot it had before), which reads less than keeping the combined
     rows in the executors' memory would (a cached block read counts as read, at its size in memory, several
     times its size in Parquet). With a state table, the table's rows are then read from the state's new
-    snapshot (``from_state``)."""
+    snapshot (``from_state``) — except when neither is partitioned: both are then rewritten whole, from the
+    old state and the change's partials (kept in memory: one small row per changed group), side by side
+    (``side_by_side``)."""
     from pyspark.sql import functions as F
 
     if not shape.slots:  # DISTINCT: the groups the table does not hold yet, appended
         new = incremental_merge.new_keys(shape, change, spark.table(table.quoted))
         return appended(spark, table, new, partitioned_by, write_options)
     names = [f"k{i}" for i in scope or ()]
+    whole = state is not None and not names and not partitioned_by
+    if whole:  # both tables rewritten from it: the change's partials (one row a group) read once
+        change = change.localCheckpoint()
     found = (
         change.groupBy(*names)
         .agg(F.count(F.lit(1)).alias("groups"), *[F.col(n).cast("string").alias(f"t_{n}") for n in names])
@@ -187,6 +195,15 @@ def grouped(
         table_rows = incremental_merge.table_rows(shape, rows)
         return Written(table_rows, None, count, partitions, scoped=touched is not None, where=where)
 
+    if whole:
+        return Written(
+            incremental_merge.table_rows(shape, rows),
+            rows.select(*keys, *columns),
+            count,
+            partitions,
+            side_by_side=True,
+        )
+
     def from_state(snapshot: int | None) -> DataFrame:
         assert state is not None
         read = _at(spark, state, snapshot)
@@ -230,3 +247,29 @@ def counted(rows: DataFrame, columns: tuple[str, ...]) -> tuple[int, list[dict[s
         ({c: r[c] for c in columns} for r in found), key=lambda p: [str(v) for v in p.values()]
     )
     return count, partitions
+
+
+def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> None:
+    """Run ``first`` here and ``second`` in a thread that inherits this one's Spark job group (the wall
+    clock's cancel reaches both), and raise the first failure. Not partitioned, the state table and the
+    table are rewritten whole from the same inputs; run side by side, their commits come in either order,
+    and a stop between them is repaired either way: the state ahead of the record is rolled back, the table
+    ahead of it makes the next refresh FULL (``incremental_decision``)."""
+    from pyspark import InheritableThread
+
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            second()
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(e)
+
+    thread = InheritableThread(target=run, name="tablemgmt-table-write")
+    thread.start()
+    try:
+        first()
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]

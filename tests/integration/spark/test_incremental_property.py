@@ -6,8 +6,8 @@ dynamic table is refreshed through the real services, factory and refresh job (`
 spark-submit's driver runs) and must equal a full recomputation of its query: ``EXCEPT ALL`` both ways
 gives 0 rows. One dynamic table per supported shape: filters and projections (APPEND), a ``GROUP BY`` with
 count / sum / avg, partitioned by its key (MERGE_BY_KEY, with the state table behind avg), one with
-count(*) / count(v) / sum, not partitioned (no state table: its columns are its partials), one with min /
-max, and an inner join (JOIN, both sides changing). Appends and compactions must refresh ``INCREMENTAL``,
+count(*) / count(v) / sum, not partitioned (no state table: its columns are its partials), one with avg, not
+partitioned (state and table rewritten whole, side by side), one with min / max, and an inner join (JOIN, both sides changing). Appends and compactions must refresh ``INCREMENTAL``,
 and so must copy-on-write deletes and updates (the removed rows read from Iceberg's changelog and
 subtracted), except for the min / max table, which refreshes ``FULL`` naming why; a merge-on-read delete (a
 position delete file, which Iceberg's changelog does not read) makes every table over that source ``FULL``,
@@ -63,6 +63,8 @@ SHAPES = {
     "joined": "SELECT a.id, a.v, b.w FROM {a} a JOIN {b} b ON a.k = b.k",
     # without avg, not partitioned: the table's own rows are its partials, the whole table replaced
     "totals": "SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s FROM {a} GROUP BY k",
+    # with avg, not partitioned: the state table and the table rewritten whole, side by side
+    "averages": "SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS av FROM {a} GROUP BY k",
     # min / max: merged under appends, FULL after removals
     "extremes": "SELECT k, count(*) AS n, min(v) AS lo, max(v) AS hi FROM {a} GROUP BY k",
 }
@@ -293,6 +295,24 @@ def stops(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(incremental_merge, "write_groups", real_merge)
     row = check(world, "grouped", False, "after a stop between the commits")
     assert row["refresh_mode"] == "INCREMENTAL", row  # the state rolled back, the same change read again
+
+    # Not partitioned, the two writes run side by side: the table's fails, the state's commits (ahead of
+    # the record), and the next refresh rolls the state back and reads the same change again.
+    averages = world.tables["averages"]
+
+    def stop_the_table_write(target: Any, rows: Any, **kw: Any) -> None:
+        if str(target) == averages:
+            raise RuntimeError("killed during the table's write")
+        real_merge(target, rows, **kw)
+
+    world.append_a(2)
+    monkeypatch.setattr(incremental_merge, "write_groups", stop_the_table_write)
+    assert world.refresh("averages")["status"] == ProcessStatus.FAILED
+    monkeypatch.setattr(incremental_merge, "write_groups", real_merge)
+    row = check(world, "averages", False, "after a stop in the side-by-side writes")
+    assert row["refresh_mode"] == "INCREMENTAL", row
+    for shape in SHAPES:  # the same append, to every shape
+        check(world, shape, False, "after the side-by-side stop")
 
     # Stopped after the table's commit, before the process recorded it: the next refresh is FULL.
     world.append_a(2)
