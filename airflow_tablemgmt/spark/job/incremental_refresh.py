@@ -265,6 +265,8 @@ def attempt(
             )
             done["state_snapshot_id"] = incremental_state.current(spark, state)
         written.state = written.table = None
+        if written.counted is not None:
+            written.count = written.counted()
     if written.state is not None:
         lease_guard.fence(f"the incremental refresh's write to {state}")
         with timed("incremental_state_write"):

@@ -50,8 +50,10 @@ class Written:
     # combination of the change: a scan of the state's changed partitions, no shuffle).
     from_state: Callable[[int | None], DataFrame] | None = None
     # Not partitioned, with a state table: both tables are rewritten whole from the same inputs (the old
-    # state at its snapshot and the change's partials, kept in memory), so the two writes run side by side.
+    # state at its snapshot and the change's partials), so the two writes run side by side.
     side_by_side: bool = False
+    # The changed groups, known once the writes ran (side by side: counted as the state's write runs).
+    counted: Callable[[], int] | None = None
 
 
 def appended(
@@ -137,17 +139,15 @@ def grouped(
     rows in the executors' memory would (a cached block read counts as read, at its size in memory, several
     times its size in Parquet). With a state table, the table's rows are then read from the state's new
     snapshot (``from_state``) — except when neither is partitioned: both are then rewritten whole, from the
-    old state and the change's partials (kept in memory: one small row per changed group), side by side
-    (``side_by_side``)."""
+    old state and the change's partials, side by side (:func:`_whole`)."""
     from pyspark.sql import functions as F
 
     if not shape.slots:  # DISTINCT: the groups the table does not hold yet, appended
         new = incremental_merge.new_keys(shape, change, spark.table(table.quoted))
         return appended(spark, table, new, partitioned_by, write_options)
     names = [f"k{i}" for i in scope or ()]
-    whole = state is not None and not names and not partitioned_by
-    if whole:  # both tables rewritten from it: the change's partials (one row a group) read once
-        change = change.localCheckpoint()
+    if state is not None and not names and not partitioned_by:
+        return _whole(spark, shape, change, state)
     found = (
         change.groupBy(*names)
         .agg(F.count(F.lit(1)).alias("groups"), *[F.col(n).cast("string").alias(f"t_{n}") for n in names])
@@ -195,15 +195,6 @@ def grouped(
         table_rows = incremental_merge.table_rows(shape, rows)
         return Written(table_rows, None, count, partitions, scoped=touched is not None, where=where)
 
-    if whole:
-        return Written(
-            incremental_merge.table_rows(shape, rows),
-            rows.select(*keys, *columns),
-            count,
-            partitions,
-            side_by_side=True,
-        )
-
     def from_state(snapshot: int | None) -> DataFrame:
         assert state is not None
         read = _at(spark, state, snapshot)
@@ -220,6 +211,28 @@ def grouped(
         from_state=from_state,
         where=where,
         state_where=state_where,
+    )
+
+
+def _whole(spark: SparkSession, shape: AggregateShape, change: DataFrame, state: TableIdentifier) -> Written:
+    """Neither table partitioned: both rewritten whole from the old state (at its snapshot) combined with the
+    change's partials, side by side, each write reading the change itself (no Spark job before them); the
+    changed groups are counted as the state's write runs (an observation of its rows)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    columns = [incremental_merge.ROWS, *incremental_merge.partial_columns(shape)]
+    old = _at(spark, state, incremental_state.current(spark, state))
+    rows = incremental_merge.combined(shape, old, change, columns)
+    seen = Observation("tms_changed_groups")
+    observed = rows.observe(seen, F.coalesce(F.sum(incremental_merge.CHANGED), F.lit(0)).alias("groups"))
+    return Written(
+        incremental_merge.table_rows(shape, rows),
+        observed.select(*incremental_merge.key_names(shape), *columns),
+        0,
+        [],
+        side_by_side=True,
+        counted=lambda: int(seen.get["groups"]),
     )
 
 
