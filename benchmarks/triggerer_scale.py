@@ -2,8 +2,8 @@
 event stored, at a given ``poll-interval`` (default: the shipped 1 s).
 
 No DAG parse: the watchers are registered the way Airflow's DAG processor registers an ``AssetWatcher`` (one
-``asset`` row, one ``trigger`` row with the trigger's classpath and kwargs, one ``asset_watcher`` row
-between them, per table; ``dag_factory.assets.table_watcher``'s trigger, four snapshot-driven actions), so
+``asset`` row and its ``asset_active`` row, one ``trigger`` row with the trigger's classpath and kwargs, one
+``asset_watcher`` row between them, per table; ``dag_factory.assets.table_watcher``'s trigger, four snapshot-driven actions), so
 10,000 watchers start in minutes instead of the ≈ 20 minutes a 10,000-DAG parse takes on this machine. Then
 ``airflow triggerer`` runs alone (SQLite metadata DB, its in-process execution API; no scheduler, so no runs:
 the figure ends when the asset event is stored, the scheduler's part is ``event_latency.py``'s). Tables are
@@ -45,7 +45,7 @@ from tests.e2e.test_real_scheduler import _utc, _wait_for, local_deployment  # n
 
 REGISTER = """
 import json, sys
-from airflow.models.asset import AssetModel, AssetWatcherModel
+from airflow.models.asset import AssetActive, AssetModel, AssetWatcherModel
 from airflow.models.trigger import Trigger
 from airflow.utils.session import create_session
 
@@ -67,6 +67,9 @@ with create_session() as session:
         session.add_all([trigger, asset])
         session.flush()
         session.add(AssetWatcherModel(name=watcher.name, asset_id=asset.id, trigger_id=trigger.id))
+        # Active, as the DAG processor marks an asset a DAG uses: the asset state store (a watcher's first
+        # observation, what it remembers across restarts) answers only for active assets, 404 otherwise.
+        session.add(AssetActive.for_asset(asset))
         if i % 1000 == 999:
             session.commit()
 print(json.dumps({"poll_interval": watcher.trigger.poll_interval}))
