@@ -128,6 +128,11 @@ def _read(spark: SparkSession, relation: Any, read: Read) -> Any:
     return relation  # AT a table without a snapshot: it is empty, read as it is
 
 
+class ChangelogColumnsMissing(Exception):
+    """A column the query reads is not in the source's changelog (the source's schema changed): the refresh
+    is FULL, naming it (``incremental_refresh.attempt``)."""
+
+
 def _changelog(spark: SparkSession, relation: Any, read: Read) -> Any:
     """The rows Iceberg's changelog marks ``INSERT`` / ``DELETE`` between ``read.since`` (exclusive) and
     ``read.until``, as ``relation``'s columns with its attribute ids (a projection of aliases)."""
@@ -146,6 +151,11 @@ def _changelog(spark: SparkSession, relation: Any, read: Read) -> Any:
     )
     child = analysed(changes)
     by_name = {str(a.name()).lower(): a for a in _seq(child.output())}
+    missing = [str(a.name()) for a in _seq(relation.output()) if str(a.name()).lower() not in by_name]
+    if missing:  # the source's schema changed since the query was analysed
+        raise ChangelogColumnsMissing(
+            f"{table_of(relation)}'s changelog has no column {', '.join(missing)} (its schema changed)"
+        )
     expressions = jvm.org.apache.spark.sql.catalyst.expressions
     empty = jvm.PythonUtils.toSeq([])
     aliases = []

@@ -248,7 +248,8 @@ def attempt(
                     removes=gone is not None,
                 )
     except Exception as e:
-        if any(c.expired for c in _clocks()) or not _is_spark_error(e):
+        refused = isinstance(e, incremental_plan.ChangelogColumnsMissing)
+        if any(c.expired for c in _clocks()) or not (refused or _is_spark_error(e)):
             raise
         error_class, _ = describe_exception(e)
         log.warning("the incremental read of %s failed; refreshing in full", table, exc_info=True)

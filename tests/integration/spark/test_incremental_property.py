@@ -213,7 +213,7 @@ def check(world: World, shape: str, removed: bool, where: str) -> dict[str, Any]
     "tests/integration/spark/test_refresh_modes.py::"
     "test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mode_and_reason (an "
     "incremental GROUP BY with avg, partitioned, equal to its query, also after a stop between the state's "
-    "and the table's commits)"
+    "and the table's commits, and after a copy-on-write DELETE read from Iceberg's changelog)"
 )
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_shape_stays_equal_to_its_query_through_random_changes_and_stops_mid_way(
