@@ -247,7 +247,7 @@ class TableMaintenanceOperator(BaseOperator):
     def _plan(self, store: Store, factories: FactoryRegistry, context: Any) -> RunPlan:
         """What a store-aware factory makes of this DAG run (the process parameters, or a skip);
         other factories need nothing from the run."""
-        from airflow_tablemgmt.core.factory import StoreAwareFactory
+        from airflow_tablemgmt.core.factory import RunPlan, StoreAwareFactory
         from airflow_tablemgmt.store.effective import effective_table
 
         table = effective_table(store, self.table)  # its declaration with the policies merged in
