@@ -122,8 +122,10 @@ def _canonical(v: Any) -> str:
 @functools.cache
 def validation_fingerprint() -> str:
     """Changes whenever the code that validates a declaration may have: the source of ``core``
-    (the models and their rules), of the built-in formats, of this package, the registered action names,
-    and the installed format plugins' versions."""
+    (the models and their rules), of the built-in formats, of this package, and the installed format plugins'
+    versions. The registered action names are not listed: the generic ones are ``core``'s and the built-in
+    formats' are their sources, both hashed (listing them loaded every built-in format at each task start of
+    a table declared in a file, whose file record is checked against this)."""
     from airflow_tablemgmt import core
 
     h = hashlib.sha256()
@@ -139,9 +141,6 @@ def validation_fingerprint() -> str:
             h.update(path.read_bytes())
         except OSError:
             h.update(b"?")
-    from airflow_tablemgmt.core.actions import ACTIONS
-
-    h.update(",".join(ACTIONS.names()).encode())
     # Format plugins validate their own actions: each installed one's distribution and version.
     from importlib.metadata import entry_points
 

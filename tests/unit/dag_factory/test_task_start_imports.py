@@ -233,3 +233,19 @@ def test_a_format_loaded_alone_keeps_the_builtin_order() -> None:
     assert [f.name for f in registry.loaded()] == [everything[-1]]
     assert registry.builtin_format("no-such-format") is None and len(registry.loaded()) == 1
     assert [f.name for f in registry.builtin()] == everything
+
+
+def test_the_declarations_fingerprint_loads_no_format() -> None:
+    """A task start of a table declared in a file checks the file's record against this fingerprint; it
+    hashes the formats' sources, and must not load every built-in format to list their actions."""
+    code = (
+        "import sys\n"
+        "from airflow_tablemgmt.declarations.parse import validation_fingerprint\n"
+        "validation_fingerprint()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('airflow_tablemgmt.formats.')))\n"
+    )
+    package_root = str(Path(airflow_tablemgmt.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": package_root}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "[]"
