@@ -14,8 +14,8 @@ It runs as a process of its own, started by the benchmark (whose gRPC channel mu
     python benchmarks/connect_batched.py SPEC.json
 
 SPEC: ``{"batches": [[table ids]], "policy", "action", "dag_id", "out", "log", "parallel"}``. The result:
-``{"preimport_s", "elapsed", "parallel", "runs": [{"batch", "tables", "wall", "rss_mb", "counts", "error",
-"imports_s", "execute_s"}]}`` (``imports_s``: fork to ``execute``, the task code's first imports);
+``{"preimport_s", "elapsed", "parallel", "runs": [{"batch", "tables", "wall", "rss_mb", "cpu_s", "counts",
+"error", "imports_s", "execute_s", "gc_s"}]}`` (``imports_s``: fork to ``execute``, the task code's first imports);
 ``rss_mb`` is the child's peak RSS from ``wait4``.
 """
 
@@ -153,6 +153,8 @@ def run(spec: dict) -> dict:
                 "tables": len(batch),
                 "wall": wall,
                 "rss_mb": usage.ru_maxrss / 1024,
+                # the task process (all its threads) and the children it waited for
+                "cpu_s": usage.ru_utime + usage.ru_stime,
                 "counts": counts,
                 "error": doc["error"],
                 "imports_s": doc["imports_s"],

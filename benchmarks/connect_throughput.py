@@ -466,7 +466,8 @@ def main() -> None:
                 for r in runs:
                     print(
                         f"# way {way} batch {r['batch']}: {r['tables']} tables in {r['wall']:.1f} s "
-                        f"(task imports {r['imports_s']:.1f} s, execute {r['execute_s']:.1f} s, Python's cycle "
+                        f"(task imports {r['imports_s']:.1f} s, execute {r['execute_s']:.1f} s, the task's "
+                        f"CPU {r.get('cpu_s', 0.0):.1f} s, Python's cycle "
                         f"collector by generation {r.get('gc_s')} s), {r['counts']}",
                         flush=True,
                     )
