@@ -172,8 +172,10 @@ def _task_start_factories(specs: Iterable[TableSpec]) -> FactoryRegistry:
     registry.add(DynamicTableProcessFactory())
     registry.errors.update(FORMATS.errors)
     for spec in specs:
-        fmt = str(spec.format)
-        supported = {a for f in registry.factories.values() for a in f.supported_actions().get(fmt, set())}
+        format_name = str(spec.format)
+        supported = {
+            a for f in registry.factories.values() for a in f.supported_actions().get(format_name, set())
+        }
         if not set(spec.actions) <= supported:
             return default_factories()
     return registry
