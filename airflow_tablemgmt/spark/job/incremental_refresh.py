@@ -256,18 +256,6 @@ def attempt(
         return Attempt(
             ModePlan(FULL, f"the incremental read failed ({error_class}): refreshed in full"), shape=aggregate
         )
-    if written.side_by_side and written.state is not None and written.table is not None:
-        lease_guard.fence(f"the incremental refresh's writes to {state} and {table}")
-        rows, state_rows = written.table, written.state
-        with timed("incremental_state_write"):  # both writes, side by side
-            incremental_write.side_by_side(
-                lambda: incremental_merge.write_groups(state, state_rows, scoped=False),
-                lambda: incremental_merge.write_groups(table, rows, scoped=False, options=write_options),
-            )
-            done["state_snapshot_id"] = incremental_state.current(spark, state)
-        written.state = written.table = None
-        if written.counted is not None:
-            written.count = written.counted()
     if written.state is not None:
         lease_guard.fence(f"the incremental refresh's write to {state}")
         with timed("incremental_state_write"):
@@ -277,6 +265,8 @@ def attempt(
             done["state_snapshot_id"] = incremental_state.current(spark, state)
         if written.from_state is not None:
             written.table = written.from_state(done["state_snapshot_id"])
+        if written.counted is not None:
+            written.count = written.counted()
     if written.table is not None:
         lease_guard.fence(f"the incremental refresh's write to {table}")
         with timed("incremental_table_write"):

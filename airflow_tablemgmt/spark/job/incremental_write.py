@@ -49,10 +49,7 @@ class Written:
     # With a state table: the table's rows from the state at the snapshot its write left (no second
     # combination of the change: a scan of the state's changed partitions, no shuffle).
     from_state: Callable[[int | None], DataFrame] | None = None
-    # Not partitioned, with a state table: both tables are rewritten whole from the same inputs (the old
-    # state at its snapshot and the change's partials), so the two writes run side by side.
-    side_by_side: bool = False
-    # The changed groups, known once the writes ran (side by side: counted as the state's write runs).
+    # The changed groups, known once the state's write ran (not partitioned: counted as it runs).
     counted: Callable[[], int] | None = None
 
 
@@ -138,8 +135,8 @@ def grouped(
     again (the old state read at the snapshot it had before), which reads less than keeping the combined
     rows in the executors' memory would (a cached block read counts as read, at its size in memory, several
     times its size in Parquet). With a state table, the table's rows are then read from the state's new
-    snapshot (``from_state``) — except when neither is partitioned: both are then rewritten whole, from the
-    old state and the change's partials, side by side (:func:`_whole`)."""
+    snapshot (``from_state``); when neither is partitioned, without a job before the state's write
+    (:func:`_whole`)."""
     from pyspark.sql import functions as F
 
     if not shape.slots:  # DISTINCT: the groups the table does not hold yet, appended
@@ -215,9 +212,9 @@ def grouped(
 
 
 def _whole(spark: SparkSession, shape: AggregateShape, change: DataFrame, state: TableIdentifier) -> Written:
-    """Neither table partitioned: both rewritten whole from the old state (at its snapshot) combined with the
-    change's partials, side by side, each write reading the change itself (no Spark job before them); the
-    changed groups are counted as the state's write runs (an observation of its rows)."""
+    """Neither table partitioned: the state rewritten whole from the old state (at its snapshot) combined with
+    the change's partials, then the table from the state's new snapshot; no Spark job before the state's
+    write: the changed groups are counted as it runs (an observation of its rows)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -227,11 +224,11 @@ def _whole(spark: SparkSession, shape: AggregateShape, change: DataFrame, state:
     seen = Observation("tms_changed_groups")
     observed = rows.observe(seen, F.coalesce(F.sum(incremental_merge.CHANGED), F.lit(0)).alias("groups"))
     return Written(
-        incremental_merge.table_rows(shape, rows),
+        None,
         observed.select(*incremental_merge.key_names(shape), *columns),
         0,
         [],
-        side_by_side=True,
+        from_state=lambda snapshot: incremental_merge.table_rows(shape, _at(spark, state, snapshot)),
         counted=lambda: int(seen.get["groups"]),
     )
 
@@ -260,29 +257,3 @@ def counted(rows: DataFrame, columns: tuple[str, ...]) -> tuple[int, list[dict[s
         ({c: r[c] for c in columns} for r in found), key=lambda p: [str(v) for v in p.values()]
     )
     return count, partitions
-
-
-def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> None:
-    """Run ``first`` here and ``second`` in a thread that inherits this one's Spark job group (the wall
-    clock's cancel reaches both), and raise the first failure. Not partitioned, the state table and the
-    table are rewritten whole from the same inputs; run side by side, their commits come in either order,
-    and a stop between them is repaired either way: the state ahead of the record is rolled back, the table
-    ahead of it makes the next refresh FULL (``incremental_decision``)."""
-    from pyspark import InheritableThread
-
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            second()
-        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
-            failed.append(e)
-
-    thread = InheritableThread(target=run, name="tablemgmt-table-write")
-    thread.start()
-    try:
-        first()
-    finally:
-        thread.join()
-    if failed:
-        raise failed[0]

@@ -7,7 +7,7 @@ spark-submit's driver runs) and must equal a full recomputation of its query: ``
 gives 0 rows. One dynamic table per supported shape: filters and projections (APPEND), a ``GROUP BY`` with
 count / sum / avg, partitioned by its key (MERGE_BY_KEY, with the state table behind avg), one with
 count(*) / count(v) / sum, not partitioned (no state table: its columns are its partials), one with avg, not
-partitioned (state and table rewritten whole, side by side), one with min / max, and an inner join (JOIN, both sides changing). Appends and compactions must refresh ``INCREMENTAL``,
+partitioned (the state and the table rewritten whole), one with min / max, and an inner join (JOIN, both sides changing). Appends and compactions must refresh ``INCREMENTAL``,
 and so must copy-on-write deletes and updates (the removed rows read from Iceberg's changelog and
 subtracted), except for the min / max table, which refreshes ``FULL`` naming why; a merge-on-read delete (a
 position delete file, which Iceberg's changelog does not read) makes every table over that source ``FULL``,
@@ -63,7 +63,7 @@ SHAPES = {
     "joined": "SELECT a.id, a.v, b.w FROM {a} a JOIN {b} b ON a.k = b.k",
     # without avg, not partitioned: the table's own rows are its partials, the whole table replaced
     "totals": "SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s FROM {a} GROUP BY k",
-    # with avg, not partitioned: the state table and the table rewritten whole, side by side
+    # with avg, not partitioned: the state table and the table rewritten whole
     "averages": "SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS av FROM {a} GROUP BY k",
     # min / max: merged under appends, FULL after removals
     "extremes": "SELECT k, count(*) AS n, min(v) AS lo, max(v) AS hi FROM {a} GROUP BY k",
@@ -296,8 +296,9 @@ def stops(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     row = check(world, "grouped", False, "after a stop between the commits")
     assert row["refresh_mode"] == "INCREMENTAL", row  # the state rolled back, the same change read again
 
-    # Not partitioned, the two writes run side by side: the table's fails, the state's commits (ahead of
-    # the record), and the next refresh rolls the state back and reads the same change again.
+    # Not partitioned (the state rewritten whole, its changed groups counted as it is written): the table's
+    # write fails after the state's commit (ahead of the record), and the next refresh rolls the state back
+    # and reads the same change again.
     averages = world.tables["averages"]
 
     def stop_the_table_write(target: Any, rows: Any, **kw: Any) -> None:
@@ -309,10 +310,10 @@ def stops(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(incremental_merge, "write_groups", stop_the_table_write)
     assert world.refresh("averages")["status"] == ProcessStatus.FAILED
     monkeypatch.setattr(incremental_merge, "write_groups", real_merge)
-    row = check(world, "averages", False, "after a stop in the side-by-side writes")
+    row = check(world, "averages", False, "after a stop before the table's write")
     assert row["refresh_mode"] == "INCREMENTAL", row
     for shape in SHAPES:  # the same append, to every shape
-        check(world, shape, False, "after the side-by-side stop")
+        check(world, shape, False, "after the stop")
 
     # Stopped after the table's commit, before the process recorded it: the next refresh is FULL.
     world.append_a(2)
