@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 
 from tests.faults.conftest import ROUNDS, Figures
+from tests.faults.freeze import freeze_outside_a_write
 from tests.faults.test_kill9 import WORKER, drivers, env, make_tables, wait_for
 
 pytestmark = [pytest.mark.faults]
@@ -254,7 +255,7 @@ def test_a_driver_without_a_confirmed_lease_does_not_commit(
             assert proc.poll() is None and drivers(proc.pid), (
                 f"round {r}: the job ended before the freeze\n" + log.read_text()[-3000:]
             )
-            os.kill(proc.pid, signal.SIGSTOP)
+            freeze_outside_a_write(proc.pid, tmp_path / "tablemgmt.db")
             frozen, frozen_at = True, time.monotonic()
             wait_for("the frozen worker's lease to lapse", lambda: _take(store, tid), timeout=60)
             alive = drivers(proc.pid)

@@ -41,6 +41,7 @@ import pytest
 
 from tests.e2e.iceberg_reads import read_state
 from tests.faults.conftest import ROUNDS, Figures
+from tests.faults.freeze import freeze_outside_a_write
 from tests.faults.test_kill9 import drivers, make_tables, wait_for
 from tests.faults.workers import REWRITE_AGAIN, WorkerStore, register, start_worker, worker_store
 
@@ -147,7 +148,12 @@ def test_a_frozen_worker_s_driver_stops_before_its_lease_lapses(
             if proc.poll() is not None or not jvms:  # nothing to freeze: the job ended first
                 not_frozen.append(f"round {r}: the job ended before the freeze: " + log.read_text()[-300:])
                 continue
-            _signal(proc, freeze, signal.SIGSTOP)
+            if (
+                freeze == "worker" and where.kind == "sqlite"
+            ):  # not inside a write: see tests/faults/freeze.py
+                freeze_outside_a_write(proc.pid, tmp_path / "tablemgmt.db")
+            else:
+                _signal(proc, freeze, signal.SIGSTOP)
             frozen = True
             frozen_at = time.monotonic()
 
