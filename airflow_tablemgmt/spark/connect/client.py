@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from airflow_tablemgmt.core.process_age import process_age
+
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
@@ -78,21 +80,6 @@ def _fresh_release_pool_after_fork() -> None:
         Iterator._lock = RLock()  # noqa: SLF001 - never one a parent's thread held at the fork
 
     os.register_at_fork(after_in_child=in_child)
-
-
-def process_age() -> float | None:
-    """Seconds since this process started (Linux ``/proc``), else None: the interpreter's start, the
-    imports and the store's work before a job, as one figure."""
-    import os
-    from pathlib import Path
-
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        started_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
-        return max(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def open_session(url: str, session_id: str | None = None) -> RemoteSession:

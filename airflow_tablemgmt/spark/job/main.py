@@ -18,25 +18,14 @@ after that work (the log says how long the start took in all).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
-
-def _process_age() -> float | None:
-    """Seconds since this process started (Linux ``/proc``, 10 ms resolution), else None."""
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        started_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
-        return max(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError):
-        return None
-
+from airflow_tablemgmt.core.process_age import process_age  # standard library only: read before the rest
 
 # Taken before anything else is imported: the job reports its own start-up and import time.
-_AGE_AT_START = _process_age()
+_AGE_AT_START = process_age()
 _IMPORTS_STARTED = time.perf_counter()
 _PYTHON_STARTED_AT = time.time() - (_AGE_AT_START or 0.0)
 
