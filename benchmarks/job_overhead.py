@@ -104,6 +104,7 @@ GROUPS = (
     ("procedure", ("procedure",), ("procedure",)),
     ("metrics after", ("metrics_after",), ()),
     ("maintainer other", ("maintainer_other",), ()),
+    ("cost (the application's figures)", ("cost",), ()),
     ("result, stop, exit", ("session_stop", "jvm_exit", "result_parse"), ("stop_and_exit",)),
     ("in no phase (between phases)", ("unaccounted",), ()),
 )
