@@ -195,6 +195,15 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "once; a Spark Connect server's own slots bound them further (docs/planning.md).",
         "8",
     ),
+    "plan_max_active_runs": _option(
+        "integer",
+        "16",
+        "Runs of one policy's planned (policy, action) DAG at once when the action runs on its tables' new "
+        "snapshots: a run for new events starts while earlier ones still run, their batches sharing "
+        "plan_max_active_batches and each table run by whoever holds its lease; a DAG on an interval only runs "
+        "one at a time (docs/planning.md).",
+        "4",
+    ),
     "plan_shared_driver": _option(
         "boolean",
         "True",

@@ -21,11 +21,13 @@ policies that name it, else the action's default.
 **Events** (ADR 0004 decision 5). An action that runs on new snapshots (``trigger: event``, the default of the
 snapshot-gated actions) is scheduled on the policy's asset (:func:`~airflow_tablemgmt.dag_factory.assets.policy_asset`:
 each enrolled table's own watcher, the shared per-catalog poll, each table's events at most once per its
-interval) and, for a full plan, on the interval (or the policy's ``fallback-interval``). A run its events started plans the tables they name
-for its action (``services/plan_runs.py``). The full parse builds the watchers from the table rows it has
-read already (:func:`policy_watched`, no read of its own); a task start, which needs no schedule, carries
-the asset by name only, so it reads no table row (a task's DAG is never serialized: the DAG processor's
-full parse is the one the scheduler and triggerer use).
+interval) and, for a full plan, on the interval (or the policy's ``fallback-interval``). A run its events
+started plans the tables they name for its action, and those of the policy's events after its queue row that
+no run took (``plan_events.py``); its runs overlap, up to ``[tablemgmt] plan_max_active_runs``
+(``services/plan_runs.py``). The full parse builds the watchers from the table rows it has read already
+(:func:`policy_watched`, no read of its own); a task start, which needs no schedule, carries the asset by name
+only, so it reads no table row (a task's DAG is never serialized: the DAG processor's full parse is the one
+the scheduler and triggerer use).
 
 Declared tables keep their DAGs (``dag_factory/build.py``). Few DAGs (policies × actions): built on every
 parse, never cached; a task start builds only its own.
@@ -44,16 +46,12 @@ from airflow_tablemgmt.core.naming import plan_dag_id
 from airflow_tablemgmt.core.policies import Policy
 from airflow_tablemgmt.core.schedule import SchedulePlan
 from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
-from airflow_tablemgmt.dag_factory.assets import (
-    event_plans,
-    policy_asset,
-    policy_asset_name,
-    tables_of_events,
-)
+from airflow_tablemgmt.dag_factory.assets import event_plans, policy_asset, policy_asset_name
 from airflow_tablemgmt.dag_factory.timetables import START_DATE
 from airflow_tablemgmt.dag_factory.timetables import timetable as _timetable
 
 if TYPE_CHECKING:
+    from airflow_tablemgmt.dag_factory.plan_events import ReadEvents
     from airflow_tablemgmt.factories.discovery import FactoryRegistry
     from airflow_tablemgmt.store.tables import RegisteredTable
 
@@ -88,23 +86,31 @@ class PlanOperator(BaseOperator):
         return plan_in_context(TableMgmtHook().get_store(), context, self.policy, self.action)
 
 
-def plan_in_context(store: Any, context: Any, policy: str, action: str) -> list[list[str]]:
+def plan_in_context(
+    store: Any, context: Any, policy: str, action: str, read_events: ReadEvents | None = None
+) -> list[list[str]]:
     """Plan the run of ``context``: a run's ``conf`` may name its tables (``{"tables": [...]}``); a run started
-    by snapshot events plans the tables they name for ``action`` (``triggering_asset_events``); any other
-    run plans every table of the policy."""
+    by snapshot events plans the tables they name for ``action`` (``triggering_asset_events``) and those of the
+    policy's events after its queue row that no run of the DAG took (:func:`~.plan_events.run_events`, read by
+    ``read_events``, unset: the Task SDK); any other run plans every table of the policy."""
+    from airflow_tablemgmt.dag_factory.plan_events import run_events
     from airflow_tablemgmt.services.plan_runs import plan_run
 
     conf = getattr(context.get("dag_run"), "conf", None) or {}
     named = conf.get("tables")
     if named is not None and (not isinstance(named, list) or not all(isinstance(t, str) for t in named)):
         raise ValueError(f"conf.tables: {named!r} is not allowed; allowed: a list of table ids")
-    events = context.get("triggering_asset_events")
-    changed = tables_of_events(events, action) if events else None
-    planned = plan_run(store, policy, action, tables=named, changed=changed)
+    events = run_events(context, policy, action, read_events) if named is None else None
+    planned = plan_run(store, policy, action, tables=named, changed=events.changed if events else None)
     summary = planned.to_dict()
     summary["counts"]["skips_recorded"] = _record_skips(store, context, policy, planned)
+    if events is not None and events.late_events:  # which events this run took beyond Airflow's
+        summary["counts"]["late_events"] = len(events.late_events)
+        summary["late_events"], summary["late_tables"] = events.late_events[:1000], events.late_tables[:20]
+        summary["late_read_at"] = events.read_at
     log.info("tablemgmt: plan of %s for policy %s: %s", action, policy, summary["counts"])
-    for kind in ("changed", "pays", "measure", "idle", "not_enabled", "unmeasured", "not_found"):
+    kinds = ("changed", "late_tables", "pays", "measure", "idle", "not_enabled", "unmeasured", "not_found")
+    for kind in kinds:
         if summary.get(kind):
             log.info("tablemgmt:   %s (first %d): %s", kind, len(summary[kind]), summary[kind])
     context["ti"].xcom_push(key="plan", value=summary)
@@ -246,6 +252,16 @@ def policy_watched(
     return out
 
 
+def _setting(read: Any, default: int) -> int:
+    """A concurrency setting, or its default when it does not validate (named in the log): a bad setting must
+    not hide every planned DAG."""
+    try:
+        return int(read())
+    except Exception as e:  # noqa: BLE001
+        log.error("tablemgmt: %s; the default %d applies", e, default)
+        return default
+
+
 def _warn_capacity(watchers: int) -> None:
     """The capacity warning for the policies' watchers (one per enrolled table with event-driven actions),
     which the declared tables' watchers (warned about by ``build.py``) add to."""
@@ -273,9 +289,12 @@ def build_plan_dag(
     *,
     batches_at_once: int,
     asset: Asset | None = None,
+    runs_at_once: int = 1,
 ) -> DAG:
     """``asset``: the policy's (:func:`~airflow_tablemgmt.dag_factory.assets.policy_asset`), for an
-    event-driven action; None: a time schedule on the interval."""
+    event-driven action; None: a time schedule on the interval. ``runs_at_once``: ``max_active_runs`` of an
+    event-driven DAG (an event's run starts beside the runs still active, each table kept by its lease and the
+    batches bounded across runs by ``max_active_tis_per_dag``); a DAG on an interval only runs one at a time."""
     from airflow_tablemgmt.services.plan_settings import plan_schedule, policy_action_settings
 
     plan = plan_schedule(policy, action, policies)
@@ -297,14 +316,15 @@ def build_plan_dag(
         schedule=_schedule(plan, asset),
         start_date=START_DATE,
         catchup=False,
-        max_active_runs=1,
+        max_active_runs=runs_at_once if evented else 1,
         tags=["tablemgmt", "plan", f"policy:{policy.name}", action],
         description=f"{action} on the tables policy {policy.name} enrolled, planned {when}",
         doc_md=(
             f"**{action}** on the tables policy `{policy.name}` enrolled, {when}: `plan` selects the "
             "tables where it pays from their stored health (no JVM), `run_batch` runs each batch's tables one "
-            f"after another, each under its own lease and process; at most {batches_at_once} batches at once "
-            "(docs/planning.md)."
+            f"after another, each under its own lease and process; at most {batches_at_once} batches at once"
+            + (f" across up to {runs_at_once} runs" if evented and runs_at_once > 1 else "")
+            + " (docs/planning.md)."
         ),
         is_paused_upon_creation=False,
         auto_register=False,
@@ -330,13 +350,10 @@ def build_plan_dags(
     ``watched`` (:func:`policy_watched`, the full parse): each policy's asset gets its tables' watchers, and
     a policy without watched tables plans its event-driven actions on their interval. None (a task start):
     the asset by name only, no table read."""
-    from airflow_tablemgmt.services.plan_settings import DEFAULT_MAX_ACTIVE_BATCHES, max_active_batches
+    from airflow_tablemgmt.services import plan_settings as settings
 
-    try:
-        at_once = max_active_batches()
-    except Exception as e:  # noqa: BLE001 - a bad setting must not hide every planned DAG
-        log.error("tablemgmt: %s; the default %d applies", e, DEFAULT_MAX_ACTIVE_BATCHES)
-        at_once = DEFAULT_MAX_ACTIVE_BATCHES
+    at_once = _setting(settings.max_active_batches, settings.DEFAULT_MAX_ACTIVE_BATCHES)
+    runs_at_once = _setting(settings.max_active_runs, settings.DEFAULT_MAX_ACTIVE_RUNS)
     out: dict[str, DAG] = {}
     if watched is not None:
         _warn_capacity(sum(len(tables) for tables in watched.values()))
@@ -354,7 +371,9 @@ def build_plan_dags(
             if only_dag_id is not None and dag_id != only_dag_id:
                 continue
             try:
-                out[dag_id] = build_plan_dag(policy, action, policies, batches_at_once=at_once, asset=asset)
+                out[dag_id] = build_plan_dag(
+                    policy, action, policies, batches_at_once=at_once, asset=asset, runs_at_once=runs_at_once
+                )
             except Exception as e:  # noqa: BLE001 - one broken policy must not hide the others' DAGs
                 log.error("policy %s: its %s DAG could not be built: %s", policy.name, action, e)
     return out

@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablemgmt.metadata.planning import Plan, Planned, batches
 from airflow_tablemgmt.services.plan_settings import (
     DEFAULT_MAX_ACTIVE_BATCHES,
+    DEFAULT_MAX_ACTIVE_RUNS,
     DEFAULT_MAX_MAP_LENGTH,
     DEFAULT_MEASURE_BUDGET,
     describe_plan_schedule,
     max_active_batches,
+    max_active_runs,
     max_map_length,
     measure_budget,
     plan_interval,
@@ -193,10 +195,12 @@ def _merged(first: Plan, again: Plan) -> Plan:
 
 __all__ = [
     "DEFAULT_MAX_ACTIVE_BATCHES",
+    "DEFAULT_MAX_ACTIVE_RUNS",
     "DEFAULT_MAX_MAP_LENGTH",
     "DEFAULT_MEASURE_BUDGET",
     "PlannedRun",
     "max_active_batches",
+    "max_active_runs",
     "max_map_length",
     "measure_budget",
     "describe_plan_schedule",

@@ -1,7 +1,8 @@
 """A planned (policy, action) DAG's settings and schedule (ADR 0004): what building the DAG reads, apart from
 the planning itself (``services/plan_runs.py``).
 
-* ``[tablemgmt] plan_measure_budget``, ``plan_max_active_batches`` and Airflow's ``[core] max_map_length``;
+* ``[tablemgmt] plan_measure_budget``, ``plan_max_active_batches``, ``plan_max_active_runs`` and Airflow's
+  ``[core] max_map_length``;
 * :func:`plan_interval` / :func:`plan_schedule`: how often and on what the DAG runs, which REST and the page
   describe (:func:`describe_plan_schedule`).
 
@@ -28,6 +29,9 @@ from airflow_tablemgmt.services.errors import InvalidInput
 DEFAULT_MEASURE_BUDGET = 200
 #: ``[tablemgmt] plan_max_active_batches``: mapped batches of one (policy, action) DAG running at once.
 DEFAULT_MAX_ACTIVE_BATCHES = 4
+#: ``[tablemgmt] plan_max_active_runs``: runs of one event-driven (policy, action) DAG at once; Airflow's own
+#: default of ``[core] max_active_runs_per_dag``.
+DEFAULT_MAX_ACTIVE_RUNS = 16
 #: Airflow's own default of ``[core] max_map_length``.
 DEFAULT_MAX_MAP_LENGTH = 1024
 
@@ -61,6 +65,17 @@ def max_active_batches() -> int:
 
     text = setting_or_airflow("tablemgmt", "plan_max_active_batches")
     return _whole("plan_max_active_batches", text, DEFAULT_MAX_ACTIVE_BATCHES, 1)
+
+
+def max_active_runs() -> int:
+    """``[tablemgmt] plan_max_active_runs``: the ``max_active_runs`` of a planned DAG whose action runs on its
+    tables' new snapshots, so that a run for new events starts while earlier ones are still running (their
+    batches share ``plan_max_active_batches`` across runs; each table is run by whoever holds its lease). A
+    planned DAG on an interval only keeps one run at a time: a second full plan would plan the same tables."""
+    from airflow_tablemgmt.hooks.airflow_settings import setting_or_airflow
+
+    text = setting_or_airflow("tablemgmt", "plan_max_active_runs")
+    return _whole("plan_max_active_runs", text, DEFAULT_MAX_ACTIVE_RUNS, 1)
 
 
 def max_map_length() -> int:
@@ -142,10 +157,12 @@ def describe_plan_schedule(policy: str, plan: SchedulePlan) -> str:
 
 __all__ = [
     "DEFAULT_MAX_ACTIVE_BATCHES",
+    "DEFAULT_MAX_ACTIVE_RUNS",
     "DEFAULT_MAX_MAP_LENGTH",
     "DEFAULT_MEASURE_BUDGET",
     "describe_plan_schedule",
     "max_active_batches",
+    "max_active_runs",
     "max_map_length",
     "measure_budget",
     "plan_interval",
