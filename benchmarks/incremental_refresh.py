@@ -32,7 +32,11 @@ commit (2 shared cores: the load is part of the figure). Last (not timed), each 
 to its FULL twin, ``EXCEPT ALL`` both ways.
 
     .venv/bin/python benchmarks/incremental_refresh.py [--rows 10000000] [--fraction 0.001] [--rounds 3]
-        [--shapes filter group-by group-by-day]
+        [--shapes filter group-by group-by-day] [--write-variants]
+
+``--write-variants`` measures the unpartitioned ``GROUP BY``'s ways of writing against each other on the same
+tables (round *r* the *r*-th of ``WRITE_VARIANTS``, cycling): the state's append and the table's write side by
+side or in order, each read in one Spark task or shuffled, and a compaction of the state.
 """
 
 from __future__ import annotations
@@ -61,13 +65,38 @@ SHAPES: dict[str, tuple[str, list[str]]] = {
     "group-by-day": (f"SELECT day, customer, {AGGREGATES} FROM {{src}} GROUP BY day, customer", ["day"]),
 }
 PHASES = (
+    "refresh_analyse",
+    "refresh_snapshots",
     "incremental_decide",
     "incremental_plan",
     "incremental_read",
     "incremental_state_write",
     "incremental_table_write",
+    "incremental_writes",
 )
 FIRST_DAY = "2026-01-01"
+# --write-variants: how the unpartitioned GROUP BY's incremental refresh writes (incremental_write's and
+# incremental_merge's settings); the first is the default.
+WRITE_VARIANTS: dict[str, dict[str, Any]] = {
+    "side by side, one task": {},
+    "side by side, shuffled": {"SINGLE_TASK_ROWS": 0},
+    "in order, one task": {"SIDE_BY_SIDE": False},
+    "compaction": {"COMPACT_ROWS_PER_GROUP": 1.0},
+}
+
+
+def write_variant(name: str) -> None:
+    from airflow_tablemgmt.spark.job import incremental_merge, incremental_write
+
+    settings = {
+        "SIDE_BY_SIDE": True,
+        "SINGLE_TASK_ROWS": 500_000,
+        "COMPACT_ROWS_PER_GROUP": 2.0,
+        **WRITE_VARIANTS[name],
+    }
+    incremental_write.SIDE_BY_SIDE = settings["SIDE_BY_SIDE"]
+    incremental_write.SINGLE_TASK_ROWS = settings["SINGLE_TASK_ROWS"]
+    incremental_merge.COMPACT_ROWS_PER_GROUP = settings["COMPACT_ROWS_PER_GROUP"]
 
 
 class Jobs:
@@ -129,6 +158,34 @@ def source(spark: Any, rows: int, days: int, keys: int) -> str:
     return name
 
 
+def spark_jobs(spark: Any, after: int) -> list[dict[str, Any]]:
+    """The Spark jobs after job id ``after`` (Spark's status store, as the job's cost reads it): id, name
+    (the call site: ``append``, ``overwrite`` …), seconds from submission to completion, tasks."""
+    from airflow_tablemgmt.spark.job.cost import _read_store  # noqa: PLC2701 - the store's one reader
+
+    _, jobs = _read_store(spark)
+    out = []
+    for job in sorted(jobs, key=lambda j: int(j["jobId"])):
+        if int(job["jobId"]) <= after:
+            continue
+        start, end = job.get("submissionTime"), job.get("completionTime")
+        seconds = (float(end) - float(start)) / 1000 if isinstance(start, int | float) and end else None
+        out.append(
+            {
+                "id": int(job["jobId"]),
+                "name": str(job.get("name", "")),
+                "seconds": seconds,
+                "tasks": job.get("numTasks"),
+            }
+        )
+    return out
+
+
+def last_job(spark: Any) -> int:
+    jobs = spark_jobs(spark, -1)
+    return max((j["id"] for j in jobs), default=-1)
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
@@ -168,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     parser.add_argument("--no-check", dest="check", action="store_false", help="skip the EXCEPT ALL check")
+    parser.add_argument(
+        "--write-variants",
+        action="store_true",
+        help="round r writes the unpartitioned GROUP BY's state and table the r-th way of WRITE_VARIANTS "
+        "(cycling; the same state layout, so they can alternate on one table): medians per way",
+    )
     parser.add_argument(
         "--cache", default=str(Path.home() / ".cache" / "airflow-tablemgmt" / "bench-incremental")
     )
@@ -220,11 +283,17 @@ def main(argv: list[str] | None = None) -> int:
         per_day = args.rows // args.days
         next_id = args.rows
         at = datetime(2026, 1, 1, tzinfo=UTC)
+        variants: dict[str, list[tuple[float, dict[str, float]]]] = {v: [] for v in WRITE_VARIANTS}
         for r in range(args.rounds):
+            variant = list(WRITE_VARIANTS)[r % len(WRITE_VARIANTS)] if args.write_variants else ""
+            if variant:
+                write_variant(variant)
+                print(f"round {r + 1}: the unpartitioned GROUP BY writes {variant}")
             rows_frame(spark, next_id, next_id + added, per_day, args.days, args.keys).writeTo(src).append()
             next_id += added
             at += timedelta(hours=1)
             for key, tid in tables.items():
+                first_job = last_job(spark)
                 process = dynamic.refresh_now(store, tid, is_periodic=True, schedule_time=at, runner=jobs)
                 s = process.summary or {}
                 assert str(process.status) == "SUCCESS", process.failure_reason
@@ -237,8 +306,20 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
                 timings = {p: float(v) for p, v in (s.get("timings") or {}).items() if p in PHASES}
+                ran = spark_jobs(spark, first_job)
                 if key[1] == "AUTO":
                     phases[key[0]].append(timings)
+                    if variant and key[0] == "group-by":
+                        variants[variant].append((float(s.get("duration_seconds") or 0.0), timings))
+                    in_jobs = sum(j["seconds"] or 0.0 for j in ran)
+                    print(
+                        f"  Spark jobs of round {r + 1} {key[0]} AUTO: {in_jobs:.2f} job-s (side by side jobs "
+                        f"overlap) in a {s.get('duration_seconds')} s refresh: "
+                        + ", ".join(
+                            f"{j['name'].split(' at ')[0]} {j['seconds'] or 0:.2f}s/{j['tasks']}t"
+                            for j in ran
+                        )
+                    )
                 print(
                     f"round {r + 1} {key[0]:12} {key[1]:4}: {s.get('refresh_mode')} "
                     f"{s.get('duration_seconds')} s, {cost.get('bytes_read')} bytes read, "
@@ -277,6 +358,18 @@ def main(argv: list[str] | None = None) -> int:
                 if phases[shape]
             )
         )
+        for name, runs in variants.items():
+            if runs:
+                print(
+                    f"group-by AUTO written {name}: wall p50 {statistics.median(w for w, _ in runs):.2f} s "
+                    f"over {len(runs)} rounds ({', '.join(f'{w:.2f}' for w, _ in runs)}); phases "
+                    + ", ".join(
+                        f"{p.removeprefix('incremental_')} {statistics.median(t.get(p, 0.0) for _, t in runs):.2f}"
+                        for p in PHASES
+                    )
+                )
+        if args.write_variants:
+            write_variant(list(WRITE_VARIANTS)[0])
         if (
             args.check
         ):  # after the measurements: the AUTO tables equal the FULL ones, refreshed at one snapshot

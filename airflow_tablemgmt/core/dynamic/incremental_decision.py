@@ -176,10 +176,21 @@ def state_layout_problem(state_table: str, found: str | None, expected: str) -> 
             f"no previous state: the state table {state_table} was written by an earlier version "
             "(it keeps only the sums and counts behind avg): rebuilt with every aggregate's partials"
         )
+    was, now = _layout_version(found), _layout_version(expected)
+    if was != now:
+        return (
+            f"no previous state: the state table {state_table} was written by an earlier version "
+            f"(state layout {was}, now {now}): rebuilt in layout {now}"
+        )
     return (
         f"no previous state: the state table {state_table} was kept for another query or partitioning "
         f"({found!r}, expected {expected!r})"
     )
+
+
+def _layout_version(layout: str) -> str:
+    """The version a ``tablemgmt.state-layout`` value starts with (``4;slots=…`` → ``4``)."""
+    return layout.split(";", 1)[0]
 
 
 def decide(

@@ -25,6 +25,14 @@ partitioned by grouping keys only (:func:`scoped_keys`), and :func:`write_groups
 partitions (Iceberg's dynamic overwrite, one commit), or the whole table when it is not partitioned that way.
 No ``MERGE``: a MERGE joins the whole target to find the rows it rewrites, and with copy-on-write rewrites
 every file holding a changed group anyway.
+
+**The state is a log of partials** (layout 4): a group may have several rows in the state table, and every
+reader adds them up by key (:func:`combined`, :func:`summed`). A state that is not partitioned — the table is
+rewritten whole anyway — takes each refresh's change as one small append of its partials (one row per changed
+group) instead of being rewritten whole; the refresh that finds it holding :data:`COMPACT_ROWS_PER_GROUP`
+rows per group or more (:func:`compacts`, from the snapshots' ``total-records``, no Spark job) rewrites it
+with one row per group. A partitioned state is rewritten partition by partition, one row per group, as the
+table is.
 """
 
 from __future__ import annotations
@@ -42,7 +50,10 @@ ROWS = "tms_rows"
 CHANGED = "tms_changed"
 # The state table's layout version: a state table written by another layout is rebuilt by a FULL refresh.
 # 3: a sum keeps its count of non-null values (n<j>) too, for removals.
-LAYOUT_VERSION = "3"
+# 4: a group's partials may be several rows (a log: readers add them up by key, see the module's docstring).
+LAYOUT_VERSION = "4"
+# A state kept as a log is compacted (one row per group) by the refresh that finds this many rows per group.
+COMPACT_ROWS_PER_GROUP = 2.0
 
 
 def _is_decimal(expression: Any) -> bool:
@@ -166,9 +177,13 @@ def signed(shape: AggregateShape, added: DataFrame, removed: DataFrame) -> DataF
     return added.select(*keys, *columns).unionByName(negated).groupBy(*keys).agg(*summed)
 
 
-def combined(shape: AggregateShape, old: DataFrame, part: DataFrame, columns: list[str]) -> DataFrame:
+def combined(
+    shape: AggregateShape, old: DataFrame, part: DataFrame, columns: list[str], *, single_task: bool = False
+) -> DataFrame:
     """Per group, the old partials combined with the change's (``columns``: which partial columns), and
-    ``tms_changed`` = 1 for the groups the change touched."""
+    ``tms_changed`` = 1 for the groups the change touched. A group's several old rows (a state kept as a log)
+    are added up with them: the result has one row per group. ``single_task``: both read into one Spark
+    partition first, so that the aggregate needs no shuffle (one stage; for small inputs)."""
     from pyspark.sql import functions as F
 
     keys = key_names(shape)
@@ -180,10 +195,51 @@ def combined(shape: AggregateShape, old: DataFrame, part: DataFrame, columns: li
     for c in columns:
         pick = getattr(F, function[c]) if c in function else F.sum
         aggregates.append(pick(c).cast(types[c]).alias(c))
-    out = was.unionByName(new).groupBy(*keys).agg(*aggregates, F.max(CHANGED).alias(CHANGED))
+    both = was.unionByName(new)
+    if single_task:
+        both = both.coalesce(1)
+    out = both.groupBy(*keys).agg(*aggregates, F.max(CHANGED).alias(CHANGED))
     if keys and ROWS in columns:  # a group whose rows were all removed disappears (a global one stays)
         out = out.where(F.col(ROWS) > 0)
     return out
+
+
+def summed(shape: AggregateShape, rows: DataFrame) -> DataFrame:
+    """A state's rows (a log of partials, layout 4) as one row per group: counts and sums added, ``min`` /
+    ``max`` the least / greatest; a group whose row count adds up to 0 is gone (a global one stays)."""
+    from pyspark.sql import functions as F
+
+    keys = key_names(shape)
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    function = {f"m{j}": s.function for j, s in enumerate(shape.slots)}
+    aggregates: list[Column] = []
+    for c in (ROWS, *partial_columns(shape)):
+        pick = getattr(F, function[c]) if c in function else F.sum
+        aggregates.append(pick(c).cast(types[c]).alias(c))
+    out = rows.groupBy(*keys).agg(*aggregates)
+    return out.where(F.col(ROWS) > 0) if keys else out
+
+
+def changed_only(shape: AggregateShape, part: DataFrame) -> DataFrame:
+    """``part`` (signed partials, removals subtracted) without the groups whose partials all add up to 0: a
+    copy-on-write rewrite reads a file's untouched rows as removed and added again, which change nothing
+    (``min`` / ``max`` never come here: ``AggregateShape.removal_problem``)."""
+    from pyspark.sql import functions as F
+
+    moved = F.col(ROWS) != 0
+    for c in partial_columns(shape):
+        if not c.startswith("m"):
+            moved = moved | (F.coalesce(F.col(c), F.lit(0)) != 0)
+    return part.where(moved)
+
+
+def compacts(state_rows: int | None, groups: int | None) -> bool:
+    """Whether a state kept as a log is rewritten with one row per group by this refresh: it holds
+    :data:`COMPACT_ROWS_PER_GROUP` rows per group of the table (``groups``: its rows) or more, or a count is
+    unknown."""
+    if state_rows is None or groups is None:
+        return True
+    return state_rows >= COMPACT_ROWS_PER_GROUP * max(groups, 1)
 
 
 def table_rows(shape: AggregateShape, rows: DataFrame) -> DataFrame:
@@ -238,6 +294,11 @@ def new_keys(shape: AggregateShape, part: DataFrame, table: DataFrame) -> DataFr
     for i, k in enumerate(keys):
         on = on & part[k].eqNullSafe(old[f"o{i}"])
     return table_rows(shape, part.join(old, on, "left_anti"))
+
+
+def append_groups(target: TableIdentifier, rows: DataFrame) -> None:
+    """Append ``rows`` (a change's partials) to the state table kept as a log, in one commit."""
+    rows.writeTo(str(target)).append()
 
 
 def write_groups(

@@ -17,12 +17,13 @@ analysis' strategy:
   into partials and combined with the old partials of the groups' partitions (``incremental_merge``: the
   state table's for a query with ``avg``, which keeps every aggregate's partials, else the table's own);
   the result replaces those partitions (the whole table when it is not partitioned by grouping keys), the
-  state table first (``incremental_state``), then the table; removed rows' partials are subtracted
+  state table first (``incremental_state``; not partitioned, the change's partials appended to it, a log
+  summed by key when read), then the table; removed rows' partials are subtracted
   (``incremental_merge.signed``). A ``DISTINCT`` appends its new groups.
 
 Per-phase seconds go to the job's timings (``incremental_decide``, ``incremental_plan``,
 ``incremental_read`` — for an unpartitioned append, the write too —, ``incremental_state_write``,
-``incremental_table_write``).
+``incremental_table_write``, or ``incremental_writes`` for the two side by side).
 
 Every read of a source is pinned to the snapshot this refresh records (the change *up to* it, or the table
 *at* it), so what the next refresh reads starts exactly where this one stopped: a change is never read
@@ -246,6 +247,9 @@ def attempt(
                     partitioned_by,
                     write_options,
                     removes=gone is not None,
+                    appended_rows=None
+                    if gone is not None or "Join" in kinds
+                    else (delta, sum(c.added_records for c in changes.values() if c.changed)),
                 )
     except Exception as e:
         refused = isinstance(e, incremental_plan.ChangelogColumnsMissing)
@@ -256,17 +260,33 @@ def attempt(
         return Attempt(
             ModePlan(FULL, f"the incremental read failed ({error_class}): refreshed in full"), shape=aggregate
         )
+    if written.side_by_side and written.state is not None and written.table is not None:
+        lease_guard.fence(f"the incremental refresh's writes to {state} and {table}")
+        rows, state_rows = written.table, written.state
+        with timed("incremental_writes"):  # the state's append and the table's write, side by side
+            incremental_write.side_by_side(
+                lambda: incremental_merge.append_groups(state, state_rows),
+                lambda: incremental_merge.write_groups(table, rows, scoped=False, options=write_options),
+            )
+            done["state_snapshot_id"] = incremental_state.current(spark, state)
+            if written.counted is not None:
+                written.count = written.counted()
+        written.state = written.table = None
     if written.state is not None:
         lease_guard.fence(f"the incremental refresh's write to {state}")
         with timed("incremental_state_write"):
-            incremental_merge.write_groups(
-                state, written.state, scoped=written.scoped, where=written.state_where
-            )
+            if written.state_append:
+                incremental_merge.append_groups(state, written.state)
+            else:
+                incremental_merge.write_groups(
+                    state, written.state, scoped=written.scoped, where=written.state_where
+                )
             done["state_snapshot_id"] = incremental_state.current(spark, state)
-        if written.from_state is not None:
+            if written.counted is not None:
+                written.count = written.counted()
+        # An append of no partials (the change's rows fall in no group) leaves every group as it was.
+        if written.from_state is not None and (written.count or not written.state_append):
             written.table = written.from_state(done["state_snapshot_id"])
-        if written.counted is not None:
-            written.count = written.counted()
     if written.table is not None:
         lease_guard.fence(f"the incremental refresh's write to {table}")
         with timed("incremental_table_write"):

@@ -14,7 +14,10 @@ records both snapshot ids:
 
 * an incremental refresh commits the state first, then the table; stopped in between, the state is ahead
   of the recorded snapshot while the table is not, and the next refresh rolls the state back
-  (:func:`rollback`, Iceberg's ``rollback_to_snapshot``) and reads the same change again;
+  (:func:`rollback`, Iceberg's ``rollback_to_snapshot``) and reads the same change again. A state that is
+  not partitioned is a log (``incremental_merge``): the change's partials are appended to it beside the
+  table's write (``incremental_write.side_by_side``), so the two commits land in either order; the state
+  ahead is rolled back as above (the append undone), the table ahead makes the next refresh FULL (below);
 * a FULL refresh commits the table first, then rebuilds the state (:func:`replace_state`); stopped in
   between, the table is ahead of its recorded snapshot, so the next refresh is FULL again.
 
@@ -56,6 +59,14 @@ def _table(spark: SparkSession, table: TableIdentifier) -> Any:
 def current(spark: SparkSession, table: TableIdentifier) -> int | None:
     snapshot = _table(spark, table).currentSnapshot()
     return None if snapshot is None else int(snapshot.snapshotId())
+
+
+def records(spark: SparkSession, table: TableIdentifier) -> int | None:
+    """The rows ``table`` holds, from its current snapshot's summary (``total-records``; no Spark job); None
+    without a snapshot or the figure."""
+    snapshot = _table(spark, table).currentSnapshot()
+    value = None if snapshot is None else snapshot.summary().get("total-records")
+    return None if value is None else int(value)
 
 
 def history(

@@ -24,6 +24,13 @@ from airflow_tablemgmt.spark.job.incremental_plan import AggregateShape
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+# Not partitioned, with a state kept as a log: the state's small append and the table's write run side by
+# side (each reads the change itself; the append is the change's partials only) instead of one after the other.
+SIDE_BY_SIDE = True
+# Not partitioned, with a state kept as a log, and appends only: when the old state and the appended rows
+# together are at most this many rows, each write reads them in one Spark task (no shuffle: one stage per
+# write), since at that size a stage's fixed cost is more than the work.
+SINGLE_TASK_ROWS = 500_000
 # The partitions_written list is cut here (the count is exact); past it a change touching more partitions
 # rewrites the whole table.
 MAX_PARTITIONS_LISTED = 1000
@@ -49,8 +56,13 @@ class Written:
     # With a state table: the table's rows from the state at the snapshot its write left (no second
     # combination of the change: a scan of the state's changed partitions, no shuffle).
     from_state: Callable[[int | None], DataFrame] | None = None
-    # The changed groups, known once the state's write ran (not partitioned: counted as it runs).
+    # The changed groups, known once the state's write ran (not partitioned: the rows its append added, or
+    # counted as its compaction runs).
     counted: Callable[[], int] | None = None
+    # The state's rows are appended (a state kept as a log: ``incremental_merge``), not written over.
+    state_append: bool = False
+    # The state's append and the table's write run side by side (:func:`side_by_side`).
+    side_by_side: bool = False
 
 
 def appended(
@@ -128,6 +140,7 @@ def grouped(
     write_options: dict[str, str],
     *,
     removes: bool = False,
+    appended_rows: tuple[DataFrame, int] | None = None,
 ) -> Written:
     """GROUP BY / DISTINCT: the change's partials combined with the old ones (the state table's, or the
     table's own) of the partitions the change lands in (the whole table when it is not partitioned by keys
@@ -135,8 +148,9 @@ def grouped(
     again (the old state read at the snapshot it had before), which reads less than keeping the combined
     rows in the executors' memory would (a cached block read counts as read, at its size in memory, several
     times its size in Parquet). With a state table, the table's rows are then read from the state's new
-    snapshot (``from_state``); when neither is partitioned, without a job before the state's write
-    (:func:`_whole`)."""
+    snapshot (``from_state``); when neither is partitioned, the change's partials appended to the state (a log)
+    and the table summed from it, compacted now and then (:func:`_whole`; ``appended_rows``: the aggregate's
+    input rows of an append-only change without joins, and how many the appends added)."""
     from pyspark.sql import functions as F
 
     if not shape.slots:  # DISTINCT: the groups the table does not hold yet, appended
@@ -144,7 +158,7 @@ def grouped(
         return appended(spark, table, new, partitioned_by, write_options)
     names = [f"k{i}" for i in scope or ()]
     if state is not None and not names and not partitioned_by:
-        return _whole(spark, shape, change, state)
+        return _whole(spark, table, shape, change, state, removes=removes, appended_rows=appended_rows)
     found = (
         change.groupBy(*names)
         .agg(F.count(F.lit(1)).alias("groups"), *[F.col(n).cast("string").alias(f"t_{n}") for n in names])
@@ -211,26 +225,95 @@ def grouped(
     )
 
 
-def _whole(spark: SparkSession, shape: AggregateShape, change: DataFrame, state: TableIdentifier) -> Written:
-    """Neither table partitioned: the state rewritten whole from the old state (at its snapshot) combined with
-    the change's partials, then the table from the state's new snapshot; no Spark job before the state's
-    write: the changed groups are counted as it runs (an observation of its rows)."""
+def _whole(
+    spark: SparkSession,
+    table: TableIdentifier,
+    shape: AggregateShape,
+    change: DataFrame,
+    state: TableIdentifier,
+    *,
+    removes: bool,
+    appended_rows: tuple[DataFrame, int] | None = None,
+) -> Written:
+    """Neither table partitioned: every group's row is rewritten, the state's need not be. The change's
+    partials (one row per changed group; with removals, without the groups they leave as they were) are
+    appended to the state — a log (``incremental_merge``, layout 4) —, and the table's rows are the old state
+    and the change summed by key, written beside the append (``SIDE_BY_SIDE``; else after it, from the
+    state's new snapshot); the changed groups are the rows the append added (its snapshot's
+    ``added-records``, no Spark job). When the state holds ``COMPACT_ROWS_PER_GROUP`` rows per group or more
+    (its and the table's ``total-records``), it is instead rewritten from the old state combined with the
+    change, one row per group, and the table then read from it as it is (the groups counted as the state's
+    write runs: an observation of its rows). A small append-only change (``appended_rows``, with the old
+    state at most ``SINGLE_TASK_ROWS`` rows together) is read in one Spark task by each write: no shuffle."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
+    keys = incremental_merge.key_names(shape)
     columns = [incremental_merge.ROWS, *incremental_merge.partial_columns(shape)]
-    old = _at(spark, state, incremental_state.current(spark, state))
-    rows = incremental_merge.combined(shape, old, change, columns)
+    before = incremental_state.current(spark, state)
+    state_rows, groups = incremental_state.records(spark, state), incremental_state.records(spark, table)
+    single = (
+        appended_rows is not None
+        and state_rows is not None
+        and state_rows + appended_rows[1] <= SINGLE_TASK_ROWS
+    )
+    if single and appended_rows is not None:  # the change's partials aggregated in one task
+        change = incremental_merge.partials(spark, shape, appended_rows[0].coalesce(1))
+    if removes:
+        change = incremental_merge.changed_only(shape, change)
+    old = _at(spark, state, before)
+    if not incremental_merge.compacts(state_rows, groups):
+        rows = change.select(*keys, *columns)
+        counted = lambda: incremental_state.added_records(spark, state, before)  # noqa: E731
+        if SIDE_BY_SIDE:  # the table's rows from the old state and the change, not from the state's append
+            table_rows = incremental_merge.table_rows(
+                shape, incremental_merge.combined(shape, old, change, columns, single_task=single)
+            )
+            return Written(table_rows, rows, 0, [], state_append=True, side_by_side=True, counted=counted)
+
+        def from_state(snapshot: int | None) -> DataFrame:
+            read = _at(spark, state, snapshot)
+            return incremental_merge.table_rows(
+                shape, incremental_merge.summed(shape, read.coalesce(1) if single else read)
+            )
+
+        return Written(None, rows, 0, [], state_append=True, from_state=from_state, counted=counted)
+    rows = incremental_merge.combined(shape, old, change, columns, single_task=single)
     seen = Observation("tms_changed_groups")
     observed = rows.observe(seen, F.coalesce(F.sum(incremental_merge.CHANGED), F.lit(0)).alias("groups"))
     return Written(
         None,
-        observed.select(*incremental_merge.key_names(shape), *columns),
+        observed.select(*keys, *columns),
         0,
         [],
         from_state=lambda snapshot: incremental_merge.table_rows(shape, _at(spark, state, snapshot)),
         counted=lambda: int(seen.get["groups"]),
     )
+
+
+def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> None:
+    """Run ``first`` here and ``second`` in a thread that inherits this one's Spark job group and tags (the
+    wall clock's cancel and the run's cost reach both), and raise the first failure. Their commits come in
+    either order, and a stop between them is repaired either way: the state ahead of the record is rolled
+    back, the table ahead of it makes the next refresh FULL (``incremental_decision``)."""
+    from pyspark import InheritableThread
+
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            second()
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(e)
+
+    thread = InheritableThread(target=run, name="tablemgmt-table-write")
+    thread.start()
+    try:
+        first()
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]
 
 
 def _at(spark: SparkSession, table: TableIdentifier, snapshot: int | None) -> DataFrame:

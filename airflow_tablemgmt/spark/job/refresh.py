@@ -92,7 +92,7 @@ from airflow_tablemgmt.spark.job.refresh_query import (
     source_tables_of,
     wrapped,
 )
-from airflow_tablemgmt.spark.protocol import describe_exception
+from airflow_tablemgmt.spark.protocol import describe_exception, timed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -195,14 +195,15 @@ def overwrite(
     """The refresh proper: snapshots of the sources, then one overwrite commit."""
     from pyspark.sql import functions as F
 
-    df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
-    fields = partition_fields(df, job.partitioned_by)
-    schema = schema_of(df)
-    analysis, mode = refresh_plan.refresh_mode(df, job.refresh_mode, str(table))
-    sources = source_tables_of(df)  # the plan's, not the declaration's: an altered query may read others
-    # The table is what the rows go into: its schema is the reference. The stored one (expected_schema)
-    # only explains a difference the table does not have (the table was replaced meanwhile).
-    drift = schema_drift(schema_of(spark.table(table.quoted)), schema)
+    with timed("refresh_analyse"):  # the query parsed, checked and analysed, its plan walked (driver only)
+        df = query_frame(spark, job.query, catalogs=frozenset({table.catalog}))
+        fields = partition_fields(df, job.partitioned_by)
+        schema = schema_of(df)
+        analysis, mode = refresh_plan.refresh_mode(df, job.refresh_mode, str(table))
+        sources = source_tables_of(df)  # the plan's, not the declaration's: an altered query may read others
+        # The table is what the rows go into: its schema is the reference. The stored one (expected_schema)
+        # only explains a difference the table does not have (the table was replaced meanwhile).
+        drift = schema_drift(schema_of(spark.table(table.quoted)), schema)
     if job.expected_schema is not None and not drift and schema_drift(job.expected_schema, schema):
         log.warning("%s: the stored schema differs from the query's, the table's does not", table)
     recreate = bool(drift) and not created
@@ -214,8 +215,9 @@ def overwrite(
     condition, written_values = (
         partition_condition(spark, fields, job.partition_values) if job.partition_values else (None, {})
     )
-    snapshots = source_snapshots(spark, sources)  # before the query reads them
-    before = current_snapshot(spark, str(table))
+    with timed("refresh_snapshots"):
+        snapshots = source_snapshots(spark, sources)  # before the query reads them
+        before = current_snapshot(spark, str(table))
     action = PARTITION if condition else FULL
     maintained = analysis.incremental and job.refresh_mode != FULL_MODE
     shape: Any = None

@@ -7,7 +7,8 @@ spark-submit's driver runs) and must equal a full recomputation of its query: ``
 gives 0 rows. One dynamic table per supported shape: filters and projections (APPEND), a ``GROUP BY`` with
 count / sum / avg, partitioned by its key (MERGE_BY_KEY, with the state table behind avg), one with
 count(*) / count(v) / sum, not partitioned (no state table: its columns are its partials), one with avg, not
-partitioned (the state and the table rewritten whole), one with min / max, and an inner join (JOIN, both sides changing). Appends and compactions must refresh ``INCREMENTAL``,
+partitioned (its state a log of partials, appended to and compacted now and then; the table rewritten whole),
+one with min / max, and an inner join (JOIN, both sides changing). Appends and compactions must refresh ``INCREMENTAL``,
 and so must copy-on-write deletes and updates (the removed rows read from Iceberg's changelog and
 subtracted), except for the min / max table, which refreshes ``FULL`` naming why; a merge-on-read delete (a
 position delete file, which Iceberg's changelog does not read) makes every table over that source ``FULL``,
@@ -63,7 +64,8 @@ SHAPES = {
     "joined": "SELECT a.id, a.v, b.w FROM {a} a JOIN {b} b ON a.k = b.k",
     # without avg, not partitioned: the table's own rows are its partials, the whole table replaced
     "totals": "SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s FROM {a} GROUP BY k",
-    # with avg, not partitioned: the state table and the table rewritten whole
+    # with avg, not partitioned: the state a log (the changed groups' partials appended, compacted at two
+    # rows per group), the table rewritten whole
     "averages": "SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS av FROM {a} GROUP BY k",
     # min / max: merged under appends, FULL after removals
     "extremes": "SELECT k, count(*) AS n, min(v) AS lo, max(v) AS hi FROM {a} GROUP BY k",
@@ -261,6 +263,12 @@ def test_every_shape_stays_equal_to_its_query_through_random_changes_and_stops_m
     for shape in SHAPES:
         row = check(world, shape, True, "merge-on-read delete")
         assert row["refresh_mode"] == "FULL" and MERGE_ON_READ in row["refresh_mode_reason"], row
+    # The unpartitioned state was kept as a log: appended to (compactions and FULL rebuilds overwrite it).
+    state_commits = {
+        r["operation"]
+        for r in spark.sql(f"SELECT operation FROM {world.tables['averages']}__tms_state.snapshots").collect()
+    }
+    assert "append" in state_commits, state_commits
     stops(world, monkeypatch)
     print(f"refresh seconds: {world.seconds}")
 
@@ -296,9 +304,9 @@ def stops(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     row = check(world, "grouped", False, "after a stop between the commits")
     assert row["refresh_mode"] == "INCREMENTAL", row  # the state rolled back, the same change read again
 
-    # Not partitioned (the state rewritten whole, its changed groups counted as it is written): the table's
-    # write fails after the state's commit (ahead of the record), and the next refresh rolls the state back
-    # and reads the same change again.
+    # Not partitioned (the change's partials appended to the state beside the table's write): the table's
+    # write fails, the state's append may have committed (ahead of the record), and the next refresh rolls
+    # the state back and reads the same change again.
     averages = world.tables["averages"]
 
     def stop_the_table_write(target: Any, rows: Any, **kw: Any) -> None:

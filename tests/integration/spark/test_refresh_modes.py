@@ -5,7 +5,8 @@ is refused naming the window function and leaves nothing behind, and ``AUTO`` on
 the mode and the reason on each refresh and on the table; its refresh after an append is INCREMENTAL, rewrites
 the one partition the change lands in and equals its query, also after a refresh stopped between the state
 table's commit and the table's and after a copy-on-write DELETE (read from Iceberg's changelog, subtracted;
-the random property test over every shape: test_incremental_property.py, on demand)."""
+the random property test over every shape: test_incremental_property.py, on demand); the same query not
+partitioned keeps its state as a log of partials (each refresh one append of the changed groups')."""
 
 from __future__ import annotations
 
@@ -109,6 +110,14 @@ def equal(spark: SparkSession, table: str, query: str) -> bool:
     return extra + spark.sql(f"SELECT * FROM ({query}) EXCEPT ALL SELECT * FROM {table}").count() == 0
 
 
+def state_log(spark: SparkSession, table: str) -> tuple[str, int]:
+    """The state table's last commit (its operation) and how many rows it holds."""
+    state = f"{table}__tms_state"
+    last = spark.sql(f"SELECT operation FROM {state}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
+    assert last is not None
+    return str(last["operation"]), spark.table(state).count()
+
+
 def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mode_and_reason(
     spark: SparkSession, store: Store, tables: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,6 +156,10 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
     assert view["incremental"]["strategy"] == MERGE_BY_KEY
     assert view["incremental"]["reason"].startswith("GROUP BY day with count, avg of ")
 
+    # Beside it, the same aggregates not partitioned: its state (behind avg) is a log of partials.
+    overall = f"lake.db.overall_{next(_names)}"
+    dynamic.create(store, {"identifier": overall, "query": group_by, "freshness": "1 HOUR"}, jobs)
+
     insert(spark, orders, [(9, "2026-02-03")])
     refreshed = dynamic.refresh_now(store, daily, runner=jobs)
     row = dynamic.history_row(refreshed)
@@ -161,6 +174,12 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
     assert row["rows_written"] == 1  # the one changed group
     assert row["partitions_written"] == [{"day": "2026-02-03"}]  # the state's and the table's partition only
     assert equal(spark, daily, group_by)
+    # Not partitioned: the change's partials are appended to the state (one row per changed group), not
+    # the state rewritten; the table's rows are the state's summed by key.
+    row = dynamic.history_row(dynamic.refresh_now(store, overall, runner=jobs))
+    assert (row["refresh_mode"], row["rows_written"]) == ("INCREMENTAL", 1), row
+    assert state_log(spark, overall) == ("append", 3)  # the two groups of the creation, then the new one
+    assert equal(spark, overall, group_by)
 
     # A refresh stopped between the state table's commit (avg's sums and counts) and the table's: the next
     # one rolls the state back to the recorded snapshot and reads the same change again.
@@ -197,6 +216,16 @@ def test_incremental_on_a_window_query_is_refused_naming_it_and_auto_records_mod
     assert sorted(p["day"] for p in row["partitions_written"]) == ["2026-02-01", "2026-02-03"], row
     assert equal(spark, daily, group_by)
     assert spark.sql(f"SELECT * FROM {daily} WHERE day = '2026-02-03'").count() == 0
+    # The log takes removals too: the appended and deleted rows' partials netted per group; 2026-02-01's
+    # (id 4 appended, then deleted) add up to nothing and are left out, 2026-02-03's go below zero rows.
+    row = dynamic.history_row(
+        dynamic.refresh_now(
+            store, overall, runner=jobs, is_periodic=True, schedule_time="2026-03-01 03:00:00"
+        )
+    )
+    assert (row["refresh_mode"], row["rows_written"]) == ("INCREMENTAL", 1), row
+    assert state_log(spark, overall) == ("append", 4)
+    assert equal(spark, overall, group_by)
     with pytest.raises(InvalidInput, match="refresh-mode: 'SOMETIMES' is not a refresh mode"):
         dynamic.alter(store, daily, refresh_mode="SOMETIMES")
     dynamic.alter(store, daily, refresh_mode="INCREMENTAL")  # the recorded analysis allows it

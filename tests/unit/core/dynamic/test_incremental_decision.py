@@ -167,6 +167,14 @@ def test_a_state_table_of_another_layout_is_rebuilt_naming_why() -> None:
         "lake.db.t__tms_state", "2;slots=avg:double;keys=string;partitioned=", expected
     )
     assert other is not None and "another query or partitioning" in other and expected in other
+    # a state of the same query written by an earlier layout (3: one row per group, rewritten whole) is
+    # rebuilt once, saying so: layout 4 reads a group's rows as a log of partials
+    current = "4;slots=count:bigint,avg:double;keys=string;partitioned="
+    layout_3 = state_layout_problem("lake.db.t__tms_state", "3" + current[1:], current)
+    assert layout_3 == (
+        "no previous state: the state table lake.db.t__tms_state was written by an earlier version "
+        "(state layout 3, now 4): rebuilt in layout 4"
+    )
     # decide puts it where a missing state goes: after the sources' changes
     mode = decide("AUTO", CAN, Previous({A: 1}, 10, 20), {A: appended(A, 1, 2)}, state_problem=older)
     assert (mode.mode, mode.reason) == (FULL, older)

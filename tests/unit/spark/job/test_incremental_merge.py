@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from airflow_tablemgmt.spark.job.incremental_merge import (
     ROWS,
+    compacts,
     layout,
     partial_columns,
     scoped_keys,
@@ -42,7 +43,7 @@ def test_every_aggregate_keeps_its_partials_in_the_state() -> None:
 
 def test_the_layout_names_the_aggregates_the_key_types_and_the_partitions() -> None:
     s = shape(("count", "bigint"), ("avg", "decimal(16,6)"))
-    assert layout(s, (0,)) == "3;slots=count:bigint,avg:decimal(16,6);keys=string,string;partitioned=k0"
+    assert layout(s, (0,)) == "4;slots=count:bigint,avg:decimal(16,6);keys=string,string;partitioned=k0"
     assert layout(s, ()) != layout(s, (0,))  # a table partitioned otherwise needs another state
     assert layout(shape(("avg", "double")), ()) != layout(shape(("sum", "double")), ())
 
@@ -73,3 +74,17 @@ def test_a_query_keeps_a_state_table_when_its_own_columns_cannot_take_removals()
     assert extremes.removal_problem == "min / max (x1) cannot subtract removed rows"
     assert table_partial_columns(extremes) == [ROWS, "c0", "m1"]
     assert "DISTINCT" in (shape().removal_problem or "")
+
+
+def test_the_state_is_a_log_of_partials_from_layout_4_compacted_at_two_rows_per_group() -> None:
+    s = shape(("count", "bigint"), ("avg", "double"))
+    # layout 3 kept one row per group: a state written by it is rebuilt once (a FULL refresh)
+    assert layout(s, ()).startswith("4;")
+    # a state kept as a log grows by the changed groups each refresh, and is rewritten with one row per
+    # group by the refresh that finds it at twice the table's groups (both from the snapshots' summaries)
+    assert not compacts(100_000, 100_000)  # just rebuilt
+    assert not compacts(199_999, 100_000)
+    assert compacts(200_000, 100_000)
+    assert compacts(2, 1) and not compacts(1, 1)  # a global aggregate: one group
+    assert not compacts(1, 0) and compacts(2, 0)  # every group removed: the log still compacts
+    assert compacts(None, 100) and compacts(100, None)  # a figure Iceberg did not keep: compact
