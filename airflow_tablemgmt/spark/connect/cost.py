@@ -14,6 +14,9 @@ Where the UI is: ``spark.tablemgmt.ui.url`` in the server's settings when it set
 publishes its UI elsewhere), else ``http://<the sc:// host>:<spark.ui.port, default 4040>``. The answer's
 application id must be the server's own (``spark.app.id``): a UI of another application on that port is
 never read as this job's.
+
+A batch's kept session follows the server's jobs in a :class:`~airflow_tablemgmt.spark.connect.job_index.JobIndex`
+(its ``facts``): the whole list once, then only the jobs past the last one seen (``job_index.py`` says why).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from airflow_tablemgmt.spark.connect.job_index import JobIndex
 from airflow_tablemgmt.spark.cost import stage_cost, stage_ids, tagged_jobs, unfinished
 
 log = logging.getLogger(__name__)
@@ -40,11 +44,11 @@ BUDGET_S = 45.0
 #: How often the reader asks again while the server's store still has one of the job's jobs running (its
 #: listener bus lags the job's end by milliseconds: a small table's job should not wait much longer).
 SETTLE_POLL_S = 0.05
-#: A read after the job, off the jobs' path (a batch's: ``session._measure``): every request lists all the
-#: server's retained jobs, work its driver does beside the next job's procedure, so it asks less often and
-#: lets the server's store catch up first.
+#: A read after the job, off the jobs' path (a batch's: ``session._measure``): it lets the server's store
+#: catch up first, and asks again less often than a read on the jobs' path (each ask is work the server's
+#: driver does beside the next job's procedure: a few small requests on a kept session's index).
 LATER_WAIT_S = 0.1
-LATER_POLL_S = 0.25
+LATER_POLL_S = 0.15
 
 
 def ui_url(session: Any, url: str) -> str | None:
@@ -90,7 +94,9 @@ def cost_reader(
     """:func:`connect_cost` in two steps: what the server's settings say is asked now, on ``session``; the
     returned call reads the status API (no session: any thread, after the session went on to another job;
     ``later``: as a read after the job, :data:`LATER_WAIT_S` and :data:`LATER_POLL_S`). None when there is
-    nothing to read (the UI off, the settings unreadable)."""
+    nothing to read (the UI off, the settings unreadable). With ``facts`` (a kept session's) the server's
+    jobs are followed in one :class:`JobIndex` kept there for all the session's jobs."""
+    kept = facts is not None  # a kept session's: its jobs followed in one index (job_index.py)
     facts = {} if facts is None else facts
     try:
         if "ui" not in facts:
@@ -109,9 +115,10 @@ def cost_reader(
         )
         return None
     suffix = f"Session_{session_id}_Tag_{tag}"
+    index = facts.setdefault("jobs", JobIndex()) if kept else None
     if later:
-        return lambda: read_cost(base, app, suffix, first_wait=LATER_WAIT_S, poll=LATER_POLL_S)
-    return lambda: read_cost(base, app, suffix)
+        return lambda: read_cost(base, app, suffix, first_wait=LATER_WAIT_S, poll=LATER_POLL_S, index=index)
+    return lambda: read_cost(base, app, suffix, index=index)
 
 
 def read_cost(
@@ -122,17 +129,31 @@ def read_cost(
     *,
     first_wait: float = 0.0,
     poll: float = SETTLE_POLL_S,
+    index: JobIndex | None = None,
 ) -> dict[str, Any] | None:
     """Read the jobs tagged ``…_<tag_suffix>`` of application ``app`` at the UI ``base`` and sum their
-    stages; waits (at most ``settle_s``) until the server's store has none of them running."""
+    stages; waits (at most ``settle_s``) until the server's store has none of them running. ``index``: the
+    server's jobs as a kept session follows them (asked past the last one seen, not listed in full)."""
     api = f"{base}/api/v1/applications/{quote(app, safe='')}"
     if first_wait > 0:
         time.sleep(first_wait)
     started = time.monotonic()
     settled, deadline = started + settle_s, started + BUDGET_S
+
+    def get(url: str) -> Any:
+        return _get(url, deadline)
+
+    def mine(job: Any) -> bool:
+        return bool(tagged_jobs([job], tag_suffix))
+
     try:
         while True:
-            jobs = tagged_jobs(_get(f"{api}/jobs", deadline), tag_suffix)
+            listed = index.list_requests if index is not None else 0
+            listing = index.jobs(get, api, mine) if index is not None else get(f"{api}/jobs")
+            jobs = tagged_jobs(listing, tag_suffix)
+            if not jobs and index is not None and index.list_requests == listed:
+                # none of its jobs past the last one seen: the whole list, as a read without an index makes
+                jobs = tagged_jobs(index.relist(get, api), tag_suffix)
             if not unfinished(jobs) or time.monotonic() >= min(settled, deadline):
                 break
             time.sleep(poll)
