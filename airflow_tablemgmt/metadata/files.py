@@ -36,6 +36,7 @@ from airflow_tablemgmt.metadata.deletes import (
     live_entries,
 )
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
+from airflow_tablemgmt.metadata.recent import Walk, walk_at
 
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO
@@ -160,8 +161,7 @@ def read_file_stats(catalog: CatalogSpec, table: TableSpec, *, now: float | None
 
     reader = SnapshotReader(catalog)
     try:
-        metadata, io = _load_metadata(reader, table)
-        return _measure(metadata, io, table, time.time() if now is None else now)
+        return _measure(_walk_current(reader, table), table, time.time() if now is None else now)
     except TableMgmtError:
         raise
     except Exception as e:  # pyiceberg/pyarrow/IO errors: say which table and why
@@ -211,7 +211,8 @@ def _removable(
     return removable
 
 
-def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
+def _measure(walk: Walk, table: TableSpec, now: float) -> FileStats:
+    metadata, manifests = walk.metadata, walk.manifests
     target, min_input, max_age, retain = _targets(metadata, table)
     thresholds = _thresholds(table)
     threshold = int(target * thresholds["rewrite-files"].get("small-file-fraction", SMALL_FILE_FRACTION))
@@ -220,10 +221,8 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
     deletes = DeleteCounts()
     per_partition: dict[tuple[Any, ...], int] = {}
     counts: dict[tuple[Any, ...], list[int]] = {}  # partition -> [data files, small data files]
-    manifests: list[Any] = []
     if snap is not None:
-        manifests = snap.manifests(io)
-        for f in live_data_files(io, manifests):
+        for f in walk.entries:
             if int(f.content) == _DATA:
                 stats["data_files"] += 1
                 stats["data_bytes"] += f.file_size_in_bytes
@@ -272,14 +271,21 @@ def _measure(metadata: Any, io: Any, table: TableSpec, now: float) -> FileStats:
     )
 
 
-def _load_metadata(reader: SnapshotReader, table: TableSpec) -> tuple[Any, Any]:
+def _walk_current(reader: SnapshotReader, table: TableSpec) -> Walk:
+    """The table's current metadata file walked (or its recent walk: ``recent.py``). A hadoop table's
+    pointer is read every time; another catalog's table is loaded every time (its answer is the truth)."""
     if reader.catalog.type == CatalogType.HADOOP:
         from pyiceberg.table import StaticTable
 
-        static = StaticTable.from_metadata(reader.metadata_pointer(table.identifier), reader._io_properties())
-        return static.metadata, static.io
+        pointer = reader.metadata_pointer(table.identifier)
+
+        def load() -> tuple[Any, Any]:
+            static = StaticTable.from_metadata(pointer, reader._io_properties())
+            return static.metadata, static.io
+
+        return walk_at(pointer, load)
     loaded = reader._catalog_table(table.identifier)
-    return loaded.metadata, loaded.io
+    return walk_at(loaded.metadata_location, lambda: (loaded.metadata, loaded.io))
 
 
 # ---- a job's figures: TableShape -------------------------------------------------------------------
@@ -345,9 +351,13 @@ def read_shape(location: str, properties: dict[str, str]) -> TableShape:
     """The shape of the table at metadata file ``location``, read with pyiceberg (FileIO ``properties``)."""
     from pyiceberg.table import StaticTable
 
-    with quiet_pyiceberg():
-        static = StaticTable.from_metadata(location, properties)
-    metadata = static.metadata
+    def load() -> tuple[Any, Any]:
+        with quiet_pyiceberg():
+            static = StaticTable.from_metadata(location, properties)
+        return static.metadata, static.io
+
+    walk = walk_at(location, load)
+    metadata = walk.metadata
     main = metadata.refs.get("main")
     shape = TableShape(
         current_snapshot_id=main.snapshot_id if main is not None else None,
@@ -358,10 +368,14 @@ def read_shape(location: str, properties: dict[str, str]) -> TableShape:
     snapshot = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
     if snapshot is None:
         return shape
-    manifests = snapshot.manifests(static.io)
-    shape.manifests = len(manifests)
+    current = metadata.current_snapshot()
+    if current is None or current.snapshot_id != snapshot.snapshot_id:  # never in a valid table: read main's
+        io = load()[1]
+        manifests = tuple(snapshot.manifests(io))
+        walk = Walk(metadata, manifests, tuple(live_data_files(io, manifests)))
+    shape.manifests = len(walk.manifests)
     field_ids = {spec.spec_id: [f.field_id for f in spec.fields] for spec in metadata.partition_specs}
-    for f in live_data_files(static.io, manifests):
+    for f in walk.entries:
         ids = field_ids.get(f.spec_id, [])
         # Coerced to the union of all specs: a field a spec lacks is null, and nulls drop out.
         key = tuple(sorted((fid, f.partition[i]) for i, fid in enumerate(ids) if f.partition[i] is not None))

@@ -17,6 +17,7 @@ wrote them), so it runs on its schedule.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -50,18 +51,19 @@ def nothing_to_do(
     catalog: CatalogSpec, table: TableSpec, action: str, options: dict[str, Any], now: datetime | None = None
 ) -> NothingToDo | None:
     """Why ``action`` would change nothing on ``table`` now, or None (run it; also when unsure)."""
-    from airflow_tablemgmt.metadata.files import _load_metadata
+    from airflow_tablemgmt.metadata.files import _walk_current
     from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 
     if action not in ("compute-stats", "expire-data"):
         return None
-    metadata, io = _load_metadata(SnapshotReader(catalog), table)
+    walk = _walk_current(SnapshotReader(catalog), table)  # the job's figures read it next: metadata/recent.py
+    metadata = walk.metadata
     snap = metadata.current_snapshot()
     if snap is None:
         return None
     if action == "compute-stats":
         return _statistics_current(metadata, snap)
-    return _no_expired_rows(metadata, io, snap, options, now or datetime.now(UTC))
+    return _no_expired_rows(metadata, walk.entries, options, now or datetime.now(UTC))
 
 
 def _statistics_current(metadata: Any, snap: Any) -> NothingToDo | None:
@@ -76,14 +78,13 @@ def _statistics_current(metadata: Any, snap: Any) -> NothingToDo | None:
 
 
 def _no_expired_rows(
-    metadata: Any, io: Any, snap: Any, options: dict[str, Any], now: datetime
+    metadata: Any, entries: Iterable[Any], options: dict[str, Any], now: datetime
 ) -> NothingToDo | None:
     from pydantic import TypeAdapter
     from pyiceberg.conversions import from_bytes
     from pyiceberg.types import DateType, TimestampType, TimestamptzType
 
     from airflow_tablemgmt.core.durations import Duration
-    from airflow_tablemgmt.metadata.files import live_data_files
 
     column = str(options.get("column") or "")
     try:
@@ -100,7 +101,7 @@ def _no_expired_rows(
         return None
     oldest: int | None = None
     files = 0
-    for f in live_data_files(io, snap.manifests(io)):
+    for f in entries:  # the current snapshot's live files
         if int(f.content) != 0:
             continue
         raw = (f.lower_bounds or {}).get(field.field_id)

@@ -34,6 +34,7 @@ from airflow_tablemgmt.services.batches import BatchRun, LimitFor, Outcome, Tabl
 from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
+    from airflow_tablemgmt.metadata.health import HealthScore
     from airflow_tablemgmt.store import Store
 
 log = logging.getLogger(__name__)
@@ -212,13 +213,26 @@ def after_table(context: Mapping[str, Any] | None) -> Any:
         if done.outcome == Outcome.FAILED and run.last_try:
             _failure_alerts(store, run, done, error, context or {})
         if done.outcome in (Outcome.SUCCESS, Outcome.SKIPPED, Outcome.FAILED):
-            try:
-                table_health(store, done.table_id, ttl=0)  # measured again and remembered for the next plan
+            score: HealthScore | None = None
+            try:  # measured again and remembered for the next plan (at the metadata file the job's own
+                # figures after read, that read's walk: metadata/recent.py)
+                score = table_health(store, done.table_id, ttl=0, actions=False).score
             except Exception:  # noqa: BLE001 - an unreadable table: the next plan measures it
                 log.info(
                     "tablemgmt: health of %s not measured after %s", done.table_id, run.action, exc_info=True
                 )
-            after_process(store, done.table_id, run.action, context, process_id=done.process_id)
+            if score is None:
+                after_process(store, done.table_id, run.action, context, process_id=done.process_id)
+            else:  # the unhealthy alert decides on that measurement, not on a read of its own
+                measured = score
+                after_process(
+                    store,
+                    done.table_id,
+                    run.action,
+                    context,
+                    process_id=done.process_id,
+                    read=lambda _store, _spec: measured,
+                )
 
     return after
 

@@ -124,8 +124,11 @@ def table_health(
     ttl: float = CACHE_SECONDS,
     cache: _Cache | None = None,
     read: Callable[[CatalogSpec, TableSpec], Reading] = read_file_stats,
+    actions: bool = True,
 ) -> TableHealth:
-    """Health of a live table. An unreadable table still answers, with ``files`` None and ``error``."""
+    """Health of a live table. An unreadable table still answers, with ``files`` None and ``error``.
+    ``actions`` False: without each action's last success and failure (two store reads an action; a batch
+    measuring a table after its process needs only the figures remembered)."""
     spec = effective_table(store, table_id)  # the thresholds the gate uses: the policies' merged in
     cache = cache or _CACHE
     key = _key(store, spec.id)
@@ -139,10 +142,10 @@ def table_health(
             fresh = True
         except TableMgmtError as e:
             error = str(e)
-    actions = [_action_health(store, spec.id, a) for a in spec.enabled_actions()]
+    done = [_action_health(store, spec.id, a) for a in spec.enabled_actions()] if actions else []
     own = reading if isinstance(reading, FormatHealth) else None
     files = reading if isinstance(reading, FileStats) else None
-    health = TableHealth(spec.id, files, store.processes.now(), error, actions, own)
+    health = TableHealth(spec.id, files, store.processes.now(), error, done, own)
     if fresh:  # a cached read was sent when it was made
         from airflow_tablemgmt import observability
 

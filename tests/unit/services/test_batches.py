@@ -356,3 +356,41 @@ def test_a_batch_on_spark_submit_runs_its_tables_in_one_driver_each_under_its_ow
     assert store.leases.get("lake.db.c_leased").holder == other  # type: ignore[union-attr]
     pid = int(drivers[0])
     assert not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text()  # ended
+
+
+def test_after_a_table_its_health_is_measured_once_and_its_unhealthy_alert_decides_on_that(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's after-step (``batch_wiring.after_table``) measures the table and remembers it for the next
+    plan, and the ``unhealthy`` alert decides on that same measurement: one metadata read, where there
+    were two (the alert read the table again)."""
+    from airflow_tablemgmt.core.notify import NotifySpec
+    from airflow_tablemgmt.factories import health as factory_health
+    from airflow_tablemgmt.notifications import health as alerts
+    from airflow_tablemgmt.services import health as services_health
+    from airflow_tablemgmt.services.batch_wiring import after_table
+    from airflow_tablemgmt.store.table_health import TableHealthRepository
+
+    reads: list[str] = []
+    original = factory_health.read_health
+
+    def counted(catalog: CatalogSpec, spec: TableSpec) -> Any:
+        reads.append(spec.id)
+        return original(catalog, spec)
+
+    monkeypatch.setattr(factory_health, "read_health", counted)
+    monkeypatch.setattr(services_health, "read_health", counted)
+    route = NotifySpec.model_validate(
+        {"notifiers": [{"class": "x.Notifier", "kwargs": {}}], "events": ["unhealthy"], "health-below": 100}
+    )
+    monkeypatch.setattr(alerts, "global_notify", lambda: route)
+    sent: list[Any] = []
+    monkeypatch.setattr(alerts, "send", lambda notifiers, note, context: sent.append(note) or 1)
+
+    table = "lake.db.a_small"
+    process, _ = store.processes.open(table, ACTION, AT)
+    after_table({})(store, _run(), TableRun(table, Outcome.SUCCESS, "succeeded", process.id), None)
+
+    assert reads == [table]  # once: the alert took the batch's measurement
+    stored = TableHealthRepository.of(store).get_many([table])[table]
+    assert [(n.table, n.health_score) for n in sent] == [(table, stored.score)]  # 8 small files: below 100
