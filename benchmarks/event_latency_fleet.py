@@ -20,9 +20,11 @@ table, enrolled and declared in a random order, each at a random phase of the po
 between commits), and reads from Airflow's DB the run each commit's asset event started (``dagrun_asset_event``:
 the planned DAG's run for an enrolled table, the table's own DAG's run for a declared one). An enrolled table's
 event that arrived after a run's queue row was written is in no run's ``dagrun_asset_event`` until the DAG's
-next event; that run's ``plan`` task plans it (``dag_factory/plan_events.py``, its XCom ``late_events``), and
-then the moment that task read it counts as the run start (``how``: ``late``; ``late_read_at``, the task's end
-beside it), or the next run's start if earlier.
+next event; that run's ``plan`` task plans it (``dag_factory/plan_events.py``, its XCom ``late_events``): that
+run's start counts as the event's run start when the event was stored before it (``how``: ``late``; the run
+was created after the event, as for one it consumed), else the moment the task read it; the next run's start
+if earlier. Beside it, per enrolled sample: commit -> its table planned (the run's ``plan`` task start, or that
+task's read of a late event).
 A commit neither consumed nor planned within ``--run-wait`` seconds counts as not started. Prints per kind
 p50 / p95 / max of commit -> run start and where the median went (-> asset event stored, -> run queued, ->
 run started), the triggerer's CPU (process tree, % of one core) idle and during the commits, its RSS, and
@@ -267,34 +269,44 @@ def measure(args: Any, work: Path) -> dict[str, Any]:
 
         events = _wait_for("every commit's asset event", evented, timeout=600, every=1)
 
-        def late_taken() -> dict[int, tuple[float, float]]:
-            """Event id -> (when the plan task that took it as a late event read it, when that task ended): a
-            planned DAG's event run also plans the policy's events after its queue row that no run consumed
-            (dag_factory/plan_events.py); the plan's XCom lists them (``late_events``, ``late_read_at``)."""
+        def late_taken() -> dict[int, tuple[float, float, str]]:
+            """Event id -> (when the plan task that took it as a late event read it, the start of that task's
+            run, the run id): a planned DAG's event run also plans the policy's events after its queue row that
+            no run consumed (dag_factory/plan_events.py); the plan's XCom lists them (``late_events``,
+            ``late_read_at``)."""
             rows = dep.query(
-                "SELECT x.value, t.end_date FROM xcom x JOIN task_instance t ON t.dag_id = x.dag_id "
-                "AND t.run_id = x.run_id AND t.task_id = x.task_id AND t.map_index = x.map_index "
-                "WHERE x.dag_id = :d AND x.task_id = 'plan' AND x.key = 'plan' AND t.end_date IS NOT NULL",
+                "SELECT x.value, r.start_date, r.run_id FROM xcom x JOIN dag_run r ON r.id = x.dag_run_id "
+                "WHERE x.dag_id = :d AND x.task_id = 'plan' AND x.key = 'plan' AND r.start_date IS NOT NULL",
                 d=PLAN_DAG,
             )
-            taken: dict[int, tuple[float, float]] = {}
-            for value, end in rows:
+            taken: dict[int, tuple[float, float, str]] = {}
+            for value, start, run_id in rows:
                 while isinstance(value, (str, bytes)):
                     value = json.loads(value)
                 value = value or {}
-                ended = _utc(end).timestamp()
-                read = _utc(value["late_read_at"]).timestamp() if value.get("late_read_at") else ended
+                if not value.get("late_read_at"):
+                    continue
+                read = _utc(value["late_read_at"]).timestamp()
                 for event_id in value.get("late_events", []):
                     if event_id not in taken or read < taken[event_id][0]:
-                        taken[event_id] = (read, ended)
+                        taken[event_id] = (read, _utc(start).timestamp(), run_id)
             return taken
+
+        def plan_started(run_id: str) -> float | None:
+            rows = dep.query(
+                "SELECT start_date FROM task_instance WHERE dag_id = :d AND run_id = :r AND task_id = 'plan' "
+                "AND start_date IS NOT NULL",
+                d=PLAN_DAG,
+                r=run_id,
+            )
+            return _utc(rows[0][0]).timestamp() if rows else None
 
         def runs() -> dict[str, dict[str, Any]]:
             found = {}
             taken = late_taken()
             for table, (kind, at) in committed.items():
                 rows = dep.query(
-                    "SELECT e.id, e.timestamp, r.queued_at, r.start_date, r.dag_id FROM asset_event e "
+                    "SELECT e.id, e.timestamp, r.queued_at, r.start_date, r.dag_id, r.run_id FROM asset_event e "
                     "LEFT JOIN dagrun_asset_event x ON x.event_id = e.id LEFT JOIN dag_run r ON r.id = x.dag_run_id "
                     "AND r.id > :last AND r.start_date IS NOT NULL WHERE e.extra LIKE :t ORDER BY e.id, r.id",
                     t=f'%"{table}"%',
@@ -304,21 +316,27 @@ def measure(args: Any, work: Path) -> dict[str, Any]:
                 sample: dict[str, Any] = {"kind": kind, "event": events[table]}
                 consumed = [r for r in rows if r[3] is not None]
                 if consumed:
-                    _id, _ev, qu, st, dag = consumed[0]
+                    _id, _ev, qu, st, dag, run_id = consumed[0]
                     sample.update(
                         dag=dag,
                         queued=_utc(qu).timestamp() - at,
                         started=_utc(st).timestamp() - at,
                         how="run",
                     )
-                late = [taken[r[0]] for r in rows if r[0] in taken]
+                    if dag == PLAN_DAG and (planned := plan_started(run_id)) is not None:
+                        sample["plan"] = planned - at
+                # An event after a run's queue row, planned by that run's plan task (dag_factory/plan_events.py):
+                # that run is the one that takes it; its start counts when the event was stored before it (the
+                # run was created after the event, as for a consumed one), else the moment the task read it.
+                late = []
+                for r in rows:
+                    if r[0] in taken:
+                        read, run_start, _run = taken[r[0]]
+                        stored = _utc(r[1]).timestamp()
+                        late.append((run_start if run_start >= stored else read, read))
                 if late and ("started" not in sample or min(late)[0] - at < sample["started"]):
-                    # planned by an earlier run's plan task (the event came after that run's queue row): the
-                    # moment that task read it stands for the run start (no queue time of its own)
-                    read, ended = min(late)
-                    sample.update(
-                        dag=PLAN_DAG, queued=read - at, started=read - at, plan_ended=ended - at, how="late"
-                    )
+                    start, read = min(late)
+                    sample.update(dag=PLAN_DAG, started=start - at, plan=read - at, how="late")
                 found[table] = sample
             return found
 
@@ -383,7 +401,7 @@ def main() -> None:
         st = statistics.median(s["started"] - s["queued"] for s in by_run) if by_run else float("nan")
         notes = []
         if len(ran) > len(by_run):
-            notes.append(f"{len(ran) - len(by_run)} taken by an earlier run's plan task (its read counted)")
+            notes.append(f"{len(ran) - len(by_run)} after a run's queue row, planned by that run")
         if len(ran) < len(xs):
             notes.append(f"{len(xs) - len(ran)} not started within {args.run_wait:g} s")
         print(
@@ -393,11 +411,23 @@ def main() -> None:
         )
     for kind in ("enrolled", "declared"):
         xs = sorted(
-            (round(s.get("started", float("inf")), 1), s.get("how", "-"))
+            (
+                round(s.get("started", float("inf")), 1),
+                s.get("how", "-"),
+                round(s.get("plan", float("nan")), 1),
+            )
             for s in r["samples"].values()
             if s["kind"] == kind
         )
-        print(f"{kind} samples (s, how): {xs}")
+        print(
+            f"{kind} samples (commit -> run start s, how, commit -> its plan task's start or late read s): {xs}"
+        )
+    plans = sorted(s["plan"] for s in r["samples"].values() if s["kind"] == "enrolled" and "plan" in s)
+    if plans:
+        print(
+            f"enrolled: commit -> its table planned (the plan task's start, or its read of a late event) p50 / p95 / "
+            f"max {statistics.median(plans):.1f} / {p95(plans):.1f} / {max(plans):.1f} s ({len(plans)} samples)"
+        )
     print(
         f"\ntriggerer: {r['cpu_idle_pct']:.0f} % of a core idle, {r['cpu_commits_pct']:.0f} % during the commits, "
         f"{r['rss_mb']:.0f} MB; {r['observed']:,} of {args.enrolled + args.declared:,} first observations stored "
