@@ -410,6 +410,7 @@ def main() -> None:
 
         results: dict[str, dict[str, float]] = {}
         phases: dict[str, list[dict[str, float]]] = {}
+        batch_cpu: dict[str, list[tuple[float, int]]] = {}  # way -> (a batch task's CPU s, its tables)
         log = work / "runs.log"
         if "a" in args.ways:  # a host's first spark-submit writes the driver's class archive
             _run_rss(
@@ -464,10 +465,12 @@ def main() -> None:
                     if r["error"] or r["counts"].get("success") != r["tables"]:
                         print(f"# way {way} batch {r['batch']}: {r['counts']} {r['error'] or ''}", flush=True)
                 for r in runs:
+                    cpu = float(r.get("cpu_s", 0.0))
+                    batch_cpu.setdefault(way, []).append((cpu, int(r["tables"])))
                     print(
                         f"# way {way} batch {r['batch']}: {r['tables']} tables in {r['wall']:.1f} s "
                         f"(task imports {r['imports_s']:.1f} s, execute {r['execute_s']:.1f} s, the task's "
-                        f"CPU {r.get('cpu_s', 0.0):.1f} s, Python's cycle "
+                        f"CPU {cpu:.1f} s, {cpu / max(int(r['tables']), 1):.3f} s a table, Python's cycle "
                         f"collector by generation {r.get('gc_s')} s), {r['counts']}",
                         flush=True,
                     )
@@ -525,6 +528,12 @@ def main() -> None:
     probe = _import_probe()
     _report(results, server_rss)
     _report_phases(phases)
+    for way, cpus in batch_cpu.items():
+        print(
+            f"\n({way}) the batch tasks' CPU (wait4: every thread, and the children it waited for): "
+            f"{sum(c for c, _ in cpus) / max(sum(n for _, n in cpus), 1):.3f} s a table",
+            end="",
+        )
     if any(w in BATCHED for w in results):
         _report_batched_phases(work / "tablemgmt.db")
         _report_lanes(work / "runs.log")
