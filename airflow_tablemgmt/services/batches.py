@@ -37,7 +37,6 @@ from airflow_tablemgmt.core.errors import IllegalTransition, LeaseUnavailable, T
 from airflow_tablemgmt.core.process import ProcessStatus
 from airflow_tablemgmt.core.tables import Owner
 from airflow_tablemgmt.lifecycle import ProcessCanceled, ProcessRunner, RunRequest
-from airflow_tablemgmt.store.effective import effective_table
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.store import Store
@@ -335,7 +334,8 @@ def _not_this_policys(store: Store, run: BatchRun, table_id: str) -> str | None:
             f"policy {row.policy}" if row.managed_by == Owner.POLICY else f"its {row.managed_by} declaration"
         )
         return f"now managed by {owner}, whose own DAGs run it"
-    if run.action not in effective_table(store, table_id).enabled_actions():
+    # an enrolled row is its effective table already (store/effective.py): no second read
+    if run.action not in row.spec.enabled_actions():
         return f"{run.action} is no longer enabled on it"
     return None
 

@@ -190,24 +190,30 @@ def test_a_table_no_longer_this_policys_or_gated_opens_no_process(store: Store) 
     store.tables.upsert(
         TableSpec(catalog="lake", namespace="db", name="e_small", actions={ACTION: {}}), Owner.STORE
     )  # declared meanwhile: its own DAGs run it
+    enrol.enrol(  # the policy no longer gives it the action
+        TableSpec(catalog="lake", namespace="db", name="b_healthy", actions={"expire-snapshots": {}}),
+        "fleet",
+        "matched",
+    )
 
     def gate(s: Store, table_id: str, action: str) -> str | None:
         return (
             "still at snapshot 7, which process 1 already handled" if table_id.endswith("c_leased") else None
         )
 
-    tables = ["lake.db.a_small", "lake.db.e_small", "lake.db.c_leased"]
+    tables = ["lake.db.a_small", "lake.db.e_small", "lake.db.c_leased", "lake.db.b_healthy"]
     from airflow_tablemgmt.services.batch_wiring import time_limit_for
 
     limits = time_limit_for(store, ACTION)  # the real wiring's, which reads each table's own limit
     result = run_batch(
         store, _run(), tables, runner_for=_runner(store, engine), snapshot_gate=gate, limit_for=limits
     )
-    assert [(t.outcome, t.process_id) for t in result.tables] == [(Outcome.SKIPPED, None)] * 3
+    assert [(t.outcome, t.process_id) for t in result.tables] == [(Outcome.SKIPPED, None)] * 4
     reasons = [t.reason for t in result.tables]
     assert reasons[0].startswith("no longer registered")
     assert reasons[1] == "now managed by its store declaration, whose own DAGs run it"
     assert reasons[2] == "still at snapshot 7, which process 1 already handled"
+    assert reasons[3] == f"{ACTION} is no longer enabled on it"
     assert engine.jobs == [] and store.processes.list(limit=10) == []
 
 
