@@ -347,7 +347,18 @@ def measure(args: Any, work: Path) -> dict[str, Any]:
         while True:
             dep.check_alive()
             out["samples"] = runs()
-            if all("started" in x for x in out["samples"].values()) or time.monotonic() > deadline:
+            # every sample started, and every plan task of the planned DAG ended (a later run's plan may list an
+            # event as late with an earlier run start than the one seen first)
+            busy = dep.query(
+                "SELECT count(*) FROM task_instance WHERE dag_id = :d AND task_id = 'plan' "
+                "AND (state IS NULL OR state NOT IN ('success', 'failed', 'skipped', 'upstream_failed'))",
+                d=PLAN_DAG,
+            )[0][0]
+            if (
+                all("started" in x for x in out["samples"].values())
+                and not busy
+                or time.monotonic() > deadline
+            ):
                 break
             time.sleep(1)
         out["cpu_commits_pct"] = 100 * (tree_cpu(pid) - c1) / (time.monotonic() - w1)
