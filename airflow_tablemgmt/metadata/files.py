@@ -271,17 +271,6 @@ def _measure(walk: Walk, table: TableSpec, now: float) -> FileStats:
     )
 
 
-def _load_metadata(reader: SnapshotReader, table: TableSpec) -> tuple[Any, Any]:
-    """The table's current metadata and FileIO, read afresh (the table page's views read their own files)."""
-    if reader.catalog.type == CatalogType.HADOOP:
-        from pyiceberg.table import StaticTable
-
-        static = StaticTable.from_metadata(reader.metadata_pointer(table.identifier), reader._io_properties())
-        return static.metadata, static.io
-    loaded = reader._catalog_table(table.identifier)
-    return loaded.metadata, loaded.io
-
-
 def _walk_current(reader: SnapshotReader, table: TableSpec) -> Walk:
     """The table's current metadata file walked (or its recent walk: ``recent.py``). A hadoop table's
     pointer is read every time; another catalog's table is loaded every time (its answer is the truth)."""

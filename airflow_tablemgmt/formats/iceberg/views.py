@@ -11,14 +11,17 @@ files and records (from its summary).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_tablemgmt.core.errors import TableMgmtError
-from airflow_tablemgmt.core.tables import CatalogSpec, TableSpec
+from airflow_tablemgmt.core.tables import CatalogSpec, CatalogType, TableSpec
 from airflow_tablemgmt.metadata.deletes import DeleteCounts
 from airflow_tablemgmt.metadata.errors import HealthUnavailable
-from airflow_tablemgmt.metadata.files import _DATA, _load_metadata, _targets, live_data_files, quiet_pyiceberg
+from airflow_tablemgmt.metadata.files import _DATA, _targets, live_data_files, quiet_pyiceberg
 from airflow_tablemgmt.metadata.format_views import MAX_PARTITIONS, SIZE_BUCKETS, _bucket
+
+if TYPE_CHECKING:
+    from airflow_tablemgmt.metadata.iceberg import SnapshotReader
 
 __all__ = ["MAX_PARTITIONS", "SIZE_BUCKETS", "read_details", "read_files", "read_snapshots"]
 
@@ -33,6 +36,17 @@ def _read(catalog: CatalogSpec, table: TableSpec) -> tuple[Any, Any]:
         raise
     except Exception as e:  # pyiceberg/pyarrow/IO errors: say which table and why
         raise HealthUnavailable(f"table {table.id}: cannot read its Iceberg metadata: {e}") from None
+
+
+def _load_metadata(reader: SnapshotReader, table: TableSpec) -> tuple[Any, Any]:
+    """The table's current metadata and FileIO, read afresh (the views read files the health walk does not keep)."""
+    if reader.catalog.type == CatalogType.HADOOP:
+        from pyiceberg.table import StaticTable
+
+        static = StaticTable.from_metadata(reader.metadata_pointer(table.identifier), reader._io_properties())
+        return static.metadata, static.io
+    loaded = reader._catalog_table(table.identifier)
+    return loaded.metadata, loaded.io
 
 
 def _ms(ts: int | None) -> str | None:
