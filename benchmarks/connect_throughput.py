@@ -45,12 +45,22 @@ ways); running tasks in parallel (one at a time here: a 2-core machine); an obje
 catalog (the warehouse is the local file system); the server's own memory (one JVM for every task,
 printed apart); a host's first spark-submit (one warm-up run of (a) before the clock).
 
+A warm server for every way, before any clock: ``--server-warmup`` (40) bare procedures, and for (B)/(P)
+one batch of ``--batch-warmup`` (10) tables of their own (a fresh server's procedures keep getting faster
+for dozens of tables as its JIT compiles Iceberg's and Spark's code, and the batched path's own requests
+and the UI's status API are server code too); every other round runs the ways in reverse order, so that
+no way always meets the server first (``--same-order``: as before). ``--server-cpus 0`` (with
+``--master local[1]``) starts the server pinned to CPU 0 and moves this process and every task to the other
+CPU(s): the shape of a server on a host of its own, which one 2-core machine can only approximate.
+
     .venv/bin/python benchmarks/connect_throughput.py [--tables 20] [--tables-a 6] [--files 40] [--master local[2]]
-        [--ways a b f p B P c q] [--parallel 2] [--rounds 1] [--batch-size 50]
+        [--ways a b f p B P c q] [--parallel 2] [--rounds 1] [--batch-size 50] [--server-warmup 40]
+        [--batch-warmup 10] [--same-order] [--server-cpus 0 [--client-cpus 1]]
 
-Issue 40's figure (the batched path against the warm session, one batch at a time and two side by side):
+Issue 40's figure (the batched path against the warm session, one batch at a time at the default batch
+size, 50, and two side by side):
 
-    .venv/bin/python benchmarks/connect_throughput.py --tables 100 --ways B c P q --batch-size 25 --rounds 2
+    .venv/bin/python benchmarks/connect_throughput.py --tables 100 --ways B c P q --batch-size 50 --rounds 2
 
 (B)/(P) leave out, besides the above: Airflow's task start and the scheduler's expansion of the mapped task
 (the child starts as a fork of a warm parent, as (f)), the planning task, and XCom.
@@ -279,6 +289,22 @@ def _declarations(warehouse: Path, names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cpus(text: str) -> set[int]:
+    """``0`` or ``0,1`` or ``0-1`` as a CPU set."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def _others(text: str) -> str:
+    rest = sorted(set(range(os.cpu_count() or 1)) - _cpus(text))
+    if not rest:
+        raise SystemExit(f"--server-cpus {text} leaves no CPU for the client: give --client-cpus")
+    return ",".join(map(str, rest))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tables", type=int, default=20, help="tables per way (the issue's figure: 200)")
@@ -317,6 +343,31 @@ def main() -> None:
     p.add_argument(
         "--rounds", type=int, default=1, help="split each way's tables into rounds, ways interleaved"
     )
+    p.add_argument(
+        "--server-cpus",
+        help="CPUs the server runs on (e.g. 0): it starts pinned there, and this process and every task it "
+        "starts move to --client-cpus, the shape of a server on a host of its own",
+    )
+    p.add_argument(
+        "--client-cpus", help="CPUs of this process and its tasks once the server started (e.g. 1)"
+    )
+    p.add_argument(
+        "--server-warmup",
+        type=int,
+        default=40,
+        help="bare procedures on tables of their own before any clock (a fresh server's JIT)",
+    )
+    p.add_argument(
+        "--batch-warmup",
+        type=int,
+        default=10,
+        help="(B)/(P): one batch of this many tables of their own before any clock",
+    )
+    p.add_argument(
+        "--same-order",
+        action="store_true",
+        help="every round runs the ways in --ways order (default: every other round reversed)",
+    )
     p.add_argument("--profile", action="store_true", help="(f): one cProfile file per child in the workdir")
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
@@ -343,7 +394,16 @@ def main() -> None:
     print(
         f"# server UI: {'off' if ui_port is None else f'on, port {ui_port} (each job reads its cost there)'}"
     )
+    if args.server_cpus:
+        os.sched_setaffinity(0, _cpus(args.server_cpus))  # the server's JVM inherits these
     server = start_server(server_spec(port=port, master=args.master, ui_port=ui_port), work / "server.log")
+    if args.server_cpus or args.client_cpus:
+        os.sched_setaffinity(0, _cpus(args.client_cpus or _others(args.server_cpus)))
+        print(
+            f"# pinned: the server on CPU(s) {sorted(os.sched_getaffinity(server.pid))}, this process and its "
+            f"tasks on {sorted(os.sched_getaffinity(0))}",
+            flush=True,
+        )
     try:
         t0 = time.perf_counter()
         wait_for_port("127.0.0.1", port, 300, server)
@@ -355,8 +415,15 @@ def main() -> None:
         count = {w: (args.tables_a or args.tables) if w == "a" else args.tables for w in args.ways}
         prefix = {"B": "batch", "P": "batchpar"}
         names = {w: [f"{prefix.get(w, w)}_{i}" for i in range(count[w])] for w in args.ways}
-        enrolled = [n for w in args.ways if w in BATCHED for n in names[w]]
-        all_names = [n for w in args.ways for n in names[w]] + ["warmup", "warmup_server"]
+        batch_warmup = (
+            [f"warmbatch_{i}" for i in range(args.batch_warmup)]
+            if any(w in BATCHED for w in args.ways)
+            else []
+        )
+        enrolled = [n for w in args.ways if w in BATCHED for n in names[w]] + batch_warmup
+        server_warmup = [f"warmup_server_{i}" for i in range(args.server_warmup)]
+        all_names = [n for w in args.ways for n in names[w]]
+        all_names += ["warmup", "warmup_server", *server_warmup, *batch_warmup]
         t0 = time.perf_counter()
 
         def write(name: str) -> None:
@@ -372,6 +439,16 @@ def main() -> None:
 
         # The server's first compaction loads and JIT-compiles Iceberg's code: once, before any clock.
         spark.sql(f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.warmup_server')").collect()
+        # A fresh server's procedures keep getting faster for a few dozen tables (its JIT compiles more of
+        # Iceberg's and Spark's code): the ways are compared on a warm server, as the issue's figure is.
+        t0 = time.perf_counter()
+        for name in server_warmup:
+            spark.sql(f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.{name}')").collect()
+        if server_warmup:
+            print(
+                f"# server warmed up on {len(server_warmup)} procedures in {time.perf_counter() - t0:.1f}s",
+                flush=True,
+            )
         if (
             ui_port is not None
         ):  # the UI's REST API loads its web framework on its first request: once per server
@@ -498,11 +575,19 @@ def main() -> None:
                     walls = list(pool.map(procedure, chunk))
             return time.perf_counter() - t0, walls, self_rss, []
 
+        if batch_warmup:  # the batched path's own server code (its requests, the UI's API) warmed up too
+            t0 = time.perf_counter()
+            run_way("B", batch_warmup)
+            batch_cpu.pop("B", None)
+            print(
+                f"# one batch of {len(batch_warmup)} tables before the clock: {time.perf_counter() - t0:.1f}s"
+            )
         # Rounds: each way runs its share of the tables once per round, the ways one after another, so a
         # change of the machine's load during the run reaches every way alike.
         acc: dict[str, dict] = {w: {"total": 0.0, "walls": [], "rss": 0.0} for w in args.ways}
         for r in range(args.rounds):
-            for way in args.ways:
+            # every other round in the reverse order: a server still warming up favours no way
+            for way in args.ways if r % 2 == 0 or args.same_order else list(reversed(args.ways)):
                 chunk = names[way][r :: args.rounds]
                 if not chunk:
                     continue
