@@ -1,17 +1,23 @@
 """``scheduler_load.py --scheduler``: the planned shape's event runs against a real Airflow scheduler.
 
 A LocalExecutor deployment (``tests/e2e/test_real_scheduler.local_deployment``: SQLite metadata DB,
-api-server, scheduler, dag-processor; no triggerer) with one policy (``fleet``, rewrite-files, event-driven
-by default) over ``tables`` real Iceberg tables written by pyiceberg (a SQL catalog on SQLite, one data file
-each, their health stored: no plan finds work, so no Spark job starts). Once the planned DAG's first run
-is done, ``events`` asset events naming the tables in turn (the watcher's payload) are put on the policy's
-asset through Airflow's asset manager (what the triggerer does with a watcher's event), ``rate`` per second.
-Then, when no run is left: the asset-triggered ``dag_run`` rows, the events each consumed, their
-``task_instance`` rows and the runs' durations. One DAG per (table, action) would have made one run per event.
+api-server, scheduler, dag-processor; no triggerer; ``[core] parallelism`` 4) with one policy (``fleet``,
+rewrite-files, event-driven by default) over ``tables`` real Iceberg tables written by pyiceberg (a SQL catalog
+on SQLite, one data file each, their health stored: no plan finds work, so no Spark job starts), every
+tablemgmt setting at its default: the planned DAG's ``max_active_runs`` is ``[tablemgmt] plan_max_active_runs``'
+default (16; read back from the scheduler's ``dag`` row). Once the planned DAG's first run is done, ``events``
+asset events naming the tables in turn (the watcher's payload) are put on the policy's asset through Airflow's
+asset manager (what the triggerer does with a watcher's event), ``rate`` per second. Then, when no run is left,
+what the scheduler did: the asset-triggered ``dag_run`` rows, the most of them active at once (queued to end),
+the events each consumed (``dagrun_asset_event``), what each run's ``plan`` task planned (its XCom ``plan``:
+the tables it measured, the late events it read beyond Airflow's), its run's creation to the ``plan`` start,
+the runs' durations and their ``task_instance`` rows. Nothing is asserted about how the events are grouped.
+One DAG per (table, action) would have made one run per event.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -147,9 +153,13 @@ def check(tables: int, events: int, rate: float) -> dict[str, Any]:
         time.sleep(3)
         _wait_for("every asset-triggered run to finish", idle, timeout=900, every=2)
         drained_s = time.monotonic() - t0
+        max_active = dep.query("SELECT max_active_runs FROM dag WHERE dag_id = :d", d=DAG_ID)[0][0]
         runs = dep.query(
             "SELECT r.id, r.run_type, r.state, r.start_date, r.end_date, "
-            "(SELECT count(*) FROM dagrun_asset_event e WHERE e.dag_run_id = r.id) "
+            "(SELECT count(*) FROM dagrun_asset_event e WHERE e.dag_run_id = r.id), r.queued_at, "
+            "(SELECT ti.start_date FROM task_instance ti WHERE ti.dag_id = r.dag_id AND ti.run_id = r.run_id "
+            "AND ti.task_id = 'plan'), "
+            "(SELECT x.value FROM xcom x WHERE x.dag_run_id = r.id AND x.task_id = 'plan' AND x.key = 'plan') "
             "FROM dag_run r WHERE r.dag_id = :d AND r.id > :b ORDER BY r.id",
             d=DAG_ID,
             b=before,
@@ -168,42 +178,97 @@ def check(tables: int, events: int, rate: float) -> dict[str, Any]:
         raise
     finally:
         dep.stop()
+    return report(tables, events, rate, max_active, injected_s, drained_s, runs, tis)
+
+
+def report(
+    tables: int,
+    events: int,
+    rate: float,
+    max_active: int,
+    injected_s: float,
+    drained_s: float,
+    runs: list[tuple[Any, ...]],
+    tis: list[tuple[Any, ...]],
+) -> dict[str, Any]:
+    """What the scheduler did (the module docstring), printed and returned."""
     from tests.e2e.test_real_scheduler import _utc
 
     asset_runs = [r for r in runs if r[1] == "asset_triggered"]
     durations = [(_utc(r[4]) - _utc(r[3])).total_seconds() for r in asset_runs if r[3] and r[4]]
+    to_plan = [(_utc(r[7]) - _utc(r[6])).total_seconds() for r in asset_runs if r[6] and r[7]]
     consumed = [r[5] for r in asset_runs]
+    plans = [_plan(r[8]) for r in asset_runs]
+    measured = [p.get("counts", {}).get("measured", 0) + len(p.get("unmeasured") or {}) for p in plans]
+    late = [p.get("counts", {}).get("late_events", 0) for p in plans]
     ti_count = sum(c for _, _, c in tis)
     out = {
         "events": events,
         "rate": rate,
+        "max_active_runs": max_active,
         "injected_s": injected_s,
         "drained_s": drained_s,
         "runs": len(runs),
         "asset_runs": len(asset_runs),
+        "most_active": _most_active([(r[6] or r[3], r[4]) for r in asset_runs]),
         "states": sorted({r[2] for r in runs}),
         "consumed": consumed,
+        "measured": measured,
+        "late": late,
+        "to_plan": to_plan,
         "durations": durations,
         "tis": tis,
         "ti_count": ti_count,
     }
+
+    def mm(xs: list, fmt: str = "g") -> str:
+        return f"{statistics.median(xs) if xs else 0:{fmt}} / {max(xs, default=0):{fmt}}"
+
     print(
-        f"\nReal scheduler: {events} asset events on the policy's asset at {rate:g}/s over {tables} tables:\n"
+        f"\nReal scheduler: {events} asset events on the policy's asset at {rate:g}/s over {tables} tables, the "
+        f"planned DAG's max_active_runs {max_active}:\n"
     )
     print(
-        "| events | injected in | last run done after | asset-triggered runs (others) | events per run median / max "
-        "| run duration median / max | task instances (by task, state) | per run |"
+        "| events | injected in | last run done after | asset-triggered runs (others) | most active at once "
+        "| events per run median / max | tables planned per run median / max | late events read per run "
+        "median / max | run created -> plan start median / max | run duration median / max "
+        "| task instances (by task, state) | per run |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     ti_text = ", ".join(f"{t} {s}: {c}" for t, s, c in sorted(tis))
     print(
         f"| {events} | {injected_s:.0f} s | {drained_s:.0f} s | {len(asset_runs)} ({len(runs) - len(asset_runs)}) "
-        f"| {statistics.median(consumed) if consumed else 0:g} / {max(consumed, default=0)} "
-        f"| {statistics.median(durations) if durations else 0:.1f} / {max(durations, default=0):.1f} s "
-        f"| {ti_text} | {ti_count / len(runs) if runs else 0:.2f} |"
+        f"| {out['most_active']} | {mm(consumed)} | {mm(measured)} | {mm(late)} | {mm(to_plan, '.1f')} s "
+        f"| {mm(durations, '.1f')} s | {ti_text} | {ti_count / len(runs) if runs else 0:.2f} |"
     )
-    print(f"\nOne DAG per (table, action): {events} runs and {events} task instances for the same events.")
+    print(
+        f"\nRun states: {', '.join(out['states'])}. Events consumed by a run: {sum(consumed)} of {events}; "
+        f"tables planned in all {sum(measured)} "
+        f"(an event's table planned by two runs counts twice; {sum(late)} late events read)."
+    )
+    print(f"One DAG per (table, action): {events} runs and {events} task instances for the same events.")
     return out
+
+
+def _plan(value: Any) -> dict[str, Any]:
+    """A plan task's XCom ``plan`` as read by plain SQL (JSON text, possibly JSON of JSON)."""
+    while isinstance(value, (str, bytes)):
+        value = json.loads(value)
+    return value if isinstance(value, dict) else {}
+
+
+def _most_active(spans: list[tuple[Any, Any]]) -> int:
+    """The most runs active at once, each from its queueing (else start) to its end."""
+    from tests.e2e.test_real_scheduler import _utc
+
+    edges = sorted(
+        (_utc(t), step) for a, b in spans if a and b for t, step in ((a, 1), (b, -1))
+    )  # an end before a start at the same instant
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Scheduler load at fleet scale (issue 40): DAG runs and task instances per hour at N tables x 7 actions, the
 planned shape (one DAG per (policy, action), ADR 0004) against one DAG per (table, action).
 
-**Computed**, from three real inputs:
+**Computed**, from three real inputs and a simulation of Airflow's asset-triggered runs:
 
 1. **The plans.** N tables enrolled by one policy with Iceberg's 7 policy actions (compute-stats,
    delete-orphans, expire-data, expire-snapshots, rewrite-deletes, rewrite-files, rewrite-manifests) and
@@ -13,34 +13,44 @@ planned shape (one DAG per (policy, action), ADR 0004) against one DAG per (tabl
 2. **The schedules.** The DAGs the project builds for one such table (``dag_factory.build``) and for the policy
    (``dag_factory.plan``, ``dag_factory.discovery``): their task ids, triggers, and time-based runs per day
    from Airflow's own timetables (``next_dagrun_info`` over 7 days).
-3. **Events.** An event-driven action runs on new snapshots: a table's own DAG once per event (a table's
-   watcher reports it at most once per the action's interval); a policy's planned DAG on the policy's asset,
-   where Airflow creates no new asset-triggered run while one is active (``max_active_runs=1``) and
-   coalesces the events meanwhile into the next run. ``--commits`` (per table per day, default 1) and
-   ``--run-seconds`` (how long a planned event run takes, default 60) set the model; 0 commits is the floor.
+3. **Events.** ``--commits`` per table per day (default 1; 0 is the floor); a table's watcher reports a commit
+   for the actions due (each at most once per its interval). A table's own DAG runs once per event. The
+   policy's planned DAGs of event-driven actions share the policy's asset; their event runs are simulated as
+   Airflow 3.3 makes them (``scheduler_model.py``): one queue row per (asset, DAG), a run at a scheduler loop
+   (``--loop-seconds``) only while the DAG has fewer than ``max_active_runs`` runs active, taking the events up
+   to the row's ``created_at``; its plan task (``--read-seconds`` after the run's creation) also reads the
+   events after its ``run_after`` that no run took and plans only the tables all those events name for its
+   action. ``--max-active-runs`` defaults to the project's ``[tablemgmt] plan_max_active_runs`` default (16,
+   ``services/plan_settings.py``); 1 is the model before overlapping runs. Every figure with commits is printed
+   for the default and for 1 (and ``--max-active-runs`` when it is neither). ``--run-seconds`` (default 60):
+   how long a planned event run stays active, an input of the model, not an outcome.
 
 Per hour: DAG runs, task instances (a mapped batch is one per map index; a run with no batch has one skipped
-``run_batch``) and task starts (a skipped ``run_batch`` starts no process).
+``run_batch``), task starts (a skipped ``run_batch`` starts no process), and for the planned event runs the
+runs active at once, events and tables planned per run, and an event -> the first plan that has it.
 
-``--scheduler``: checks the planned shape's event coalescing and task-instance count against a real
-Airflow scheduler (LocalExecutor, SQLite metadata DB, api-server, dag-processor; no triggerer): a policy with
-rewrite-files over ``--real-tables`` real pyiceberg tables (one data file each: the plan finds nothing to do,
-no Spark job runs), ``--events`` asset events put on the policy's asset through Airflow's asset manager
-(what the triggerer does with a watcher's event) at ``--rate`` per second; then counts the ``dag_run`` and
-``task_instance`` rows.
+``--scheduler``: the planned shape's event runs against a real Airflow scheduler at the project's default
+``plan_max_active_runs`` (``scheduler_check.py``: LocalExecutor, SQLite metadata DB, api-server,
+dag-processor; no triggerer): a policy with rewrite-files over ``--real-tables`` real pyiceberg tables (one
+data file each: the plan finds nothing to do, no Spark job runs), ``--events`` asset events put on the policy's
+asset through Airflow's asset manager at ``--rate`` per second; then the runs, their overlap, what each
+planned and the ``task_instance`` rows.
 
     .venv/bin/python benchmarks/scheduler_load.py [--tables 100000] [--commits 1] [--run-seconds 60]
+        [--max-active-runs 16] [--loop-seconds 1] [--read-seconds 3]
         [--scheduler] [--real-tables 20] [--events 120] [--rate 1]
 
-Left out: the jobs' own time and the executor's slots (a task instance counts whatever it waits for);
-the dag-processor's parse (``dag_parse.py``) and the triggerer (``triggerer_scale.py``); other policies;
-real health (synthetic figures; with real tables the fractions are the fleet's own); retries.
+Left out: the jobs' own time and the executor's slots (a task instance counts whatever it waits for; a run's
+duration is ``--run-seconds`` whatever it plans, although the batches of overlapping runs share
+``plan_max_active_batches`` and so lengthen each other); the full plan on the fallback interval taking one of
+the ``max_active_runs`` slots; the dag-processor's parse (``dag_parse.py``) and the triggerer
+(``triggerer_scale.py``); other policies; real health (synthetic figures; with real tables the fractions are
+the fleet's own); retries; the plan's measuring cost per table (``plan_scale.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import subprocess
@@ -48,7 +58,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +73,8 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "rewrite-files": {},
     "rewrite-manifests": {},
 }
-MAX_MAP = 1024
-BATCH = 50
+sys.path.insert(0, str(Path(__file__).parent))
+from scheduler_model import BATCH, MAX_MAP, EventModel, load, print_events, print_rows  # noqa: E402
 
 
 def uptime() -> str:
@@ -165,8 +175,8 @@ def fill(url: str, n: int, shares: dict[str, float], seed: int) -> dict[str, int
             scored.score, findings, stats.data_files, stats.data_bytes, removable, asdict(stats), at
         )
     with store.engine.begin() as conn:
-        for k in range(0, len(rows), 5000):
-            conn.execute(TableRow.__table__.insert(), rows[k : k + 5000])
+        for at_row in range(0, len(rows), 5000):
+            conn.execute(TableRow.__table__.insert(), rows[at_row : at_row + 5000])
     TableHealthRepository.of(store).put_many(health)
     store.dispose()
     return counts
@@ -189,11 +199,12 @@ def plans(url: str) -> dict[str, dict[str, Any]]:
 
 def _per_day(timetable: Any) -> float:
     """Time-based runs per day of ``timetable`` (Airflow's core timetable), counted over 7 days."""
+    import pendulum
     from airflow.serialization.encoders import coerce_to_core_timetable
     from airflow.timetables.base import TimeRestriction
 
     tt = coerce_to_core_timetable(timetable)
-    start = datetime(2026, 1, 5, tzinfo=UTC)
+    start = pendulum.datetime(2026, 1, 5, tz="UTC")
     end = start + timedelta(days=7)
     last, n = None, 0
     while n < 10**6:
@@ -251,47 +262,23 @@ def schedules() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     return per_table, policy_dags
 
 
-def load(
-    n: int, plan: dict[str, dict[str, Any]], per_table: dict, policy_dags: dict, commits: float, run_s: float
-):
-    """Per action and shape: (DAGs, runs/h, task instances/h, task starts/h)."""
-    rows = []
-    for action, d in per_table.items():
-        runs = n * d["per_day"] / 24
-        if d["events"] and commits:
-            runs += n * min(commits / 24, 1 / d["spacing_h"])
-        ti = runs * len(d["tasks"])
-        rows.append(("per (table, action)", action, n, runs, ti, ti))
-    for action, d in policy_dags.items():
-        if action == "discovery":
-            runs = d["per_day"] / 24
-            rows.append(("planned", "discovery", 1, runs, runs, runs))
-            continue
-        p = plan[action]
-        batches = min(p["batches"], MAX_MAP)
-        time_runs = d["per_day"] / 24
-        ti = time_runs * (1 + max(batches, 1))
-        starts = time_runs * (1 + batches)
-        runs = time_runs
-        if d["events"] and commits:
-            events_h = n * min(commits / 24, 1 / d["spacing_h"])  # events/h on the policy's asset
-            ev_runs = min(events_h, 3600 / run_s)
-            named = events_h / ev_runs if ev_runs else 0
-            enabled = p["pays"] + p["measure"] + p["idle"]
-            share = p["pays"] / enabled if enabled else 0
-            ev_batches = min(math.ceil(named * share / BATCH), MAX_MAP)
-            runs += ev_runs
-            ti += ev_runs * (1 + max(ev_batches, 1))
-            starts += ev_runs * (1 + ev_batches)
-        rows.append(("planned", action, 1, runs, ti, starts))
-    return rows
-
-
 def main() -> None:
+    from airflow_tablemgmt.services.plan_settings import DEFAULT_MAX_ACTIVE_RUNS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", type=int, default=100_000)
     ap.add_argument("--commits", type=float, default=1.0, help="commits per table per day (events model)")
     ap.add_argument("--run-seconds", type=float, default=60.0, help="a planned event run's duration (model)")
+    ap.add_argument(
+        "--max-active-runs",
+        type=int,
+        default=DEFAULT_MAX_ACTIVE_RUNS,
+        help="an event-driven planned DAG's max_active_runs (default: plan_max_active_runs' default; 1: the old model)",
+    )
+    ap.add_argument("--loop-seconds", type=float, default=1.0, help="a scheduler loop (model)")
+    ap.add_argument(
+        "--read-seconds", type=float, default=3.0, help="a run's creation -> its plan's read of late events"
+    )
     ap.add_argument("--small", type=float, default=0.20)
     ap.add_argument("--deletes", type=float, default=0.05)
     ap.add_argument("--manifests", type=float, default=0.10)
@@ -354,34 +341,40 @@ def main() -> None:
         )
         right = f"{'+'.join(b['tasks'])} / {'yes' if b['events'] else 'no'} / {b['per_day']:g}" if b else "—"
         print(f"| {action} | {left} | {right} |")
+    settings = sorted({args.max_active_runs, DEFAULT_MAX_ACTIVE_RUNS, 1}, reverse=True)
+    summary: list[tuple[str, list[float], list[float], float]] = []
     for commits in sorted({0.0, args.commits}):
-        rows = load(n, plan, per_table, policy_dags, commits, args.run_seconds)
-        label = (
-            "no commits (time-based runs only)"
-            if not commits
-            else (
-                f"{commits:g} commit(s) per table per day; a planned event run taking {args.run_seconds:g} s"
+        label = "no commits (time-based runs only)"
+        for mar in settings if commits else [args.max_active_runs]:
+            model = EventModel(mar, args.run_seconds, args.loop_seconds, args.read_seconds, seed=args.seed)
+            rows, events = load(n, plan, per_table, policy_dags, commits, model)
+            if commits:
+                label = (
+                    f"{commits:g} commit(s) per table per day; an event-driven planned DAG at max_active_runs "
+                    f"{mar}, a planned event run active {args.run_seconds:g} s"
+                )
+            totals = print_rows(n, label, rows)
+            if commits:
+                print_events(mar, events)
+            summary.append(
+                (f"{commits:g}" if commits else "0", totals["per (table, action)"], totals["planned"], mar)
             )
-        )
-        print(f"\nPer hour at {n:,} tables x 7 actions, {label}:\n")
-        print("| shape | action | DAGs | DAG runs / h | task instances / h | task starts / h |")
-        print("|---|---|---:|---:|---:|---:|")
-        totals: dict[str, list[float]] = {}
-        for shape, action, dags, runs, ti, starts in rows:
-            print(f"| {shape} | {action} | {dags:,} | {runs:,.2f} | {ti:,.2f} | {starts:,.2f} |")
-            acc = totals.setdefault(shape, [0, 0, 0, 0])
-            for k, v in enumerate((dags, runs, ti, starts)):
-                acc[k] += v
-        for shape, (dags, runs, ti, starts) in totals.items():
-            print(
-                f"| **{shape}, total** | | **{dags:,.0f}** | **{runs:,.1f}** | **{ti:,.1f}** | **{starts:,.1f}** |"
-            )
-        per, planned = totals["per (table, action)"], totals["planned"]
+    print(
+        f"\nPer hour at {n:,} tables x 7 actions, both shapes (planned event runs active {args.run_seconds:g} s, "
+        f"a scheduler loop {args.loop_seconds:g} s, the late read {args.read_seconds:g} s after a run's creation):\n"
+    )
+    print(
+        "| commits / table / day | event runs' max_active_runs | per (table, action): runs / h | task instances / h "
+        "| planned: runs / h | task instances / h | task starts / h | runs per-table / planned | task instances |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for commits_text, per, planned, mar in summary:
+        mar_text = str(mar) if commits_text != "0" else "—"
         print(
-            f"\nper-table / planned: DAG runs {per[1] / planned[1]:,.0f}x, task instances {per[2] / planned[2]:,.0f}x"
+            f"| {commits_text} | {mar_text} | {per[1]:,.1f} | {per[2]:,.1f} | {planned[1]:,.1f} | {planned[2]:,.1f} "
+            f"| {planned[3]:,.1f} | {per[1] / planned[1]:,.0f}x | {per[2] / planned[2]:,.0f}x |"
         )
     if args.scheduler:
-        sys.path.insert(0, str(Path(__file__).parent))
         from scheduler_check import check
 
         check(args.real_tables, args.events, args.rate)
