@@ -11,7 +11,9 @@ asset manager (what the triggerer does with a watcher's event), ``rate`` per sec
 what the scheduler did: the asset-triggered ``dag_run`` rows, the most of them active at once (queued to end),
 the events each consumed (``dagrun_asset_event``), what each run's ``plan`` task planned (its XCom ``plan``:
 the tables it measured, the late events it read beyond Airflow's), its run's creation to the ``plan`` start,
-the runs' durations and their ``task_instance`` rows. Nothing is asserted about how the events are grouped.
+the runs' durations and their ``task_instance`` rows; beside them what ``scheduler_model.py`` predicts at the
+same rate, run duration (queued to end, median) and read delay. Nothing is asserted about how the events are
+grouped.
 One DAG per (table, action) would have made one run per event.
 """
 
@@ -246,6 +248,17 @@ def report(
         f"tables planned in all {sum(measured)} "
         f"(an event's table planned by two runs counts twice; {sum(late)} late events read)."
     )
+    if active_s := [(_utc(r[4]) - _utc(r[6])).total_seconds() for r in asset_runs if r[4] and r[6]]:
+        from scheduler_model import EventModel, simulate
+
+        m = EventModel(max_active, statistics.median(active_s), 1.0, statistics.median(to_plan or [3.0]))
+        sim = simulate(rate * 3600, 1.0, 0.0, m)
+        out["model_runs"] = sim.runs_h * events / rate / 3600
+        print(
+            f"scheduler_model.py at this rate, a run active {m.run_s:.1f} s (the median queued -> end), the late "
+            f"read {m.read_s:.1f} s after: {out['model_runs']:.0f} runs for {events} events, "
+            f"{sim.events_per_run:.1f} events per run, {sim.active:.1f} runs active on average."
+        )
     print(f"One DAG per (table, action): {events} runs and {events} task instances for the same events.")
     return out
 

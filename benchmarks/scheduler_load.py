@@ -311,7 +311,7 @@ def main() -> None:
         f"\n{n:,} tables enrolled by one policy, 7 actions; synthetic stored health (written in {fill_s:.0f} s): {mix}\n"
     )
     print(
-        "| action | pays | measure first | idle | share needing work (of enabled) | batches of 50 | run's batches (max 1,024) | beyond them (never run, see below) | plan CPU (s) |"
+        "| action | pays | measure first | idle | share needing work (of enabled) | batches of 50 | run's batches (max 1,024) | beyond them (left for the next run) | plan CPU (s) |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for action, p in plan.items():
@@ -324,8 +324,9 @@ def main() -> None:
     if any(p["pays"] > MAX_MAP * BATCH for p in plan.values()):
         print(
             f"\nBeyond {MAX_MAP:,} batches of {BATCH} a run maps the worst-scored tables first; an action without "
-            "thresholds scores every table alike (100), so equal scores order by table id: every run takes the "
-            f"same first {MAX_MAP * BATCH:,} and the others are never run (services/plan_runs.py's cut)."
+            "thresholds scores every table alike (100), and past the cut equal scores go by the table's newest "
+            f"process of the action, never run first: a run takes {MAX_MAP * BATCH:,} and leaves the rest to the "
+            "next run, which starts with them (services/plan_runs.py)."
         )
     print("\nSchedules of the built DAGs (time-based runs per day from Airflow's timetables):\n")
     print(
