@@ -45,17 +45,17 @@ ways); running tasks in parallel (one at a time here: a 2-core machine); an obje
 catalog (the warehouse is the local file system); the server's own memory (one JVM for every task,
 printed apart); a host's first spark-submit (one warm-up run of (a) before the clock).
 
-A warm server for every way, before any clock: ``--server-warmup`` (40) bare procedures, and for (B)/(P)
+A warm server for every way, before any clock: ``--server-warmup`` (150) bare procedures, and for (B)/(P)
 one batch of ``--batch-warmup`` (10) tables of their own (a fresh server's procedures keep getting faster
-for dozens of tables as its JIT compiles Iceberg's and Spark's code, and the batched path's own requests
+for about 150 tables as its JIT compiles Iceberg's and Spark's code, and the batched path's own requests
 and the UI's status API are server code too); every other round runs the ways in reverse order, so that
 no way always meets the server first (``--same-order``: as before). ``--server-cpus 0`` (with
 ``--master local[1]``) starts the server pinned to CPU 0 and moves this process and every task to the other
 CPU(s): the shape of a server on a host of its own, which one 2-core machine can only approximate.
 
     .venv/bin/python benchmarks/connect_throughput.py [--tables 20] [--tables-a 6] [--files 40] [--master local[2]]
-        [--ways a b f p B P c q] [--parallel 2] [--rounds 1] [--batch-size 50] [--server-warmup 40]
-        [--batch-warmup 10] [--same-order] [--server-cpus 0 [--client-cpus 1]]
+        [--ways a b f p B P c q] [--parallel 2] [--rounds 1] [--batch-size 50]
+        [--server-warmup 150] [--batch-warmup 10] [--same-order] [--server-cpus 0 [--client-cpus 1]]
 
 Issue 40's figure (the batched path against the warm session, one batch at a time at the default batch
 size, 50, and two side by side):
@@ -354,7 +354,7 @@ def main() -> None:
     p.add_argument(
         "--server-warmup",
         type=int,
-        default=40,
+        default=150,
         help="bare procedures on tables of their own before any clock (a fresh server's JIT)",
     )
     p.add_argument(

@@ -21,7 +21,6 @@ A batch's kept session follows the server's jobs in a :class:`~airflow_tablemgmt
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import urllib.error
@@ -31,6 +30,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from airflow_tablemgmt.spark.connect.job_index import JobIndex
+from airflow_tablemgmt.spark.connect.ui_http import get_json
 from airflow_tablemgmt.spark.cost import stage_cost, stage_ids, tagged_jobs, unfinished
 
 log = logging.getLogger(__name__)
@@ -65,11 +65,9 @@ def ui_url(session: Any, url: str) -> str | None:
 
 
 def _get(url: str, deadline: float) -> Any:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError(f"no time left to read {url}")
-    with urllib.request.urlopen(url, timeout=left) as answer:  # noqa: S310 - an http(s) URL built above
-        return json.loads(answer.read().decode("utf-8"))
+    """The status API's JSON at ``url`` on a kept-alive connection (``ui_http.py``: a batch's reads beside
+    the next table's procedure cost the server's driver no connection set-up each)."""
+    return get_json(url, deadline)
 
 
 def connect_cost(
