@@ -23,7 +23,8 @@ planned shape (one DAG per (policy, action), ADR 0004) against one DAG per (tabl
    action. ``--max-active-runs`` defaults to the project's ``[tablemgmt] plan_max_active_runs`` default (16,
    ``services/plan_settings.py``); 1 is the model before overlapping runs. Every figure with commits is printed
    for the default and for 1 (and ``--max-active-runs`` when it is neither). ``--run-seconds`` (default 60):
-   how long a planned event run stays active, an input of the model, not an outcome.
+   how long a planned event run stays active on average (each a uniform draw from half to 1.5 times it), an
+   input of the model, not an outcome.
 
 Per hour: DAG runs, task instances (a mapped batch is one per map index; a run with no batch has one skipped
 ``run_batch``), task starts (a skipped ``run_batch`` starts no process), and for the planned event runs the

@@ -1,6 +1,6 @@
-"""The load model of ``scheduler_load.py`` (and its tables): per hour, the DAG runs and task instances of the planned shape (one
-DAG per (policy, action), ADR 0004) and of one DAG per (table, action), from the plans and schedules that
-``scheduler_load.py`` reads off the project's code.
+"""The load model of ``scheduler_load.py`` (and its tables): per hour, the DAG runs and task instances of the
+planned shape (one DAG per (policy, action), ADR 0004) and of one DAG per (table, action), from the plans and
+schedules that ``scheduler_load.py`` reads off the project's code.
 
 **Time-based runs** come from the built DAGs' timetables. A planned run without events maps the plan's batches
 (at most ``[core] max_map_length``): ``1 + max(batches, 1)`` task instances (``plan``, and ``run_batch`` per
@@ -16,7 +16,8 @@ makes them (``DagModel.dags_needing_dagruns``, ``SchedulerJobRunner._create_dag_
   actions its table's watcher found due; a run whose events name none of its action plans nothing);
 * at each scheduler loop (``loop_s``) a DAG with a queue row and fewer than ``max_active_runs`` queued or running
   runs gets one run: ``run_after`` = the row's ``created_at``, the events in (the previous run's ``run_after``,
-  ``run_after``]; the row is deleted. The run stays active ``run_s`` seconds;
+  ``run_after``]; the row is deleted. The run stays active a uniform draw between half and 1.5 times ``run_s``
+  (a fixed duration would keep the runs in step: all ``max_active_runs`` ending at once, then none for a run);
 * the run's ``plan`` task, ``read_s`` after the run's creation, also reads the events after its ``run_after``
   that no run of its DAG consumed by then (``dag_factory/plan_events.py``) and plans the tables of all of
   them for its action (``services/plan_runs.py``: only those tables, not the policy's others): it measures up to
@@ -44,10 +45,10 @@ BUDGET = 200  # [tablemgmt] plan_measure_budget's default
 @dataclass(frozen=True)
 class EventModel:
     max_active_runs: int
-    run_s: float = 60.0  # a planned event run, creation to end
+    run_s: float = 60.0  # a planned event run, creation to end (the mean)
     loop_s: float = 1.0  # a scheduler loop ([scheduler] scheduler_idle_sleep_time's default when idle)
-    read_s: float = 3.0  # a run's creation to its plan task's read of the late events (at most run_s)
-    hours: float = 2.0  # simulated, after a warm-up
+    read_s: float = 3.0  # a run's creation to its plan task's read of the late events (at most run_s / 2)
+    hours: float = 6.0  # simulated, after a warm-up
     seed: int = 40
 
 
@@ -73,7 +74,9 @@ def simulate(asset_h: float, own: float, share: float, m: EventModel) -> EventRu
     rng = random.Random(f"{m.seed}:{m.max_active_runs}:{asset_h}:{own}:{share}")
     rate = asset_h / 3600
     warm = max(600.0, 5 * m.run_s)
-    span = min(m.hours * 3600, 200_000 / max(rate, 1e-9))  # at most ~200,000 events
+    span = min(
+        max(m.hours * 3600, 40 * m.run_s), 200_000 / max(rate, 1e-9)
+    )  # 40 run lengths at least; ~200,000 events at most
     end = warm + span
     times: list[float] = []
     t = rng.expovariate(rate)
@@ -82,9 +85,10 @@ def simulate(asset_h: float, own: float, share: float, m: EventModel) -> EventRu
         t += rng.expovariate(rate)
     mine = [rng.random() < own for _ in times]
     pays = [rng.random() < share for _ in times]
-    read_s = min(m.read_s, m.run_s)
-    # Airflow's scheduler, one loop every loop_s: (created, run_after, first event index, end event index)
-    runs: list[tuple[float, float, int, int]] = []
+    read_s = min(m.read_s, m.run_s / 2)
+    lasts = 1.5 * m.run_s  # the longest run
+    # Airflow's scheduler, one loop every loop_s: (created, run_after, first event index, end event index, end)
+    runs: list[tuple[float, float, int, int, float]] = []
     active: list[float] = []
     row: float | None = None
     last_idx, i, k = 0, 0, 1
@@ -97,34 +101,33 @@ def simulate(asset_h: float, own: float, share: float, m: EventModel) -> EventRu
         active = [e for e in active if e > tick]
         if row is not None and len(active) < m.max_active_runs:
             hi = bisect.bisect_right(times, row)
-            runs.append((tick, row, last_idx, hi))
+            done = tick + rng.uniform(0.5, 1.5) * m.run_s
+            runs.append((tick, row, last_idx, hi, done))
             last_idx, row = hi, None
-            active.append(tick + m.run_s)
+            active.append(done)
     created = [r[0] for r in runs]
     planned_at = [math.inf] * len(times)
-    counted = [r for r in runs if warm <= r[0] < end - m.run_s]
+    counted = [r for r in runs if warm <= r[0] < end - lasts]
     tis = starts = planned = events = late_n = 0.0
-    for c, after, lo, hi in runs:
+    for c, after, lo, hi, _ in runs:
         read = c + read_s
         newest = runs[bisect.bisect_right(created, read) - 1][1]  # the latest run created by the read
         late_lo, late_hi = bisect.bisect_right(times, max(after, newest)), bisect.bisect_right(times, read)
         named = [j for j in range(lo, hi) if mine[j]] + [j for j in range(late_lo, late_hi) if mine[j]]
         for j in named:
             planned_at[j] = min(planned_at[j], read)
-        if warm <= c < end - m.run_s:
+        if warm <= c < end - lasts:
             paying = sum(pays[j] for j in named[:BUDGET]) + max(len(named) - BUDGET, 0)
             batches = min(math.ceil(paying / BATCH), MAX_MAP)
             tis, starts = tis + 1 + max(batches, 1), starts + 1 + batches
             planned, events = planned + len(named), events + hi - lo
             late_n += sum(mine[j] for j in range(late_lo, late_hi))
     waits = sorted(
-        planned_at[j] - times[j]
-        for j in range(len(times))
-        if mine[j] and warm <= times[j] < end - 2 * m.run_s
+        planned_at[j] - times[j] for j in range(len(times)) if mine[j] and warm <= times[j] < end - 2 * lasts
     )
-    hours = (end - m.run_s - warm) / 3600
+    hours = (end - lasts - warm) / 3600
     n = len(counted) or 1
-    busy = sum(min(c + m.run_s, end) - max(c, warm) for c, *_ in runs if c + m.run_s > warm) / (end - warm)
+    busy = sum(min(e, end) - max(c, warm) for c, *_, e in runs if e > warm) / (end - warm)
 
     def pct(q: float) -> float:
         return waits[min(len(waits) - 1, int(q * len(waits)))] if waits else math.nan
