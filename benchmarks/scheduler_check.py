@@ -248,15 +248,22 @@ def report(
         f"tables planned in all {sum(measured)} "
         f"(an event's table planned by two runs counts twice; {sum(late)} late events read)."
     )
+    reads = [
+        (_utc(p["late_read_at"]) - _utc(r[6])).total_seconds()
+        for r, p in zip(asset_runs, plans, strict=True)
+        if r[6] and p.get("late_read_at")
+    ]  # the run's creation -> its plan's read of the late events (runs that found some)
     if active_s := [(_utc(r[4]) - _utc(r[6])).total_seconds() for r in asset_runs if r[4] and r[6]]:
         from scheduler_model import EventModel, simulate
 
-        m = EventModel(max_active, statistics.median(active_s), 1.0, statistics.median(to_plan or [3.0]))
+        read_s = statistics.median(reads or to_plan or [3.0])
+        m = EventModel(max_active, statistics.median(active_s), 1.0, read_s, regular=True)
         sim = simulate(rate * 3600, 1.0, 0.0, m)
         out["model_runs"] = sim.runs_h * events / rate / 3600
         print(
-            f"scheduler_model.py at this rate, a run active {m.run_s:.1f} s (the median queued -> end), the late "
-            f"read {m.read_s:.1f} s after: {out['model_runs']:.0f} runs for {events} events, "
+            f"scheduler_model.py at this rate (events evenly spaced), a scheduler loop 1 s, a run active "
+            f"{m.run_s:.1f} s (the median queued -> end), the late read {read_s:.1f} s after its creation (median of "
+            f"{len(reads)} plans' late_read_at): {out['model_runs']:.0f} runs for {events} events, "
             f"{sim.events_per_run:.1f} events per run, {sim.active:.1f} runs active on average."
         )
     print(f"One DAG per (table, action): {events} runs and {events} task instances for the same events.")

@@ -50,6 +50,7 @@ class EventModel:
     read_s: float = 3.0  # a run's creation to its plan task's read of the late events (at most run_s / 2)
     hours: float = 6.0  # simulated, after a warm-up
     seed: int = 40
+    regular: bool = False  # events evenly spaced (scheduler_check.py's injection) instead of a Poisson stream
 
 
 @dataclass
@@ -82,7 +83,7 @@ def simulate(asset_h: float, own: float, share: float, m: EventModel) -> EventRu
     t = rng.expovariate(rate)
     while t < end:
         times.append(t)
-        t += rng.expovariate(rate)
+        t += 1 / rate if m.regular else rng.expovariate(rate)
     mine = [rng.random() < own for _ in times]
     pays = [rng.random() < share for _ in times]
     read_s = min(m.read_s, m.run_s / 2)
