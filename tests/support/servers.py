@@ -46,6 +46,16 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+#: Starts of a server whose ports were taken between their choice and its bind.
+PORT_ATTEMPTS = 3
+
+
+def port_taken(message: str) -> bool:
+    """Whether a server's exit message says one of its ports was in use."""
+    text = message.lower()
+    return "port allocation failed" in text or "address already in use" in text or "is not available" in text
+
+
 def wait_for_port(port: int, timeout: float, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -111,6 +121,20 @@ class SeaweedS3:
                 }
             )
         )
+        # A port free a moment ago may be taken before the server binds it (another test's outbound
+        # connection gets it from the same ephemeral range): the server exits saying so; start again on
+        # new ports.
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._start_once(weed, data, config)
+                break
+            except RuntimeError as e:
+                if attempt == PORT_ATTEMPTS or not port_taken(str(e)):
+                    raise
+                stop_group(self.proc)
+        return self
+
+    def _start_once(self, weed: str, data: Path, config: Path) -> None:
         (s3, s3g, master, masterg, filer, filerg, volume, volumeg, admin, admin_g) = free_ports(10)
         self.port = s3
         log = self.root / "weed.log"
@@ -143,7 +167,6 @@ class SeaweedS3:
             )
         wait_for_port(s3, 60, self.proc, log)
         self._wait_for_bucket(log)
-        return self
 
     def _wait_for_bucket(self, log: Path) -> None:
         """The gateway answers before the bucket exists: wait until a listing of it succeeds."""
