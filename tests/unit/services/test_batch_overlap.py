@@ -100,6 +100,7 @@ def test_killing_the_batch_through_the_waiting_tables_runner_kills_the_running_j
     made: list[ProcessRunner] = []
     killed: list[str] = []
     jobs: list[str] = []
+    kills: list[threading.Thread] = []
 
     class Engine:
         def __init__(self, name: str) -> None:
@@ -111,7 +112,9 @@ def test_killing_the_batch_through_the_waiting_tables_runner_kills_the_running_j
             if on_started is not None:
                 on_started(f"local-{self.name}")
             assert _until(lambda: len(made) == 2 and opened_e()), "the next table was not opened meanwhile"
-            threading.Thread(target=made[-1].kill).start()  # the operator's on_kill, on the runner it holds
+            on_kill = threading.Thread(target=made[-1].kill)  # the operator's on_kill, on the runner it holds
+            on_kill.start()
+            kills.append(on_kill)
             assert self.stop.wait(WAIT_S), "the running job was not killed"
             return JobResult(status="FAILED", error="killed")
 
@@ -128,6 +131,10 @@ def test_killing_the_batch_through_the_waiting_tables_runner_kills_the_running_j
         return runner
 
     result = run_batch(store, _run(), tables, runner_for=runner_for, overlap=True)
+    # on_kill stops the job first and records KILLED after: Airflow ends the task once on_kill has returned
+    # (the batch's run may return in between: CI saw this test fail that way once)
+    for on_kill in kills:
+        on_kill.join(WAIT_S)
     assert jobs == ["a_small"]  # the waiting table's job never started
     assert killed == ["a_small"]  # the running job's own submitter, once
     a, e = (store.processes.get(t.process_id) for t in result.tables)  # type: ignore[arg-type]
