@@ -43,6 +43,7 @@ def import_client() -> float:
 
     if "pyspark.sql.connect.session" in sys.modules:
         _fresh_release_pool_after_fork()
+        _channel_only_close()
         return 0.0
     started = time.perf_counter()
     hack = sys.modules.get("_distutils_hack")
@@ -57,6 +58,7 @@ def import_client() -> float:
         if shimmed:
             hack.add_shim()  # type: ignore[union-attr]
     _fresh_release_pool_after_fork()
+    _channel_only_close()
     return time.perf_counter() - started
 
 
@@ -94,22 +96,59 @@ def open_session(url: str, session_id: str | None = None) -> RemoteSession:
 
 
 def close_session(session: RemoteSession) -> None:
-    """Close ``session``'s channel, here and once (the server-side session stays).
-
-    pyspark 3.5's ``SparkSession.__del__`` closes the client again whenever the object is collected, and a
-    client's close shuts down the process-wide pool that sends ``ReleaseExecute`` and waits for it
-    (``ExecutePlanResponseReattachableIterator.shutdown``, under a class-wide lock). Collected by Python's
-    cycle collector inside one of that pool's own threads, it waits for itself forever, holding the lock
-    that every later ``ExecutePlan`` of the process takes: a batch of Connect jobs hung that way (the
-    11th table's operation never sent). So after this close the client's ``close`` does nothing more."""
-    try:
-        session.stop()
-    finally:
-        session.client.close = _closed_already  # type: ignore[method-assign]
+    """Close ``session``'s channel (the server-side session stays); see :func:`_channel_only_close`."""
+    session.stop()
 
 
-def _closed_already() -> None:
-    """A closed client's ``close``: nothing left to close (see :func:`close_session`)."""
+#: How long a client's close waits for the releases queued before it (each one gRPC call, milliseconds).
+RELEASE_WAIT_S = 5.0
+
+
+def _channel_only_close() -> None:
+    """Make every Connect client of this process close its own channel only (once per process).
+
+    pyspark 3.5's ``SparkConnectClient.close`` first shuts down the process-wide pool that sends
+    ``ReleaseExecute`` (``ExecutePlanResponseReattachableIterator.shutdown``) and waits for its threads:
+
+    - an operation of another session streaming its results meanwhile failed with ``ValueError: Pool not
+      running`` (a batch's lane closing its table's session beside another lane's query; a test's observer
+      session closed beside the job's);
+    - ``SparkSession.__del__`` closes the client again whenever the object is collected; collected by
+      Python's cycle collector inside one of the pool's own threads, the close waited for itself forever,
+      holding the lock every later ``ExecutePlan`` of the process takes (a batch of Connect jobs hung).
+
+    So the pool stays for the process, and a close waits (up to :data:`RELEASE_WAIT_S`) for the releases
+    queued before it, those of its own session's operations among them, then closes its channel."""
+    from pyspark.sql.connect.client.core import SparkConnectClient
+
+    if getattr(SparkConnectClient.close, "_channel_only", False):
+        return
+
+    def close(self: SparkConnectClient) -> None:
+        if not self._closed:  # noqa: SLF001
+            _wait_for_queued_releases(RELEASE_WAIT_S)
+        self._channel.close()  # noqa: SLF001
+        self._closed = True  # noqa: SLF001
+
+    close._channel_only = True  # type: ignore[attr-defined]
+    SparkConnectClient.close = close  # type: ignore[method-assign]
+
+
+def _wait_for_queued_releases(timeout: float) -> None:
+    """Wait up to ``timeout`` s for the ``ReleaseExecute`` calls queued in pyspark's pool so far; not in
+    one of the pool's own threads (a session collected there would wait for the call it is part of)."""
+    import threading
+    import time
+
+    from pyspark.sql.connect.client.reattach import ExecutePlanResponseReattachableIterator as Iterator
+
+    pool = Iterator._release_thread_pool  # noqa: SLF001 - pyspark keeps no other handle on it
+    if pool is None or threading.current_thread() in getattr(pool, "_pool", ()):
+        return
+    queued = list(getattr(pool, "_cache", {}).values())  # multiprocessing.pool's calls not yet done
+    deadline = time.monotonic() + timeout
+    for call in queued:
+        call.wait(max(0.0, deadline - time.monotonic()))
 
 
 __all__ = [

@@ -18,7 +18,7 @@ from airflow_tablemgmt.core.tables import CatalogSpec, Owner, TableSpec
 from airflow_tablemgmt.factories.discovery import default_factories
 from airflow_tablemgmt.hooks.spark_connect import SparkConnectJobHook
 from airflow_tablemgmt.lifecycle import ProcessRunner, RunRequest
-from airflow_tablemgmt.spark.connect.client import open_session
+from airflow_tablemgmt.spark.connect.client import close_session, open_session
 from airflow_tablemgmt.spark.connect.operations import recorded_operations
 from airflow_tablemgmt.spark.connect.server import free_port
 from airflow_tablemgmt.spark.connect.session import ConnectRun, connect_conf
@@ -136,7 +136,7 @@ def test_interrupt_cancels_the_running_operation_on_the_server(connect_server: C
     deadline = time.monotonic() + 120
     while not recorded_operations(observer, run.tag) and not errors and time.monotonic() < deadline:
         time.sleep(0.2)
-    observer.stop()
+    close_session(observer)
     interrupted: list[str] = []
     deadline = time.monotonic() + 60
     while not interrupted and time.monotonic() < deadline:
@@ -146,6 +146,47 @@ def test_interrupt_cancels_the_running_operation_on_the_server(connect_server: C
     run.close()
     assert interrupted, f"the server interrupted no operation tagged tms-p1-a1; the query said: {errors}"
     assert errors and "OPERATION_CANCELED" in errors[0]
+
+
+def test_closing_a_session_leaves_the_operations_of_the_others_running(connect_server: ConnectServer) -> None:
+    """pyspark 3.5's ``close`` of a client shuts the process-wide pool that sends ``ReleaseExecute``: an
+    operation of another session streaming its results then failed with ``Pool not running`` (a CI run
+    saw it when a test's observer session closed beside the job's). ``close_session`` closes the session's
+    own channel only: the pool stays, and queries on other sessions go on through closes beside them."""
+    from pyspark.sql.connect.client.reattach import ExecutePlanResponseReattachableIterator as Iterator
+
+    kept = open_session(connect_server.url)
+    kept.range(10).collect()
+    pool = Iterator._release_thread_pool  # noqa: SLF001 - the process-wide pool this test is about
+    assert pool is not None
+    stop = threading.Event()
+    errors: list[str] = []
+    answers: list[int] = []
+
+    def queries() -> None:
+        while not stop.is_set():
+            try:
+                answers.append(sum(r[0] for r in kept.range(0, 20_000, numPartitions=4).collect()))
+            except Exception as e:  # noqa: BLE001 - any failure beside the closes is what is checked
+                errors.append(f"{type(e).__name__}: {e}")
+                return
+
+    worker = threading.Thread(target=queries, daemon=True)
+    worker.start()
+    try:
+        for _ in range(12):
+            other = open_session(connect_server.url)
+            other.range(3).collect()
+            close_session(other)
+            assert other.client.is_closed
+    finally:
+        stop.set()
+        worker.join(60)
+    assert not errors, errors
+    assert Iterator._release_thread_pool is pool  # noqa: SLF001
+    assert pool._state == "RUN"  # noqa: SLF001 - multiprocessing.pool's running state
+    assert answers and set(answers) == {sum(range(20_000))}
+    close_session(kept)
 
 
 def test_refresh_is_refused_on_connect_naming_the_table(connect_server: ConnectServer) -> None:

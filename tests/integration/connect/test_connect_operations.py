@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from airflow_tablemgmt.spark.connect.client import open_session
+from airflow_tablemgmt.spark.connect.client import close_session, open_session
 from airflow_tablemgmt.spark.connect.operations import end_application, record_operations, recorded_operations
 from airflow_tablemgmt.spark.connect.session import ConnectRun
 from tests.integration.connect.server import ConnectServer
@@ -39,7 +39,7 @@ def test_a_long_operation_is_interrupted_and_seen_to_end(connect_server: Connect
     observer = open_session(connect_server.url, run.session_id)
     while not recorded_operations(observer, run.tag) and time.monotonic() < deadline:
         time.sleep(0.2)
-    observer.stop()
+    close_session(observer)
     assert recorded_operations(open_session(connect_server.url, run.session_id), run.tag)
     time.sleep(1.0)  # well into the operation
     assert worker.is_alive()
