@@ -3,11 +3,8 @@ server's REST status API (``spark/connect/cost.py``) against a real HTTP server 
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,6 +13,7 @@ from airflow_tablemgmt.core.cost import RunCost
 from airflow_tablemgmt.spark.connect.cost import read_cost, ui_url
 from airflow_tablemgmt.spark.cost import stage_cost, stage_ids, tagged_jobs, unfinished
 from airflow_tablemgmt.spark.protocol import failure_line, parse_result, success_line
+from tests.support.status_api import StatusApiServer
 
 
 def stage(stage_id: int, attempt: int = 0, status: str = "COMPLETE", **metrics: int) -> dict[str, Any]:
@@ -112,51 +110,27 @@ def test_a_failed_run_carries_its_cost_beside_its_error() -> None:
     assert parse_result([failure_line("x", "lake.db.t", "Boom", "e")]).cost is None
 
 
-class _Ui(BaseHTTPRequestHandler):
+@pytest.fixture
+def server() -> Iterator[StatusApiServer]:
     """Spark's REST status API for application ``app-1``: its jobs, and each stage's attempts."""
-
-    jobs: list[dict[str, Any]] = JOBS
-    requests: list[str] = []
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        type(self).requests.append(self.path)
-        prefix = "/api/v1/applications/app-1"
-        body: Any = None
-        if self.path == f"{prefix}/jobs":
-            body = type(self).jobs
-        elif self.path.startswith(f"{prefix}/stages/"):
-            sid = int(self.path[len(prefix) + 8 :].split("?")[0])
-            body = [s for s in STAGES if s["stageId"] == sid] or None
-        if body is None:
-            self.send_error(404, "no such application or stage")
-            return
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+    prefix = "/api/v1/applications/app-1"
+    documents: dict[str, Any] = {f"{prefix}/jobs": JOBS}
+    for attempt in STAGES:
+        documents.setdefault(f"{prefix}/stages/{attempt['stageId']}", []).append(attempt)
+    with StatusApiServer(documents) as api:
+        yield api
 
 
 @pytest.fixture
-def ui() -> Iterator[str]:
-    _Ui.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ui)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def ui(server: StatusApiServer) -> str:
+    return server.url
 
 
-def test_a_connect_job_cost_is_its_tagged_jobs_stages(ui: str) -> None:
+def test_a_connect_job_cost_is_its_tagged_jobs_stages(ui: str, server: StatusApiServer) -> None:
     cost = read_cost(ui, "app-1", "Session_s-1_Tag_tms-p7-a1", settle_s=0)
     assert cost is not None
     assert (cost["core_seconds"], cost["stages"], cost["jobs"], cost["scope"]) == (2.5, 3, 2, "operations")
-    assert not any("/stages/5" in r or "/stages/6" in r for r in _Ui.requests)  # other jobs' stages unread
+    assert not any("/stages/5" in r or "/stages/6" in r for r in server.requests)  # other jobs' stages unread
 
 
 def test_another_applications_ui_or_no_ui_gives_no_cost(ui: str) -> None:

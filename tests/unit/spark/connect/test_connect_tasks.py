@@ -8,16 +8,15 @@ proven in tests/faults/test_connect_tasks.py."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from airflow_tablemgmt.spark.connect import tasks
+from tests.support.status_api import StatusApiServer
 
 SESSION = "3f0c6c8e-0000-4000-8000-000000000000"
 TAG = "tms-p1-a1"
@@ -38,10 +37,8 @@ class Api:
         self.barrier_seen_after = 0.0  # the barrier job shows up (ended) this long after it ran
         self.barrier_tag: str | None = None
         self.barrier_at: float | None = None
-        self.requests: list[str] = []
 
     def answer(self, path: str) -> tuple[int, Any]:
-        self.requests.append(path)
         base = "/api/v1/applications/app-1"
         if not path.startswith(base):
             return 404, {}
@@ -91,34 +88,16 @@ class Session:
 
 
 @pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Api, int]]:
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Api, StatusApiServer]]:
     state = Api()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            code, body = state.answer(self.path)
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def settings(session: Any, prefix: str) -> list[tuple[str, str]]:
         return [(k, v) for k, v in session.settings.items() if k.startswith(prefix)]
 
     monkeypatch.setattr("airflow_tablemgmt.spark.connect.config.conf_with_prefix", settings)
     monkeypatch.setattr(tasks, "POLL_S", 0.05)
-    try:
-        yield state, server.server_address[1]
-    finally:
-        server.shutdown()
+    with StatusApiServer(answer=state.answer) as server:
+        yield state, server
 
 
 def test_the_status_api_is_on_the_connect_host_at_the_ui_port() -> None:
@@ -141,8 +120,9 @@ def test_a_job_is_ours_by_its_session_and_tag_or_operation() -> None:
     assert not tasks.is_ours({"jobTags": []}, SESSION, TAG, [])
 
 
-def test_ended_only_once_the_cancelled_job_s_last_task_ended(api: tuple[Api, int]) -> None:
-    state, port = api
+def test_ended_only_once_the_cancelled_job_s_last_task_ended(api: tuple[Api, StatusApiServer]) -> None:
+    state, server = api
+    port = server.port
     # The job was cancelled (FAILED), but one task of its stage still writes its file.
     state.jobs = [{"jobId": 3, "status": "FAILED", "jobTags": [_tag("Tag", TAG)], "stageIds": [5, 6]}]
     state.stages = {5: [{"status": "FAILED", "numActiveTasks": 1}]}  # 6: never submitted (404)
@@ -154,8 +134,9 @@ def test_ended_only_once_the_cancelled_job_s_last_task_ended(api: tuple[Api, int
     assert time.monotonic() - started >= 0.55
 
 
-def test_the_store_is_read_only_after_the_barrier_job_shows_ended(api: tuple[Api, int]) -> None:
-    state, port = api
+def test_the_store_is_read_only_after_the_barrier_job_shows_ended(api: tuple[Api, StatusApiServer]) -> None:
+    state, server = api
+    port = server.port
     # The listener bus lags: the job's start is not in the store yet, so it looks as if nothing ran.
     state.barrier_seen_after = 0.5
     started = time.monotonic()
@@ -163,18 +144,20 @@ def test_the_store_is_read_only_after_the_barrier_job_shows_ended(api: tuple[Api
     assert time.monotonic() - started >= 0.45
 
 
-def test_a_running_job_or_a_deadline_is_not_an_end(api: tuple[Api, int]) -> None:
-    state, port = api
+def test_a_running_job_or_a_deadline_is_not_an_end(api: tuple[Api, StatusApiServer]) -> None:
+    state, server = api
+    port = server.port
     state.jobs = [{"jobId": 3, "status": "RUNNING", "jobTags": [_tag("Operation", OP)], "stageIds": []}]
     deadline = time.monotonic() + 0.5
     assert tasks.tasks_ended(Session(state, port), f"sc://127.0.0.1:{port}", TAG, [OP], deadline) is False
 
 
-def test_without_a_ui_there_is_nothing_to_ask(api: tuple[Api, int]) -> None:
-    state, port = api
+def test_without_a_ui_there_is_nothing_to_ask(api: tuple[Api, StatusApiServer]) -> None:
+    state, server = api
+    port = server.port
     off = Session(state, port, ui="false")
     assert tasks.tasks_ended(off, f"sc://127.0.0.1:{port}", TAG, [], time.monotonic() + 5) is None
-    assert state.requests == []
+    assert server.requests == []
     # A UI of another application on that port (404 for this one's id): not this server's to ask.
     other = Session(state, port)
     other.settings["spark.app.id"] = "app-2"

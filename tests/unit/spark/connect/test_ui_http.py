@@ -3,63 +3,48 @@ server on a local port that counts the connections it accepts."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.error
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
 from airflow_tablemgmt.spark.connect import ui_http
+from tests.support.status_api import StatusApiServer
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keeps a connection open between requests, as Jetty does
-    connections = 0
-
-    def setup(self) -> None:
-        type(self).connections += 1
-        super().setup()
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        if self.path.startswith("/missing"):
-            body, code = b'{"message": "unknown"}', 404
-        elif self.path.startswith("/close"):  # answers, then closes the connection (an idle timeout)
-            self.close_connection = True
-            body, code = json.dumps({"path": self.path}).encode(), 200
-        else:
-            body, code = json.dumps({"path": self.path}).encode(), 200
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _answer(path: str) -> tuple[int, Any]:
+    """Each path's own name back; ``/missing...`` is unknown."""
+    if path.startswith("/missing"):
+        return 404, {"message": "unknown"}
+    return 200, {"path": path}
 
 
 @pytest.fixture
-def ui() -> Iterator[str]:
-    _Handler.connections = 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        ui_http.close_idle()
-        server.shutdown()
-        server.server_close()
+def server() -> Iterator[StatusApiServer]:
+    # HTTP/1.1 keeps a connection open between requests, as Jetty does; ``/close...`` is answered, then
+    # its connection closed (an idle timeout)
+    with StatusApiServer(
+        answer=_answer, keep_alive=True, closes=lambda path: path.startswith("/close")
+    ) as api:
+        try:
+            yield api
+        finally:
+            ui_http.close_idle()
+
+
+@pytest.fixture
+def ui(server: StatusApiServer) -> str:
+    return server.url
 
 
 def _deadline() -> float:
     return time.monotonic() + 10
 
 
-def test_requests_to_one_ui_share_a_kept_connection_across_threads(ui: str) -> None:
+def test_requests_to_one_ui_share_a_kept_connection_across_threads(ui: str, server: StatusApiServer) -> None:
     assert ui_http.get_json(f"{ui}/api/v1/jobs/1?x=1", _deadline()) == {"path": "/api/v1/jobs/1?x=1"}
     for i in range(5):
         assert ui_http.get_json(f"{ui}/api/v1/stages/{i}", _deadline())["path"] == f"/api/v1/stages/{i}"
@@ -69,31 +54,31 @@ def test_requests_to_one_ui_share_a_kept_connection_across_threads(ui: str) -> N
     t.start()
     t.join()
     assert seen == ["/t"]
-    assert _Handler.connections == 1  # urllib opened one a request: 7
+    assert server.connections == 1  # urllib opened one a request: 7
 
 
-def test_an_error_answer_raises_its_code_and_keeps_the_connection(ui: str) -> None:
+def test_an_error_answer_raises_its_code_and_keeps_the_connection(ui: str, server: StatusApiServer) -> None:
     with pytest.raises(urllib.error.HTTPError) as raised:
         ui_http.get_json(f"{ui}/missing/3", _deadline())
     assert raised.value.code == 404
     assert ui_http.get_json(f"{ui}/after", _deadline()) == {"path": "/after"}
-    assert _Handler.connections == 1
+    assert server.connections == 1
 
 
-def test_a_connection_the_server_closed_is_replaced(ui: str) -> None:
+def test_a_connection_the_server_closed_is_replaced(ui: str, server: StatusApiServer) -> None:
     assert ui_http.get_json(f"{ui}/close", _deadline()) == {"path": "/close"}  # the server closes it
     assert ui_http.get_json(f"{ui}/next", _deadline()) == {"path": "/next"}
-    assert _Handler.connections == 2
+    assert server.connections == 2
     # an idle connection the server dropped without a word: the request goes again on a new one
     with ui_http._lock:  # noqa: SLF001 - the kept connection, cut from the server's side
         (conn,) = [c for idle in ui_http._idle.values() for c in idle]  # noqa: SLF001
     assert conn.sock is not None
     conn.sock.shutdown(2)
     assert ui_http.get_json(f"{ui}/again", _deadline()) == {"path": "/again"}
-    assert _Handler.connections == 3
+    assert server.connections == 3
 
 
-def test_no_time_left_is_a_timeout_before_any_request(ui: str) -> None:
+def test_no_time_left_is_a_timeout_before_any_request(ui: str, server: StatusApiServer) -> None:
     with pytest.raises(TimeoutError, match="no time left"):
         ui_http.get_json(f"{ui}/late", time.monotonic() - 1)
-    assert _Handler.connections == 0
+    assert server.connections == 0
