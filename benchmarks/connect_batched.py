@@ -58,6 +58,7 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
 
         imported = time.perf_counter() - forked
         gc_pauses = _gc_pauses()
+        _sample_with_py_spy(index)
 
         ti = SimpleNamespace(
             dag_id=spec["dag_id"],
@@ -93,6 +94,23 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
             sys.stderr.flush()
         finally:
             os._exit(rc)
+
+
+def _sample_with_py_spy(index: int) -> None:
+    """With ``TABLEMGMT_BATCH_PY_SPY=<dir>``: ``py-spy record`` samples this batch's process (every thread, on
+    holding the GIL: its Python CPU; without pausing it) into ``<dir>/batch-<pid>-<index>.txt`` (collapsed stacks), until the process exits.
+    ``TABLEMGMT_PY_SPY`` names the ``py-spy`` executable (not one of the project's dependencies)."""
+    out = os.environ.get("TABLEMGMT_BATCH_PY_SPY")
+    if not out:
+        return
+    import subprocess
+
+    exe = os.environ.get("TABLEMGMT_PY_SPY", "py-spy")
+    target = Path(out) / f"batch-{os.getpid()}-{index}.txt"
+    cmd = [exe, "record", "--pid", str(os.getpid()), "--format", "raw", "--rate", "200", "--gil", "--nonblocking"]
+    cmd += ["-o", str(target)]
+    subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(1.0)  # py-spy attaches
 
 
 def _gc_pauses() -> dict[int, float]:
