@@ -107,7 +107,8 @@ def _sample_with_py_spy(index: int) -> None:
 
     exe = os.environ.get("TABLEMGMT_PY_SPY", "py-spy")
     target = Path(out) / f"batch-{os.getpid()}-{index}.txt"
-    cmd = [exe, "record", "--pid", str(os.getpid()), "--format", "raw", "--rate", "200", "--gil", "--nonblocking"]
+    cmd = [exe, "record", "--pid", str(os.getpid()), "--format", "raw", "--rate", "200", "--nonblocking"]
+    cmd += os.environ.get("TABLEMGMT_PY_SPY_ARGS", "--gil").split()
     cmd += ["-o", str(target)]
     subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     time.sleep(1.0)  # py-spy attaches

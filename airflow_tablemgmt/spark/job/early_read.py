@@ -78,7 +78,8 @@ class EarlyRead:
         if is_remote(spark):
             from airflow_tablemgmt.spark.connect.config import conf_with_prefix
 
-            actual = catalog_settings(conf_with_prefix(spark, f"spark.sql.catalog.{name}"), name)
+            # the job's own session (its catalog's settings set by the engine): read once per session
+            actual = catalog_settings(conf_with_prefix(spark, f"spark.sql.catalog.{name}", reuse=True), name)
         else:
             rows = spark.sql("SET").collect()
             actual = catalog_settings(((str(r[0]), str(r[1])) for r in rows), name)

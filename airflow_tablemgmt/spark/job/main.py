@@ -220,12 +220,20 @@ def run_job(spark: SparkSession, job: JobSpec) -> JobResult:
 
 
 def _application_id(spark: SparkSession) -> str | None:
-    if is_remote(spark):
+    if is_remote(spark):  # the server's application: asked once per session (a batch's kept one: per batch)
+        known = getattr(spark, _APP_ID, None)
+        if known is not None:
+            return str(known)
         try:
-            return spark.conf.get("spark.app.id")
+            app = spark.conf.get("spark.app.id")
         except Exception:  # noqa: BLE001 - an id for the log only
             return None
+        setattr(spark, _APP_ID, app)
+        return app
     return spark.sparkContext.applicationId
+
+
+_APP_ID = "_tablemgmt_app_id"
 
 
 def _execute(

@@ -27,7 +27,14 @@ def procedure_sql(table: TableIdentifier, procedure: str, args: dict[str, str]) 
 def call_procedure(
     spark: SparkSession, table: TableIdentifier, procedure: str, args: dict[str, str]
 ) -> list[dict[str, Any]]:
-    """Run the procedure and return its output rows as dicts."""
+    """Run the procedure and return its output rows as dicts (on Spark Connect, from the call's own answer:
+    ``spark/connect/command.py``)."""
+    from airflow_tablemgmt.spark.connect.policy import is_remote
+
     sql = procedure_sql(table, procedure, args)
     log.info("%s", sql)
+    if is_remote(spark):
+        from airflow_tablemgmt.spark.connect.command import command_rows
+
+        return command_rows(spark, sql)
     return [row.asDict(recursive=True) for row in spark.sql(sql).collect()]

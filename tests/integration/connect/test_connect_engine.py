@@ -189,6 +189,42 @@ def test_closing_a_session_leaves_the_operations_of_the_others_running(connect_s
     close_session(kept)
 
 
+def test_a_procedure_s_rows_come_from_its_own_answer_in_one_request(
+    connect_server: ConnectServer, tmp_path: Path
+) -> None:
+    """``call_procedure`` on Connect reads the rows the command answered with; ``spark.sql(...).collect()``
+    sent them back to the server in a second ``ExecutePlan``. Same rows, one request; a query's (not a
+    command's) and a result that is not plain are collected as before."""
+    from airflow_tablemgmt.core.identifiers import TableIdentifier
+    from airflow_tablemgmt.spark.connect.command import command_rows
+    from airflow_tablemgmt.spark.job.procedures import call_procedure
+
+    catalog = CatalogSpec(name="rows", warehouse=str(tmp_path / "wh"))
+    small_files_table(connect_server.url, catalog, "t", files=6)
+    small_files_table(connect_server.url, catalog, "twin", files=6)
+    spark = open_session(connect_server.url)
+    try:
+        for key, value in connect_conf(catalog).items():
+            spark.conf.set(key, value)
+        requests: list[int] = []
+        make = spark.client._execute_plan_request_with_metadata
+
+        def counted() -> Any:
+            requests.append(1)
+            return make()
+
+        spark.client._execute_plan_request_with_metadata = counted
+        rows = call_procedure(spark, TableIdentifier("rows", "db", "t"), "rewrite_data_files", {})
+        assert len(requests) == 1
+        collected = spark.sql("CALL rows.system.rewrite_data_files(table => 'db.twin')").collect()
+        assert rows == [r.asDict(recursive=True) for r in collected]
+        assert rows[0]["rewritten_data_files_count"] == 6 and rows[0]["added_data_files_count"] == 1
+        when = command_rows(spark, "SELECT 1 AS one, timestamp'2026-11-29 00:00:00' AS at")
+        assert when[0]["one"] == 1 and isinstance(when[0]["at"], datetime)
+    finally:
+        close_session(spark)
+
+
 def test_refresh_is_refused_on_connect_naming_the_table(connect_server: ConnectServer) -> None:
     job = JobSpec(
         table={"catalog": "lake", "namespace": "db", "name": "dyn"},
