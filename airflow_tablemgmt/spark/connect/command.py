@@ -23,14 +23,12 @@ def command_rows(session: Any, sql: str) -> list[dict[str, Any]]:
     client = session.client
     _, properties = client.execute_command(SQL(sql).command(client))
     relation = properties.get("sql_command_result")
-    if relation is None:  # not a command (a query): run as spark.sql would
-        return [row.asDict(recursive=True) for row in DataFrame.withPlan(SQL(sql), session).collect()]
-    rows = _plain_rows(relation)
+    rows = _plain_rows(relation) if relation is not None else None
     if rows is not None:
         return rows
-    return [
-        row.asDict(recursive=True) for row in DataFrame.withPlan(CachedRelation(relation), session).collect()
-    ]
+    # a query (no command result: run as spark.sql would), or a result that is not plain: collected
+    plan = SQL(sql) if relation is None else CachedRelation(relation)
+    return [row.asDict(recursive=True) for row in DataFrame.withPlan(plan, session).collect()]
 
 
 def _plain_rows(relation: Any) -> list[dict[str, Any]] | None:
