@@ -43,7 +43,12 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
         import logging
         import signal
 
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+        logging.basicConfig(
+            level=logging.INFO,
+            stream=sys.stderr,
+            format="%(asctime)s.%(msecs)03d %(threadName)s %(name)s %(message)s",
+            datefmt="%H:%M:%S",
+        )
         # a batch that hangs says where: every thread's stack on SIGUSR1, and on its own after 15 minutes
         faulthandler.register(signal.SIGUSR1, all_threads=True)
         faulthandler.dump_traceback_later(900, exit=True)
@@ -71,10 +76,12 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
         op = RunBatchOperator(task_id=BATCH_TASK, batch=batch, policy=spec["policy"], action=spec["action"])
         result, error = None, None
         t0 = time.perf_counter()
+        logging.getLogger("tablemgmt.bench").info("execute: %d tables", len(batch))
         try:
             result = op.execute(context)
         except Exception as e:  # noqa: BLE001 - a failed table fails the task at the end: reported
             error = f"{type(e).__name__}: {e}"
+        logging.getLogger("tablemgmt.bench").info("execute returned")
         doc = {
             "result": result,
             "error": error,

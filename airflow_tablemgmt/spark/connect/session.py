@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -289,48 +290,6 @@ def _table_key(job: JobSpec) -> str:
     return f"{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}"
 
 
-#: A :class:`JobResult`'s call that reads its cost after the job (a batch's kept session: ``batch_overlap.py``).
-FINISH_LATER = "finish_later"
-
-
-def _measure(run: ConnectRun, session: Any, result: JobResult) -> None:
-    """The job's cost from the server's status API (``cost.py``), into its result: a success's
-    ``summary["cost"]``, a failure's ``cost``; a run stopped by a kill is not measured (it must end now).
-    On a batch's kept session that defers it (``KeptSession.defer_cost``) the status API is read by
-    :data:`FINISH_LATER`, in the table's own thread while the next table's job runs."""
-    if run._stopping.is_set():  # noqa: SLF001 - the run's own state
-        return
-    from airflow_tablemgmt.spark.connect.cost import cost_reader
-
-    started = time.perf_counter()
-    facts = run.kept.facts if run.kept is not None else None
-    later = run.kept is not None and run.kept.defer_cost
-    read = cost_reader(session, run.url, run.session_id, run.tag, facts=facts, later=later)
-    run.timings["cost"] = round(time.perf_counter() - started, 3)
-    if read is None:
-        return
-
-    def finish() -> None:
-        began = time.perf_counter()
-        cost = read()
-        spent = round(time.perf_counter() - began, 3)
-        if isinstance(result.summary, dict) and isinstance(result.summary.get("timings"), dict):
-            result.summary["timings"]["cost"] = round(result.summary["timings"].get("cost", 0.0) + spent, 3)
-            result.summary["timings"]["cost_after_job"] = spent
-        if cost is None:
-            return
-        if result.ok:
-            result.summary["cost"] = cost
-        else:
-            result.raw["cost"] = cost
-
-    if later:
-        setattr(result, FINISH_LATER, finish)  # noqa: B010 - JobResult has no field for it
-        return
-    finish()
-    run.timings["cost"] = round(time.perf_counter() - started, 3)
-
-
 def run_on_connect(
     job: JobSpec,
     url: str,
@@ -342,7 +301,9 @@ def run_on_connect(
     """Run ``job`` (its catalog's secrets resolved) on the Connect server at ``url``: the same job code as
     under spark-submit (``spark.job.main.run_job``), the same result."""
     from airflow_tablemgmt.spark.connect.errors import connect_reason, is_grpc_repr
+    from airflow_tablemgmt.spark.connect.finish_later import measure, read_after_later
     from airflow_tablemgmt.spark.connect.policy import connect_refusal
+    from airflow_tablemgmt.spark.job.after_later import reads_left_to_caller
     from airflow_tablemgmt.spark.job.main import run_job
     from airflow_tablemgmt.spark.job.redact import REDACT, secret_values
     from airflow_tablemgmt.spark.protocol import FAILED, JobResult
@@ -371,11 +332,14 @@ def run_on_connect(
             on_started(run.application_id)
         # The driver program uses only the DataFrame and SQL API both session classes share (pyspark 3.5's
         # Connect session is not a subclass of the classic one).
-        result = run_job(cast("SparkSession", session), job)
+        later = run.kept is not None and run.kept.defer_cost  # the caller completes the result after the job
+        with reads_left_to_caller(session) if later else nullcontext([]) as after_reads:
+            result = run_job(cast("SparkSession", session), job)
         if run.kept is not None:
             run.kept.loaded.add(_table_key(job))
             run.kept.jobs += 1
-        _measure(run, session, result)
+        measure(run, session, result)
+        read_after_later(result, after_reads)
     finally:
         started = time.perf_counter()
         run.close()

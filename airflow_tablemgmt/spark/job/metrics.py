@@ -23,6 +23,7 @@ from airflow_tablemgmt.core.identifiers import TableIdentifier, quote
 from airflow_tablemgmt.metadata.files import TableShape, read_shape
 from airflow_tablemgmt.spark.conf import catalog_settings, io_settings
 from airflow_tablemgmt.spark.connect.policy import is_remote
+from airflow_tablemgmt.spark.job.after_later import leave_to_caller
 from airflow_tablemgmt.spark.job.early_read import EarlyRead
 from airflow_tablemgmt.spark.protocol import timed
 
@@ -65,11 +66,21 @@ def metrics_before(
         return table_metrics(spark, table, early=early)
 
 
-def metrics_after(spark: SparkSession, table: TableIdentifier, before: dict[str, Any]) -> dict[str, Any]:
+def metrics_after(
+    spark: SparkSession, table: TableIdentifier, before: dict[str, Any], *, rows_unchanged: bool = False
+) -> dict[str, Any]:
     """:func:`table_metrics` after the action, timed as ``metrics_after``; reuses ``before``'s live
-    record count when the action committed no new snapshot (the rows cannot have changed)."""
+    record count when the action committed no new snapshot (the rows cannot have changed).
+
+    ``rows_unchanged``: the action rewrites files and changes no row, and the caller does not read the
+    figures returned. On a session whose caller reads them after the job (a planned batch's kept Connect
+    session: ``after_later.py``) the result is then a placeholder the caller fills."""
     with timed("metrics_after"):
         early = next((e for s, e in _AFTER_FROM_FILES if s is spark and e.table == table), None)
+        if rows_unchanged and early is not None:
+            placeholder = leave_to_caller(spark, table, before, early)
+            if placeholder is not None:
+                return placeholder
         return table_metrics(spark, table, previous=before, early=early)
 
 

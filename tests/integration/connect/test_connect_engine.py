@@ -395,6 +395,16 @@ def _a_planned_batch_overlaps_its_bookkeeping(
         assert "cost_after_job" in p.summary["timings"]  # type: ignore[index]
         assert store.leases.get(p.table_id) is None
     assert all(table_state(server.url, lake, f"lake.db.{n}")["files"] < 6 for n in names)
+    # The figures after each compaction were read in the table's thread after its job (after_later.py),
+    # and are the table's as its job left it: its files, rows and snapshot, which the process records.
+    for name, p in zip(names, processes, strict=True):
+        after, before = p.summary["after"], p.summary["before"]  # type: ignore[index]
+        state = table_state(server.url, lake, f"lake.db.{name}")
+        assert after["data_files"] == state["files"] and before["data_files"] == 6, (after, state)
+        assert after["live_records"] == before["live_records"] == after["physical_rows"]
+        assert after["current_snapshot_id"] != before["current_snapshot_id"]
+        assert p.snapshot_id == after["current_snapshot_id"]
+        assert "metrics_after_job" in p.summary["timings"]  # type: ignore[index]
 
 
 def test_the_early_read_agrees_only_with_a_session_of_the_same_catalog_settings(

@@ -62,9 +62,14 @@ def rewrite_files(
     log.info("rewriting data files of %s (strategy %s)", table, s.strategy.value)
     with timed("procedure"):
         rows = call_procedure(spark, table, "rewrite_data_files", args)
-    after = metrics_after(spark, table, before)
+    after = metrics_after(spark, table, before, rows_unchanged=True)
+    out = rows[0] if rows else {}
     log.info(
-        "rewrote data files of %s: %d -> %d data files", table, before["data_files"], after["data_files"]
+        "rewrote data files of %s: %s of %d data files into %s",
+        table,
+        out.get("rewritten_data_files_count"),
+        before["data_files"],
+        out.get("added_data_files_count"),
     )
     return {
         "strategy": s.strategy.value,
@@ -184,6 +189,13 @@ def rewrite_manifests(
         rows = call_procedure(
             spark, table, "rewrite_manifests", {"use_caching": literals.boolean(s.use_caching)}
         )
-    after = metrics_after(spark, table, before)
-    log.info("rewrote manifests of %s: %d -> %d manifests", table, before["manifests"], after["manifests"])
+    after = metrics_after(spark, table, before, rows_unchanged=True)
+    out = rows[0] if rows else {}
+    log.info(
+        "rewrote manifests of %s: %s of %d manifests into %s",
+        table,
+        out.get("rewritten_manifests_count"),
+        before["manifests"],
+        out.get("added_manifests_count"),
+    )
     return {**(rows[0] if rows else {}), "before": before, "after": after}
