@@ -77,11 +77,15 @@ def _child(spec: dict, index: int, batch: list[str], instant: datetime, out_fd: 
         result, error = None, None
         t0 = time.perf_counter()
         logging.getLogger("tablemgmt.bench").info("execute: %d tables", len(batch))
+        imported_before = set(sys.modules)
         try:
             result = op.execute(context)
         except Exception as e:  # noqa: BLE001 - a failed table fails the task at the end: reported
             error = f"{type(e).__name__}: {e}"
-        logging.getLogger("tablemgmt.bench").info("execute returned")
+        logging.getLogger("tablemgmt.bench").info(
+            "execute returned; modules it imported (warm.py's MODULES could hold them): %s",
+            sorted(set(sys.modules) - imported_before),
+        )
         doc = {
             "result": result,
             "error": error,

@@ -489,6 +489,7 @@ def main() -> None:
         results: dict[str, dict[str, float]] = {}
         phases: dict[str, list[dict[str, float]]] = {}
         batch_cpu: dict[str, list[tuple[float, int]]] = {}  # way -> (a batch task's CPU s, its tables)
+        server_cpus: dict[str, list[float]] = {}  # way -> the server JVM's CPU s a table, per round
         log = work / "runs.log"
         if "a" in args.ways:  # a host's first spark-submit writes the driver's class archive
             _run_rss(
@@ -592,9 +593,14 @@ def main() -> None:
                 chunk = names[way][r :: args.rounds]
                 if not chunk:
                     continue
+                server_cpu0, own_cpu0 = _cpu_of_tree(server.pid), _own_cpu()
                 total, walls, rss, ph = run_way(way, chunk)
+                server_cpu = (_cpu_of_tree(server.pid) - server_cpu0) / len(chunk)
+                own_cpu = (_own_cpu() - own_cpu0) / len(chunk)
+                server_cpus.setdefault(way, []).append(server_cpu)
                 print(
-                    f"# round {r + 1} way {way}: {len(chunk)} tables, {total / len(chunk):.3f} s a table",
+                    f"# round {r + 1} way {way}: {len(chunk)} tables, {total / len(chunk):.3f} s a table; "
+                    f"the server's CPU {server_cpu:.3f} s a table, this process's {own_cpu:.3f}",
                     flush=True,
                 )
                 acc[way]["total"] += total
@@ -617,6 +623,11 @@ def main() -> None:
         server.wait(timeout=60)
     probe = _import_probe()
     _report(results, server_rss)
+    if server_cpus:
+        print(
+            "The server's CPU a table, per round (s, its JVM's user and system time over each way's tables): "
+            + "; ".join(f"({w}) " + ", ".join(f"{c:.3f}" for c in cs) for w, cs in server_cpus.items())
+        )
     _report_phases(phases)
     for way, cpus in batch_cpu.items():
         print(
@@ -632,6 +643,25 @@ def main() -> None:
         + ", ".join(f"{k} {v:.2f}s" for k, v in probe.items())
     )
     print(f"# end {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, uptime: {_uptime()}")
+
+
+def _cpu_of_tree(pid: int) -> float:
+    """CPU seconds (user and system) the server's process and its children (the JVM) have used so far."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process (every thread): way (c)'s client, and the batches' parent."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _rss_of_tree(pid: int) -> float:

@@ -44,10 +44,12 @@ BUDGET_S = 45.0
 #: How often the reader asks again while the server's store still has one of the job's jobs running (its
 #: listener bus lags the job's end by milliseconds: a small table's job should not wait much longer).
 SETTLE_POLL_S = 0.05
-#: A read after the job, off the jobs' path (a batch's: ``session._measure``): it lets the server's store
-#: catch up first, and asks again less often than a read on the jobs' path (each ask is work the server's
-#: driver does beside the next job's procedure: a few small requests on a kept session's index).
-LATER_WAIT_S = 0.1
+#: A read after the job, off the jobs' path (a batch's: ``session._measure``) asks at once: by the time the
+#: client has the procedure's answer, its Spark jobs ended before its commit, and the server's store has
+#: almost always seen them end (a first wait of 0.1 s, kept until 2026-11-29, was a batch's last table's
+#: 0.1 s at its end). It asks again less often than a read on the jobs' path (each ask is work the server's
+#: driver does beside the next job's procedure), and a job it does not find listed is looked for once more
+#: after one such pause (the store's listener may lag; a procedure that ran no Spark job pays that pause).
 LATER_POLL_S = 0.15
 
 
@@ -91,7 +93,7 @@ def cost_reader(
 ) -> Callable[[], dict[str, Any] | None] | None:
     """:func:`connect_cost` in two steps: what the server's settings say is asked now, on ``session``; the
     returned call reads the status API (no session: any thread, after the session went on to another job;
-    ``later``: as a read after the job, :data:`LATER_WAIT_S` and :data:`LATER_POLL_S`). None when there is
+    ``later``: as a read after the job, :data:`LATER_POLL_S`). None when there is
     nothing to read (the UI off, the settings unreadable). With ``facts`` (a kept session's) the server's
     jobs are followed in one :class:`JobIndex` kept there for all the session's jobs."""
     kept = facts is not None  # a kept session's: its jobs followed in one index (job_index.py)
@@ -115,7 +117,7 @@ def cost_reader(
     suffix = f"Session_{session_id}_Tag_{tag}"
     index = facts.setdefault("jobs", JobIndex()) if kept else None
     if later:
-        return lambda: read_cost(base, app, suffix, first_wait=LATER_WAIT_S, poll=LATER_POLL_S, index=index)
+        return lambda: read_cost(base, app, suffix, poll=LATER_POLL_S, index=index, look_again=True)
     return lambda: read_cost(base, app, suffix, index=index)
 
 
@@ -125,16 +127,15 @@ def read_cost(
     tag_suffix: str,
     settle_s: float = SETTLE_S,
     *,
-    first_wait: float = 0.0,
+    look_again: bool = False,
     poll: float = SETTLE_POLL_S,
     index: JobIndex | None = None,
 ) -> dict[str, Any] | None:
     """Read the jobs tagged ``…_<tag_suffix>`` of application ``app`` at the UI ``base`` and sum their
     stages; waits (at most ``settle_s``) until the server's store has none of them running. ``index``: the
-    server's jobs as a kept session follows them (asked past the last one seen, not listed in full)."""
+    server's jobs as a kept session follows them (asked past the last one seen, not listed in full).
+    ``look_again``: a job not listed at the first ask is looked for once more after ``poll``."""
     api = f"{base}/api/v1/applications/{quote(app, safe='')}"
-    if first_wait > 0:
-        time.sleep(first_wait)
     started = time.monotonic()
     settled, deadline = started + settle_s, started + BUDGET_S
 
@@ -149,6 +150,10 @@ def read_cost(
             listed = index.list_requests if index is not None else 0
             listing = index.jobs(get, api, mine) if index is not None else get(f"{api}/jobs")
             jobs = tagged_jobs(listing, tag_suffix)
+            if not jobs and look_again:  # not listed yet: the store may lag behind the procedure's answer
+                look_again = False
+                time.sleep(poll)
+                continue
             if not jobs and index is not None and index.list_requests == listed:
                 # none of its jobs past the last one seen: the whole list, as a read without an index makes
                 jobs = tagged_jobs(index.relist(get, api), tag_suffix)

@@ -133,6 +133,29 @@ def test_a_connect_job_cost_is_its_tagged_jobs_stages(ui: str, server: StatusApi
     assert not any("/stages/5" in r or "/stages/6" in r for r in server.requests)  # other jobs' stages unread
 
 
+def test_a_read_after_the_job_looks_once_more_for_a_job_the_store_did_not_list_yet() -> None:
+    """A batch's read after the job asks at once (no first wait): when the server's store has not listed
+    the job yet, it asks again after one pause instead of answering with no jobs."""
+    prefix = "/api/v1/applications/app-1"
+    lists = []
+    documents: dict[str, Any] = {}
+    for attempt in STAGES:
+        documents.setdefault(f"{prefix}/stages/{attempt['stageId']}", []).append(attempt)
+
+    def answer(path: str) -> tuple[int, Any]:
+        if path == f"{prefix}/jobs":
+            lists.append(path)
+            return 200, (JOBS[2:] if len(lists) == 1 else JOBS)  # the first list lags behind the answer
+        return (200, documents[path.split("?")[0]]) if path.split("?")[0] in documents else (404, {})
+
+    with StatusApiServer(answer=answer) as api:
+        tag = "Session_s-1_Tag_tms-p7-a1"
+        cost = read_cost(api.url, "app-1", tag, settle_s=0, poll=0.01, look_again=True)
+        assert cost is not None and cost["jobs"] == 2 and len(lists) == 2
+        lists.clear()
+        assert read_cost(api.url, "app-1", tag, settle_s=0)["jobs"] == 0  # type: ignore[index] - at once
+
+
 def test_another_applications_ui_or_no_ui_gives_no_cost(ui: str) -> None:
     assert read_cost(ui, "app-2", "Session_s-1_Tag_tms-p7-a1", settle_s=0) is None
     assert read_cost("http://127.0.0.1:9", "app-1", "x", settle_s=0) is None  # nothing listens
