@@ -46,6 +46,11 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 3
 #: How long the end of a batch waits for a table it gave up on (past its time limit before its job) to end.
 ABANDONED_JOIN_S = 60.0
+#: How long a table whose job ended waits before completing and recording its result: the next job's start
+#: (its ``Config`` request, its RUNNING row) is on the jobs' thread, and a neighbour's store writes and reads
+#: beside it held it back (10.5 ms a table against 3.7, 2026-11-29). Over once the next job reports started,
+#: or the jobs' thread has none to start.
+QUIET_START_S = 0.25
 #: Python's thread switch interval while a batch overlaps (the default is 5 ms): the jobs' thread, woken by
 #: each gRPC answer, waits at most this long for the interpreter's lock while a table's bookkeeping thread
 #: holds it, instead of up to 5 ms per answer (a procedure reads several).
@@ -117,8 +122,18 @@ class Handoff:
         return getattr(self._inner, name)
 
     def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
-        inner = self._inner
-        return finished(self._lane.post(self._index, lambda: inner.submit(job, on_started=on_started), self))
+        inner, lane, index = self._inner, self._lane, self._index
+
+        def started(application_id: str) -> None:
+            try:
+                if on_started is not None:
+                    on_started(application_id)
+            finally:
+                lane.mark_started(index)
+
+        result = lane.post(index, lambda: inner.submit(job, on_started=started), self)
+        lane.wait_next_started(index, QUIET_START_S)
+        return finished(result)
 
     def kill(self) -> None:
         """This table's job only (its lease lost, its cancel, its limit): a job not started yet never starts."""
@@ -140,6 +155,8 @@ class JobLane:
         self.killed = False
         self._live: dict[int, ProcessRunner] = {}  # runs in flight (their run() has not returned)
         self._running: int | None = None  # the table whose job runs now
+        self._started_upto = -1  # the last table whose job reported started (or ended)
+        self._waiting_for = -1  # the table this thread waits for with no job to run (n: the batch ended)
         #: Seconds this thread spent running jobs, and waiting for a table to hand its job over (or end).
         self.busy = 0.0
         self.idle = 0.0
@@ -170,6 +187,28 @@ class JobLane:
             raise job.error
         assert job.result is not None
         return job.result
+
+    def mark_started(self, index: int) -> None:
+        """Table ``index``'s job reported started (its application), or ended without it."""
+        with self._cond:
+            self._started_upto = max(self._started_upto, index)
+            self._cond.notify_all()
+
+    def wait_next_started(self, index: int, bound_s: float) -> None:
+        """Wait (at most ``bound_s``) until the job after ``index``'s started, or none is to start."""
+        deadline = time.monotonic() + bound_s
+        with self._cond:
+            while self._started_upto <= index and self._waiting_for <= index and not self.killed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+
+    def finish(self, n: int) -> None:
+        """No job follows: tables waiting for the next job's start stop waiting."""
+        with self._cond:
+            self._waiting_for = max(self._waiting_for, n)
+            self._cond.notify_all()
 
     def ended(self, index: int) -> None:
         """Table ``index``'s run returned: it posts no job (any more)."""
@@ -205,6 +244,9 @@ class JobLane:
         try:
             with limit:
                 with self._cond:
+                    if index not in self._handed:  # no job to start: nobody need wait for one
+                        self._waiting_for = max(self._waiting_for, index)
+                        self._cond.notify_all()
                     while index not in self._handed and not self.killed:
                         self._cond.wait()
                     job = self._posted.pop(index, None)
@@ -240,6 +282,8 @@ class JobLane:
         finally:
             with self._cond:
                 self._running = None
+                self._started_upto = max(self._started_upto, index)
+                self._cond.notify_all()
             if job is not None:
                 self.busy += time.perf_counter() - began
                 job.done.set()
@@ -325,6 +369,7 @@ def run_overlapped(
                 given_up.add(k)
         launcher.join()
     finally:
+        lane.finish(n)
         sys.setswitchinterval(switch)
     log.info(
         "tablemgmt: batch of %d table(s): %.2f s in their jobs, %.2f s waiting for a table to be ready",
@@ -345,6 +390,7 @@ def run_overlapped(
 __all__ = [
     "FINISH_LATER",
     "IN_FLIGHT",
+    "QUIET_START_S",
     "BatchKilled",
     "Completes",
     "Handoff",

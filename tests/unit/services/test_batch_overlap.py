@@ -203,3 +203,45 @@ def test_what_a_job_leaves_to_finish_later_is_recorded_with_its_process(store: S
         assert summary["read_after_the_job"] == t.table_id.rpartition(".")[2]
     main = threading.current_thread().name
     assert len(threads) == 2 and all((name != main) == overlap for name in threads)
+
+
+def test_a_table_completes_its_result_once_the_next_job_started_never_waiting_at_the_end(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table's completion and recording after its job (``QUIET_START_S``) waits until the next table's job
+    reported started, so they do not compete with that start on the jobs' thread; it never waits for its
+    bound: not at the batch's end, nor for a next job that ends without reporting a start."""
+    from airflow_tablemgmt.services import batch_overlap
+
+    monkeypatch.setattr(batch_overlap, "QUIET_START_S", 30.0)  # a wait that ran to its bound would show
+    events: list[tuple[str, str]] = []
+
+    class Engine:
+        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+            name = job.table["name"]
+            if on_started is not None and name != "e_small":  # e_small's job never reports its start
+                on_started(f"local-{name}")
+                events.append(("started", name))
+            time.sleep(0.05)
+            result = JobResult(status="SUCCESS", summary={"rewritten_data_files_count": 8})
+            result.finish_later = lambda: events.append(("finished", name))  # type: ignore[attr-defined]
+            return result
+
+        def kill(self) -> None:
+            pass
+
+    tables = ["lake.db.a_small", "lake.db.d_fails", "lake.db.e_small"]
+    began = time.monotonic()
+    result = run_batch(
+        store,
+        _run(),
+        tables,
+        runner_for=lambda t: ProcessRunner(store, default_factories(), Engine()),
+        overlap=True,
+    )
+    assert time.monotonic() - began < 10.0
+    assert [t.outcome for t in result.tables] == [Outcome.SUCCESS] * 3
+    assert events.index(("finished", "a_small")) > events.index(("started", "d_fails"))
+    assert {e for e in events if e[0] == "finished"} == {
+        ("finished", n) for n in ("a_small", "d_fails", "e_small")
+    }
