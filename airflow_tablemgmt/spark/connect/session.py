@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     from airflow_tablemgmt.spark.connect.kept import KeptSession
+    from airflow_tablemgmt.spark.job.after_later import LaterRead
     from airflow_tablemgmt.spark.protocol import JobResult
 
 log = logging.getLogger(__name__)
@@ -333,7 +334,10 @@ def run_on_connect(
         # The driver program uses only the DataFrame and SQL API both session classes share (pyspark 3.5's
         # Connect session is not a subclass of the classic one).
         later = run.kept is not None and run.kept.defer_cost  # the caller completes the result after the job
-        with reads_left_to_caller(session) if later else nullcontext([]) as after_reads:
+        reads: AbstractContextManager[list[LaterRead]] = (
+            reads_left_to_caller(session) if later else nullcontext([])
+        )
+        with reads as after_reads:
             result = run_job(cast("SparkSession", session), job)
         if run.kept is not None:
             run.kept.loaded.add(_table_key(job))
