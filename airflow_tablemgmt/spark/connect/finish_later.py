@@ -11,18 +11,32 @@ is read at once.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from airflow_tablemgmt.spark.connect.session import ConnectRun
+    from airflow_tablemgmt.spark.connect.kept import KeptSession
     from airflow_tablemgmt.spark.job.after_later import LaterRead
     from airflow_tablemgmt.spark.protocol import JobResult
+
+
+class MeasuredRun(Protocol):
+    """What the cost read needs of a job's run (``session.ConnectRun``)."""
+
+    url: str
+    session_id: str
+    tag: str
+    timings: dict[str, float]
+    kept: KeptSession | None
+
+    @property
+    def stopped(self) -> bool: ...
+
 
 #: A :class:`JobResult`'s call that completes it after the job (a batch's kept session: ``batch_overlap.py``).
 FINISH_LATER = "finish_later"
 
 
-def measure(run: ConnectRun, session: Any, result: JobResult) -> None:
+def measure(run: MeasuredRun, session: Any, result: JobResult) -> None:
     """The job's cost from the server's status API (``cost.py``), into its result: a success's
     ``summary["cost"]``, a failure's ``cost``; a run stopped by a kill is not measured (it must end now).
     On a batch's kept session that defers it (``KeptSession.defer_cost``) the status API is read by
@@ -66,11 +80,12 @@ def read_after_later(result: JobResult, reads: list[LaterRead]) -> None:
     if not reads or not result.ok or not isinstance(result.summary, dict):
         return
     from airflow_tablemgmt.spark.job.after_later import fill
+    from airflow_tablemgmt.spark.job.metrics import METRIC_KEYS
 
     summary, then = result.summary, getattr(result, FINISH_LATER, None)
 
     def finish() -> None:
-        spent = round(fill(summary, reads), 3)
+        spent = round(fill(summary, reads, METRIC_KEYS), 3)
         timings = summary.get("timings")
         if isinstance(timings, dict):
             timings["metrics_after"] = round(timings.get("metrics_after", 0.0) + spent, 3)
@@ -81,4 +96,4 @@ def read_after_later(result: JobResult, reads: list[LaterRead]) -> None:
     setattr(result, FINISH_LATER, finish)  # noqa: B010 - JobResult has no field for it
 
 
-__all__ = ["FINISH_LATER", "measure", "read_after_later"]
+__all__ = ["FINISH_LATER", "MeasuredRun", "measure", "read_after_later"]

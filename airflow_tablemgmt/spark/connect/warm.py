@@ -89,6 +89,8 @@ MODULES = (
     "airflow.sdk.execution_time.supervisor",
     "encodings.idna",
     "airflow_tablemgmt.formats.iceberg.marks",
+    "airflow_tablemgmt.formats.delta.factory",
+    "airflow_tablemgmt.formats.hudi.factory",
     "airflow.sdk.execution_time.cache",
     "airflow.sdk.observability.stats",
 )
@@ -100,9 +102,6 @@ def preimport() -> float:
     import_client()
     for name in MODULES:
         importlib.import_module(name)
-    from airflow_tablemgmt.factories.discovery import default_factories
-
-    default_factories()  # every installed format's factory (a plugin's too), imported once and kept
     return time.perf_counter() - started
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -94,11 +94,10 @@ def leave_to_caller(
     return {LATER_KEY: token}
 
 
-def fill(summary: dict[str, Any], pending: list[LaterRead]) -> float:
+def fill(summary: dict[str, Any], pending: list[LaterRead], keys: Iterable[str]) -> float:
     """Replace each placeholder in ``summary`` (its top-level values) with the figures read now; the
-    seconds spent. Never raises: a read that fails leaves the figures ``None`` and says why."""
-    from airflow_tablemgmt.spark.job.metrics import METRIC_KEYS
-
+    seconds spent. Never raises: a read that fails leaves each of the figures' ``keys`` ``None`` and says
+    why."""
     started = time.perf_counter()
     by_token = {p.token: p for p in pending}
     for key, value in list(summary.items()):
@@ -112,7 +111,7 @@ def fill(summary: dict[str, Any], pending: list[LaterRead]) -> float:
         except Exception as e:  # noqa: BLE001 - a figure never fails a table
             table = later.table if later is not None else "the table"
             log.warning("the figures of %s after the action could not be read: %s", table, str(e)[:300])
-            summary[key] = dict.fromkeys(METRIC_KEYS)
+            summary[key] = dict.fromkeys(keys)
             summary[f"{key}_unmeasured"] = str(e)[:300]
     return time.perf_counter() - started
 

@@ -50,7 +50,7 @@ def test_only_a_session_whose_caller_reads_them_gets_a_placeholder(tmp_path: Pat
     assert placeholder is not None and set(placeholder) == {LATER_KEY} and len(pending) == 1
     assert leave_to_caller(spark, early.table, {"live_records": 0}, early) is None  # the caller's turn ended
     summary = json.loads(json.dumps({"before": {"data_files": 0}, "after": placeholder}))  # the result line
-    assert fill(summary, pending) >= 0
+    assert fill(summary, pending, METRIC_KEYS) >= 0
     assert summary["after"]["data_files"] == 0 and summary["after"]["current_snapshot_id"] is None
     assert set(summary["after"]) == set(METRIC_KEYS) and "after_unmeasured" not in summary
 
@@ -63,11 +63,11 @@ def test_a_read_that_cannot_be_made_leaves_the_figures_none_and_says_why(tmp_pat
     for f in meta.iterdir():  # the table dropped before the read
         f.unlink()
     summary = {"after": placeholder, "rows": 3}
-    fill(summary, pending)
+    fill(summary, pending, METRIC_KEYS)
     assert (
         summary["after"] == dict.fromkeys(METRIC_KEYS) and "could not be read" in summary["after_unmeasured"]
     )
     assert summary["rows"] == 3
     orphan = {"after": {LATER_KEY: 10**9}}  # a placeholder whose read was never left: not guessed either
-    fill(orphan, pending)
+    fill(orphan, pending, METRIC_KEYS)
     assert orphan["after"] == dict.fromkeys(METRIC_KEYS) and "no read was left" in orphan["after_unmeasured"]
