@@ -89,8 +89,6 @@ MODULES = (
     "airflow.sdk.execution_time.supervisor",
     "encodings.idna",
     "airflow_tablemgmt.formats.iceberg.marks",
-    "airflow_tablemgmt.formats.delta.factory",
-    "airflow_tablemgmt.formats.hudi.factory",
     "airflow.sdk.execution_time.cache",
     "airflow.sdk.observability.stats",
 )
