@@ -63,14 +63,7 @@ def rewrite_files(
     with timed("procedure"):
         rows = call_procedure(spark, table, "rewrite_data_files", args)
     after = metrics_after(spark, table, before, rows_unchanged=True)
-    out = rows[0] if rows else {}
-    log.info(
-        "rewrote data files of %s: %s of %d data files into %s",
-        table,
-        out.get("rewritten_data_files_count"),
-        before["data_files"],
-        out.get("added_data_files_count"),
-    )
+    _log_rewrote(table, "data files", rows, before["data_files"])
     return {
         "strategy": s.strategy.value,
         "sort_order": order,
@@ -79,6 +72,21 @@ def rewrite_files(
         "before": before,
         "after": after,
     }
+
+
+def _log_rewrote(table: TableIdentifier, what: str, rows: list[dict[str, Any]], before: int) -> None:
+    """The procedure's own counts (``rewritten_<what>_count``, ``added_<what>_count``): the figures after
+    the action may be read after the job (``metrics_after``'s ``rows_unchanged``)."""
+    out, key = (rows[0] if rows else {}), what.replace(" ", "_")
+    log.info(
+        "rewrote %s of %s: %s of %d %s into %s",
+        what,
+        table,
+        out.get(f"rewritten_{key}_count"),
+        before,
+        what,
+        out.get(f"added_{key}_count"),
+    )
 
 
 def rewrite_files_options(s: RewriteFilesSettings) -> dict[str, Any]:
@@ -190,12 +198,5 @@ def rewrite_manifests(
             spark, table, "rewrite_manifests", {"use_caching": literals.boolean(s.use_caching)}
         )
     after = metrics_after(spark, table, before, rows_unchanged=True)
-    out = rows[0] if rows else {}
-    log.info(
-        "rewrote manifests of %s: %s of %d manifests into %s",
-        table,
-        out.get("rewritten_manifests_count"),
-        before["manifests"],
-        out.get("added_manifests_count"),
-    )
+    _log_rewrote(table, "manifests", rows, before["manifests"])
     return {**(rows[0] if rows else {}), "before": before, "after": after}
