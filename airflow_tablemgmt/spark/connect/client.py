@@ -44,6 +44,7 @@ def import_client() -> float:
     if "pyspark.sql.connect.session" in sys.modules:
         _fresh_release_pool_after_fork()
         _channel_only_close()
+        _quiet_client_log()
         return 0.0
     started = time.perf_counter()
     hack = sys.modules.get("_distutils_hack")
@@ -59,7 +60,32 @@ def import_client() -> float:
             hack.add_shim()  # type: ignore[union-attr]
     _fresh_release_pool_after_fork()
     _channel_only_close()
+    _quiet_client_log()
     return time.perf_counter() - started
+
+
+#: pyspark's own switch for its Connect client's log (its level name); when set, the log is left as it says.
+CLIENT_LOG_ENV = "SPARK_CONNECT_LOG_LEVEL"
+
+
+def _quiet_client_log() -> None:
+    """Keep pyspark's Connect client log at warnings, as pyspark means it to be unless
+    ``SPARK_CONNECT_LOG_LEVEL`` asks for more.
+
+    pyspark 3.5 gives that logger a handler of its own and disables it at import. Airflow's logging set-up
+    (``dictConfig`` with ``disable_existing_loggers: False``) enables every logger imported before it, so
+    in a task each gRPC call was logged at INFO, twice (pyspark's handler and the task's): every job's SQL
+    and three lines per operation, in the task log and on the thread that runs the batch's jobs. A level
+    survives that set-up; warnings and errors still reach the task log. A level set on the logger by a
+    deployment's own logging configuration is left as it is."""
+    import logging
+    import os
+
+    if CLIENT_LOG_ENV in os.environ:
+        return
+    client_log = logging.getLogger("pyspark.sql.connect.client.core")
+    if client_log.level == logging.NOTSET:  # a level someone chose (a logging config's) is theirs
+        client_log.setLevel(logging.WARNING)
 
 
 def _fresh_release_pool_after_fork() -> None:
