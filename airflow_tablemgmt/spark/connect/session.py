@@ -286,6 +286,31 @@ def _refresh_table(run: ConnectRun, session: RemoteSession, job: JobSpec) -> Non
     run.timings["table_refresh"] = round(time.perf_counter() - started, 3)
 
 
+class _Beside:
+    """``on_started(application_id)`` in a thread of its own, started now; :meth:`wait` joins it and raises
+    what it raised (``reraise``) or logs it (the job failed anyway: its own failure is the one reported)."""
+
+    def __init__(self, on_started: Callable[[str], None], application_id: str) -> None:
+        self._error: BaseException | None = None
+
+        def call() -> None:
+            try:
+                on_started(application_id)
+            except BaseException as e:  # noqa: BLE001 - raised again in the job's thread
+                self._error = e
+
+        self._thread = threading.Thread(target=call, name="tablemgmt-job-started", daemon=True)
+        self._thread.start()
+
+    def wait(self, *, reraise: bool) -> None:
+        self._thread.join()
+        if self._error is None:
+            return
+        if reraise:
+            raise self._error
+        log.warning("recording the job's start failed too: %s", str(self._error)[:300])
+
+
 def _table_key(job: JobSpec) -> str:
     t = job.table
     return f"{t.get('catalog')}.{t.get('namespace')}.{t.get('name')}"
@@ -315,6 +340,11 @@ def run_on_connect(
     if refusal is not None:
         return JobResult(status=FAILED, error=refusal, error_class="NotOnConnect")
     REDACT.secrets = secret_values(job)
+    # A batch's kept session: the job's RUNNING row (its application id is known before the session opens)
+    # is written beside the session's Config request, not after it; both still precede its first operation.
+    beside = (
+        _Beside(on_started, run.application_id) if on_started is not None and run.kept is not None else None
+    )
     try:
         from airflow_tablemgmt.spark.conf import validated_catalog
 
@@ -323,13 +353,17 @@ def run_on_connect(
             _refresh_table(run, session, job)
     except Exception as e:  # noqa: BLE001 - a refused or unreachable server is the job's failure
         run.close()  # nothing ran: its guard has nothing to watch
+        if beside is not None:
+            beside.wait(reraise=False)
         return JobResult(
             status=FAILED,
             error_class="ConnectUnavailable",
             error=f"Spark Connect server {server} refused or could not be reached: {connect_reason(e)}",
         )
     try:
-        if on_started is not None:
+        if beside is not None:
+            beside.wait(reraise=True)
+        elif on_started is not None:
             on_started(run.application_id)
         # The driver program uses only the DataFrame and SQL API both session classes share (pyspark 3.5's
         # Connect session is not a subclass of the classic one).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -340,8 +341,64 @@ def test_a_slot_reuses_its_configured_session_for_the_same_catalog(
     assert [o.summary["rewritten_data_files_count"] for o in batch] == [6, 6, 0]
     assert [o.summary["cost"]["jobs"] >= 1 for o in batch[:2]] == [True, True]  # the server's UI asked once
     sessions.close()
+    _a_kept_session_job_records_its_start_beside_its_config(connect_server, lake)
     _a_planned_batch_overlaps_its_bookkeeping(connect_server, lake, store, monkeypatch)
     store.dispose()
+
+
+def _a_kept_session_job_records_its_start_beside_its_config(server: ConnectServer, lake: CatalogSpec) -> None:
+    """On a batch's kept session the job's start (``on_started``: its RUNNING row) is recorded in a thread of
+    its own while the session's ``Config`` request goes, and has ended before the job's first operation; a
+    start that fails fails the job before any operation."""
+    from airflow_tablemgmt.spark.connect.kept import KeptSession
+    from airflow_tablemgmt.spark.connect.session import run_on_connect
+
+    small_files_table(server.url, lake, "s1", files=4)
+    job = JobSpec(
+        table={"catalog": "lake", "namespace": "db", "name": "s1"},
+        catalog={"name": "lake", "type": "hadoop", "warehouse": lake.warehouse},
+        action="rewrite-files",
+        process_id=77,
+    )
+    seen: dict[str, Any] = {"ops": []}
+
+    class Watched(ConnectRun):
+        def open(self, catalog: CatalogSpec, conf: dict[str, str] | None = None) -> Any:
+            session = super().open(catalog, conf)
+            seen["opened"] = time.monotonic()
+            return session
+
+        def fence(self) -> None:
+            seen["ops"].append(time.monotonic())
+            super().fence()
+
+    def started(application_id: str) -> None:
+        seen["began"], seen["thread"] = time.monotonic(), threading.current_thread().name
+        time.sleep(0.3)
+        seen["app"], seen["ended"] = application_id, time.monotonic()
+
+    kept = KeptSession(server.url, "h")
+    run = Watched(server.url, "tms-p77-a1", session_id=kept.session_id, kept=kept)
+    result = run_on_connect(job, server.url, run=run, on_started=started)
+    assert result.ok, result.error
+    assert seen["thread"] == "tablemgmt-job-started" and seen["app"] == run.application_id
+    assert seen["began"] < seen["opened"] < seen["ended"]  # beside the session's Config request
+    assert seen["ops"] and min(seen["ops"]) >= seen["ended"]  # both before the job's first operation
+
+    def refused(application_id: str) -> None:
+        raise RuntimeError("the store refused the RUNNING row")
+
+    seen["ops"] = []
+    again = Watched(server.url, "tms-p78-a1", session_id=kept.session_id, kept=kept, reused=True)
+    with pytest.raises(RuntimeError, match="refused the RUNNING row"):
+        run_on_connect(
+            replace(job, table={**job.table, "name": "s2"}, process_id=78),
+            server.url,
+            run=again,
+            on_started=refused,
+        )
+    assert seen["ops"] == []  # no operation was sent
+    kept.close()
 
 
 def _a_planned_batch_overlaps_its_bookkeeping(
