@@ -152,6 +152,9 @@ class SparkConnectJobHook:
     true), each with its own tag, slot, lease guard and result; a job that did not end cleanly closes it.
     """
 
+    #: Before each operation it sends, the job tells the batch running it (``core/first_operation.py``).
+    signals_first_operation = True
+
     def __init__(
         self,
         conn_id: str = "spark_connect_default",

@@ -32,7 +32,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.core import first_operation
 from airflow_tablemgmt.core.errors import JobFailed
+from airflow_tablemgmt.services.batch_finish import finished
 
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.factory import JobSpec
@@ -47,8 +49,9 @@ IN_FLIGHT = 3
 #: How long the end of a batch waits for a table it gave up on (past its time limit before its job) to end.
 ABANDONED_JOIN_S = 60.0
 #: How long a table whose job ended waits before completing and recording its result: the next job's start
-#: (its ``Config`` request, its RUNNING row) is on the jobs' thread, and a neighbour's store writes and reads
-#: beside it held it back (10.5 ms a table against 3.7, 2026-11-29). Over once the next job reports started,
+#: (its ``Config`` request, its RUNNING row, its own reads) is on the jobs' thread, and a neighbour's store
+#: writes and reads beside it held it back (10.5 ms a table against 3.7, 2026-11-29). Over once the next job
+#: sent its first operation (an engine that tells: ``core/first_operation.py``; else once it reports started),
 #: or the jobs' thread has none to start.
 QUIET_START_S = 0.25
 #: Python's thread switch interval while a batch overlaps (the default is 5 ms): the jobs' thread, woken by
@@ -72,44 +75,9 @@ class _Job:
         self.error: BaseException | None = None
 
 
-#: What a submitter may leave on its result to complete it after the job, in the table's own thread (the
-#: Connect engine's cost read on a batch's kept session: ``spark/connect/session.py``'s ``FINISH_LATER``).
-FINISH_LATER = "finish_later"
-
-
-def finished(result: JobResult) -> JobResult:
-    """``result`` completed by what its submitter left to do after the job (:data:`FINISH_LATER`); never
-    raises (what is left is a figure, never the outcome)."""
-    finish = getattr(result, FINISH_LATER, None)
-    if finish is not None:
-        delattr(result, FINISH_LATER)
-        try:
-            finish()
-        except Exception:  # noqa: BLE001 - a figure never fails a table
-            log.warning("tablemgmt: completing a job's result after the job failed", exc_info=True)
-    return result
-
-
-class Completes:
-    """A table's submitter whose result is :func:`finished` before the lifecycle records it (a batch run
-    one table after another); everything else is the submitter's own."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
-        return finished(self._inner.submit(job, on_started=on_started))
-
-    def kill(self) -> None:
-        self._inner.kill()
-
-
 class Handoff:
     """The submitter a table's runner sees in an overlapped batch: ``submit`` hands the job to the lane and
-    waits for its result, which it completes here (:func:`finished`) while the lane runs the next job;
+    waits for its result, which it completes here (``batch_finish.finished``) while the lane runs the next job;
     everything else (the protocols the lifecycle checks) is the table's own submitter's."""
 
     def __init__(self, inner: Any, lane: JobLane, index: int) -> None:
@@ -156,6 +124,8 @@ class JobLane:
         self._live: dict[int, ProcessRunner] = {}  # runs in flight (their run() has not returned)
         self._running: int | None = None  # the table whose job runs now
         self._started_upto = -1  # the last table whose job reported started (or ended)
+        self._sent_upto = -1  # the last table whose job sent its first operation (or ended)
+        self._signals: set[int] = set()  # tables whose engine tells its first operation
         self._waiting_for = -1  # the table this thread waits for with no job to run (n: the batch ended)
         #: Seconds this thread spent running jobs, and waiting for a table to hand its job over (or end).
         self.busy = 0.0
@@ -178,6 +148,8 @@ class JobLane:
                 refused = BatchKilled("the batch's task was killed before this table's job started")
             if refused is None:
                 self._posted[index] = job
+                if getattr(handoff, first_operation.SIGNALS, False):
+                    self._signals.add(index)
                 self._handed.add(index)
                 self._cond.notify_all()
         if refused is not None:
@@ -194,11 +166,23 @@ class JobLane:
             self._started_upto = max(self._started_upto, index)
             self._cond.notify_all()
 
+    def mark_sent(self, index: int) -> None:
+        """Table ``index``'s job sent its first operation to its engine."""
+        with self._cond:
+            self._sent_upto = max(self._sent_upto, index)
+            self._cond.notify_all()
+
+    def _next_under_way(self, index: int) -> bool:
+        """The job after ``index``'s started (and sent its first operation, when its engine tells)."""
+        if self._started_upto <= index:
+            return False
+        return self._sent_upto > index or index + 1 not in self._signals
+
     def wait_next_started(self, index: int, bound_s: float) -> None:
-        """Wait (at most ``bound_s``) until the job after ``index``'s started, or none is to start."""
+        """Wait (at most ``bound_s``) until the job after ``index``'s is under way, or none is to start."""
         deadline = time.monotonic() + bound_s
         with self._cond:
-            while self._started_upto <= index and self._waiting_for <= index and not self.killed:
+            while not self._next_under_way(index) and self._waiting_for <= index and not self.killed:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
@@ -264,7 +248,8 @@ class JobLane:
                 with self._cond:
                     self._running = index
                     self._ran.add(index)
-                job.result = job.call()
+                with first_operation.watching(lambda: self.mark_sent(index)):
+                    job.result = job.call()
         except BaseException as e:
             if job is None:  # gave up waiting for it (its time limit, the task's end)
                 with self._cond:
@@ -283,6 +268,7 @@ class JobLane:
             with self._cond:
                 self._running = None
                 self._started_upto = max(self._started_upto, index)
+                self._sent_upto = max(self._sent_upto, index)
                 self._cond.notify_all()
             if job is not None:
                 self.busy += time.perf_counter() - began
@@ -387,14 +373,4 @@ def run_overlapped(
     return outcomes
 
 
-__all__ = [
-    "FINISH_LATER",
-    "IN_FLIGHT",
-    "QUIET_START_S",
-    "BatchKilled",
-    "Completes",
-    "Handoff",
-    "JobLane",
-    "finished",
-    "run_overlapped",
-]
+__all__ = ["IN_FLIGHT", "QUIET_START_S", "BatchKilled", "Handoff", "JobLane", "run_overlapped"]

@@ -174,7 +174,7 @@ def run_batch(
     result = BatchResult(run)
     limits = limit_for or _no_limit
     if not (batch_overlap() if overlap is None else overlap) or len(tables) < 2:
-        from airflow_tablemgmt.services.batch_overlap import Completes
+        from airflow_tablemgmt.services.batch_finish import Completes
 
         def completing(tid: str) -> ProcessRunner:
             runner = runner_for(tid)

@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from airflow_tablemgmt.core import first_operation
 from airflow_tablemgmt.core.factory import JobSpec
 from airflow_tablemgmt.core.tables import CatalogSpec
 from airflow_tablemgmt.spark.conf import catalog_conf
@@ -193,6 +194,7 @@ class ConnectRun:
                 f"the table's lease was not confirmed in time ({time.monotonic() - until:.1f}s overdue): "
                 f"job {self.tag} sends no further operation to the Spark Connect server"
             )
+        first_operation.sent()  # a batch's previous table holds its bookkeeping back until then
 
     def interrupt(self) -> list[str]:
         """Interrupt the job's running operations on the server; the ids the server interrupted.

@@ -245,3 +245,55 @@ def test_a_table_completes_its_result_once_the_next_job_started_never_waiting_at
     assert {e for e in events if e[0] == "finished"} == {
         ("finished", n) for n in ("a_small", "d_fails", "e_small")
     }
+
+
+def test_a_table_completes_its_result_once_the_next_job_sent_its_first_operation_when_its_engine_tells(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine that tells its first operation (``core/first_operation.py``: the Connect engine, before each
+    operation it sends) is waited for past its start: the table before completes its result only once the
+    next job's first operation is under way, not while that job still prepares after reporting its start.
+    A job that never sends one (it fails before) ends the wait when it ends."""
+    from airflow_tablemgmt.core import first_operation
+    from airflow_tablemgmt.services import batch_overlap
+
+    monkeypatch.setattr(batch_overlap, "QUIET_START_S", 30.0)  # a wait that ran to its bound would show
+    events: list[tuple[str, str]] = []
+
+    class Engine:
+        signals_first_operation = True
+
+        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+            name = job.table["name"]
+            if on_started is not None:
+                on_started(f"connect-{name}")
+                events.append(("started", name))
+            time.sleep(0.1)  # the job's own reads after its start, before its first operation
+            if name != "e_small":  # e_small's job never sends one
+                events.append(("sent", name))
+                first_operation.sent()
+                first_operation.sent()  # each operation tells; the first one counts
+            time.sleep(0.05)
+            result = JobResult(status="SUCCESS", summary={"rewritten_data_files_count": 8})
+            result.finish_later = lambda: events.append(("finished", name))  # type: ignore[attr-defined]
+            return result
+
+        def kill(self) -> None:
+            pass
+
+    tables = ["lake.db.a_small", "lake.db.d_fails", "lake.db.e_small"]
+    began = time.monotonic()
+    result = run_batch(
+        store,
+        _run(),
+        tables,
+        runner_for=lambda t: ProcessRunner(store, default_factories(), Engine()),
+        overlap=True,
+    )
+    assert time.monotonic() - began < 10.0
+    assert [t.outcome for t in result.tables] == [Outcome.SUCCESS] * 3
+    assert events.index(("finished", "a_small")) > events.index(("sent", "d_fails"))
+    assert events.index(("finished", "d_fails")) > events.index(("started", "e_small"))
+    assert {e for e in events if e[0] == "finished"} == {
+        ("finished", n) for n in ("a_small", "d_fails", "e_small")
+    }
