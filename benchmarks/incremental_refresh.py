@@ -58,6 +58,8 @@ if str(HERE) not in sys.path:
 from snapshot_check import load_demo_table  # noqa: E402
 
 CATALOG, NAMESPACE = "bench", "db"
+#: The most rows the source is written with in one append.
+WRITE_CHUNK_ROWS = 10_000_000
 AGGREGATES = "count(*) AS n, sum(amount) AS total, avg(amount) AS mean"
 SHAPES: dict[str, tuple[str, list[str]]] = {
     "filter": ("SELECT id, ts, day, customer, kind, amount, payload FROM {src} WHERE v < 10", ["day"]),
@@ -152,7 +154,12 @@ def source(spark: Any, rows: int, days: int, keys: int) -> str:
         # ids are in day order within each Spark task: written without a shuffle by day
         "TBLPROPERTIES ('write.distribution-mode' = 'none')"
     )
-    rows_frame(spark, 0, rows, rows // days, days, keys).writeTo(name).append()
+    # At most WRITE_CHUNK_ROWS rows an append, in whole days (a 50 M-row source in one write ran the local
+    # session's executors out of memory): still one data file a day and task
+    per_day = rows // days
+    step = max(1, WRITE_CHUNK_ROWS // max(per_day, 1)) * per_day
+    for start in range(0, rows, step):
+        rows_frame(spark, start, min(start + step, rows), per_day, days, keys).writeTo(name).append()
     spark.sql(f"ALTER TABLE {name} UNSET TBLPROPERTIES ('write.distribution-mode')")
     print(f"wrote {name}: {rows:,} rows in {time.perf_counter() - started:.0f} s (cached for later runs)")
     return name
