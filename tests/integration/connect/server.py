@@ -11,6 +11,7 @@ from pathlib import Path
 
 from airflow_tablemgmt.spark.errors import ArtifactError
 from tests.integration.iceberg_session import skip_unless_ci
+from tests.support.processes import ends_with_this_process
 
 
 @dataclass
@@ -45,6 +46,7 @@ def start_connect_server(log: Path, port: int | None = None) -> ConnectServer:
     except ArtifactError as e:
         skip_unless_ci(f"Spark Connect jars not available: {e}")
     process = start_server(spec, log)
+    ends_with_this_process(process.pid)  # a killed pytest leaves no server behind
     try:
         wait_for_port("127.0.0.1", port, 180, process)
     except (TimeoutError, RuntimeError) as e:
