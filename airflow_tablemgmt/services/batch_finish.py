@@ -13,15 +13,13 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablemgmt.spark.protocol import FINISH_LATER
+
 if TYPE_CHECKING:
     from airflow_tablemgmt.core.factory import JobSpec
     from airflow_tablemgmt.spark.protocol import JobResult
 
 log = logging.getLogger(__name__)
-
-#: What a submitter may leave on its result to complete it after the job, in the table's own thread (the
-#: Connect engine's cost read on a batch's kept session: ``spark/connect/finish_later.py``'s ``FINISH_LATER``).
-FINISH_LATER = "finish_later"
 
 
 def finished(result: JobResult) -> JobResult:
@@ -54,4 +52,4 @@ class Completes:
         self._inner.kill()
 
 
-__all__ = ["FINISH_LATER", "Completes", "finished"]
+__all__ = ["Completes", "finished"]

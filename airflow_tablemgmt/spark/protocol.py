@@ -36,6 +36,10 @@ RESULT_MARKER = "tms_result"
 SUCCESS = "SUCCESS"
 FAILED = "FAILED"
 NO_RESULT = "NoJobResult"
+#: The attribute a submitter may set on a :class:`JobResult` to a call that completes it after the job (the
+#: Connect engine's cost read and figures on a batch's kept session: ``spark/connect/finish_later.py``); the
+#: batch runs it before the lifecycle records the result (``services/batch_finish.py``).
+FINISH_LATER = "finish_later"
 _MAX_ERROR_LINES = 8
 _MAX_ERROR_CHARS = 2000
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_tablemgmt.spark.protocol import FINISH_LATER
+
 if TYPE_CHECKING:
     from airflow_tablemgmt.spark.connect.kept import KeptSession
     from airflow_tablemgmt.spark.job.after_later import LaterRead
@@ -30,10 +32,6 @@ class MeasuredRun(Protocol):
 
     @property
     def stopped(self) -> bool: ...
-
-
-#: A :class:`JobResult`'s call that completes it after the job (a batch's kept session: ``batch_overlap.py``).
-FINISH_LATER = "finish_later"
 
 
 def measure(run: MeasuredRun, session: Any, result: JobResult) -> None:
@@ -96,4 +94,4 @@ def read_after_later(result: JobResult, reads: list[LaterRead]) -> None:
     setattr(result, FINISH_LATER, finish)  # noqa: B010 - JobResult has no field for it
 
 
-__all__ = ["FINISH_LATER", "MeasuredRun", "measure", "read_after_later"]
+__all__ = ["MeasuredRun", "measure", "read_after_later"]

@@ -171,7 +171,7 @@ def test_the_same_outcomes_either_way(store: Store, overlap: bool) -> None:
 
 @pytest.mark.parametrize("overlap", [False, True])
 def test_what_a_job_leaves_to_finish_later_is_recorded_with_its_process(store: Store, overlap: bool) -> None:
-    """A Connect job on a batch's kept session leaves its cost read for later (``session.FINISH_LATER``): the
+    """A Connect job on a batch's kept session leaves its cost read for later (``protocol.FINISH_LATER``): the
     batch completes the result in the table's own thread (overlapped: not the thread the jobs run on) before the
     lifecycle records it."""
     threads: list[str] = []
