@@ -26,15 +26,15 @@ pyspark is imported inside functions only (through the session).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import urllib.error
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
+
+from airflow_tablemgmt.spark.connect.ui_http import get_json
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,9 @@ class StatusApi:
     base: str  # http://host:port/api/v1/applications/<app id>
 
     def get(self, path: str, timeout: float = REQUEST_TIMEOUT_S) -> Any:
-        with urllib.request.urlopen(self.base + path, timeout=timeout) as response:  # noqa: S310 - http(s) only
-            return json.load(response)
+        """The JSON at ``path`` on a kept-alive connection (``ui_http.py``); an answer of 400 or more raises
+        ``urllib.error.HTTPError``, no answer in ``timeout`` a ``TimeoutError``."""
+        return get_json(self.base + path, time.monotonic() + timeout)
 
 
 def api_base(connect_url: str, settings: dict[str, str]) -> str | None:
