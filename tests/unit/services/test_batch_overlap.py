@@ -205,46 +205,61 @@ def test_what_a_job_leaves_to_finish_later_is_recorded_with_its_process(store: S
     assert len(threads) == 2 and all((name != main) == overlap for name in threads)
 
 
-def test_a_table_completes_its_result_once_the_next_job_started_never_waiting_at_the_end(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A table's completion and recording after its job (``QUIET_START_S``) waits until the next table's job
-    reported started, so they do not compete with that start on the jobs' thread; it never waits for its
-    bound: not at the batch's end, nor for a next job that ends without reporting a start."""
+def _three_tables(store: Store, monkeypatch: pytest.MonkeyPatch, engine: type) -> list[tuple[str, str]]:
+    """Three tables overlapped with ``engine`` (a class whose ``submit`` takes the ``events`` list it is
+    made with), each table's completion after its job logged as ``("finished", name)``; the batch must end
+    long before ``QUIET_START_S`` (a wait that ran to its bound would show)."""
     from airflow_tablemgmt.services import batch_overlap
 
-    monkeypatch.setattr(batch_overlap, "QUIET_START_S", 30.0)  # a wait that ran to its bound would show
+    monkeypatch.setattr(batch_overlap, "QUIET_START_S", 30.0)
     events: list[tuple[str, str]] = []
-
-    class Engine:
-        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
-            name = job.table["name"]
-            if on_started is not None and name != "e_small":  # e_small's job never reports its start
-                on_started(f"local-{name}")
-                events.append(("started", name))
-            time.sleep(0.05)
-            result = JobResult(status="SUCCESS", summary={"rewritten_data_files_count": 8})
-            result.finish_later = lambda: events.append(("finished", name))  # type: ignore[attr-defined]
-            return result
-
-        def kill(self) -> None:
-            pass
-
     tables = ["lake.db.a_small", "lake.db.d_fails", "lake.db.e_small"]
     began = time.monotonic()
     result = run_batch(
         store,
         _run(),
         tables,
-        runner_for=lambda t: ProcessRunner(store, default_factories(), Engine()),
+        runner_for=lambda t: ProcessRunner(store, default_factories(), engine(events)),
         overlap=True,
     )
     assert time.monotonic() - began < 10.0
     assert [t.outcome for t in result.tables] == [Outcome.SUCCESS] * 3
-    assert events.index(("finished", "a_small")) > events.index(("started", "d_fails"))
     assert {e for e in events if e[0] == "finished"} == {
         ("finished", n) for n in ("a_small", "d_fails", "e_small")
     }
+    return events
+
+
+def _finished_later(events: list[tuple[str, str]], name: str) -> JobResult:
+    result = JobResult(status="SUCCESS", summary={"rewritten_data_files_count": 8})
+    result.finish_later = lambda: events.append(("finished", name))  # type: ignore[attr-defined]
+    return result
+
+
+def test_a_table_completes_its_result_once_the_next_job_started_never_waiting_at_the_end(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table's completion and recording after its job (``QUIET_START_S``) waits until the next table's job
+    reported started, so they do not compete with that start on the jobs' thread; it never waits for its
+    bound: not at the batch's end, nor for a next job that ends without reporting a start."""
+
+    class Engine:
+        def __init__(self, events: list[tuple[str, str]]) -> None:
+            self.events = events
+
+        def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
+            name = job.table["name"]
+            if on_started is not None and name != "e_small":  # e_small's job never reports its start
+                on_started(f"local-{name}")
+                self.events.append(("started", name))
+            time.sleep(0.05)
+            return _finished_later(self.events, name)
+
+        def kill(self) -> None:
+            pass
+
+    events = _three_tables(store, monkeypatch, Engine)
+    assert events.index(("finished", "a_small")) > events.index(("started", "d_fails"))
 
 
 def test_a_table_completes_its_result_once_the_next_job_sent_its_first_operation_when_its_engine_tells(
@@ -255,45 +270,29 @@ def test_a_table_completes_its_result_once_the_next_job_sent_its_first_operation
     next job's first operation is under way, not while that job still prepares after reporting its start.
     A job that never sends one (it fails before) ends the wait when it ends."""
     from airflow_tablemgmt.core import first_operation
-    from airflow_tablemgmt.services import batch_overlap
-
-    monkeypatch.setattr(batch_overlap, "QUIET_START_S", 30.0)  # a wait that ran to its bound would show
-    events: list[tuple[str, str]] = []
 
     class Engine:
         signals_first_operation = True
+
+        def __init__(self, events: list[tuple[str, str]]) -> None:
+            self.events = events
 
         def submit(self, job: JobSpec, on_started: Callable[[str], None] | None = None) -> JobResult:
             name = job.table["name"]
             if on_started is not None:
                 on_started(f"connect-{name}")
-                events.append(("started", name))
+                self.events.append(("started", name))
             time.sleep(0.1)  # the job's own reads after its start, before its first operation
             if name != "e_small":  # e_small's job never sends one
-                events.append(("sent", name))
+                self.events.append(("sent", name))
                 first_operation.sent()
                 first_operation.sent()  # each operation tells; the first one counts
             time.sleep(0.05)
-            result = JobResult(status="SUCCESS", summary={"rewritten_data_files_count": 8})
-            result.finish_later = lambda: events.append(("finished", name))  # type: ignore[attr-defined]
-            return result
+            return _finished_later(self.events, name)
 
         def kill(self) -> None:
             pass
 
-    tables = ["lake.db.a_small", "lake.db.d_fails", "lake.db.e_small"]
-    began = time.monotonic()
-    result = run_batch(
-        store,
-        _run(),
-        tables,
-        runner_for=lambda t: ProcessRunner(store, default_factories(), Engine()),
-        overlap=True,
-    )
-    assert time.monotonic() - began < 10.0
-    assert [t.outcome for t in result.tables] == [Outcome.SUCCESS] * 3
+    events = _three_tables(store, monkeypatch, Engine)
     assert events.index(("finished", "a_small")) > events.index(("sent", "d_fails"))
     assert events.index(("finished", "d_fails")) > events.index(("started", "e_small"))
-    assert {e for e in events if e[0] == "finished"} == {
-        ("finished", n) for n in ("a_small", "d_fails", "e_small")
-    }
