@@ -28,6 +28,7 @@ def test_warm_imports_its_modules_and_every_formats_factory() -> None:
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["missing"] == []
     # this package's three formats and the Paimon plugin the test environment installs
-    assert {"airflow_tablemgmt.formats.iceberg.factory", "tablemgmt_paimon.factory"} <= set(found["factories"])
+    expected = {"airflow_tablemgmt.formats.iceberg.factory", "tablemgmt_paimon.factory"}
+    assert expected <= set(found["factories"])
     assert found["unimported"] == []
     assert found["channels"] == ["pyspark.sql.connect.client.core"]
